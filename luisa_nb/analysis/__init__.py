@@ -1,0 +1,58 @@
+"""Analysis of a :class:`~luisa_nb.trace.Trace`, live or loaded: hazards (DESIGN §5) and
+expected-vs-staged bytes of uploads. Reads only the trace layer, never the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
+from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads
+from luisa_nb.trace import Trace
+from luisa_nb.trace.chrome import describe
+from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
+
+__all__ = [
+    "AnalyzedTrace",
+    "Hazard",
+    "HazardKind",
+    "Source",
+    "UploadCheck",
+    "check_uploads",
+    "describe",
+    "find_hazards",
+]
+
+
+class AnalyzedTrace(Trace):
+    """A trace that analyses itself: ``AnalyzedTrace.load(path).hazards``.
+
+    Results are cached and recomputed when records were added or the trace stopped since.
+    """
+
+    def __init__(self, capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> None:
+        super().__init__(capture, capture_bytes)
+        self._results: dict[str, tuple[tuple[int, int | None], Any]] = {}
+
+    @property
+    def hazards(self) -> list[Hazard]:
+        return list(self._cached("hazards", find_hazards))
+
+    @property
+    def uploads(self) -> list[UploadCheck]:
+        return list(self._cached("uploads", check_uploads))
+
+    def upload(self, command_id: int) -> UploadCheck:
+        """The expected-vs-staged check of upload ``#command_id``."""
+        for check in self._cached("uploads", check_uploads):
+            if check.command_id == command_id:
+                return check
+        raise KeyError(f"#{command_id} is not an upload with a host array in this trace")
+
+    def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
+        state = (len(self.records), self.metadata.stopped)
+        entry = self._results.get(name)
+        if entry is None or entry[0] != state:
+            entry = (state, compute(self))
+            self._results[name] = entry
+        return entry[1]

@@ -1,0 +1,285 @@
+"""Hazards (DESIGN §5): stale uploads, host writes in flight, and device races.
+
+One pass over the records in issue (``seq``) order keeps vector clocks (see
+:mod:`luisa_nb.analysis.clocks`), an interval map of host addresses to the last download
+that wrote them and that no host sync has covered yet ("pending"), one to the last
+download by ``seq`` whatever its sync state, and per buffer and stream the device
+accesses seen so far. Failed, skipped or unfinished commands have missing times: a
+download without ``host_write`` never wrote host memory and an upload without
+``host_read`` never read it, so neither takes part in host hazards.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.analysis.clocks import Clock, VectorClocks
+from luisa_nb.analysis.intervals import IntervalMap
+from luisa_nb.analysis.naming import device_slice, duration, host_slice
+from luisa_nb.trace import (
+    CommandKind,
+    CommandRecord,
+    DeviceRange,
+    HostRange,
+    Status,
+    SyncRecord,
+    Trace,
+)
+from luisa_nb.trace.chrome import describe, stream_name
+from luisa_nb.trace.records import record_to_dict
+
+_SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
+
+
+class HazardKind(str, Enum):
+    """What went wrong. ``HOST_USE_AFTER_FREE`` is declared for files and widgets but not
+    detected yet: the trace records no host frees."""
+
+    STALE_UPLOAD = "STALE_UPLOAD"
+    LATENT_STALE_UPLOAD = "LATENT_STALE_UPLOAD"
+    HOST_WRITE_IN_FLIGHT = "HOST_WRITE_IN_FLIGHT"
+    DEVICE_RACE = "DEVICE_RACE"
+    HOST_USE_AFTER_FREE = "HOST_USE_AFTER_FREE"
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One finding. ``command_ids`` are in issue order (earlier first); ``host`` and
+    ``device`` are the overlapping bytes (``device.access`` is the later command's);
+    ``times`` holds the moments the finding rests on, in trace-clock nanoseconds.
+    """
+
+    kind: HazardKind
+    command_ids: tuple[int, ...]
+    host: HostRange | None = field(hash=False)
+    device: DeviceRange | None = field(hash=False)
+    times: dict[str, int] = field(hash=False)
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}\n    fix: {self.fix}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "command_ids": list(self.command_ids),
+            "host": None if self.host is None else record_to_dict(self.host),
+            "device": None if self.device is None else record_to_dict(self.device),
+            "times": dict(self.times),
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+def find_hazards(trace: Trace) -> list[Hazard]:
+    """Every hazard in ``trace``, ordered by the later command's issue order."""
+    return _Finder(trace).run()
+
+
+def _times(**moments: int | None) -> dict[str, int]:
+    return {name: time for name, time in moments.items() if time is not None}
+
+
+class _Finder:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.records = sorted(trace.records, key=lambda record: record.seq)
+        streams = [r.stream for r in self.records if r.stream is not None]
+        self.clocks = VectorClocks(streams)
+        self.pending: IntervalMap[CommandRecord] = IntervalMap()
+        self.writers: IntervalMap[CommandRecord] = IntervalMap()
+        self.pending_by_stream: list[deque[tuple[int, CommandRecord]]] = [
+            deque() for _ in self.clocks.index
+        ]
+        self.accesses: dict[int, dict[int, list[tuple[int, CommandRecord, DeviceRange]]]] = {}
+        self.hazards: list[Hazard] = []
+
+    def run(self) -> list[Hazard]:
+        for record in self.records:
+            if isinstance(record, SyncRecord):
+                if self.clocks.sync(record):
+                    self._release_covered()
+                continue
+            clock = self.clocks.command(record)
+            if record.host is not None:
+                self._host_access(record, record.host, clock)
+            if record.status is not Status.SKIPPED:
+                self._check_device(record, clock)
+        return self.hazards
+
+    # -- host memory ---------------------------------------------------------------------
+
+    def _host_access(self, command: CommandRecord, host: HostRange, clock: Clock) -> None:
+        if command.kind is CommandKind.UPLOAD and command.host_read is not None:
+            self._check_upload(command, host)
+        elif command.kind is CommandKind.DOWNLOAD and command.host_write is not None:
+            self._add_download(command, host, clock)
+
+    def _add_download(self, download: CommandRecord, host: HostRange, clock: Clock) -> None:
+        self.pending.assign(host.address, host.end, download)
+        self.writers.assign(host.address, host.end, download)
+        position = self.clocks.index[download.stream]
+        self.pending_by_stream[position].append((clock[position], download))
+
+    def _release_covered(self) -> None:
+        """Drop pending downloads that the host clock now says have finished."""
+        for position, queue in enumerate(self.pending_by_stream):
+            while queue and queue[0][0] <= self.clocks.host[position]:
+                download = queue.popleft()[1]
+                self.pending.remove(download.host.address, download.host.end, download)
+
+    def _check_upload(self, upload: CommandRecord, host: HostRange) -> None:
+        spans: dict[int, tuple[int, int, CommandRecord]] = {}
+        for start, end, download in self.pending.query(host.address, host.end):
+            first = spans.get(id(download), (start, end, download))[0]
+            spans[id(download)] = (first, end, download)
+        for start, end, download in sorted(spans.values(), key=lambda span: span[2].seq):
+            overlap = HostRange(start, end - start, host.dtype, host.shape, host.name)
+            self.hazards.append(self._stale(download, upload, overlap))
+        if not spans and self._bytes_changed_unexplained(upload, host):
+            self.hazards.append(self._in_flight(upload, host))
+
+    def _stale(self, download: CommandRecord, upload: CommandRecord, overlap: HostRange) -> Hazard:
+        names = (describe(self.trace, download), describe(self.trace, upload))
+        region = host_slice(upload.host, overlap)
+        times = _times(
+            download_submitted=download.submitted,
+            host_write=download.host_write,
+            upload_submitted=upload.submitted,
+            host_read=upload.host_read,
+        )
+        if upload.host_read < download.host_write:
+            gap = duration(download.host_write - upload.host_read)
+            message = (
+                f"{names[1]} read {region} {gap} before {names[0]} wrote it, so it sent the "
+                "old bytes"
+            )
+            fix = (
+                f"synchronize after #{download.id} ({_SYNC_ADVICE}) before uploading, or use "
+                "staging='execute'"
+            )
+            kind = HazardKind.STALE_UPLOAD
+        else:
+            if upload.staging == "submit":
+                reason = f"only because #{download.id} happened to finish before the submission"
+            else:
+                reason = "because staging='execute'; under staging='submit' it would be stale"
+            message = (
+                f"{names[1]} reads {region}, which {names[0]} writes, with no host synchronize "
+                f"between them: it got the new bytes {reason}"
+            )
+            fix = (
+                f"synchronize after #{download.id} ({_SYNC_ADVICE}) before submitting "
+                f"#{upload.id}, so it is correct under every staging policy"
+            )
+            kind = HazardKind.LATENT_STALE_UPLOAD
+        return Hazard(kind, (download.id, upload.id), overlap, None, times, message, fix)
+
+    def _bytes_changed_unexplained(self, upload: CommandRecord, host: HostRange) -> bool:
+        """Whether the bytes the upload sent differ from those at enqueue, with no
+        download issued before it having written them since the enqueue."""
+        before, after = upload.enqueue_capture, upload.data_capture
+        if before is None or after is None or before.digest is None or after.digest is None:
+            return False
+        if before.digest == after.digest:
+            return False
+        return not any(
+            download.host_write > upload.enqueued
+            for _, _, download in self.writers.query(host.address, host.end)
+        )
+
+    def _in_flight(self, upload: CommandRecord, host: HostRange) -> Hazard:
+        changed = _changed_region(self.trace, upload, host)
+        region = host_slice(host, changed)
+        gap = duration(upload.host_read - upload.enqueued)
+        message = (
+            f"{describe(self.trace, upload)}: {region} changed between enqueue and host read "
+            f"({gap} later), so it sent bytes other than those at enqueue"
+        )
+        fix = (
+            f"do not write {host_slice(host, host)} until #{upload.id} has read it (synchronize "
+            "its stream first), or upload a copy"
+        )
+        times = _times(enqueued=upload.enqueued, host_read=upload.host_read)
+        return Hazard(
+            HazardKind.HOST_WRITE_IN_FLIGHT, (upload.id,), changed, None, times, message, fix
+        )
+
+    # -- device memory ---------------------------------------------------------------------
+
+    def _check_device(self, command: CommandRecord, clock: Clock) -> None:
+        position = self.clocks.index[command.stream]
+        reported: set[int] = set()
+        for touched in command.device_ranges:
+            by_stream = self.accesses.setdefault(touched.buffer, {})
+            for other_position, entries in by_stream.items():
+                if other_position == position:
+                    continue
+                horizon = clock[other_position]
+                for component, other, other_range in reversed(entries):
+                    if component <= horizon:
+                        break
+                    if (
+                        other.id not in reported
+                        and (other_range.access.writes or touched.access.writes)
+                        and other_range.overlaps(touched)
+                    ):
+                        reported.add(other.id)
+                        self.hazards.append(self._race(other, other_range, command, touched))
+            by_stream.setdefault(position, []).append((clock[position], command, touched))
+
+    def _race(
+        self,
+        first: CommandRecord,
+        first_range: DeviceRange,
+        second: CommandRecord,
+        second_range: DeviceRange,
+    ) -> Hazard:
+        start = max(first_range.offset, second_range.offset)
+        end = min(
+            first_range.offset + first_range.nbytes, second_range.offset + second_range.nbytes
+        )
+        overlap = DeviceRange(second_range.buffer, start, end - start, second_range.access)
+        writers = [c for c, r in ((first, first_range), (second, second_range)) if r.access.writes]
+        verb = "both write" if len(writers) == 2 else f"#{writers[0].id} writes"
+        streams = (stream_name(self.trace, first.stream), stream_name(self.trace, second.stream))
+        message = (
+            f"{describe(self.trace, first)} on {streams[0]} and {describe(self.trace, second)} on "
+            f"{streams[1]} touch {device_slice(self.trace, overlap)} ({verb}) with no event "
+            "ordering them"
+        )
+        fix = (
+            f"signal an event on {streams[0]} after #{first.id} and wait for it on {streams[1]} "
+            f"before #{second.id} (or synchronize {streams[0]} before submitting #{second.id})"
+        )
+        times = _times(
+            first_started=first.started,
+            first_finished=first.finished,
+            second_started=second.started,
+            second_finished=second.finished,
+        )
+        return Hazard(
+            HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
+        )
+
+
+def _changed_region(trace: Trace, upload: CommandRecord, host: HostRange) -> HostRange:
+    """The host bytes whose captured values changed between enqueue and host read (whole
+    elements); all of ``host`` if the captured heads are equal or missing."""
+    before = trace.captured_bytes(upload.enqueue_capture)
+    after = trace.captured_bytes(upload.data_capture)
+    if before is not None and after is not None:
+        common = min(before.nbytes, after.nbytes)
+        changed = (before[:common] != after[:common]).nonzero()[0]
+        if changed.size:
+            itemsize = np.dtype(host.dtype).itemsize
+            start = int(changed[0]) // itemsize * itemsize
+            end = min(-(-(int(changed[-1]) + 1) // itemsize) * itemsize, host.nbytes)
+            return HostRange(host.address + start, end - start, host.dtype, host.shape, host.name)
+    return host

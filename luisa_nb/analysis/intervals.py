@@ -1,0 +1,71 @@
+"""An interval map: disjoint integer ranges (host addresses), each owned by a value."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Generic, TypeVar
+
+Owner = TypeVar("Owner")
+
+
+class IntervalMap(Generic[Owner]):
+    """Half-open ranges ``[start, end)`` with an owner each; assigning a range takes it
+    over from whatever owned those integers before. Owners are compared by identity.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._owners: list[Owner] = []
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def query(self, start: int, end: int) -> list[tuple[int, int, Owner]]:
+        """The owned pieces of ``[start, end)``, clipped to it, in address order."""
+        first, last = self._span(start, end)
+        return [
+            (max(self._starts[i], start), min(self._ends[i], end), self._owners[i])
+            for i in range(first, last)
+        ]
+
+    def assign(self, start: int, end: int, owner: Owner) -> None:
+        if start >= end:
+            return
+        first, last = self._cut(start, end)
+        self._starts[first:last] = [start]
+        self._ends[first:last] = [end]
+        self._owners[first:last] = [owner]
+
+    def remove(self, start: int, end: int, owner: Owner) -> None:
+        """Forget the pieces of ``[start, end)`` that ``owner`` still owns."""
+        first, last = self._span(start, end)
+        if not any(self._owners[i] is owner for i in range(first, last)):
+            return
+        first, last = self._cut(start, end)
+        keep = [i for i in range(first, last) if self._owners[i] is not owner]
+        self._starts[first:last] = [self._starts[i] for i in keep]
+        self._ends[first:last] = [self._ends[i] for i in keep]
+        self._owners[first:last] = [self._owners[i] for i in keep]
+
+    def _span(self, start: int, end: int) -> tuple[int, int]:
+        """Indices ``[first, last)`` of the pieces that overlap ``[start, end)``."""
+        first = bisect_right(self._starts, start) - 1
+        if first < 0 or self._ends[first] <= start:
+            first += 1
+        return first, bisect_left(self._starts, end)
+
+    def _cut(self, start: int, end: int) -> tuple[int, int]:
+        """Split pieces at ``start`` and ``end``; the indices of the pieces inside."""
+        self._split(start)
+        self._split(end)
+        return bisect_left(self._starts, start), bisect_left(self._starts, end)
+
+    def _split(self, at: int) -> None:
+        index = bisect_right(self._starts, at) - 1
+        if index < 0 or not self._starts[index] < at < self._ends[index]:
+            return
+        self._starts.insert(index + 1, at)
+        self._ends.insert(index + 1, self._ends[index])
+        self._owners.insert(index + 1, self._owners[index])
+        self._ends[index] = at

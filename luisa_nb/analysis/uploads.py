@@ -1,0 +1,163 @@
+"""Expected vs staged bytes of every upload (DESIGN §5).
+
+Stream order says an upload U should send, for each byte, the host bytes at its
+enqueue, except where a download issued before U wrote that byte after U was enqueued
+(``host_write > U.enqueued``): there, that download's bytes. Where several downloads
+wrote a byte, the one issued last (by ``seq``) is taken. Values are compared over the
+captured head only; with no captured bytes, digests decide ``stale`` where the expected
+digest is known (no download involved, or one download with exactly U's host range).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from luisa_nb.analysis.intervals import IntervalMap
+from luisa_nb.trace import CommandKind, CommandRecord, HostRange, Trace
+
+
+class Source(NamedTuple):
+    """Elements ``[start, stop)`` of the upload are expected to come from command
+    ``command_id`` (a download), or from the host bytes at enqueue when it is ``None``."""
+
+    start: int
+    stop: int
+    command_id: int | None
+
+
+@dataclass
+class UploadCheck:
+    """The bytes an upload should have sent beside those it sent.
+
+    ``expected`` and ``staged`` are typed 1-D arrays of the captured head (``None`` where
+    the bytes were not captured; ``expected`` stops at the first byte whose source was not
+    captured). ``differing_indices`` are element indices where both are known and differ.
+    """
+
+    command_id: int
+    expected: np.ndarray | None
+    staged: np.ndarray | None
+    sources: list[Source]
+    differing_indices: np.ndarray
+    stale: bool
+
+
+def check_uploads(trace: Trace) -> list[UploadCheck]:
+    """One :class:`UploadCheck` per upload with a host range, in issue order."""
+    writers: IntervalMap[CommandRecord] = IntervalMap()
+    checks = []
+    for record in sorted(trace.commands, key=lambda command: command.seq):
+        host = record.host
+        if host is None:
+            continue
+        if record.kind is CommandKind.DOWNLOAD and record.host_write is not None:
+            writers.assign(host.address, host.end, record)
+        elif record.kind is CommandKind.UPLOAD:
+            later = [
+                (start, end, download)
+                for start, end, download in writers.query(host.address, host.end)
+                if download.host_write > record.enqueued
+            ]
+            checks.append(_check(trace, record, host, later))
+    return checks
+
+
+def _check(
+    trace: Trace,
+    upload: CommandRecord,
+    host: HostRange,
+    downloads: list[tuple[int, int, CommandRecord]],
+) -> UploadCheck:
+    dtype = np.dtype(host.dtype)
+    enqueued = trace.captured_bytes(upload.enqueue_capture)
+    staged_bytes = trace.captured_bytes(upload.data_capture)
+    head = max((b.nbytes for b in (enqueued, staged_bytes) if b is not None), default=0)
+    expected = np.zeros(head, np.uint8)
+    known = np.zeros(head, bool)
+    if enqueued is not None:
+        expected[: enqueued.nbytes] = enqueued
+        known[: enqueued.nbytes] = True
+    for start, end, download in downloads:
+        low, high = start - host.address, min(end - host.address, head)
+        if low >= head:
+            continue
+        known[low:high] = False
+        written = trace.captured_bytes(download.data_capture)
+        if written is None:
+            continue
+        offset = start - download.host.address
+        count = max(min(high - low, written.nbytes - offset), 0)
+        expected[low : low + count] = written[offset : offset + count]
+        known[low : low + count] = True
+    usable = int(np.argmin(known)) if not known.all() else head
+    usable -= usable % dtype.itemsize
+    expected_values = expected[:usable].view(dtype) if usable else None
+    staged = trace.captured_values(upload.data_capture, host)
+    differing = _differing(expected[:usable], staged_bytes, dtype.itemsize)
+    stale = differing.size > 0 or _digest_mismatch(upload, host, downloads)
+    return UploadCheck(
+        upload.id,
+        expected_values,
+        staged,
+        _sources(host, downloads, dtype.itemsize),
+        differing,
+        stale,
+    )
+
+
+def _differing(expected: np.ndarray, staged: np.ndarray | None, itemsize: int) -> np.ndarray:
+    """Element indices where the two byte arrays differ, over their common whole elements.
+
+    Compares bytes, so NaNs with equal bits count as equal."""
+    if staged is None:
+        return np.zeros(0, np.intp)
+    count = min(expected.nbytes, staged.nbytes) // itemsize
+    left = expected[: count * itemsize].reshape(count, itemsize)
+    right = staged[: count * itemsize].reshape(count, itemsize)
+    return np.flatnonzero((left != right).any(axis=1))
+
+
+def _digest_mismatch(
+    upload: CommandRecord, host: HostRange, downloads: list[tuple[int, int, CommandRecord]]
+) -> bool:
+    if upload.data_capture is None or upload.data_capture.digest is None:
+        return False
+    if not downloads:
+        source = upload.enqueue_capture
+    elif len(downloads) == 1 and (downloads[0][0], downloads[0][1]) == (host.address, host.end):
+        download = downloads[0][2]
+        if (download.host.address, download.host.nbytes) != (host.address, host.nbytes):
+            return False
+        source = download.data_capture
+    else:
+        return False
+    if source is None or source.digest is None:
+        return False
+    return source.digest != upload.data_capture.digest
+
+
+def _sources(
+    host: HostRange, downloads: list[tuple[int, int, CommandRecord]], itemsize: int
+) -> list[Source]:
+    """Element regions of the whole upload and where each should come from."""
+    pieces: list[Source] = []
+    cursor = 0
+    for start, end, download in downloads:
+        low, high = start - host.address, end - host.address
+        if low > cursor:
+            pieces.append(Source(cursor, low, None))
+        pieces.append(Source(low, high, download.id))
+        cursor = high
+    if cursor < host.nbytes:
+        pieces.append(Source(cursor, host.nbytes, None))
+    merged: list[Source] = []
+    for piece in pieces:
+        element = Source(piece.start // itemsize, -(-piece.stop // itemsize), piece.command_id)
+        if merged and merged[-1].command_id == element.command_id:
+            merged[-1] = Source(merged[-1].start, element.stop, element.command_id)
+        else:
+            merged.append(element)
+    return merged

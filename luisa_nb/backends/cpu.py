@@ -1,0 +1,75 @@
+"""The CPU backend: device memory is host memory; kernels are compiled C with OpenMP."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+
+ALIGNMENT = 64
+
+
+class CpuAllocation(Allocation):
+    """``nbytes`` bytes of a numpy array aligned to a cache line."""
+
+    __slots__ = ("address", "data", "nbytes")
+
+    def __init__(self, nbytes: int) -> None:
+        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+        start = -raw.ctypes.data % ALIGNMENT
+        self.data = raw[start : start + nbytes]
+        self.address = raw.ctypes.data + start
+        self.nbytes = nbytes
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    default_staging = "execute"
+    description = "host memory as device memory; kernels compiled to C with OpenMP"
+
+    def allocate(self, nbytes: int) -> CpuAllocation:
+        return CpuAllocation(nbytes)
+
+    def upload(self, allocation: CpuAllocation, offset: int, data: np.ndarray) -> None:
+        allocation.data[offset : offset + data.nbytes] = data
+
+    def download(self, allocation: CpuAllocation, offset: int, out: np.ndarray) -> None:
+        out[...] = allocation.data[offset : offset + out.nbytes]
+
+    def copy(
+        self,
+        source: CpuAllocation,
+        source_offset: int,
+        target: CpuAllocation,
+        target_offset: int,
+        nbytes: int,
+    ) -> None:
+        ctypes.memmove(target.address + target_offset, source.address + source_offset, nbytes)
+
+    def fill(
+        self, allocation: CpuAllocation, offset: int, nbytes: int, element: np.ndarray
+    ) -> None:
+        allocation.data[offset : offset + nbytes].view(element.dtype)[...] = element[0]
+
+    def dispatch(
+        self,
+        executable: Any,
+        dims: tuple[int, int, int],
+        buffers: Sequence[KernelBuffer],
+        scalars: Sequence[Any],
+    ) -> None:
+        if executable.mode == "c":
+            addresses = [b.allocation.address + b.offset for b in buffers]
+            executable.launch(dims, addresses, scalars)
+        else:
+            arrays = [
+                b.allocation.data[b.offset : b.offset + b.nbytes].view(b.dtype) for b in buffers
+            ]
+            executable.launch(dims, arrays, scalars)
+
+
+backend_class = CpuBackend

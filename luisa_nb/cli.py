@@ -1,0 +1,104 @@
+"""``luisa-nb``: the command line.
+
+``luisa-nb demo`` runs the program of LuisaCompute #143 under a trace and prints the two
+rows the issue prints, the hazards found, and where staged and expected bytes differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from luisa_nb.analysis import HazardKind
+from luisa_nb.errors import LuisaNbError
+from luisa_nb.runtime import STAGING_POLICIES, create_device
+from luisa_nb.seed import expected_rows, run_seed
+
+ROW_ELEMENTS = 16
+DIFF_ROWS = 8
+
+
+def _row(values: np.ndarray) -> str:
+    """The first elements, printed as the issue prints them: ``[0.0, 1001.0, ...]``."""
+    return "[" + ", ".join(repr(float(v)) for v in values[:ROW_ELEMENTS]) + "]"
+
+
+def demo(arguments: argparse.Namespace) -> int:
+    device = create_device(arguments.backend, staging=arguments.staging)
+    run = run_seed(device)
+    trace = run.trace
+    expected = expected_rows(run.x.size)
+    print(f"LuisaCompute #143 on {device.name!r}, staging={device.staging!r}")
+    print(
+        "one command list: upload z <- z_data, dispatch vecadd(z), download z -> z_data, "
+        "upload z <- z_data, copy z -> x\n"
+    )
+    for name, values in (("z_data", run.z_data), ("x", run.x)):
+        verdict = "as stream order says" if np.array_equal(values, expected) else "WRONG"
+        print(f"{name:>6} = {_row(values)}  ({verdict})")
+    print(f"expect = {_row(expected)}\n")
+
+    hazards = trace.hazards
+    print(f"hazards: {len(hazards)}")
+    for hazard in hazards:
+        print(f"  {hazard.kind.value}: {hazard.message}")
+        print(f"    fix: {hazard.fix}")
+        if hazard.kind is HazardKind.STALE_UPLOAD:
+            _print_difference(trace.upload(hazard.command_ids[-1]))
+    if arguments.trace:
+        print(f"\ntrace saved to {trace.save(arguments.trace)}")
+    if arguments.chrome:
+        trace.to_chrome_trace(arguments.chrome)
+        print(f"Chrome/Perfetto trace written to {arguments.chrome}")
+    return 0
+
+
+def _print_difference(check) -> None:
+    if check.expected is None or check.staged is None:
+        print("    (bytes were not captured; trace with capture='head' or 'full' to see them)")
+        return
+    indices = check.differing_indices
+    print(
+        f"    upload #{check.command_id} staged {indices.size} element(s) that differ from "
+        f"what stream order says; the first {min(DIFF_ROWS, indices.size)}:"
+    )
+    print(f"    {'index':>7} {'staged':>10} {'expected':>10}")
+    for index in indices[:DIFF_ROWS]:
+        print(f"    {index:>7} {check.staged[index]:>10} {check.expected[index]:>10}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="luisa-nb", description="Make host-memory staging bugs of GPU runtimes visible."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo_parser = commands.add_parser(
+        "demo", help="run the program of LuisaCompute #143 and show what went wrong"
+    )
+    demo_parser.add_argument("--backend", default="cpu", help="backend name (default: cpu)")
+    demo_parser.add_argument(
+        "--staging",
+        choices=STAGING_POLICIES,
+        default="submit",
+        help="when uploads read host memory (default: submit, which reproduces the bug)",
+    )
+    demo_parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
+    demo_parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
+    demo_parser.set_defaults(run=demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    try:
+        return arguments.run(arguments)
+    except LuisaNbError as error:
+        print(f"luisa-nb: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""The exception hierarchy of luisa_nb, rooted in :class:`LuisaNbError`.
+
+Every error that luisa_nb raises for a user mistake is a subclass of ``LuisaNbError``,
+and also of the builtin exception a Python user would expect (``TypeError``,
+``ValueError``, ``IndexError``), so ``except ValueError`` keeps working. Messages name
+the object involved and say what to do next.
+"""
+
+from __future__ import annotations
+
+
+class LuisaNbError(Exception):
+    """Base class of every error raised by luisa_nb."""
+
+
+class ConfigurationError(LuisaNbError, ValueError):
+    """An option has a value luisa_nb does not know (a staging policy, a capture mode)."""
+
+
+class BackendNotFoundError(LuisaNbError, ValueError):
+    """``create_device`` was asked for a backend that does not exist or cannot load."""
+
+
+class HostArrayError(LuisaNbError, ValueError):
+    """A host array cannot be used for a copy."""
+
+
+class HostDtypeError(HostArrayError, TypeError):
+    """The host array's dtype differs from the buffer's."""
+
+
+class HostSizeError(HostArrayError):
+    """The host array's total size differs from the buffer (view)'s size."""
+
+
+class HostLayoutError(HostArrayError):
+    """The host array is not C-contiguous."""
+
+
+class HostReadOnlyError(HostArrayError):
+    """A download targets a read-only host array."""
+
+
+class ViewRangeError(LuisaNbError, IndexError):
+    """A buffer view or element index lies outside its buffer."""
+
+
+class BufferDestroyedError(LuisaNbError, RuntimeError):
+    """A destroyed buffer was used."""
+
+
+class DeviceMismatchError(LuisaNbError, ValueError):
+    """Objects from different devices were used in one command."""
+
+
+class InvalidArgumentError(LuisaNbError, TypeError):
+    """An argument is not of a kind the call accepts (e.g. a list where a buffer is needed)."""
+
+
+class BufferMismatchError(LuisaNbError, ValueError):
+    """Two buffers (views) differ in dtype or size where a copy needs them equal."""
+
+
+class CommandReuseError(LuisaNbError, RuntimeError):
+    """A command object was submitted twice; each ``*_async`` call makes one command."""
+
+
+class StreamError(LuisaNbError, RuntimeError):
+    """A stream or event was used in a way that cannot work (e.g. after it was closed)."""
+
+
+class CommandFailedError(LuisaNbError, RuntimeError):
+    """A command raised on its stream's worker; surfaced at the next ``synchronize()``."""
+
+    def __init__(self, message: str, command_id: int) -> None:
+        super().__init__(message)
+        self.command_id = command_id
+
+
+class KernelError(LuisaNbError):
+    """Base class of kernel errors."""
+
+
+class KernelCompileError(KernelError, SyntaxError):
+    """The kernel source uses Python that the kernel language does not accept, or
+    mixes types. The message carries ``file:line:col`` and the source line with a caret.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str = "<kernel>",
+        lineno: int = 0,
+        col_offset: int = 0,
+        source_line: str = "",
+    ) -> None:
+        self.reason = message
+        location = f"{filename}:{lineno}:{col_offset + 1}"
+        text = f"{location}: {message}"
+        if source_line:
+            stripped = source_line.rstrip("\n")
+            indent = len(stripped) - len(stripped.lstrip())
+            caret = " " * (col_offset - indent) + "^"
+            text += f"\n    {stripped.strip()}\n    {caret}"
+        super().__init__(text)
+        self.msg = text
+        self.filename = filename
+        self.lineno = lineno
+        self.offset = col_offset + 1
+        self.text = source_line
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+class KernelArgumentError(KernelError, TypeError):
+    """A kernel was dispatched with arguments of the wrong number or type."""
+
+
+class KernelBuildError(KernelError, RuntimeError):
+    """The C compiler rejected generated code; the message holds its output."""
+
+
+class TraceError(LuisaNbError):
+    """A trace cannot be started, saved or loaded."""
+
+
+class TraceFormatError(TraceError, ValueError):
+    """A trace file is not a luisa_nb trace, or has an unsupported version."""
+
+
+class LuisaNbWarning(UserWarning):
+    """Warnings from luisa_nb, e.g. falling back to the per-thread Python kernel mode."""

@@ -1,0 +1,122 @@
+"""Small C helper functions the emitter adds on demand, one per (operation, type).
+
+They give C the semantics of Python mode (NumPy scalars): floor division and modulo
+round toward negative infinity, integer division by zero gives 0 instead of a trap,
+``min``/``max`` of floats propagate NaN.
+"""
+
+from __future__ import annotations
+
+from luisa_nb.kernel.type_system import ScalarType
+
+SIGNED_FLOORDIV = """\
+{prefix} {T} lnb_floordiv_{name}({T} a, {T} b) {{
+    if (b == 0) return 0;
+    if (b == -1) return -a;
+    {T} q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}}"""
+
+SIGNED_MOD = """\
+{prefix} {T} lnb_mod_{name}({T} a, {T} b) {{
+    if (b == 0 || b == -1) return 0;
+    {T} r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}}"""
+
+UNSIGNED_FLOORDIV = """\
+{prefix} {T} lnb_floordiv_{name}({T} a, {T} b) {{
+    return b == 0 ? 0 : a / b;
+}}"""
+
+UNSIGNED_MOD = """\
+{prefix} {T} lnb_mod_{name}({T} a, {T} b) {{
+    return b == 0 ? 0 : a % b;
+}}"""
+
+FLOAT_MOD = """\
+{prefix} {T} lnb_mod_{name}({T} a, {T} b) {{
+    {T} r = fmod{f}(a, b);
+    if (b == 0) return r;
+    if (r != 0) return ((b < 0) != (r < 0)) ? r + b : r;
+    return copysign{f}(0, b);
+}}"""
+
+FLOAT_FLOORDIV = """\
+{prefix} {T} lnb_floordiv_{name}({T} a, {T} b) {{
+    if (b == 0) return a / b;
+    {T} m = fmod{f}(a, b);
+    {T} d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+    if (d == 0) return copysign{f}(0, a / b);
+    {T} f = floor{f}(d);
+    return (d - f > 0.5{f}) ? f + 1 : f;
+}}"""
+
+INTEGER_POW = """\
+{prefix} {T} lnb_pow_{name}({T} base, {T} exponent) {{
+    {T} result = 1;
+    if (exponent < 0) return (base == 1 || base == -1) ? ((exponent & 1) ? base : 1) : 0;
+    while (exponent != 0) {{
+        if (exponent & 1) result *= base;
+        base *= base;
+        exponent >>= 1;
+    }}
+    return result;
+}}"""
+
+INTEGER_ABS = """\
+{prefix} {T} lnb_abs_{name}({T} a) {{
+    return a < 0 ? -a : a;
+}}"""
+
+INTEGER_MIN = """\
+{prefix} {T} lnb_min_{name}({T} a, {T} b) {{
+    return b < a ? b : a;
+}}"""
+
+INTEGER_MAX = """\
+{prefix} {T} lnb_max_{name}({T} a, {T} b) {{
+    return b > a ? b : a;
+}}"""
+
+FLOAT_MIN = """\
+{prefix} {T} lnb_min_{name}({T} a, {T} b) {{
+    return (a != a || a <= b) ? a : b;
+}}"""
+
+FLOAT_MAX = """\
+{prefix} {T} lnb_max_{name}({T} a, {T} b) {{
+    return (a != a || a >= b) ? a : b;
+}}"""
+
+FLOAT_ABS = """\
+{prefix} {T} lnb_abs_{name}({T} a) {{
+    return fabs{f}(a);
+}}"""
+
+
+def helper_template(operation: str, scalar_type: ScalarType) -> str:
+    """The template of helper ``operation`` ("floordiv", "mod", "pow", ...) for a type."""
+    if scalar_type.is_float:
+        return {
+            "floordiv": FLOAT_FLOORDIV,
+            "mod": FLOAT_MOD,
+            "min": FLOAT_MIN,
+            "max": FLOAT_MAX,
+            "abs": FLOAT_ABS,
+        }[operation]
+    signed = scalar_type.is_signed
+    return {
+        "floordiv": SIGNED_FLOORDIV if signed else UNSIGNED_FLOORDIV,
+        "mod": SIGNED_MOD if signed else UNSIGNED_MOD,
+        "pow": INTEGER_POW,
+        "min": INTEGER_MIN,
+        "max": INTEGER_MAX,
+        "abs": INTEGER_ABS,
+    }[operation]
+
+
+def needs_math_header(operation: str, scalar_type: ScalarType) -> bool:
+    """Whether the helper calls functions from ``math.h``."""
+    return scalar_type.is_float and operation in ("floordiv", "mod", "abs")

@@ -1,0 +1,292 @@
+"""Typing of expressions: one visitor method per construct, producing typed IR."""
+
+from __future__ import annotations
+
+import ast
+import operator as python_operator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+
+from luisa_nb.kernel import ir
+from luisa_nb.kernel.type_system import (
+    INT32_RANGE,
+    KernelType,
+    PromotionError,
+    ScalarType,
+    VectorType,
+    fits,
+    is_buffer_like,
+    promote,
+    true_division_type,
+)
+
+if TYPE_CHECKING:
+    from luisa_nb.kernel.typer import KernelTyper
+
+BINARY_OPERATORS: dict[type[ast.operator], tuple[str, str]] = {
+    ast.Add: ("add", "+"),
+    ast.Sub: ("sub", "-"),
+    ast.Mult: ("mul", "*"),
+    ast.Div: ("truediv", "/"),
+    ast.FloorDiv: ("floordiv", "//"),
+    ast.Mod: ("mod", "%"),
+    ast.Pow: ("pow", "**"),
+    ast.BitAnd: ("bitand", "&"),
+    ast.BitOr: ("bitor", "|"),
+    ast.BitXor: ("bitxor", "^"),
+    ast.LShift: ("lshift", "<<"),
+    ast.RShift: ("rshift", ">>"),
+}
+COMPARISONS: dict[type[ast.cmpop], tuple[str, str]] = {
+    ast.Eq: ("eq", "=="),
+    ast.NotEq: ("ne", "!="),
+    ast.Lt: ("lt", "<"),
+    ast.LtE: ("le", "<="),
+    ast.Gt: ("gt", ">"),
+    ast.GtE: ("ge", ">="),
+}
+FOLDABLE = {
+    "add": python_operator.add,
+    "sub": python_operator.sub,
+    "mul": python_operator.mul,
+    "truediv": python_operator.truediv,
+    "floordiv": python_operator.floordiv,
+    "mod": python_operator.mod,
+}
+BITWISE = ("bitand", "bitor", "bitxor", "lshift", "rshift")
+INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
+def is_weak(expression: ir.Expression) -> bool:
+    return isinstance(expression, ir.Constant) and expression.weak
+
+
+class ExpressionTyping:
+    """Mixin of :class:`KernelTyper` that types expressions."""
+
+    def fail(self: KernelTyper, node: ast.AST, message: str) -> NoReturn:
+        raise self.source.error(node, message)
+
+    def literal(self: KernelTyper, value: Any, node: ast.AST) -> ir.Constant:
+        """A Python bool/int/float as a constant; ints and floats are weak."""
+        if isinstance(value, (bool, np.bool_)):
+            return ir.Constant(ScalarType.BOOL, bool(value))
+        if isinstance(value, int):
+            if INT32_RANGE[0] <= value <= INT32_RANGE[1]:
+                return ir.Constant(ScalarType.INT32, value, weak=True)
+            if INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+                return ir.Constant(ScalarType.INT64, value, weak=True)
+            self.fail(node, f"the integer {value} does not fit in 64 bits")
+        return ir.Constant(ScalarType.FLOAT32, float(value), weak=True)
+
+    def scalar(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
+        if isinstance(expression.type, VectorType):
+            self.fail(node, f"{expression.type} values support only .x, .y and .z")
+        return expression
+
+    def convert(
+        self: KernelTyper, expression: ir.Expression, target: KernelType, node: ast.AST
+    ) -> ir.Expression:
+        """``expression`` as type ``target``; weak literals are re-typed, others cast."""
+        if expression.type == target:
+            return expression
+        if is_weak(expression):
+            if not fits(expression.value, target):
+                self.fail(node, f"the literal {expression.value!r} does not fit {target.value}")
+            value = float(expression.value) if target.is_float else int(expression.value)
+            return ir.Constant(target, value)
+        return ir.Cast(target, expression)
+
+    def to_bool(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
+        """Python truthiness: numbers compare with zero."""
+        expression = self.scalar(expression, node)
+        if expression.type is ScalarType.BOOL:
+            return expression
+        zero = ir.Constant(expression.type, 0.0 if expression.type.is_float else 0)
+        return ir.Binary(ScalarType.BOOL, "ne", expression, zero)
+
+    def common_type(
+        self: KernelTyper, expressions: list[ir.Expression], node: ast.AST, what: str
+    ) -> ScalarType:
+        """The promoted type of several operands (see ``type_system.promote``)."""
+        result, weak = expressions[0].type, is_weak(expressions[0])
+        for expression in expressions[1:]:
+            if result is ScalarType.BOOL and expression.type is ScalarType.BOOL:
+                continue
+            try:
+                result = promote(result, expression.type, weak, is_weak(expression))
+            except PromotionError as error:
+                self.fail(node, f"{what}: {error}")
+            weak = weak and is_weak(expression)
+        return result
+
+    def arithmetic(
+        self: KernelTyper,
+        operator: str,
+        symbol: str,
+        left: ir.Expression,
+        right: ir.Expression,
+        node: ast.AST,
+    ) -> ir.Expression:
+        """Type ``left <symbol> right``, folding operations on two literals."""
+        left, right = self.scalar(left, node), self.scalar(right, node)
+        if is_weak(left) and is_weak(right) and operator in FOLDABLE:
+            try:
+                return self.literal(FOLDABLE[operator](left.value, right.value), node)
+            except ZeroDivisionError:
+                self.fail(node, f"division by zero in {left.value!r} {symbol} {right.value!r}")
+        both_bool = left.type is ScalarType.BOOL and right.type is ScalarType.BOOL
+        if both_bool and operator in ("bitand", "bitor", "bitxor"):
+            return ir.Binary(ScalarType.BOOL, operator, left, right)
+        what = f"operator {symbol} on {left.type.value} and {right.type.value}"
+        common = self.common_type([left, right], node, what)
+        if operator in BITWISE and not common.is_integer:
+            self.fail(node, f"{what}: bitwise operators need integer operands")
+        if operator == "truediv":
+            common = true_division_type(common)
+        return ir.Binary(
+            common, operator, self.convert(left, common, node), self.convert(right, common, node)
+        )
+
+    def comparison(
+        self: KernelTyper,
+        operator: str,
+        symbol: str,
+        left: ir.Expression,
+        right: ir.Expression,
+        node: ast.AST,
+    ) -> ir.Expression:
+        left, right = self.scalar(left, node), self.scalar(right, node)
+        if (left.type is ScalarType.BOOL) != (right.type is ScalarType.BOOL):
+            self.fail(
+                node,
+                f"cannot compare {left.type.value} with {right.type.value}; convert the bool "
+                f"with int(...)",
+            )
+        what = f"comparison {symbol} of {left.type.value} and {right.type.value}"
+        common = self.common_type([left, right], node, what)
+        return ir.Binary(
+            ScalarType.BOOL,
+            operator,
+            self.convert(left, common, node),
+            self.convert(right, common, node),
+        )
+
+    def captured_value(self: KernelTyper, value: Any, name: str, node: ast.AST) -> ir.Expression:
+        """A captured Python object used as a value: it must be a scalar constant."""
+        if is_buffer_like(value):
+            self.fail(
+                node,
+                f"buffer {name!r} can only be used as {name}.read(i) or {name}.write(i, value)",
+            )
+        if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+            try:
+                scalar_type = ScalarType.from_dtype(value.dtype)
+            except ValueError as error:
+                self.fail(node, f"captured {name!r}: {error}")
+            return ir.Constant(scalar_type, value.item())
+        if isinstance(value, (bool, int, float, np.bool_)):
+            return self.literal(value, node)
+        self.fail(
+            node,
+            f"{name!r} is a {type(value).__name__}, which kernels cannot use as a value; "
+            f"kernels capture only buffers and bool/int/float constants",
+        )
+
+    def visit_Constant(self: KernelTyper, node: ast.Constant) -> ir.Expression:
+        if isinstance(node.value, str):
+            self.fail(node, "strings are only allowed in print(...) in Python mode")
+        return self.literal(node.value, node)
+
+    def visit_Name(self: KernelTyper, node: ast.Name) -> ir.Expression:
+        name = node.id
+        if name in self.buffer_arguments:
+            raise self.argument_mismatch(name, node)
+        if name in self.local_names:
+            if name not in self.locals:
+                self.fail(node, f"local variable {name!r} is used before it is assigned")
+            return ir.Local(self.locals[name], name)
+        return self.captured_value(self.resolve(node), name, node)
+
+    def visit_Attribute(self: KernelTyper, node: ast.Attribute) -> ir.Expression:
+        if self.is_buffer(node.value):
+            self.fail(node, f"buffers have only .read(i) and .write(i, value), not .{node.attr}")
+        if self.is_capture_chain(node):
+            return self.captured_value(self.resolve(node), ast.unparse(node), node)
+        operand = self.visit(node.value)
+        if isinstance(operand.type, VectorType) and node.attr in operand.type.fields:
+            return ir.Member(operand.type.element, operand, node.attr)
+        self.fail(node, f"{operand.type} values have no attribute {node.attr!r}")
+
+    def visit_BinOp(self: KernelTyper, node: ast.BinOp) -> ir.Expression:
+        operator, symbol = BINARY_OPERATORS[type(node.op)]
+        return self.arithmetic(
+            operator, symbol, self.visit(node.left), self.visit(node.right), node
+        )
+
+    def visit_UnaryOp(self: KernelTyper, node: ast.UnaryOp) -> ir.Expression:
+        operand = self.scalar(self.visit(node.operand), node)
+        if isinstance(node.op, ast.Not):
+            return ir.Unary(ScalarType.BOOL, "not", self.to_bool(operand, node))
+        if operand.type is ScalarType.BOOL:
+            self.fail(node, "unary -, + and ~ do not apply to bool; convert with int(...)")
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        if isinstance(node.op, ast.USub):
+            if is_weak(operand):
+                return self.literal(-operand.value, node)
+            return ir.Unary(operand.type, "neg", operand)
+        if not operand.type.is_integer:
+            self.fail(node, f"~ needs an integer operand, got {operand.type.value}")
+        return ir.Unary(operand.type, "invert", operand)
+
+    def visit_BoolOp(self: KernelTyper, node: ast.BoolOp) -> ir.Expression:
+        operator = "and" if isinstance(node.op, ast.And) else "or"
+        values = []
+        for value_node in node.values:
+            value = self.scalar(self.visit(value_node), value_node)
+            if value.type is not ScalarType.BOOL:
+                self.fail(
+                    value_node,
+                    f"`{operator}` needs bool operands, got {value.type.value}; compare "
+                    f"explicitly (e.g. x != 0)",
+                )
+            values.append(value)
+        result = values[0]
+        for value in values[1:]:
+            result = ir.Binary(ScalarType.BOOL, operator, result, value)
+        return result
+
+    def visit_Compare(self: KernelTyper, node: ast.Compare) -> ir.Expression:
+        left = self.visit(node.left)
+        result = None
+        for operator_node, right_node in zip(node.ops, node.comparators, strict=True):
+            right = self.visit(right_node)
+            operator, symbol = COMPARISONS[type(operator_node)]
+            test = self.comparison(operator, symbol, left, right, node)
+            result = test if result is None else ir.Binary(ScalarType.BOOL, "and", result, test)
+            left = right
+        return result
+
+    def visit_IfExp(self: KernelTyper, node: ast.IfExp) -> ir.Expression:
+        condition = self.to_bool(self.visit(node.test), node.test)
+        if_true = self.scalar(self.visit(node.body), node.body)
+        if_false = self.scalar(self.visit(node.orelse), node.orelse)
+        if (if_true.type is ScalarType.BOOL) != (if_false.type is ScalarType.BOOL):
+            self.fail(
+                node,
+                f"the branches of `if ... else` have types {if_true.type.value} and "
+                f"{if_false.type.value}; make them the same type",
+            )
+        what = f"`if ... else` with branches {if_true.type.value} and {if_false.type.value}"
+        common = self.common_type([if_true, if_false], node, what)
+        return ir.Select(
+            common,
+            condition,
+            self.convert(if_true, common, node),
+            self.convert(if_false, common, node),
+        )
+
+    def visit_JoinedStr(self: KernelTyper, node: ast.JoinedStr) -> ir.Expression:
+        self.fail(node, "f-strings are only allowed in print(...) in Python mode")

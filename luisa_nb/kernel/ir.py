@@ -1,0 +1,239 @@
+"""The typed kernel IR: what the typer produces and every emitter consumes.
+
+Expressions carry their type; every implicit conversion is an explicit :class:`Cast`,
+so emitters never apply promotion rules themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from luisa_nb.kernel.type_system import KernelType, ScalarType
+
+
+@dataclass(frozen=True)
+class Expression:
+    type: KernelType
+
+
+@dataclass(frozen=True)
+class Constant(Expression):
+    value: bool | int | float
+    weak: bool = False  # a Python literal that may still adopt another operand's type
+
+
+@dataclass(frozen=True)
+class Local(Expression):
+    name: str
+
+
+@dataclass(frozen=True)
+class DispatchValue(Expression):
+    which: str  # "id" or "size"
+
+
+@dataclass(frozen=True)
+class Member(Expression):
+    operand: Expression
+    field: str
+
+
+@dataclass(frozen=True)
+class BufferRead(Expression):
+    buffer: int  # index into KernelIR.buffers
+    index: Expression
+
+
+@dataclass(frozen=True)
+class Unary(Expression):
+    operator: str  # "neg", "not", "invert"
+    operand: Expression
+
+
+@dataclass(frozen=True)
+class Binary(Expression):
+    operator: str  # "add" ... "pow", "bitand" ..., "lt" ..., "and", "or"
+    left: Expression
+    right: Expression
+
+
+@dataclass(frozen=True)
+class Select(Expression):
+    condition: Expression
+    if_true: Expression
+    if_false: Expression
+
+
+@dataclass(frozen=True)
+class Cast(Expression):
+    operand: Expression
+
+
+@dataclass(frozen=True)
+class Call(Expression):
+    function: str  # a math builtin: "sqrt", "min", "clamp", ...
+    arguments: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class Statement:
+    pass
+
+
+@dataclass(frozen=True)
+class Assign(Statement):
+    name: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class BufferWrite(Statement):
+    buffer: int
+    index: Expression
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Evaluate(Statement):
+    value: Expression
+
+
+@dataclass(frozen=True)
+class If(Statement):
+    condition: Expression
+    body: tuple[Statement, ...]
+    orelse: tuple[Statement, ...]
+
+
+@dataclass(frozen=True)
+class While(Statement):
+    condition: Expression
+    body: tuple[Statement, ...]
+
+
+@dataclass(frozen=True)
+class ForRange(Statement):
+    variable: str
+    start: Expression
+    stop: Expression
+    step: Expression
+    body: tuple[Statement, ...]
+
+
+@dataclass(frozen=True)
+class Break(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class Continue(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class Return(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class Print(Statement):
+    """``print``/``breakpoint``: only in Python mode; emitters never see it."""
+
+    arguments: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class BufferSlot:
+    """A buffer the kernel uses: an argument or a captured object."""
+
+    name: str
+    element: ScalarType
+    capture: Any = None  # the captured buffer object, None for arguments
+
+
+@dataclass(frozen=True)
+class ScalarSlot:
+    name: str
+    type: ScalarType
+
+
+@dataclass
+class KernelIR:
+    """One specialisation of a kernel: parameters, typed locals and the body."""
+
+    name: str
+    buffers: list[BufferSlot]  # launch order: buffer arguments, then captured buffers
+    scalars: list[ScalarSlot]
+    arguments: list[tuple[str, str, int]]  # (name, "buffer"|"scalar", slot index) in call order
+    locals: dict[str, KernelType] = field(default_factory=dict)
+    body: tuple[Statement, ...] = ()
+
+    @property
+    def has_control_flow(self) -> bool:
+        """Whether the body has loops or early returns (which rule out ``omp simd``)."""
+        return any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body))
+
+    def buffer_access(self) -> list[str]:
+        """Per buffer slot: "read", "write", "read_write" or "none"."""
+        reads: set[int] = set()
+        writes: set[int] = set()
+        for statement in walk_statements(self.body):
+            if isinstance(statement, BufferWrite):
+                writes.add(statement.buffer)
+            for expression in statement_expressions(statement):
+                reads.update(
+                    node.buffer
+                    for node in walk_expression(expression)
+                    if isinstance(node, BufferRead)
+                )
+        names = {(True, True): "read_write", (False, True): "write", (True, False): "read"}
+        return [
+            names.get((index in reads, index in writes), "none")
+            for index in range(len(self.buffers))
+        ]
+
+
+def walk_statements(body: tuple[Statement, ...]) -> Iterator[Statement]:
+    """Every statement in ``body``, nested ones included, in source order."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, If):
+            yield from walk_statements(statement.body)
+            yield from walk_statements(statement.orelse)
+        elif isinstance(statement, (While, ForRange)):
+            yield from walk_statements(statement.body)
+
+
+def statement_expressions(statement: Statement) -> tuple[Expression, ...]:
+    """The expressions directly inside ``statement`` (not those of nested statements)."""
+    if isinstance(statement, (Assign, Evaluate)):
+        return (statement.value,)
+    if isinstance(statement, BufferWrite):
+        return (statement.index, statement.value)
+    if isinstance(statement, (If, While)):
+        return (statement.condition,)
+    if isinstance(statement, ForRange):
+        return (statement.start, statement.stop, statement.step)
+    if isinstance(statement, Print):
+        return statement.arguments
+    return ()
+
+
+def walk_expression(expression: Expression) -> Iterator[Expression]:
+    """``expression`` and all its subexpressions."""
+    yield expression
+    if isinstance(expression, (Member, Unary, Cast)):
+        yield from walk_expression(expression.operand)
+    elif isinstance(expression, BufferRead):
+        yield from walk_expression(expression.index)
+    elif isinstance(expression, Binary):
+        yield from walk_expression(expression.left)
+        yield from walk_expression(expression.right)
+    elif isinstance(expression, Select):
+        for part in (expression.condition, expression.if_true, expression.if_false):
+            yield from walk_expression(part)
+    elif isinstance(expression, Call):
+        for argument in expression.arguments:
+            yield from walk_expression(argument)

@@ -1,0 +1,129 @@
+"""Python mode: the kernel function itself, run once per thread on numpy scalars.
+
+The fallback where no C compiler exists, and a debugging mode (``print`` and
+``breakpoint()`` work). Captured buffers are swapped for shims over numpy arrays in a
+copy of the function; ``int``, ``float``, ``min``, ``max`` and ``range`` are swapped
+for versions that return numpy scalars, so arithmetic keeps the kernel's types.
+"""
+
+from __future__ import annotations
+
+import builtins as python_builtins
+import threading
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.kernel import builtins as kernel_builtins
+from luisa_nb.kernel import ir
+from luisa_nb.kernel.builtins import Int3, thread_state
+from luisa_nb.kernel.captures import CaptureResolver
+from luisa_nb.kernel.executable import Executable
+
+
+class BufferShim:
+    """``read``/``write`` over a 1-D numpy array, with bounds checks."""
+
+    __slots__ = ("array", "name")
+
+    def __init__(self, name: str, array: np.ndarray | None = None) -> None:
+        self.name = name
+        self.array = array
+
+    def _check(self, index: Any, method: str) -> None:
+        if not 0 <= index < len(self.array):
+            raise IndexError(
+                f"{self.name}.{method}({index}): index outside the buffer's "
+                f"{len(self.array)} elements"
+            )
+
+    def read(self, index: Any) -> Any:
+        self._check(index, "read")
+        return self.array[index]
+
+    def write(self, index: Any, value: Any) -> None:
+        self._check(index, "write")
+        self.array[index] = value
+
+
+def kernel_int(value: Any) -> np.int32:
+    """``int(x)`` in a kernel: int32, truncating toward zero."""
+    return np.int32(value)
+
+
+def kernel_float(value: Any) -> np.float32:
+    """``float(x)`` in a kernel: float32."""
+    return np.float32(value)
+
+
+def kernel_range(*bounds: Any) -> Iterator[np.integer]:
+    """``range`` yielding numpy integers of the bounds' common type (int32 by default)."""
+    typed = [bound for bound in bounds if isinstance(bound, np.integer)]
+    scalar = np.result_type(*typed).type if typed else np.int32
+    for value in python_builtins.range(*(int(bound) for bound in bounds)):
+        yield scalar(value)
+
+
+KERNEL_BUILTINS = {
+    "int": kernel_int,
+    "float": kernel_float,
+    "range": kernel_range,
+    "min": kernel_builtins.min,
+    "max": kernel_builtins.max,
+}
+
+
+class PythonExecutable(Executable):
+    """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays."""
+
+    mode = "python"
+
+    def __init__(self, kernel: ir.KernelIR, captures: CaptureResolver, source: str) -> None:
+        super().__init__(kernel)
+        function = captures.function
+        self.source = source
+        self._lock = threading.Lock()
+        self._arguments = kernel.arguments
+        self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
+        self._scalar_types = [slot.type.dtype.type for slot in kernel.scalars]
+        self._capture_shims = [
+            BufferShim(slot.name) for slot in kernel.buffers if slot.capture is not None
+        ]
+        replacements = {shim.name: shim for shim in self._capture_shims}
+        namespace, closure = captures.python_mode_namespaces(replacements)
+        namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
+        self._function = types.FunctionType(
+            function.__code__, namespace, function.__name__, None, closure
+        )
+
+    def launch(
+        self, dims: tuple[int, int, int], buffers: Sequence[np.ndarray], scalars: Sequence[Any]
+    ) -> None:
+        with self._lock:
+            count = self._argument_buffer_count
+            for shim, array in zip(self._capture_shims, buffers[count:], strict=True):
+                shim.array = array
+            arguments = []
+            for name, kind, index in self._arguments:
+                if kind == "buffer":
+                    arguments.append(BufferShim(name, buffers[index]))
+                else:
+                    arguments.append(self._scalar_types[index](scalars[index]))
+            self._run(dims, arguments)
+
+    def _run(self, dims: tuple[int, int, int], arguments: list[Any]) -> None:
+        size_x, size_y, size_z = (int(size) for size in dims)
+        previous = (thread_state.dispatch_id, thread_state.dispatch_size)
+        thread_state.dispatch_size = Int3(np.int32(size_x), np.int32(size_y), np.int32(size_z))
+        function = self._function
+        try:
+            with np.errstate(all="ignore"):
+                for z in range(size_z):
+                    for y in range(size_y):
+                        for x in range(size_x):
+                            thread_state.dispatch_id = Int3(np.int32(x), np.int32(y), np.int32(z))
+                            function(*arguments)
+        finally:
+            thread_state.dispatch_id, thread_state.dispatch_size = previous

@@ -1,0 +1,120 @@
+"""The system C compiler: finding it, building shared libraries, and the disk cache.
+
+Libraries are cached under ``platformdirs.user_cache_dir("luisa_nb")/kernels`` (or
+``$LUISA_NB_CACHE_DIR``), keyed by a hash of the source, the compiler's path and
+version, and the flags. Builds write to a temporary file and ``os.replace`` it, so
+concurrent builds of one kernel are safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import platformdirs
+
+from luisa_nb.errors import KernelBuildError
+
+FLAGS = (
+    "-std=gnu11",
+    "-O3",
+    "-march=native",
+    "-fopenmp",
+    "-fPIC",
+    "-shared",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-fwrapv",
+    "-pipe",
+)
+_versions: dict[str, str] = {}
+_versions_lock = threading.Lock()
+
+
+def find_compiler() -> list[str] | None:
+    """The compiler command: ``$CC`` (may carry arguments), else ``cc`` on ``PATH``."""
+    words = shlex.split(os.environ.get("CC", "")) or ["cc"]
+    path = shutil.which(words[0])
+    return [path, *words[1:]] if path else None
+
+
+def compiler_available() -> bool:
+    """Whether a C compiler exists (``$CC``, else ``cc`` on ``PATH``)."""
+    return find_compiler() is not None
+
+
+def compiler_version(compiler: list[str]) -> str:
+    """The compiler's ``--version`` output, asked once per process and compiler."""
+    key = "\0".join(compiler)
+    with _versions_lock:
+        if key not in _versions:
+            result = subprocess.run(
+                [*compiler, "--version"], capture_output=True, text=True, check=False
+            )
+            _versions[key] = result.stdout + result.stderr
+        return _versions[key]
+
+
+def cache_directory() -> Path:
+    """Where compiled kernels live; ``$LUISA_NB_CACHE_DIR`` overrides the default."""
+    override = os.environ.get("LUISA_NB_CACHE_DIR")
+    if override:
+        return Path(override)
+    return Path(platformdirs.user_cache_dir("luisa_nb")) / "kernels"
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+    os.replace(temporary, path)
+
+
+def build_library(name: str, source: str) -> Path:
+    """The path of a shared library built from ``source``, compiling only on a cache miss."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise KernelBuildError(
+            f"kernel {name!r}: no C compiler found (set CC or put `cc` on PATH), or use "
+            f'mode="python"'
+        )
+    key_text = "\0".join([source, *compiler, compiler_version(compiler), *FLAGS])
+    digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
+    directory = cache_directory()
+    library = directory / f"{name}-{digest}.so"
+    if library.exists():
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    source_path = directory / f"{name}-{digest}.c"
+    _write_atomically(source_path, source.encode())
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=library.name, suffix=".tmp")
+    os.close(descriptor)
+    command = [*compiler, *FLAGS, str(source_path), "-o", temporary, "-lm"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise KernelBuildError(
+                f"kernel {name!r}: the C compiler failed (exit {result.returncode}) on "
+                f"{source_path}\n$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
+            )
+        os.replace(temporary, library)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return library
+
+
+def load_function(library: Path, symbol: str) -> Callable[[bytes], None]:
+    """``symbol`` from ``library`` as a ctypes function taking one pointer argument."""
+    function = getattr(ctypes.CDLL(str(library)), symbol)
+    function.argtypes = [ctypes.c_char_p]
+    function.restype = None
+    return function

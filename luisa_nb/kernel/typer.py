@@ -1,0 +1,249 @@
+"""Typing of a kernel for one tuple of argument types: AST -> :class:`ir.KernelIR`.
+
+One visitor method per statement construct; expressions and calls live in the
+``expressions`` and ``builtin_calls`` mixins. Anything without a visitor is rejected.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from luisa_nb.errors import KernelArgumentError
+from luisa_nb.kernel import ir
+from luisa_nb.kernel.builtin_calls import BuiltinCallTyping
+from luisa_nb.kernel.captures import CaptureResolver
+from luisa_nb.kernel.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
+from luisa_nb.kernel.source import KernelSource
+from luisa_nb.kernel.type_system import (
+    BufferType,
+    KernelType,
+    ScalarType,
+    VectorType,
+    assignable,
+    is_buffer_like,
+)
+
+
+class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
+    """Builds the typed IR of one specialisation; ``target`` is "c" or "python"."""
+
+    def __init__(
+        self,
+        source: KernelSource,
+        argument_types: tuple[ScalarType | BufferType, ...],
+        captures: CaptureResolver,
+        target: str,
+    ) -> None:
+        self.source = source
+        self.captures = captures
+        self.target = target
+        self.locals: dict[str, KernelType] = {}
+        self.buffers: list[ir.BufferSlot] = []
+        self.scalars: list[ir.ScalarSlot] = []
+        self.arguments: list[tuple[str, str, int]] = []
+        self.buffer_arguments: dict[str, int] = {}
+        self.scalar_arguments: set[str] = set()
+        self.captured_buffers: dict[int, int] = {}
+        self.first_assignments: dict[str, int] = {}
+        parameter_names = [argument.arg for argument in source.tree.args.args]
+        for name, argument_type in zip(parameter_names, argument_types, strict=True):
+            if isinstance(argument_type, BufferType):
+                self.buffer_arguments[name] = len(self.buffers)
+                self.arguments.append((name, "buffer", len(self.buffers)))
+                self.buffers.append(ir.BufferSlot(name, argument_type.element))
+            else:
+                self.scalar_arguments.add(name)
+                self.arguments.append((name, "scalar", len(self.scalars)))
+                self.scalars.append(ir.ScalarSlot(name, argument_type))
+                self.locals[name] = argument_type
+        assigned = {
+            node.id
+            for node in ast.walk(source.tree)
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+        }
+        self.local_names = assigned | self.scalar_arguments | set(self.buffer_arguments)
+
+    def run(self) -> ir.KernelIR:
+        """Type the whole body."""
+        body = self.block(self.source.tree.body)
+        scalar_names = {slot.name for slot in self.scalars}
+        local_types = {name: t for name, t in self.locals.items() if name not in scalar_names}
+        return ir.KernelIR(
+            self.source.name, self.buffers, self.scalars, self.arguments, local_types, body
+        )
+
+    def block(self, statements: list[ast.stmt]) -> tuple[ir.Statement, ...]:
+        typed: list[ir.Statement] = []
+        for statement in statements:
+            typed.extend(self.visit(statement))
+        return tuple(typed)
+
+    def generic_visit(self, node: ast.AST) -> Any:
+        self.fail(node, f"unsupported construct: {type(node).__name__}")
+
+    def argument_mismatch(self, name: str, node: ast.AST) -> KernelArgumentError:
+        """The argument given for parameter ``name`` does not suit how the kernel uses it."""
+        if name in self.buffer_arguments:
+            element = self.buffers[self.buffer_arguments[name]].element
+            usage, given = "a scalar value", f"a buffer of {element.value}"
+        else:
+            scalar_type = next(s.type for s in self.scalars if s.name == name)
+            usage, given = "a buffer", f"a {scalar_type.value} scalar"
+        return KernelArgumentError(
+            f"kernel {self.source.name!r}: parameter {name!r} is used as {usage} at line "
+            f"{node.lineno} but the argument is {given}"
+        )
+
+    def is_buffer(self, node: ast.expr) -> bool:
+        """Whether ``node`` names a buffer argument or a captured buffer."""
+        if not isinstance(node, ast.Name):
+            return False
+        if node.id in self.buffer_arguments:
+            return True
+        return node.id not in self.local_names and is_buffer_like(self.resolve(node))
+
+    def check_buffer_call(self, node: ast.Call) -> None:
+        """``p.read(...)``/``p.write(...)`` on a scalar parameter is an argument error."""
+        function = node.func
+        if (
+            isinstance(function, ast.Attribute)
+            and function.attr in ("read", "write")
+            and isinstance(function.value, ast.Name)
+            and function.value.id in self.scalar_arguments
+        ):
+            raise self.argument_mismatch(function.value.id, node)
+
+    def buffer_slot(self, node: ast.Name) -> int:
+        """The slot of a buffer argument, or of a captured buffer (added on first use)."""
+        if node.id in self.buffer_arguments:
+            return self.buffer_arguments[node.id]
+        value = self.resolve(node)
+        if id(value) not in self.captured_buffers:
+            try:
+                element = ScalarType.from_dtype(value.dtype)
+            except ValueError as error:
+                self.fail(node, f"captured buffer {node.id!r}: {error}")
+            self.captured_buffers[id(value)] = len(self.buffers)
+            self.buffers.append(ir.BufferSlot(node.id, element, capture=value))
+        return self.captured_buffers[id(value)]
+
+    def assign(self, name: str, value: ir.Expression, node: ast.AST) -> ir.Assign:
+        """``name = value``: the first assignment fixes the local's type."""
+        if name in self.buffer_arguments:
+            self.fail(node, f"cannot assign to buffer parameter {name!r}")
+        if name not in self.locals:
+            self.locals[name] = value.type
+            self.first_assignments[name] = node.lineno
+            return ir.Assign(name, value)
+        target = self.locals[name]
+        compatible = (
+            target == value.type
+            if isinstance(target, VectorType) or isinstance(value.type, VectorType)
+            else assignable(target, value.type, is_weak(value))
+        )
+        if not compatible:
+            where = self.first_assignments.get(name)
+            origin = f"first assigned at line {where}" if where else "a parameter"
+            self.fail(
+                node,
+                f"cannot assign a {_type_name(value.type)} value to {name!r}, which is "
+                f"{_type_name(target)} ({origin}); convert explicitly or use a new variable",
+            )
+        return ir.Assign(name, self.convert(value, target, node))
+
+    def visit_Expr(self, node: ast.Expr) -> list[ir.Statement]:
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return []  # a docstring or string used as a comment
+        if isinstance(value, ast.Call):
+            self.check_buffer_call(value)
+            if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
+                result = self.buffer_method(value, statement=True)
+                return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]
+            if self.is_capture_chain(value.func) and self.callee(value) in ("print", "breakpoint"):
+                return [self.debug_statement(value)]
+        return [ir.Evaluate(self.visit(value))]
+
+    def debug_statement(self, node: ast.Call) -> ir.Print:
+        """``print(...)``/``breakpoint()``: Python mode only; typed for access analysis."""
+        name = ast.unparse(node.func)
+        if self.target != "python":
+            hint = 'define the kernel with mode="python" to debug with it'
+            self.fail(node, f"{name}() only works in Python mode; {hint}")
+        values: list[ir.Expression] = []
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+            if isinstance(argument, ast.JoinedStr):
+                formatted = [v for v in argument.values if isinstance(v, ast.FormattedValue)]
+                values.extend(self.visit(part.value) for part in formatted)
+            elif not (isinstance(argument, ast.Constant) and isinstance(argument.value, str)):
+                values.append(self.visit(argument))
+        return ir.Print(tuple(values))
+
+    def visit_Assign(self, node: ast.Assign) -> list[ir.Statement]:
+        value = self.visit(node.value)
+        first, *others = node.targets
+        statements = [self.assign(first.id, value, first)]
+        for target in others:
+            source = ir.Local(self.locals[first.id], first.id)
+            statements.append(self.assign(target.id, source, target))
+        return statements
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> list[ir.Statement]:
+        name = node.target.id
+        current = self.visit_Name(ast.Name(name, ast.Load(), **_position(node.target)))
+        operator, symbol = BINARY_OPERATORS[type(node.op)]
+        value = self.arithmetic(operator, symbol, current, self.visit(node.value), node)
+        return [self.assign(name, value, node)]
+
+    def visit_If(self, node: ast.If) -> list[ir.Statement]:
+        condition = self.to_bool(self.visit(node.test), node.test)
+        return [ir.If(condition, self.block(node.body), self.block(node.orelse))]
+
+    def visit_While(self, node: ast.While) -> list[ir.Statement]:
+        condition = self.to_bool(self.visit(node.test), node.test)
+        return [ir.While(condition, self.block(node.body))]
+
+    def visit_For(self, node: ast.For) -> list[ir.Statement]:
+        call = node.iter
+        if not self.is_capture_chain(call.func) or self.callee(call) != "range":
+            self.fail(call, "for loops must iterate over range(...)")
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            self.fail(call, "range() takes 1 to 3 positional arguments")
+        bounds = [self.scalar(self.visit(argument), argument) for argument in call.args]
+        for argument, bound in zip(call.args, bounds, strict=True):
+            if not bound.type.is_integer:
+                self.fail(argument, f"range() needs integer arguments, got {bound.type.value}")
+        loop_type = self.common_type(bounds, call, "range() arguments")
+        bounds = [self.convert(bound, loop_type, call) for bound in bounds]
+        one = ir.Constant(loop_type, 1)
+        start, stop, step = {
+            1: (ir.Constant(loop_type, 0), bounds[0], one),
+            2: (*bounds, one),
+            3: tuple(bounds),
+        }[len(bounds)]
+        if isinstance(step, ir.Constant) and step.value == 0:
+            self.fail(call.args[2], "range() step must not be zero")
+        variable = node.target.id
+        self.assign(variable, ir.Local(loop_type, variable), node.target)
+        return [ir.ForRange(variable, start, stop, step, self.block(node.body))]
+
+    def visit_Break(self, node: ast.Break) -> list[ir.Statement]:
+        return [ir.Break()]
+
+    def visit_Continue(self, node: ast.Continue) -> list[ir.Statement]:
+        return [ir.Continue()]
+
+    def visit_Return(self, node: ast.Return) -> list[ir.Statement]:
+        return [ir.Return()]
+
+    def visit_Pass(self, node: ast.Pass) -> list[ir.Statement]:
+        return []
+
+
+def _type_name(kernel_type: KernelType) -> str:
+    return kernel_type.value if isinstance(kernel_type, ScalarType) else str(kernel_type)
+
+
+def _position(node: ast.AST) -> dict[str, int]:
+    return {"lineno": node.lineno, "col_offset": node.col_offset}

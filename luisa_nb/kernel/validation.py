@@ -1,0 +1,169 @@
+"""Checks done when a kernel is defined: constructs the kernel language never accepts,
+whatever the argument types. Typing errors come later, at specialisation.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from luisa_nb.kernel.source import KernelSource
+
+REJECTED_CONSTRUCTS: dict[type[ast.AST], str] = {
+    ast.FunctionDef: "a nested function definition",
+    ast.AsyncFunctionDef: "an async function definition",
+    ast.ClassDef: "a class definition",
+    ast.Lambda: "a lambda",
+    ast.List: "a list",
+    ast.Tuple: "a tuple",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Subscript: "subscripting (use buf.read(i) and buf.write(i, value))",
+    ast.Slice: "a slice",
+    ast.Starred: "star unpacking",
+    ast.Try: "a try statement",
+    ast.With: "a with statement",
+    ast.AsyncWith: "an async with statement",
+    ast.AsyncFor: "an async for loop",
+    ast.Global: "a global statement",
+    ast.Nonlocal: "a nonlocal statement",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield from",
+    ast.Await: "await",
+    ast.Raise: "a raise statement",
+    ast.Assert: "an assert statement",
+    ast.Delete: "a del statement",
+    ast.Import: "an import statement",
+    ast.ImportFrom: "an import statement",
+    ast.Match: "a match statement",
+    ast.NamedExpr: "an assignment expression (:=)",
+    ast.AnnAssign: "an annotated assignment",
+    ast.MatMult: "the @ operator",
+    ast.Is: "an `is` comparison (use ==)",
+    ast.IsNot: "an `is not` comparison (use !=)",
+    ast.In: "an `in` test",
+    ast.NotIn: "a `not in` test",
+}
+if hasattr(ast, "TryStar"):
+    REJECTED_CONSTRUCTS[ast.TryStar] = "a try statement"
+
+ALLOWED_NODES: tuple[type[ast.AST], ...] = (
+    ast.Expr,
+    ast.Assign,
+    ast.AugAssign,
+    ast.If,
+    ast.For,
+    ast.While,
+    ast.Break,
+    ast.Continue,
+    ast.Return,
+    ast.Pass,
+    ast.Name,
+    ast.Constant,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Compare,
+    ast.IfExp,
+    ast.Call,
+    ast.Attribute,
+    ast.keyword,
+    ast.JoinedStr,
+    ast.FormattedValue,
+    ast.expr_context,
+    ast.operator,
+    ast.unaryop,
+    ast.boolop,
+    ast.cmpop,
+)
+
+
+class SyntaxValidator(ast.NodeVisitor):
+    """Rejects, with file:line:col, every construct that no argument types could make valid."""
+
+    def __init__(self, source: KernelSource) -> None:
+        self.source = source
+
+    def check(self) -> None:
+        """Validate the signature and every statement of the kernel."""
+        self.check_signature(self.source.tree.args)
+        for statement in self.source.tree.body:
+            self.visit(statement)
+
+    def check_signature(self, arguments: ast.arguments) -> None:
+        if arguments.vararg or arguments.kwarg:
+            node = arguments.vararg or arguments.kwarg
+            self.reject(node, "*args and **kwargs parameters are not supported in kernels")
+        if arguments.kwonlyargs:
+            self.reject(arguments.kwonlyargs[0], "keyword-only parameters are not supported")
+        if arguments.defaults:
+            self.reject(arguments.defaults[0], "parameter defaults are not supported in kernels")
+
+    def reject(self, node: ast.AST, message: str) -> None:
+        raise self.source.error(node, message)
+
+    def visit(self, node: ast.AST) -> None:
+        construct = REJECTED_CONSTRUCTS.get(type(node))
+        if construct is not None:
+            self.reject(node, f"{construct} is not supported in kernels")
+        super().visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        if not isinstance(node, ALLOWED_NODES):
+            self.reject(node, f"unsupported construct: {type(node).__name__}")
+        super().generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for operator, right in zip(node.ops, node.comparators, strict=True):
+            construct = REJECTED_CONSTRUCTS.get(type(operator))
+            if construct is not None:
+                self.reject(right, f"{construct} is not supported in kernels")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.MatMult):
+            self.reject(node, "the @ operator is not supported in kernels")
+        self.generic_visit(node)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.reject(node.value, "kernels return nothing; write results with buf.write(i, v)")
+
+    def visit_For(self, node: ast.For) -> None:
+        if not isinstance(node.target, ast.Name):
+            self.reject(node.target, "a for loop variable must be a single name")
+        if node.orelse:
+            self.reject(node, "for ... else is not supported in kernels")
+        if not isinstance(node.iter, ast.Call):
+            self.reject(node.iter, "for loops must iterate over range(...)")
+        self.generic_visit(node)
+
+    def visit_While(self, node: ast.While) -> None:
+        if node.orelse:
+            self.reject(node, "while ... else is not supported in kernels")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self.check_target(target)
+        self.visit(node.value)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.check_target(node.target)
+        self.visit(node.op)
+        self.visit(node.value)
+
+    def check_target(self, target: ast.expr) -> None:
+        if isinstance(target, ast.Subscript):
+            self.reject(target, "element assignment is not supported; use buf.write(i, value)")
+        if isinstance(target, (ast.Tuple, ast.List)):
+            self.reject(target, "unpacking assignment is not supported; assign one name at a time")
+        if not isinstance(target, ast.Name):
+            self.reject(target, "only plain names can be assigned in kernels")
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not isinstance(node.value, (bool, int, float, str)):
+            self.reject(node, f"the constant {node.value!r} is not supported in kernels")

@@ -1,0 +1,55 @@
+"""Runtime layer: devices, buffers, streams, events, commands and kernels."""
+
+from collections.abc import Mapping
+
+from luisa_nb.runtime.buffer import Buffer, BufferView
+from luisa_nb.runtime.commands import (
+    Command,
+    CopyCommand,
+    DispatchCommand,
+    DownloadCommand,
+    FillCommand,
+    UploadCommand,
+)
+from luisa_nb.runtime.device import (
+    STAGING_POLICIES,
+    Device,
+    create_device,
+    default_device,
+    set_default_device,
+)
+from luisa_nb.runtime.kernel import Kernel, kernel
+from luisa_nb.runtime.stream import Event, Stream
+from luisa_nb.trace import recorder
+from luisa_nb.trace.trace import Trace
+
+
+def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
+    for name, value in namespace.items():
+        if isinstance(value, Buffer) and not name.startswith("_"):
+            info = trace.buffers.get(value.id)
+            if info is not None and info.name is None:
+                info.name = name
+
+
+recorder.register_namer(_name_buffers)
+
+__all__ = [
+    "STAGING_POLICIES",
+    "Buffer",
+    "BufferView",
+    "Command",
+    "CopyCommand",
+    "Device",
+    "DispatchCommand",
+    "DownloadCommand",
+    "Event",
+    "FillCommand",
+    "Kernel",
+    "Stream",
+    "UploadCommand",
+    "create_device",
+    "default_device",
+    "kernel",
+    "set_default_device",
+]

@@ -1,0 +1,223 @@
+"""Buffers and buffer views, with luisa-python's copy methods.
+
+Synchronous forms follow luisa-python's defaults: ``copy_from(arr, sync=False)`` returns
+once the upload is submitted, ``copy_to(arr, sync=True)`` once the host array is written.
+Each ``*_async`` form checks its arguments and returns a command for ``Stream.submit``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from luisa_nb.backends.base import Allocation
+from luisa_nb.errors import (
+    BufferDestroyedError,
+    BufferMismatchError,
+    DeviceMismatchError,
+    HostDtypeError,
+    InvalidArgumentError,
+    ViewRangeError,
+)
+from luisa_nb.runtime.commands import (
+    Command,
+    CopyCommand,
+    DownloadCommand,
+    FillCommand,
+    UploadCommand,
+)
+from luisa_nb.runtime.host import host_bytes
+
+if TYPE_CHECKING:
+    from luisa_nb.runtime.device import Device
+    from luisa_nb.runtime.stream import Stream
+
+_buffer_ids = itertools.count(1)
+
+
+class BufferView:
+    """Elements ``[start, start + size)`` of a buffer."""
+
+    __lnb_buffer__ = True
+
+    def __init__(self, buffer: Buffer, start: int, size: int) -> None:
+        self.buffer = buffer
+        self.start = start
+        self.size = size
+
+    # -- geometry --------------------------------------------------------------------
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.buffer.dtype
+
+    @property
+    def device(self) -> Device:
+        return self.buffer.device
+
+    @property
+    def offset_bytes(self) -> int:
+        return self.start * self.buffer.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.buffer.dtype.itemsize
+
+    @property
+    def allocation(self) -> Allocation:
+        return self.buffer.allocation
+
+    def __len__(self) -> int:
+        return self.size
+
+    def view(self, start: int = 0, stop: int | None = None) -> BufferView:
+        """Elements ``[start, stop)`` of this view (``stop`` defaults to its end)."""
+        stop = self.size if stop is None else stop
+        if not (isinstance(start, (int, np.integer)) and isinstance(stop, (int, np.integer))):
+            raise ViewRangeError(f"view bounds must be integers, got {start!r} and {stop!r}")
+        if not 0 <= start <= stop <= self.size:
+            raise ViewRangeError(
+                f"view [{start}, {stop}) is outside {self._name()} of {self.size} elements; "
+                f"use 0 <= start <= stop <= {self.size}"
+            )
+        return BufferView(self.buffer, self.start + int(start), int(stop) - int(start))
+
+    def _name(self) -> str:
+        name = f"buffer#{self.buffer.id}"
+        if self.buffer.name:
+            name += f" {self.buffer.name!r}"
+        if self is not self.buffer:
+            name += f"[{self.start}:{self.start + self.size}]"
+        return name
+
+    def _host(self, array: object, action: str, *, writes: bool) -> np.ndarray:
+        self.buffer.check_alive()
+        return host_bytes(array, self.dtype, self.size, f"{action} {self._name()}", writes=writes)
+
+    # -- commands --------------------------------------------------------------------
+
+    def copy_from_async(self, array: np.ndarray) -> UploadCommand:
+        """An upload of ``array`` into this view."""
+        return UploadCommand(self, array, self._host(array, "copy_from", writes=False))
+
+    def copy_to_async(self, array: np.ndarray) -> DownloadCommand:
+        """A download of this view into ``array``."""
+        return DownloadCommand(self, array, self._host(array, "copy_to", writes=True))
+
+    def copy_to_buffer_async(self, other: BufferView) -> CopyCommand:
+        """A device copy of this view into ``other`` (same dtype and size)."""
+        self.buffer.check_alive()
+        if not isinstance(other, BufferView):
+            raise InvalidArgumentError(
+                f"copy_to_buffer from {self._name()} needs a buffer or view, got "
+                f"{type(other).__name__}; upload host arrays with copy_from"
+            )
+        other.buffer.check_alive()
+        if other.device is not self.device:
+            raise DeviceMismatchError(
+                f"copy_to_buffer: {self._name()} is on {self.device.name!r} and "
+                f"{other._name()} on {other.device.name!r}; copy through the host"
+            )
+        if other.dtype != self.dtype:
+            raise BufferMismatchError(
+                f"copy_to_buffer: {self._name()} holds {self.dtype}, {other._name()} holds "
+                f"{other.dtype}; both must hold the same dtype"
+            )
+        if other.size != self.size:
+            raise BufferMismatchError(
+                f"copy_to_buffer: {self._name()} has {self.size} elements, {other._name()} "
+                f"has {other.size}; use view(start, stop) to match them"
+            )
+        return CopyCommand(self, other)
+
+    def fill_async(self, value: Any) -> FillCommand:
+        """Set every element of this view to ``value``."""
+        self.buffer.check_alive()
+        try:
+            element = np.array([value], dtype=self.dtype)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise HostDtypeError(
+                f"fill {self._name()}: {value!r} is not a {self.dtype} value ({error})"
+            ) from None
+        return FillCommand(self, element)
+
+    # -- synchronous forms -----------------------------------------------------------
+
+    def _submit(self, command: Command, stream: Stream | None, sync: bool) -> None:
+        stream = stream or self.device.default_stream
+        stream.submit([command])
+        if sync:
+            stream.synchronize()
+
+    def copy_from(
+        self, array: np.ndarray, *, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        self._submit(self.copy_from_async(array), stream, sync)
+
+    def copy_to(
+        self, array: np.ndarray, *, sync: bool = True, stream: Stream | None = None
+    ) -> None:
+        self._submit(self.copy_to_async(array), stream, sync)
+
+    def copy_to_buffer(
+        self, other: BufferView, *, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        self._submit(self.copy_to_buffer_async(other), stream, sync)
+
+    def fill(self, value: Any, *, sync: bool = False, stream: Stream | None = None) -> None:
+        self._submit(self.fill_async(value), stream, sync)
+
+    def numpy(self, *, stream: Stream | None = None) -> np.ndarray:
+        """A new host array with this view's contents, after the stream's earlier work."""
+        out = np.empty(self.size, dtype=self.dtype)
+        self.copy_to(out, sync=True, stream=stream)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<BufferView {self._name()} {self.dtype} x{self.size}>"
+
+
+class Buffer(BufferView):
+    """``size`` elements of ``dtype`` in one device's memory."""
+
+    def __init__(self, device: Device, size: int, dtype: Any, name: str | None = None) -> None:
+        self.id = next(_buffer_ids)
+        self.name = name
+        self._device = device
+        self._dtype = np.dtype(dtype)
+        self._allocation: Allocation | None = device.backend.allocate(size * self._dtype.itemsize)
+        super().__init__(self, 0, size)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    @property
+    def allocation(self) -> Allocation:
+        self.check_alive()
+        return self._allocation
+
+    @property
+    def destroyed(self) -> bool:
+        return self._allocation is None
+
+    def check_alive(self) -> None:
+        if self._allocation is None:
+            raise BufferDestroyedError(
+                f"buffer#{self.id}{' ' + repr(self.name) if self.name else ''} was destroyed; "
+                f"create a new one with device.create_buffer()"
+            )
+
+    def destroy(self) -> None:
+        """Release the device memory once commands already created no longer need it."""
+        self._allocation = None
+
+    def __repr__(self) -> str:
+        state = " destroyed" if self.destroyed else ""
+        return f"<Buffer {self._name()} {self.dtype} x{self.size} on {self.device.name}{state}>"

@@ -1,0 +1,293 @@
+"""Commands: the units a stream runs in order.
+
+A command is created by a ``*_async`` call, which checks every argument first, and is
+run once by its stream's worker. When a trace is active at submission, the command
+carries its :class:`~luisa_nb.trace.CommandRecord` and fills in its times; otherwise
+``record`` is ``None`` and running costs nothing extra.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from luisa_nb.backends.base import Backend, KernelBuffer
+from luisa_nb.runtime.host import host_range
+from luisa_nb.trace.recorder import active_trace
+from luisa_nb.trace.records import Access, CommandKind, CommandRecord, DeviceRange
+from luisa_nb.trace.trace import Capture, Trace, now
+
+if TYPE_CHECKING:
+    from luisa_nb.runtime.buffer import BufferView
+    from luisa_nb.runtime.device import Device
+
+_ids = itertools.count(1)
+
+
+def next_id() -> int:
+    """A process-unique id for a command or sync point."""
+    return next(_ids)
+
+
+class Command:
+    """Base class of commands. ``id`` is unique in the process and appears in traces."""
+
+    kind: ClassVar[CommandKind]
+    __slots__ = ("_trace", "enqueued", "id", "record", "stream_id")
+
+    def __init__(self) -> None:
+        self.id = next_id()
+        self.enqueued = now()
+        self.record: CommandRecord | None = None
+        self.stream_id: int | None = None
+        self._trace: Trace | None = None
+
+    @property
+    def device(self) -> Device:
+        raise NotImplementedError
+
+    def views(self) -> Sequence[BufferView]:
+        """The buffer views this command touches (checked for destruction at submit)."""
+        raise NotImplementedError
+
+    def device_ranges(self) -> list[DeviceRange]:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.kind.value
+
+    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
+        self._trace = trace
+        self.record = CommandRecord(
+            id=self.id,
+            kind=self.kind,
+            label=self.describe(),
+            device_ranges=self.device_ranges(),
+            enqueued=self.enqueued,
+            **fields,
+        )
+        return self.record
+
+    def run(self, backend: Backend) -> None:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} #{self.id} {self.describe()}>"
+
+
+def _range(view: BufferView, access: Access) -> DeviceRange:
+    return DeviceRange(view.buffer.id, view.offset_bytes, view.nbytes, access)
+
+
+def _kernel_buffer(view: BufferView) -> KernelBuffer:
+    """The device memory of ``view``, held by the command so that ``destroy()`` on a
+    buffer with commands in flight cannot free memory under them."""
+    return KernelBuffer(view.allocation, view.offset_bytes, view.nbytes, view.dtype)
+
+
+class UploadCommand(Command):
+    """Host array -> buffer view. ``staged`` holds the bytes once they are read."""
+
+    kind = CommandKind.UPLOAD
+    __slots__ = ("enqueue_capture", "host", "memory", "source", "staged", "target")
+
+    def __init__(self, target: BufferView, host: np.ndarray, source: np.ndarray) -> None:
+        super().__init__()
+        self.target = target
+        self.memory = _kernel_buffer(target)
+        self.host = host
+        self.source = source
+        self.staged: np.ndarray | None = None
+        trace = active_trace()
+        self.enqueue_capture: Capture | None = None if trace is None else trace.capture(source)
+
+    @property
+    def device(self) -> Device:
+        return self.target.buffer.device
+
+    def views(self) -> Sequence[BufferView]:
+        return (self.target,)
+
+    def device_ranges(self) -> list[DeviceRange]:
+        return [_range(self.target, Access.WRITE)]
+
+    def describe(self) -> str:
+        return f"upload buffer#{self.target.buffer.id}"
+
+    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
+        record = super().make_record(trace, host=host_range(self.host), **fields)
+        record.enqueue_capture = self.enqueue_capture
+        return record
+
+    def stage(self) -> None:
+        """Copy the host bytes now (staging="submit", or at execution when traced)."""
+        self.staged = self.source.copy()
+        if self.record is not None:
+            self.record.host_read = now()
+            self.record.data_capture = self._trace.capture_owned(self.staged)
+
+    def run(self, backend: Backend) -> None:
+        if self.staged is None:
+            if self.record is None:
+                backend.upload(self.memory.allocation, self.memory.offset, self.source)
+                return
+            self.stage()
+        backend.upload(self.memory.allocation, self.memory.offset, self.staged)
+        self.staged = None
+
+
+class DownloadCommand(Command):
+    """Buffer view -> host array, written when the command runs."""
+
+    kind = CommandKind.DOWNLOAD
+    __slots__ = ("host", "memory", "source", "target")
+
+    def __init__(self, source: BufferView, host: np.ndarray, target: np.ndarray) -> None:
+        super().__init__()
+        self.source = source
+        self.memory = _kernel_buffer(source)
+        self.host = host
+        self.target = target
+
+    @property
+    def device(self) -> Device:
+        return self.source.buffer.device
+
+    def views(self) -> Sequence[BufferView]:
+        return (self.source,)
+
+    def device_ranges(self) -> list[DeviceRange]:
+        return [_range(self.source, Access.READ)]
+
+    def describe(self) -> str:
+        return f"download buffer#{self.source.buffer.id}"
+
+    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
+        return super().make_record(trace, host=host_range(self.host), **fields)
+
+    def run(self, backend: Backend) -> None:
+        backend.download(self.memory.allocation, self.memory.offset, self.target)
+        if self.record is not None:
+            self.record.host_write = now()
+            self.record.data_capture = self._trace.capture(self.target)
+
+
+class CopyCommand(Command):
+    """Buffer view -> buffer view on one device."""
+
+    kind = CommandKind.COPY
+    __slots__ = ("memory", "source", "target")
+
+    def __init__(self, source: BufferView, target: BufferView) -> None:
+        super().__init__()
+        self.source = source
+        self.target = target
+        self.memory = (_kernel_buffer(source), _kernel_buffer(target))
+
+    @property
+    def device(self) -> Device:
+        return self.source.buffer.device
+
+    def views(self) -> Sequence[BufferView]:
+        return (self.source, self.target)
+
+    def device_ranges(self) -> list[DeviceRange]:
+        return [_range(self.source, Access.READ), _range(self.target, Access.WRITE)]
+
+    def describe(self) -> str:
+        return f"copy buffer#{self.source.buffer.id} -> buffer#{self.target.buffer.id}"
+
+    def run(self, backend: Backend) -> None:
+        source, target = self.memory
+        backend.copy(
+            source.allocation, source.offset, target.allocation, target.offset, source.nbytes
+        )
+
+
+class FillCommand(Command):
+    """Every element of a buffer view set to one value."""
+
+    kind = CommandKind.FILL
+    __slots__ = ("element", "memory", "target")
+
+    def __init__(self, target: BufferView, element: np.ndarray) -> None:
+        super().__init__()
+        self.target = target
+        self.element = element
+        self.memory = _kernel_buffer(target)
+
+    @property
+    def device(self) -> Device:
+        return self.target.buffer.device
+
+    def views(self) -> Sequence[BufferView]:
+        return (self.target,)
+
+    def device_ranges(self) -> list[DeviceRange]:
+        return [_range(self.target, Access.WRITE)]
+
+    def describe(self) -> str:
+        return f"fill buffer#{self.target.buffer.id} = {self.element[0]!r}"
+
+    def run(self, backend: Backend) -> None:
+        memory = self.memory
+        backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
+
+
+class DispatchCommand(Command):
+    """A kernel launch over ``dims`` threads."""
+
+    kind = CommandKind.DISPATCH
+    __slots__ = (
+        "_device",
+        "accesses",
+        "buffers",
+        "dims",
+        "executable",
+        "name",
+        "scalars",
+        "targets",
+    )
+
+    def __init__(
+        self,
+        device: Device,
+        name: str,
+        executable: Any,
+        dims: tuple[int, int, int],
+        targets: Sequence[BufferView],
+        accesses: Sequence[str],
+        scalars: Sequence[Any],
+    ) -> None:
+        super().__init__()
+        self._device = device
+        self.name = name
+        self.executable = executable
+        self.dims = dims
+        self.targets = targets
+        self.accesses = accesses
+        self.scalars = scalars
+        self.buffers = [_kernel_buffer(view) for view in targets]
+
+    @property
+    def device(self) -> Device:
+        return self._device
+
+    def views(self) -> Sequence[BufferView]:
+        return self.targets
+
+    def device_ranges(self) -> list[DeviceRange]:
+        return [
+            _range(view, Access(access))
+            for view, access in zip(self.targets, self.accesses, strict=True)
+            if access != "none"
+        ]
+
+    def describe(self) -> str:
+        return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
+
+    def run(self, backend: Backend) -> None:
+        backend.dispatch(self.executable, self.dims, self.buffers, self.scalars)

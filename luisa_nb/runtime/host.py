@@ -1,0 +1,55 @@
+"""Checks on host arrays, done before a command is created."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from luisa_nb.errors import (
+    HostArrayError,
+    HostDtypeError,
+    HostLayoutError,
+    HostReadOnlyError,
+    HostSizeError,
+)
+from luisa_nb.trace.records import HostRange
+
+
+def host_bytes(array: object, dtype: np.dtype, size: int, what: str, *, writes: bool) -> np.ndarray:
+    """A flat uint8 view of ``array`` after checking it can stand for ``size`` elements of
+    ``dtype``. Any shape is accepted, as in luisa-python; ``writes`` marks a download."""
+    if not isinstance(array, np.ndarray):
+        raise HostArrayError(
+            f"{what} needs a numpy array, got {type(array).__name__}; wrap it with "
+            f"np.asarray(..., dtype=np.{dtype.name})"
+        )
+    if array.dtype != dtype:
+        raise HostDtypeError(
+            f"{what}: host array has dtype {array.dtype}, the buffer holds {dtype}; "
+            f"convert with array.astype(np.{dtype.name})"
+        )
+    if array.size != size:
+        raise HostSizeError(
+            f"{what}: host array has {array.size} elements, the buffer range has {size}; "
+            f"pass an array of {size} elements or use buffer.view(start, stop)"
+        )
+    if not array.flags.c_contiguous:
+        raise HostLayoutError(
+            f"{what}: host array is not C-contiguous; pass np.ascontiguousarray(array) "
+            f"(and copy results back yourself for a download)"
+        )
+    if writes and not array.flags.writeable:
+        raise HostReadOnlyError(
+            f"{what}: host array is read-only, so a download cannot write it; pass a "
+            f"writable array (e.g. array.copy())"
+        )
+    return array.reshape(-1).view(np.uint8)
+
+
+def host_range(array: np.ndarray) -> HostRange:
+    """The address range ``array`` occupies, as a trace record field."""
+    return HostRange(
+        address=array.__array_interface__["data"][0],
+        nbytes=array.nbytes,
+        dtype=array.dtype.str,
+        shape=tuple(array.shape),
+    )

@@ -1,0 +1,261 @@
+"""Chrome Trace Event JSON (opens in Perfetto and ``chrome://tracing``), and the readable
+names of records that the export and the analysis messages share.
+
+Layout: one process; a "host" track (tid 0) with instants for every enqueue, every
+upload's host read, every download's host write and every host-side wait; one track per
+stream with a complete event per command and instants for signal, wait and callback.
+Flow arrows run enqueue -> host read -> execution for uploads (in time order, so under
+staging="execute" the read comes after the execution starts) and execution -> host
+write for downloads. A flow event directly follows, at the same timestamp, the event it
+binds to, because viewers bind flow events to the slice open on that track at that time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from luisa_nb.trace.records import (
+    CommandKind,
+    CommandRecord,
+    DeviceRange,
+    HostRange,
+    Record,
+    SyncKind,
+    SyncRecord,
+    record_to_dict,
+)
+
+if TYPE_CHECKING:
+    from luisa_nb.trace.trace import Trace
+
+PROCESS_ID = 1
+HOST_THREAD = 0
+_TIME_FIELDS = ("enqueued", "submitted", "started", "finished", "host_read", "host_write")
+_SYNC_TIME_FIELDS = ("issued", "completed")
+_HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
+
+
+# -- readable names -------------------------------------------------------------------
+
+
+def stream_name(trace: Trace, stream: int | None) -> str:
+    info = trace.streams.get(stream) if stream is not None else None
+    return info.name if info is not None and info.name else f"stream {stream}"
+
+
+def host_name(host: HostRange) -> str:
+    return host.name or f"host@0x{host.address:x}"
+
+
+def device_name(trace: Trace, device: DeviceRange) -> str:
+    """The buffer's name, with an element slice when ``device`` is not the whole buffer."""
+    info = trace.buffers.get(device.buffer)
+    name = info.name if info is not None and info.name else f"buffer{device.buffer}"
+    if info is None or (device.offset == 0 and device.nbytes == info.nbytes):
+        return name
+    itemsize = np.dtype(info.dtype).itemsize
+    start = device.offset // itemsize
+    stop = -(-(device.offset + device.nbytes) // itemsize)
+    return f"{name}[{start}:{stop}]"
+
+
+def describe(trace: Trace, record: Record) -> str:
+    """A one-line description such as ``#3 download z -> z_data``."""
+    if isinstance(record, SyncRecord):
+        return _describe_sync(trace, record)
+    reads = [device_name(trace, r) for r in record.device_ranges if not r.access.writes]
+    writes = [device_name(trace, r) for r in record.device_ranges if r.access.writes]
+    host = host_name(record.host) if record.host is not None else "host"
+    kind = record.kind
+    if kind is CommandKind.UPLOAD:
+        text = f"upload {_names(writes)} <- {host}"
+    elif kind is CommandKind.DOWNLOAD:
+        text = f"download {_names(reads)} -> {host}"
+    elif kind is CommandKind.COPY:
+        text = f"copy {_names(reads)} -> {_names(writes)}"
+    elif kind is CommandKind.FILL:
+        text = f"fill {_names(writes)}"
+    else:
+        arguments = dict.fromkeys(device_name(trace, r) for r in record.device_ranges)
+        kernel = record.label.removeprefix("dispatch ").strip() or "kernel"
+        text = f"dispatch {kernel}({', '.join(arguments)})"
+    return f"#{record.id} {text}"
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(dict.fromkeys(names)) or "?"
+
+
+def _describe_sync(trace: Trace, record: SyncRecord) -> str:
+    stream = stream_name(trace, record.stream)
+    if record.kind is SyncKind.SYNCHRONIZE:
+        return f"synchronize {stream}" if record.stream is not None else "synchronize device"
+    if record.kind is SyncKind.SIGNAL:
+        return f"signal event {record.event} on {stream}"
+    if record.kind is SyncKind.WAIT:
+        return f"wait event {record.event} on {stream}"
+    if record.kind is SyncKind.EVENT_SYNCHRONIZE:
+        return f"synchronize event {record.event}"
+    return f"callback on {stream}"
+
+
+# -- export ---------------------------------------------------------------------------
+
+
+def chrome_trace(trace: Trace, path: Path | None = None) -> dict[str, Any]:
+    """The trace as a Chrome Trace Event document; also written to ``path`` if given.
+
+    Timestamps are microseconds from ``metadata.started``, or from the earliest recorded
+    time if that is earlier or unset.
+    """
+    export = _Export(trace)
+    document = {
+        "traceEvents": export.events(),
+        "displayTimeUnit": "ns",
+        "otherData": {"format": "luisa_nb.trace", "capture": trace.metadata.capture},
+    }
+    if path is not None:
+        Path(path).write_text(json.dumps(document))
+    return document
+
+
+class _Export:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.records = sorted(trace.records, key=lambda record: record.seq)
+        self.origin = _origin(trace, self.records)
+        streams = set(trace.streams)
+        streams.update(r.stream for r in self.records if r.stream is not None)
+        self.threads = {stream: position + 1 for position, stream in enumerate(sorted(streams))}
+        self.flow_ids = 0
+        self.out: list[dict[str, Any]] = []
+
+    def events(self) -> list[dict[str, Any]]:
+        self._metadata()
+        for record in self.records:
+            if isinstance(record, CommandRecord):
+                self._command(record)
+            else:
+                self._sync(record)
+        return self.out
+
+    def _metadata(self) -> None:
+        self.out.append(
+            {"ph": "M", "name": "process_name", "pid": PROCESS_ID, "args": {"name": "luisa_nb"}}
+        )
+        names = {HOST_THREAD: "host"}
+        names.update({tid: stream_name(self.trace, s) for s, tid in self.threads.items()})
+        for tid, name in names.items():
+            common = {"ph": "M", "pid": PROCESS_ID, "tid": tid}
+            self.out.append({**common, "name": "thread_name", "args": {"name": name}})
+            self.out.append({**common, "name": "thread_sort_index", "args": {"sort_index": tid}})
+
+    def _us(self, time: int) -> float:
+        return (time - self.origin) / 1000
+
+    def _instant(self, name: str, tid: int, time: int, category: str, args: dict) -> None:
+        self.out.append(
+            {
+                "ph": "i",
+                "s": "t",
+                "name": name,
+                "cat": category,
+                "pid": PROCESS_ID,
+                "tid": tid,
+                "ts": self._us(time),
+                "args": args,
+            }
+        )
+
+    def _command(self, record: CommandRecord) -> None:
+        name = describe(self.trace, record)
+        tid = self.threads[record.stream]
+        args = record_to_dict(record)
+        category = record.kind.value
+        anchors: list[tuple[int, int]] = []
+        if record.started is not None and record.finished is not None:
+            self.out.append(
+                {
+                    "ph": "X",
+                    "name": name,
+                    "cat": category,
+                    "pid": PROCESS_ID,
+                    "tid": tid,
+                    "ts": self._us(record.started),
+                    "dur": (record.finished - record.started) / 1000,
+                    "args": args,
+                }
+            )
+            anchors.append((record.started, tid))
+        else:
+            self._instant(f"{name} ({record.status.value})", tid, record.submitted, category, args)
+        self._instant(f"enqueue {name}", HOST_THREAD, record.enqueued, category, {"id": record.id})
+        if record.kind is CommandKind.UPLOAD:
+            anchors.insert(0, (record.enqueued, HOST_THREAD))
+            if record.host_read is not None:
+                self._instant(
+                    f"host read {name}", HOST_THREAD, record.host_read, category, {"id": record.id}
+                )
+                anchors.append((record.host_read, HOST_THREAD))
+        if record.kind is CommandKind.DOWNLOAD and record.host_write is not None:
+            self._instant(
+                f"host write {name}", HOST_THREAD, record.host_write, category, {"id": record.id}
+            )
+            anchors.append((record.host_write, HOST_THREAD))
+        if len(anchors) >= 2:
+            self._flow(name, category, sorted(anchors))
+
+    def _flow(self, name: str, category: str, anchors: list[tuple[int, int]]) -> None:
+        """Flow events binding to the events at ``anchors`` (time, tid), in time order.
+
+        Each is inserted right after the event it binds to, so viewers that sort stably by
+        time see the anchor slice open when the flow event arrives.
+        """
+        self.flow_ids += 1
+        last = len(anchors) - 1
+        for position, (time, tid) in enumerate(anchors):
+            phase = "s" if position == 0 else "f" if position == last else "t"
+            event = {
+                "ph": phase,
+                "id": self.flow_ids,
+                "name": name,
+                "cat": f"flow.{category}",
+                "pid": PROCESS_ID,
+                "tid": tid,
+                "ts": self._us(time),
+            }
+            if phase == "f":
+                event["bp"] = "e"
+            self.out.insert(self._index_after(time, tid), event)
+
+    def _index_after(self, time: int, tid: int) -> int:
+        """The position just after the latest event on ``tid`` that starts at ``time``."""
+        timestamp = self._us(time)
+        for position in range(len(self.out) - 1, -1, -1):
+            event = self.out[position]
+            if event.get("tid") == tid and event.get("ts") == timestamp and event["ph"] != "M":
+                return position + 1
+        return len(self.out)
+
+    def _sync(self, record: SyncRecord) -> None:
+        time = record.completed if record.completed is not None else record.issued
+        args = record_to_dict(record)
+        name = _describe_sync(self.trace, record)
+        if record.kind in _HOST_WAITS or record.stream is None:
+            self._instant(name, HOST_THREAD, time, "sync", args)
+        else:
+            self._instant(name, self.threads[record.stream], time, "sync", args)
+
+
+def _origin(trace: Trace, records: list[Record]) -> int:
+    times = []
+    for record in records:
+        fields = _TIME_FIELDS if isinstance(record, CommandRecord) else _SYNC_TIME_FIELDS
+        times.extend(t for t in (getattr(record, f) for f in fields) if t is not None)
+    earliest = min(times, default=trace.metadata.started)
+    started = trace.metadata.started
+    return min(started, earliest) if started else earliest

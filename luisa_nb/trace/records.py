@@ -1,0 +1,206 @@
+"""Trace records: plain data that the runtime fills in and analysis reads.
+
+All times are ``time.perf_counter_ns()`` values on one host clock. A record is created
+when its command is submitted (or a sync point is issued) and its times are filled in
+by the stream worker as the command runs; it never references runtime objects, so a
+trace can be saved, loaded and analysed with no device.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class CommandKind(str, Enum):
+    UPLOAD = "upload"
+    DOWNLOAD = "download"
+    COPY = "copy"
+    FILL = "fill"
+    DISPATCH = "dispatch"
+
+
+class SyncKind(str, Enum):
+    SYNCHRONIZE = "synchronize"
+    SIGNAL = "signal"
+    WAIT = "wait"
+    EVENT_SYNCHRONIZE = "event_synchronize"
+    CALLBACK = "callback"
+
+
+class Access(str, Enum):
+    READ = "read"
+    WRITE = "write"
+    READ_WRITE = "read_write"
+
+    @property
+    def writes(self) -> bool:
+        return self is not Access.READ
+
+
+class Status(str, Enum):
+    PENDING = "pending"
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(slots=True)
+class DeviceRange:
+    """Bytes ``[offset, offset + nbytes)`` of device buffer ``buffer`` (its id)."""
+
+    buffer: int
+    offset: int
+    nbytes: int
+    access: Access
+
+    def overlaps(self, other: DeviceRange) -> bool:
+        return (
+            self.buffer == other.buffer
+            and self.offset < other.offset + other.nbytes
+            and other.offset < self.offset + self.nbytes
+        )
+
+
+@dataclass(slots=True)
+class HostRange:
+    """Host memory a command reads or writes, identified by address, not by object."""
+
+    address: int
+    nbytes: int
+    dtype: str
+    shape: tuple[int, ...]
+    name: str | None = None
+
+    @property
+    def end(self) -> int:
+        return self.address + self.nbytes
+
+    def overlaps(self, other: HostRange) -> bool:
+        return self.address < other.end and other.address < self.end
+
+
+@dataclass(slots=True)
+class Capture:
+    """Host bytes as a command saw them: a digest of all ``nbytes`` bytes and, unless the
+    capture policy is ``none``, a copy of the first bytes.
+
+    ``blob`` is the key (the digest of the copied bytes) of a uint8 array in
+    :attr:`Trace.blobs`; when the copy holds every byte, ``blob == digest``. While a
+    trace records, ``pending`` holds the copy and the digests are filled in when the
+    trace stops, so hashing stays off the submission path.
+    """
+
+    nbytes: int
+    blob: str | None = None
+    digest: str | None = None
+    pending: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
+
+    @property
+    def complete(self) -> bool:
+        """Whether the captured copy holds every byte."""
+        return self.blob is not None and self.blob == self.digest
+
+
+@dataclass(slots=True)
+class CommandRecord:
+    """One command, from submission to completion.
+
+    ``seq`` orders every record (commands and sync points) in the order the host issued
+    them. ``host_read`` (uploads) is when host bytes were copied: at ``submitted`` under
+    staging="submit", at execution under staging="execute". ``host_write`` (downloads)
+    is when the device bytes landed in host memory. ``enqueued`` is when the ``*_async``
+    call created the command (the bytes the host meant to send are ``enqueue_capture``).
+    """
+
+    id: int
+    seq: int
+    kind: CommandKind
+    stream: int
+    submission: int
+    index: int
+    label: str
+    device_ranges: list[DeviceRange]
+    host: HostRange | None = None
+    staging: str = "execute"
+    enqueued: int = 0
+    submitted: int = 0
+    started: int | None = None
+    finished: int | None = None
+    host_read: int | None = None
+    host_write: int | None = None
+    enqueue_capture: Capture | None = None
+    data_capture: Capture | None = None
+    status: Status = Status.PENDING
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class SyncRecord:
+    """A sync point: host synchronize, event signal/wait, event synchronize or callback.
+
+    ``covers`` is, for host-side waits, the ``seq`` of the last record of ``stream`` that
+    the wait is known to cover. ``issued`` is when the host called it; ``completed`` is
+    when it returned (host waits) or when the worker reached it (signal, wait, callback).
+    """
+
+    id: int
+    seq: int
+    kind: SyncKind
+    stream: int | None
+    event: int | None = None
+    covers: int | None = None
+    issued: int = 0
+    completed: int | None = None
+    status: Status = Status.PENDING
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class BufferInfo:
+    id: int
+    nbytes: int
+    dtype: str
+    size: int
+    device: str
+    name: str | None = None
+
+
+@dataclass(slots=True)
+class StreamInfo:
+    id: int
+    device: str
+    name: str
+
+
+@dataclass(slots=True)
+class TraceMetadata:
+    capture: str = "head"
+    capture_bytes: int = 65536
+    started: int = 0
+    stopped: int | None = None
+    devices: list[dict[str, Any]] = field(default_factory=list)
+
+
+Record = CommandRecord | SyncRecord
+
+
+def record_to_dict(record: Any) -> dict[str, Any]:
+    """A JSON-ready dict of any record dataclass (enums become their values)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        if not f.metadata.get("transient"):
+            out[f.name] = _to_json(getattr(record, f.name))
+    return out
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if dataclasses.is_dataclass(value):
+        return record_to_dict(value)
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    return value

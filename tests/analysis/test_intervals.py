@@ -1,0 +1,50 @@
+"""The interval map of host addresses to their last writer."""
+
+from luisa_nb.analysis.intervals import IntervalMap
+
+A, B, C = "a", "b", "c"
+
+
+def test_assign_takes_over_overlapping_pieces():
+    pieces = IntervalMap()
+    pieces.assign(0, 100, A)
+    pieces.assign(40, 60, B)
+    assert pieces.query(0, 100) == [(0, 40, A), (40, 60, B), (60, 100, A)]
+    pieces.assign(50, 150, C)
+    assert pieces.query(0, 200) == [(0, 40, A), (40, 50, B), (50, 150, C)]
+
+
+def test_query_clips_to_the_asked_range_and_skips_gaps():
+    pieces = IntervalMap()
+    pieces.assign(10, 20, A)
+    pieces.assign(30, 40, B)
+    assert pieces.query(15, 35) == [(15, 20, A), (30, 35, B)]
+    assert pieces.query(20, 30) == []
+    assert pieces.query(40, 50) == []
+
+
+def test_remove_forgets_only_what_the_owner_still_holds():
+    pieces = IntervalMap()
+    pieces.assign(0, 100, A)
+    pieces.assign(40, 60, B)
+    pieces.remove(0, 100, A)
+    assert pieces.query(0, 100) == [(40, 60, B)]
+    pieces.remove(0, 100, C)
+    assert pieces.query(0, 100) == [(40, 60, B)]
+    pieces.remove(45, 50, B)
+    assert pieces.query(0, 100) == [(40, 45, B), (50, 60, B)]
+    assert len(pieces) == 2
+
+
+def test_owners_are_compared_by_identity():
+    first, second = [1], [1]
+    pieces = IntervalMap()
+    pieces.assign(0, 10, first)
+    pieces.remove(0, 10, second)
+    assert pieces.query(0, 10) == [(0, 10, first)]
+
+
+def test_empty_assign_is_ignored():
+    pieces = IntervalMap()
+    pieces.assign(5, 5, A)
+    assert len(pieces) == 0

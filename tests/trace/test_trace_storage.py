@@ -1,0 +1,197 @@
+"""Trace files: lossless round trip, and a TraceFormatError for every kind of bad file."""
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from luisa_nb.errors import TraceFormatError
+from luisa_nb.trace import Access, CommandKind, HostRange, Status, Trace
+from luisa_nb.trace.storage import FORMAT, VERSION
+
+
+def test_round_trip_is_lossless(sample_trace, tmp_path):
+    path = sample_trace.save(tmp_path / "sample.lnbtrace")
+    loaded = Trace.load(path)
+    assert type(loaded) is Trace
+    assert loaded.records == sample_trace.records
+    assert loaded.buffers == sample_trace.buffers
+    assert loaded.streams == sample_trace.streams
+    assert loaded.metadata == sample_trace.metadata
+    assert loaded.blobs.keys() == sample_trace.blobs.keys()
+    for key, data in sample_trace.blobs.items():
+        assert loaded.blobs[key].dtype == np.uint8
+        assert loaded.blobs[key].tobytes() == data.tobytes()
+
+
+def test_loaded_records_have_their_types_back(sample_trace, tmp_path):
+    loaded = Trace.load(sample_trace.save(tmp_path / "sample.lnbtrace"))
+    download = loaded.command(3)
+    assert download.kind is CommandKind.DOWNLOAD
+    assert download.device_ranges[0].access is Access.READ
+    assert isinstance(download.host, HostRange) and download.host.shape == (4, 4)
+    assert loaded.command(4).status is Status.FAILED and loaded.command(4).finished is None
+    assert loaded.metadata.devices[0]["threads"] == 4
+
+
+def test_save_finalizes_pending_captures(sample_trace, tmp_path):
+    upload = sample_trace.command(1)
+    assert upload.data_capture.blob is None
+    sample_trace.save(tmp_path / "sample.lnbtrace")
+    assert upload.data_capture.blob in sample_trace.blobs
+    loaded = Trace.load(tmp_path / "sample.lnbtrace")
+    values = loaded.captured_values(loaded.command(1).data_capture, loaded.command(1).host)
+    np.testing.assert_array_equal(values, np.full(64, 124.0, np.float32))
+    assert loaded.command(1).data_capture.digest != loaded.command(1).enqueue_capture.digest
+
+
+def test_document_is_versioned_json_with_tagged_records(sample_trace, tmp_path):
+    path = sample_trace.save(tmp_path / "sample.lnbtrace")
+    with zipfile.ZipFile(path) as archive:
+        document = json.loads(archive.read("trace.json"))
+        names = archive.namelist()
+    assert (document["format"], document["version"]) == (FORMAT, VERSION)
+    assert [r["type"] for r in document["records"]][:3] == ["command", "command", "sync"]
+    assert sorted(names) == sorted(["trace.json", *(f"blobs/{k}.npy" for k in sample_trace.blobs)])
+
+
+# -- bad files ---------------------------------------------------------------------------
+
+
+def rewrite(path, edit_document=None, drop=(), replace=None):
+    """Rewrite the zip at ``path``: edit trace.json, drop or replace members."""
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    members.update(replace or {})
+    if edit_document is not None:
+        document = json.loads(members["trace.json"])
+        edit_document(document)
+        members["trace.json"] = json.dumps(document).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            if name not in drop:
+                archive.writestr(name, data)
+
+
+@pytest.fixture
+def saved(sample_trace, tmp_path):
+    return sample_trace.save(tmp_path / "sample.lnbtrace")
+
+
+def test_not_a_zip(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(TraceFormatError, match="is not a zip file; pass a file written by"):
+        Trace.load(path)
+
+
+def test_zip_without_trace_json(tmp_path):
+    path = tmp_path / "other.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("readme.txt", "hi")
+    with pytest.raises(TraceFormatError, match=r"holds no trace\.json"):
+        Trace.load(path)
+
+
+def test_trace_json_that_is_not_json(saved):
+    rewrite(saved, replace={"trace.json": b"{not json"})
+    with pytest.raises(TraceFormatError, match=r"trace\.json is not valid JSON"):
+        Trace.load(saved)
+
+
+def test_wrong_format(saved):
+    rewrite(saved, lambda document: document.update(format="something.else"))
+    with pytest.raises(TraceFormatError, match=r"format 'something\.else', not 'luisa_nb\.trace'"):
+        Trace.load(saved)
+
+
+def test_newer_version(saved):
+    rewrite(saved, lambda document: document.update(version=VERSION + 1))
+    with pytest.raises(TraceFormatError, match=r"version 2 trace.*upgrade luisa_nb"):
+        Trace.load(saved)
+
+
+def test_invalid_version(saved):
+    rewrite(saved, lambda document: document.update(version="1"))
+    with pytest.raises(TraceFormatError, match="version '1' is not a valid version"):
+        Trace.load(saved)
+
+
+def test_unknown_record_type(saved):
+    rewrite(saved, lambda document: document["records"][0].update(type="barrier"))
+    with pytest.raises(TraceFormatError, match=r"records\[0\] has unknown record type 'barrier'"):
+        Trace.load(saved)
+
+
+def test_unknown_record_field(saved):
+    rewrite(saved, lambda document: document["records"][1].update(priority=3))
+    with pytest.raises(TraceFormatError, match=r"records\[1\] has unknown field\(s\) priority"):
+        Trace.load(saved)
+
+
+def test_unknown_nested_field(saved):
+    def edit(document):
+        document["records"][0]["host"]["pitch"] = 4
+
+    rewrite(saved, edit)
+    with pytest.raises(TraceFormatError, match=r"records\[0\].host has unknown field\(s\) pitch"):
+        Trace.load(saved)
+
+
+def test_missing_record_field(saved):
+    rewrite(saved, lambda document: document["records"][0].pop("kind"))
+    with pytest.raises(TraceFormatError, match="lacks field 'kind' of CommandRecord"):
+        Trace.load(saved)
+
+
+def test_bad_enum_value(saved):
+    rewrite(saved, lambda document: document["records"][0].update(kind="teleport"))
+    with pytest.raises(TraceFormatError, match="field 'kind' is 'teleport', not one of"):
+        Trace.load(saved)
+
+
+def test_wrong_field_type(saved):
+    rewrite(saved, lambda document: document["records"][0].update(seq="first"))
+    with pytest.raises(TraceFormatError, match="field 'seq' holds 'first' where int is expected"):
+        Trace.load(saved)
+
+
+def test_missing_top_level_field(saved):
+    rewrite(saved, lambda document: document.pop("streams"))
+    with pytest.raises(TraceFormatError, match=r"lacks field\(s\) streams"):
+        Trace.load(saved)
+
+
+def test_missing_blob(saved, sample_trace):
+    blob = sample_trace.command(1).data_capture.blob
+    rewrite(saved, drop={f"blobs/{blob}.npy"})
+    with pytest.raises(
+        TraceFormatError, match=f"command #1 refers to blob {blob}, which is missing"
+    ):
+        Trace.load(saved)
+
+
+def test_pickled_blob_is_refused(saved):
+    stream = io.BytesIO()
+    np.save(stream, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with zipfile.ZipFile(saved, "a") as archive:
+        archive.writestr("blobs/evil.npy", stream.getvalue())
+    with pytest.raises(TraceFormatError, match=r"is not a plain \.npy array"):
+        Trace.load(saved)
+
+
+def test_blob_that_is_not_bytes_is_refused(saved):
+    stream = io.BytesIO()
+    np.save(stream, np.zeros((2, 2), np.float64))
+    with zipfile.ZipFile(saved, "a") as archive:
+        archive.writestr("blobs/floats.npy", stream.getvalue())
+    with pytest.raises(TraceFormatError, match="not 1-D uint8"):
+        Trace.load(saved)
+
+
+def test_bad_capture_policy_in_metadata(saved):
+    rewrite(saved, lambda document: document["metadata"].update(capture="everything"))
+    with pytest.raises(TraceFormatError, match="metadata: capture='everything'"):
+        Trace.load(saved)
