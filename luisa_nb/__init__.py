@@ -16,10 +16,10 @@ from pathlib import Path
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.errors import LuisaNbError, LuisaNbWarning
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     abs as abs,
 )
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     ceil,
     clamp,
     cos,
@@ -32,13 +32,13 @@ from luisa_nb.kernel import (
     sqrt,
     tan,
 )
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     max as max,
 )
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     min as min,
 )
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     pow as pow,
 )
 from luisa_nb.runtime import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.kernel import dispatch_id
+from luisa_nb.kernels import dispatch_id
 from luisa_nb.runtime import Buffer, Device, kernel
 from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
 

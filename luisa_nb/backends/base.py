@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -21,8 +20,7 @@ class Allocation(ABC):
     nbytes: int
 
 
-@dataclass(frozen=True, slots=True)
-class KernelBuffer:
+class KernelBuffer(NamedTuple):
     """One buffer argument of a dispatch: ``nbytes`` bytes at ``offset`` of ``allocation``."""
 
     allocation: Allocation

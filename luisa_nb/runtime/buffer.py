@@ -46,6 +46,9 @@ class BufferView:
         self.buffer = buffer
         self.start = start
         self.size = size
+        itemsize = buffer.dtype.itemsize
+        self.offset_bytes = start * itemsize
+        self.nbytes = size * itemsize
 
     # -- geometry --------------------------------------------------------------------
 
@@ -56,14 +59,6 @@ class BufferView:
     @property
     def device(self) -> Device:
         return self.buffer.device
-
-    @property
-    def offset_bytes(self) -> int:
-        return self.start * self.buffer.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.buffer.dtype.itemsize
 
     @property
     def allocation(self) -> Allocation:

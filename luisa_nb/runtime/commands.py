@@ -33,25 +33,21 @@ def next_id() -> int:
 
 
 class Command:
-    """Base class of commands. ``id`` is unique in the process and appears in traces."""
+    """Base class of commands. ``id`` is unique in the process and appears in traces;
+    ``views`` are the buffer views the command touches."""
 
     kind: ClassVar[CommandKind]
-    __slots__ = ("_trace", "enqueued", "id", "record", "stream_id")
+    label: ClassVar[str] = ""
+    __slots__ = ("_trace", "device", "enqueued", "id", "record", "stream_id", "views")
 
-    def __init__(self) -> None:
+    def __init__(self, device: Device, views: Sequence[BufferView]) -> None:
         self.id = next_id()
         self.enqueued = now()
+        self.device = device
+        self.views = views
         self.record: CommandRecord | None = None
         self.stream_id: int | None = None
         self._trace: Trace | None = None
-
-    @property
-    def device(self) -> Device:
-        raise NotImplementedError
-
-    def views(self) -> Sequence[BufferView]:
-        """The buffer views this command touches (checked for destruction at submit)."""
-        raise NotImplementedError
 
     def device_ranges(self) -> list[DeviceRange]:
         raise NotImplementedError
@@ -64,7 +60,7 @@ class Command:
         self.record = CommandRecord(
             id=self.id,
             kind=self.kind,
-            label=self.describe(),
+            label=self.label,
             device_ranges=self.device_ranges(),
             enqueued=self.enqueued,
             **fields,
@@ -95,7 +91,7 @@ class UploadCommand(Command):
     __slots__ = ("enqueue_capture", "host", "memory", "source", "staged", "target")
 
     def __init__(self, target: BufferView, host: np.ndarray, source: np.ndarray) -> None:
-        super().__init__()
+        super().__init__(target.device, (target,))
         self.target = target
         self.memory = _kernel_buffer(target)
         self.host = host
@@ -103,13 +99,6 @@ class UploadCommand(Command):
         self.staged: np.ndarray | None = None
         trace = active_trace()
         self.enqueue_capture: Capture | None = None if trace is None else trace.capture(source)
-
-    @property
-    def device(self) -> Device:
-        return self.target.buffer.device
-
-    def views(self) -> Sequence[BufferView]:
-        return (self.target,)
 
     def device_ranges(self) -> list[DeviceRange]:
         return [_range(self.target, Access.WRITE)]
@@ -127,7 +116,7 @@ class UploadCommand(Command):
         self.staged = self.source.copy()
         if self.record is not None:
             self.record.host_read = now()
-            self.record.data_capture = self._trace.capture_owned(self.staged)
+            self.record.data_capture = self._trace.capture(self.staged, owned=True)
 
     def run(self, backend: Backend) -> None:
         if self.staged is None:
@@ -146,18 +135,11 @@ class DownloadCommand(Command):
     __slots__ = ("host", "memory", "source", "target")
 
     def __init__(self, source: BufferView, host: np.ndarray, target: np.ndarray) -> None:
-        super().__init__()
+        super().__init__(source.device, (source,))
         self.source = source
         self.memory = _kernel_buffer(source)
         self.host = host
         self.target = target
-
-    @property
-    def device(self) -> Device:
-        return self.source.buffer.device
-
-    def views(self) -> Sequence[BufferView]:
-        return (self.source,)
 
     def device_ranges(self) -> list[DeviceRange]:
         return [_range(self.source, Access.READ)]
@@ -182,17 +164,10 @@ class CopyCommand(Command):
     __slots__ = ("memory", "source", "target")
 
     def __init__(self, source: BufferView, target: BufferView) -> None:
-        super().__init__()
+        super().__init__(source.device, (source, target))
         self.source = source
         self.target = target
         self.memory = (_kernel_buffer(source), _kernel_buffer(target))
-
-    @property
-    def device(self) -> Device:
-        return self.source.buffer.device
-
-    def views(self) -> Sequence[BufferView]:
-        return (self.source, self.target)
 
     def device_ranges(self) -> list[DeviceRange]:
         return [_range(self.source, Access.READ), _range(self.target, Access.WRITE)]
@@ -214,17 +189,10 @@ class FillCommand(Command):
     __slots__ = ("element", "memory", "target")
 
     def __init__(self, target: BufferView, element: np.ndarray) -> None:
-        super().__init__()
+        super().__init__(target.device, (target,))
         self.target = target
         self.element = element
         self.memory = _kernel_buffer(target)
-
-    @property
-    def device(self) -> Device:
-        return self.target.buffer.device
-
-    def views(self) -> Sequence[BufferView]:
-        return (self.target,)
 
     def device_ranges(self) -> list[DeviceRange]:
         return [_range(self.target, Access.WRITE)]
@@ -241,16 +209,7 @@ class DispatchCommand(Command):
     """A kernel launch over ``dims`` threads."""
 
     kind = CommandKind.DISPATCH
-    __slots__ = (
-        "_device",
-        "accesses",
-        "buffers",
-        "dims",
-        "executable",
-        "name",
-        "scalars",
-        "targets",
-    )
+    __slots__ = ("accesses", "buffers", "dims", "executable", "label", "scalars", "targets")
 
     def __init__(
         self,
@@ -259,35 +218,27 @@ class DispatchCommand(Command):
         executable: Any,
         dims: tuple[int, int, int],
         targets: Sequence[BufferView],
-        accesses: Sequence[str],
+        accesses: Sequence[Access | None],
         scalars: Sequence[Any],
     ) -> None:
-        super().__init__()
-        self._device = device
-        self.name = name
+        super().__init__(device, targets)
+        self.label = name
         self.executable = executable
         self.dims = dims
         self.targets = targets
         self.accesses = accesses
         self.scalars = scalars
-        self.buffers = [_kernel_buffer(view) for view in targets]
-
-    @property
-    def device(self) -> Device:
-        return self._device
-
-    def views(self) -> Sequence[BufferView]:
-        return self.targets
+        self.buffers = tuple(_kernel_buffer(view) for view in targets)
 
     def device_ranges(self) -> list[DeviceRange]:
         return [
-            _range(view, Access(access))
+            _range(view, access)
             for view, access in zip(self.targets, self.accesses, strict=True)
-            if access != "none"
+            if access is not None
         ]
 
     def describe(self) -> str:
-        return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
+        return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"
 
     def run(self, backend: Backend) -> None:
         backend.dispatch(self.executable, self.dims, self.buffers, self.scalars)

@@ -8,6 +8,7 @@ the next ``synchronize()``, and the stream keeps working.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import queue
 import threading
@@ -175,7 +176,7 @@ class Stream:
                     f"{command.device.name!r}, not to stream {self.name!r}'s device "
                     f"{self.device.name!r}"
                 )
-            for view in command.views():
+            for view in command.views:
                 view.buffer.check_alive()
 
     def _record(self, trace: Trace, commands: list[Command]) -> None:
@@ -185,7 +186,7 @@ class Stream:
         if self.id not in trace.streams:
             trace.streams[self.id] = StreamInfo(self.id, self.device.name, self.name)
         for index, command in enumerate(commands):
-            for view in command.views():
+            for view in command.views:
                 buffer = view.buffer
                 if buffer.id not in trace.buffers:
                     trace.buffers[buffer.id] = BufferInfo(
@@ -224,7 +225,7 @@ class Stream:
                 if type(command) is UploadCommand:
                     command.stage()
         backend, failures = self.device.backend, self._failures
-        self._enqueue(lambda: _run_submission(backend, commands, failures))
+        self._enqueue(functools.partial(_run_submission, backend, commands, failures))
 
     def _sync_record(self, kind: SyncKind, event: Event | None = None) -> SyncRecord | None:
         trace = active_trace()

@@ -81,7 +81,7 @@ def describe(trace: Trace, record: Record) -> str:
         text = f"fill {_names(writes)}"
     else:
         arguments = dict.fromkeys(device_name(trace, r) for r in record.device_ranges)
-        kernel = record.label.removeprefix("dispatch ").strip() or "kernel"
+        kernel = record.label or "kernel"
         text = f"dispatch {kernel}({', '.join(arguments)})"
     return f"#{record.id} {text}"
 

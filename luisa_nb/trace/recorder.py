@@ -52,7 +52,6 @@ def stop(trace: Trace, namespace: Mapping[str, object] | None = None) -> None:
     if _active is trace:
         _active = None
     trace.metadata.stopped = now()
-    trace.finalize()
     if namespace:
         name_host_ranges(trace, namespace)
         for namer in _namers:

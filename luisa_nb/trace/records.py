@@ -88,15 +88,12 @@ class Capture:
     capture policy is ``none``, a copy of the first bytes.
 
     ``blob`` is the key (the digest of the copied bytes) of a uint8 array in
-    :attr:`Trace.blobs`; when the copy holds every byte, ``blob == digest``. While a
-    trace records, ``pending`` holds the copy and the digests are filled in when the
-    trace stops, so hashing stays off the submission path.
+    :attr:`Trace.blobs`; when the copy holds every byte, ``blob == digest``.
     """
 
     nbytes: int
     blob: str | None = None
     digest: str | None = None
-    pending: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
 
     @property
     def complete(self) -> bool:
@@ -113,6 +110,7 @@ class CommandRecord:
     staging="submit", at execution under staging="execute". ``host_write`` (downloads)
     is when the device bytes landed in host memory. ``enqueued`` is when the ``*_async``
     call created the command (the bytes the host meant to send are ``enqueue_capture``).
+    ``label`` is the kernel's name for a dispatch, else empty.
     """
 
     id: int
@@ -191,8 +189,7 @@ def record_to_dict(record: Any) -> dict[str, Any]:
     """A JSON-ready dict of any record dataclass (enums become their values)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(record):
-        if not f.metadata.get("transient"):
-            out[f.name] = _to_json(getattr(record, f.name))
+        out[f.name] = _to_json(getattr(record, f.name))
     return out
 
 

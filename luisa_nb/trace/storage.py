@@ -45,8 +45,7 @@ TraceType = TypeVar("TraceType", bound="Trace")
 
 
 def save_trace(trace: Trace, path: Path) -> Path:
-    """Finalize ``trace`` and write it to ``path``; returns ``path``."""
-    trace.finalize()
+    """Write ``trace`` to ``path``; returns ``path``."""
     document = {
         "format": FORMAT,
         "version": VERSION,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.trace.records import (
@@ -34,8 +33,9 @@ def now() -> int:
 
 
 def digest_bytes(data: np.ndarray) -> str:
-    """A content digest (hex) of a uint8 array."""
-    return hashlib.sha256(data).hexdigest()[:32]
+    """A 128-bit content digest (hex) of a uint8 array; XXH3 hashes 4 KiB in ~0.1 µs,
+    twenty times faster than SHA-256, which keeps tracing cheap."""
+    return xxhash.xxh3_128_hexdigest(data)
 
 
 class Trace:
@@ -58,8 +58,6 @@ class Trace:
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
-        self._pending: list[Capture] = []
-        self._lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
     # -- recording (called by the runtime) -------------------------------------------
@@ -67,47 +65,23 @@ class Trace:
     def add(self, record: Record) -> None:
         self.records.append(record)
 
-    def capture(self, data: np.ndarray) -> Capture:
+    def capture(self, data: np.ndarray, *, owned: bool = False) -> Capture:
         """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy.
 
-        Copies at most the head; the copy's digest is computed when the trace stops.
-        Only bytes beyond the head are hashed now, since they are not kept.
+        Every byte is hashed; the head is copied into :attr:`blobs` unless a blob with the
+        same bytes is there already. ``owned`` marks bytes nobody will modify (a staging
+        copy), which are kept without copying.
         """
         nbytes = data.nbytes
+        digest = digest_bytes(data)
         head = nbytes if self._head is None else min(self._head, nbytes)
-        captured = Capture(nbytes)
-        if head < nbytes:
-            captured.digest = digest_bytes(data)
-        if head:
-            captured.pending = data[:head].copy()
-        elif captured.digest is None:
-            captured.digest = digest_bytes(data)
-        if captured.pending is not None:
-            with self._lock:
-                self._pending.append(captured)
-        return captured
-
-    def capture_owned(self, data: np.ndarray) -> Capture:
-        """Like :meth:`capture`, for bytes nobody will modify (a staging copy): no copy."""
-        if self._head is None or data.nbytes <= self._head:
-            captured = Capture(data.nbytes, pending=data)
-            with self._lock:
-                self._pending.append(captured)
-            return captured
-        return self.capture(data)
-
-    def finalize(self) -> None:
-        """Hash pending captures and move their bytes into :attr:`blobs`."""
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for captured in pending:
-            data = captured.pending
-            key = digest_bytes(data)
-            self.blobs.setdefault(key, data)
-            captured.blob = key
-            if captured.digest is None:
-                captured.digest = key
-            captured.pending = None
+        if not head:
+            return Capture(nbytes, None, digest)
+        kept = data if head == nbytes else data[:head]
+        key = digest if head == nbytes else digest_bytes(kept)
+        if key not in self.blobs:
+            self.blobs[key] = kept if owned else kept.copy()
+        return Capture(nbytes, key, digest)
 
     # -- recording scope -------------------------------------------------------------
 
@@ -141,11 +115,7 @@ class Trace:
 
     def captured_bytes(self, captured: Capture | None) -> np.ndarray | None:
         """The captured head of ``captured`` as uint8, or ``None`` if nothing was kept."""
-        if captured is None:
-            return None
-        if captured.pending is not None:
-            return captured.pending
-        if captured.blob is None:
+        if captured is None or captured.blob is None:
             return None
         return self.blobs[captured.blob]
 

@@ -160,7 +160,6 @@ class TraceBuilder:
         return record
 
     def finish(self) -> AnalyzedTrace:
-        self.trace.finalize()
         self.trace.metadata.stopped = self.tick()
         return self.trace
 

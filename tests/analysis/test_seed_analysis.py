@@ -115,10 +115,8 @@ def test_head_capture_compares_the_captured_head_only(make_seed):
     assert check.sources == [Source(0, 1024, 3)]
 
 
-def test_describe_does_not_repeat_a_label_that_starts_with_the_kind(builder):
+def test_describe_names_the_kernel_and_its_buffers(builder):
     x = builder.buffer("x")
     builder.stream("s0")
-    record = builder.command(
-        CommandKind.DISPATCH, [builder.whole(x, Access.WRITE)], label="dispatch vecadd[1024]"
-    )
-    assert describe(builder.trace, record) == "#1 dispatch vecadd[1024](x)"
+    record = builder.command(CommandKind.DISPATCH, [builder.whole(x, Access.WRITE)], label="vecadd")
+    assert describe(builder.trace, record) == "#1 dispatch vecadd(x)"

@@ -38,7 +38,7 @@ def _command(id: int, seq: int, kind: CommandKind, stream: int, devices, **field
 def build_sample_trace(cls: type[Trace] = Trace) -> Trace:
     """Two streams; an upload (enqueued bytes differ from those it read), a dispatch, a
     download into a 2-D array, a failed and a skipped command, a digest-only capture, and
-    one sync record of each kind. Captures stay pending until the trace is saved."""
+    one sync record of each kind."""
     trace = cls(capture="head", capture_bytes=256)
     trace.metadata.started = STARTED
     trace.metadata.devices = [{"name": "cpu", "staging": "submit", "threads": 4}]

@@ -5,7 +5,7 @@ The runtime uses :class:`KernelDefinition` (parse once), :func:`argument_type` a
 builtins exported here (``dispatch_id()``, ``sqrt``, ...).
 """
 
-from luisa_nb.kernel.builtins import (
+from luisa_nb.kernels.builtins import (
     abs,
     ceil,
     clamp,
@@ -22,10 +22,10 @@ from luisa_nb.kernel.builtins import (
     sqrt,
     tan,
 )
-from luisa_nb.kernel.definition import KernelDefinition
-from luisa_nb.kernel.executable import Executable, Parameter
-from luisa_nb.kernel.toolchain import compiler_available
-from luisa_nb.kernel.type_system import BufferType, ScalarType, argument_type
+from luisa_nb.kernels.definition import KernelDefinition
+from luisa_nb.kernels.executable import Executable, Parameter
+from luisa_nb.kernels.toolchain import compiler_available
+from luisa_nb.kernels.type_system import BufferType, ScalarType, argument_type
 
 __all__ = [
     "BufferType",

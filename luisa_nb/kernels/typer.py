@@ -10,12 +10,12 @@ import ast
 from typing import Any
 
 from luisa_nb.errors import KernelArgumentError
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.builtin_calls import BuiltinCallTyping
-from luisa_nb.kernel.captures import CaptureResolver
-from luisa_nb.kernel.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
-from luisa_nb.kernel.source import KernelSource
-from luisa_nb.kernel.type_system import (
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
+from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
+from luisa_nb.kernels.source import KernelSource
+from luisa_nb.kernels.type_system import (
     BufferType,
     KernelType,
     ScalarType,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from luisa_nb.kernel.source import KernelSource
+from luisa_nb.kernels.source import KernelSource
 
 REJECTED_CONSTRUCTS: dict[type[ast.AST], str] = {
     ast.FunctionDef: "a nested function definition",

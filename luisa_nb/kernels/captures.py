@@ -11,7 +11,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from luisa_nb.kernel import builtins as kernel_builtins
+from luisa_nb.kernels import builtins as kernel_builtins
 
 _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (kernel_builtins.dispatch_id, "dispatch_id"),

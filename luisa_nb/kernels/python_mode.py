@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.kernel import builtins as kernel_builtins
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.builtins import Int3, thread_state
-from luisa_nb.kernel.captures import CaptureResolver
-from luisa_nb.kernel.executable import Executable
+from luisa_nb.kernels import builtins as kernel_builtins
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.builtins import Int3, thread_state
+from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.executable import Executable
 
 
 class BufferShim:

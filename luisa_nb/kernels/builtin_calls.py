@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.captures import Unresolved, builtin_name
-from luisa_nb.kernel.expressions import is_weak
-from luisa_nb.kernel.type_system import INT3, ScalarType, assignable, fits
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.captures import Unresolved, builtin_name
+from luisa_nb.kernels.expressions import is_weak
+from luisa_nb.kernels.type_system import INT3, ScalarType, assignable, fits
 
 if TYPE_CHECKING:
-    from luisa_nb.kernel.typer import KernelTyper
+    from luisa_nb.kernels.typer import KernelTyper
 
 FLOAT_FUNCTIONS = ("sqrt", "sin", "cos", "tan", "exp", "log", "floor", "ceil")
 ARITIES = {

@@ -52,6 +52,9 @@ class ScalarType(enum.Enum):
     @classmethod
     def from_dtype(cls, dtype: Any) -> ScalarType:
         """The scalar type of a numpy dtype; ``ValueError`` if kernels cannot use it."""
+        known = _SCALAR_TYPE_OF_DTYPE.get(dtype)
+        if known is not None:
+            return known
         name = np.dtype(dtype).name
         try:
             return cls(name)
@@ -67,6 +70,8 @@ class ScalarType(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+
+_SCALAR_TYPE_OF_DTYPE: dict[np.dtype, ScalarType] = {t.dtype: t for t in ScalarType}
 
 INTEGER_TYPES = frozenset(
     (ScalarType.INT32, ScalarType.UINT32, ScalarType.INT64, ScalarType.UINT64)
@@ -107,6 +112,8 @@ class BufferType:
 
 KernelType = ScalarType | VectorType
 
+_BUFFER_TYPE_OF_DTYPE = {t.dtype: BufferType(t) for t in ScalarType}
+
 INT32_RANGE = (-(2**31), 2**31 - 1)
 
 
@@ -123,7 +130,13 @@ def argument_type(value: Any) -> ScalarType | BufferType:
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
     keep their dtype, buffer-like objects give a :class:`BufferType`.
     """
+    kind = type(value)
+    if kind is float:
+        return ScalarType.FLOAT32
     if is_buffer_like(value):
+        buffer_type = _BUFFER_TYPE_OF_DTYPE.get(value.dtype)
+        if buffer_type is not None:
+            return buffer_type
         try:
             return BufferType(ScalarType.from_dtype(value.dtype))
         except ValueError as error:

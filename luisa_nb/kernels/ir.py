@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from luisa_nb.kernel.type_system import KernelType, ScalarType
+from luisa_nb.kernels.type_system import KernelType, ScalarType
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.type_system import (
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.type_system import (
     INT32_RANGE,
     KernelType,
     PromotionError,
@@ -22,7 +22,7 @@ from luisa_nb.kernel.type_system import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.kernel.typer import KernelTyper
+    from luisa_nb.kernels.typer import KernelTyper
 
 BINARY_OPERATORS: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("add", "+"),

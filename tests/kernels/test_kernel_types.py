@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import KernelError
-from luisa_nb.kernel import (
+from luisa_nb.kernels import (
     BufferType,
     ScalarType,
     argument_type,
@@ -16,8 +16,8 @@ from luisa_nb.kernel import (
     floor,
     sqrt,
 )
-from luisa_nb.kernel import max as kernel_max
-from luisa_nb.kernel.type_system import PromotionError, assignable, promote
+from luisa_nb.kernels import max as kernel_max
+from luisa_nb.kernels.type_system import PromotionError, assignable, promote
 
 from .helpers import FakeBuffer
 

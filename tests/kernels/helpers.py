@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.kernel import Executable, KernelDefinition, argument_type
+from luisa_nb.kernels import Executable, KernelDefinition, argument_type
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("LUISA_NB_UPDATE_GOLDEN") == "1"

@@ -14,14 +14,14 @@ from luisa_nb.errors import (
     KernelCompileError,
     LuisaNbWarning,
 )
-from luisa_nb.kernel.captures import CaptureResolver
-from luisa_nb.kernel.executable import CExecutable, Executable
-from luisa_nb.kernel.python_mode import PythonExecutable
-from luisa_nb.kernel.source import KernelSource
-from luisa_nb.kernel.toolchain import compiler_available
-from luisa_nb.kernel.type_system import BufferType, ScalarType
-from luisa_nb.kernel.typer import KernelTyper
-from luisa_nb.kernel.validation import SyntaxValidator
+from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.executable import CExecutable, Executable
+from luisa_nb.kernels.python_mode import PythonExecutable
+from luisa_nb.kernels.source import KernelSource
+from luisa_nb.kernels.toolchain import compiler_available
+from luisa_nb.kernels.type_system import BufferType, ScalarType
+from luisa_nb.kernels.typer import KernelTyper
+from luisa_nb.kernels.validation import SyntaxValidator
 
 MODES = ("auto", "c", "python")
 DEBUG_VARIABLE = "LUISA_NB_KERNEL_DEBUG"

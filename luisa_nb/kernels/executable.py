@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.c_emitter import CEmitter, argument_struct
-from luisa_nb.kernel.toolchain import build_library, load_function
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
+from luisa_nb.kernels.toolchain import build_library, load_function
 
 
 @dataclass(frozen=True)

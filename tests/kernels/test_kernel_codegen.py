@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from luisa_nb.kernel import BufferType, KernelDefinition, Parameter, ScalarType
-from luisa_nb.kernel.c_emitter import CEmitter
-from luisa_nb.kernel.captures import CaptureResolver
-from luisa_nb.kernel.typer import KernelTyper
+from luisa_nb.kernels import BufferType, KernelDefinition, Parameter, ScalarType
+from luisa_nb.kernels.c_emitter import CEmitter
+from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.typer import KernelTyper
 
 from . import sample_kernels
 

@@ -9,7 +9,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.errors import KernelCompileError
-from luisa_nb.kernel import KernelDefinition, argument_type, compiler_available
+from luisa_nb.kernels import KernelDefinition, argument_type, compiler_available
 
 from . import sample_kernels
 from .helpers import FakeBuffer, numpy_mandelbrot, run

@@ -11,9 +11,9 @@ import struct
 
 import numpy as np
 
-from luisa_nb.kernel import ir
-from luisa_nb.kernel.c_helpers import helper_template, needs_math_header
-from luisa_nb.kernel.type_system import KernelType, ScalarType, VectorType
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
+from luisa_nb.kernels.type_system import KernelType, ScalarType, VectorType
 
 ARITHMETIC_SYMBOLS = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitand": "&", "bitor": "|",

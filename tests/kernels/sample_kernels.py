@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 import luisa_nb as lnb
-from luisa_nb.kernel import builtins as kb
+from luisa_nb.kernels import builtins as kb
 
 from .helpers import FakeBuffer
 

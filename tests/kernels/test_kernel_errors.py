@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import ConfigurationError, KernelArgumentError, KernelCompileError
-from luisa_nb.kernel import BufferType, KernelDefinition, ScalarType, argument_type
+from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, argument_type
 
 from . import sample_kernels
 from .helpers import check_golden, load_function

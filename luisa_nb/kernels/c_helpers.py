@@ -7,7 +7,7 @@ round toward negative infinity, integer division by zero gives 0 instead of a tr
 
 from __future__ import annotations
 
-from luisa_nb.kernel.type_system import ScalarType
+from luisa_nb.kernels.type_system import ScalarType
 
 SIGNED_FLOORDIV = """\
 {prefix} {T} lnb_floordiv_{name}({T} a, {T} b) {{
