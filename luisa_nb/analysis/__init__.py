@@ -9,7 +9,7 @@ from typing import Any
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads
 from luisa_nb.trace import Trace
-from luisa_nb.trace.chrome import describe
+from luisa_nb.trace.naming import describe
 from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
 
 __all__ = [

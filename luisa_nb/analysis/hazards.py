@@ -30,7 +30,7 @@ from luisa_nb.trace import (
     SyncRecord,
     Trace,
 )
-from luisa_nb.trace.chrome import describe, stream_name
+from luisa_nb.trace.naming import describe, stream_name
 from luisa_nb.trace.records import record_to_dict
 
 _SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"

@@ -38,6 +38,16 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (python_builtins.breakpoint, "breakpoint"),
 ]
 _BUILTIN_NAMES: dict[int, str] = {id(function): name for function, name in _BUILTIN_TABLE}
+# luisa-python resolves its builtins by name, so kernels written for it call a bare
+# `dispatch_id()` that no import defines; such unbound names mean the same here.
+_UNBOUND_BUILTINS: dict[str, Any] = {
+    function.__name__: function
+    for function in (
+        kernel_builtins.dispatch_id,
+        kernel_builtins.dispatch_size,
+        *kernel_builtins.MATH_BUILTINS,
+    )
+}
 
 
 def builtin_name(value: Any) -> str | None:
@@ -83,6 +93,8 @@ class CaptureResolver:
             self._enclosing[name] = value
         elif name in self._builtins:
             value = self._builtins[name]
+        elif name in _UNBOUND_BUILTINS:
+            value = self._enclosing[name] = _UNBOUND_BUILTINS[name]
         else:
             raise Unresolved(f"name {name!r} is not defined")
         self._resolved[name] = value

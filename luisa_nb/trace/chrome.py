@@ -1,5 +1,4 @@
-"""Chrome Trace Event JSON (opens in Perfetto and ``chrome://tracing``), and the readable
-names of records that the export and the analysis messages share.
+"""Chrome Trace Event JSON (opens in Perfetto and ``chrome://tracing``).
 
 Layout: one process; a "host" track (tid 0) with instants for every enqueue, every
 upload's host read, every download's host write and every host-side wait; one track per
@@ -16,13 +15,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from luisa_nb.trace.naming import describe, describe_sync, stream_name
 from luisa_nb.trace.records import (
     CommandKind,
     CommandRecord,
-    DeviceRange,
-    HostRange,
     Record,
     SyncKind,
     SyncRecord,
@@ -37,70 +33,6 @@ HOST_THREAD = 0
 _TIME_FIELDS = ("enqueued", "submitted", "started", "finished", "host_read", "host_write")
 _SYNC_TIME_FIELDS = ("issued", "completed")
 _HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
-
-
-# -- readable names -------------------------------------------------------------------
-
-
-def stream_name(trace: Trace, stream: int | None) -> str:
-    info = trace.streams.get(stream) if stream is not None else None
-    return info.name if info is not None and info.name else f"stream {stream}"
-
-
-def host_name(host: HostRange) -> str:
-    return host.name or f"host@0x{host.address:x}"
-
-
-def device_name(trace: Trace, device: DeviceRange) -> str:
-    """The buffer's name, with an element slice when ``device`` is not the whole buffer."""
-    info = trace.buffers.get(device.buffer)
-    name = info.name if info is not None and info.name else f"buffer{device.buffer}"
-    if info is None or (device.offset == 0 and device.nbytes == info.nbytes):
-        return name
-    itemsize = np.dtype(info.dtype).itemsize
-    start = device.offset // itemsize
-    stop = -(-(device.offset + device.nbytes) // itemsize)
-    return f"{name}[{start}:{stop}]"
-
-
-def describe(trace: Trace, record: Record) -> str:
-    """A one-line description such as ``#3 download z -> z_data``."""
-    if isinstance(record, SyncRecord):
-        return _describe_sync(trace, record)
-    reads = [device_name(trace, r) for r in record.device_ranges if not r.access.writes]
-    writes = [device_name(trace, r) for r in record.device_ranges if r.access.writes]
-    host = host_name(record.host) if record.host is not None else "host"
-    kind = record.kind
-    if kind is CommandKind.UPLOAD:
-        text = f"upload {_names(writes)} <- {host}"
-    elif kind is CommandKind.DOWNLOAD:
-        text = f"download {_names(reads)} -> {host}"
-    elif kind is CommandKind.COPY:
-        text = f"copy {_names(reads)} -> {_names(writes)}"
-    elif kind is CommandKind.FILL:
-        text = f"fill {_names(writes)}"
-    else:
-        arguments = dict.fromkeys(device_name(trace, r) for r in record.device_ranges)
-        kernel = record.label or "kernel"
-        text = f"dispatch {kernel}({', '.join(arguments)})"
-    return f"#{record.id} {text}"
-
-
-def _names(names: list[str]) -> str:
-    return ", ".join(dict.fromkeys(names)) or "?"
-
-
-def _describe_sync(trace: Trace, record: SyncRecord) -> str:
-    stream = stream_name(trace, record.stream)
-    if record.kind is SyncKind.SYNCHRONIZE:
-        return f"synchronize {stream}" if record.stream is not None else "synchronize device"
-    if record.kind is SyncKind.SIGNAL:
-        return f"signal event {record.event} on {stream}"
-    if record.kind is SyncKind.WAIT:
-        return f"wait event {record.event} on {stream}"
-    if record.kind is SyncKind.EVENT_SYNCHRONIZE:
-        return f"synchronize event {record.event}"
-    return f"callback on {stream}"
 
 
 # -- export ---------------------------------------------------------------------------
@@ -244,7 +176,7 @@ class _Export:
     def _sync(self, record: SyncRecord) -> None:
         time = record.completed if record.completed is not None else record.issued
         args = record_to_dict(record)
-        name = _describe_sync(self.trace, record)
+        name = describe_sync(self.trace, record)
         if record.kind in _HOST_WAITS or record.stream is None:
             self._instant(name, HOST_THREAD, time, "sync", args)
         else:

@@ -156,3 +156,16 @@ def test_python_mode_error_surfaces_at_synchronize(device):
     assert [r.status.value for r in trace.commands] == ["failed", "skipped"]
     buffer.fill(3.0)
     np.testing.assert_array_equal(buffer.numpy(), 3.0)
+
+
+def test_luisa_python_source_with_unbound_builtins_runs(device, mode):
+    """luisa-python kernels call `dispatch_id()` without importing it; so may ours."""
+    target = device.create_buffer(8, np.float32)
+
+    @lnb.kernel(mode=mode)
+    def roots(out):
+        i = dispatch_id().x  # noqa: F821
+        out.write(i, sqrt(float(i)))  # noqa: F821
+
+    roots.dispatch(8, target)
+    np.testing.assert_allclose(target.numpy(), np.sqrt(np.arange(8, dtype=np.float32)))
