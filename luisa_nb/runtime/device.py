@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import weakref
 from typing import Any
 
@@ -87,9 +88,21 @@ class Device:
         return f"<Device {self.name!r} staging={self.staging!r}>"
 
 
-def create_device(name: str = "cpu", *, staging: str | None = None) -> Device:
-    """A device on backend ``name`` (``"cpu"``)."""
-    return Device(load_backend(name)(), staging)
+def create_device(name: str = "cpu", *, staging: str | None = None, **options: Any) -> Device:
+    """A device on backend ``name``: ``"cpu"``, ``"dx"``, ``"metal"``, ``"remote"`` (a local
+    server started for it) or ``"remote://HOST:PORT"`` (a running server; pass ``token=``),
+    or a backend another package registered. ``options`` go to the backend."""
+    if name.startswith("remote://"):
+        options["address"] = name.removeprefix("remote://")
+        name = "remote"
+    backend_class = load_backend(name)
+    try:
+        inspect.signature(backend_class).bind(**options)
+    except TypeError as error:
+        raise ConfigurationError(
+            f"backend {name!r} does not take these options ({error}); see its documentation"
+        ) from None
+    return Device(backend_class(**options), staging)
 
 
 _default_device: Device | None = None
