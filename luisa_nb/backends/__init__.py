@@ -11,7 +11,7 @@ import difflib
 import importlib
 from importlib.metadata import entry_points
 
-from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.backends.base import Allocation, Backend, DeviceSpan, KernelBuffer, OperationFailed
 from luisa_nb.errors import BackendNotFoundError
 
 ENTRY_POINT_GROUP = "luisa_nb.backends"
@@ -72,7 +72,9 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "Allocation",
     "Backend",
+    "DeviceSpan",
     "KernelBuffer",
+    "OperationFailed",
     "available_backends",
     "backend_names",
     "load_backend",

@@ -20,6 +20,26 @@ class Allocation(ABC):
     nbytes: int
 
 
+class DeviceSpan:
+    """When the device ran one operation, on the host clock (ns); a backend that runs
+    operations later than it is called returns one and fills it in by ``flush()``."""
+
+    __slots__ = ("finished", "started")
+
+    def __init__(self, started: int | None = None, finished: int | None = None) -> None:
+        self.started = started
+        self.finished = finished
+
+
+class OperationFailed(Exception):
+    """Raised by ``flush()`` when an operation that was deferred failed on the device;
+    ``span`` is the one its call returned, so the runtime can name the command."""
+
+    def __init__(self, span: DeviceSpan, message: str) -> None:
+        super().__init__(message)
+        self.span = span
+
+
 class KernelBuffer(NamedTuple):
     """One buffer argument of a dispatch: ``nbytes`` bytes at ``offset`` of ``allocation``."""
 
@@ -36,6 +56,11 @@ class Backend(ABC):
     default_staging: ClassVar[str] = "execute"
     is_model: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    readback: ClassVar[str] = "execute"
+    """When downloads write host memory: ``"execute"`` (as the download runs) or
+    ``"fence"`` (once its submission has finished, like a readback after a fence)."""
+    staging_capacity: int | None = None
+    """Bytes of upload staging memory; ``None`` means unbounded."""
 
     @abstractmethod
     def allocate(self, nbytes: int) -> Allocation: ...
@@ -71,6 +96,22 @@ class Backend(ABC):
         scalars: Sequence[Any],
     ) -> None: ...
 
+    def schedule(self, commands: Sequence[Any]) -> Sequence[Any]:
+        """The order to run one submission's commands in (default: as submitted)."""
+        return commands
+
+    def flush(self) -> None:
+        """Finish every operation called so far (deferred downloads included); raise
+        :class:`OperationFailed` for one that failed. Called at the end of each
+        submission, and before host memory is read while readbacks are pending."""
+        return None
+
     def info(self) -> dict[str, Any]:
         """What the device reports about itself; the runtime adds the staging policy."""
-        return {"name": self.name, "model": self.is_model, "description": self.description}
+        return {
+            "name": self.name,
+            "model": self.is_model,
+            "description": self.description,
+            "readback": self.readback,
+            "staging_capacity": self.staging_capacity,
+        }

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from luisa_nb.backends.base import Backend, KernelBuffer
+from luisa_nb.backends.base import Backend, DeviceSpan, KernelBuffer
 from luisa_nb.runtime.host import host_range
 from luisa_nb.trace.recorder import active_trace
 from luisa_nb.trace.records import Access, CommandKind, CommandRecord, DeviceRange
@@ -67,7 +67,8 @@ class Command:
         )
         return self.record
 
-    def run(self, backend: Backend) -> None:
+    def run(self, backend: Backend) -> DeviceSpan | None:
+        """Run on ``backend``; returns the span of a deferred device operation, if any."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -118,21 +119,21 @@ class UploadCommand(Command):
             self.record.host_read = now()
             self.record.data_capture = self._trace.capture(self.staged, owned=True)
 
-    def run(self, backend: Backend) -> None:
+    def run(self, backend: Backend) -> DeviceSpan | None:
         if self.staged is None:
             if self.record is None:
-                backend.upload(self.memory.allocation, self.memory.offset, self.source)
-                return
+                return backend.upload(self.memory.allocation, self.memory.offset, self.source)
             self.stage()
-        backend.upload(self.memory.allocation, self.memory.offset, self.staged)
-        self.staged = None
+        staged, self.staged = self.staged, None
+        return backend.upload(self.memory.allocation, self.memory.offset, staged)
 
 
 class DownloadCommand(Command):
-    """Buffer view -> host array, written when the command runs."""
+    """Buffer view -> host array: written when the command runs, or, on a backend that
+    reads back after a fence, by :meth:`land` once its submission has finished."""
 
     kind = CommandKind.DOWNLOAD
-    __slots__ = ("host", "memory", "source", "target")
+    __slots__ = ("host", "memory", "readback", "source", "target")
 
     def __init__(self, source: BufferView, host: np.ndarray, target: np.ndarray) -> None:
         super().__init__(source.device, (source,))
@@ -140,6 +141,7 @@ class DownloadCommand(Command):
         self.memory = _kernel_buffer(source)
         self.host = host
         self.target = target
+        self.readback: np.ndarray | None = None
 
     def device_ranges(self) -> list[DeviceRange]:
         return [_range(self.source, Access.READ)]
@@ -150,8 +152,21 @@ class DownloadCommand(Command):
     def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
         return super().make_record(trace, host=host_range(self.host), **fields)
 
-    def run(self, backend: Backend) -> None:
-        backend.download(self.memory.allocation, self.memory.offset, self.target)
+    def run(self, backend: Backend) -> DeviceSpan | None:
+        if backend.readback == "fence":
+            self.readback = np.empty_like(self.target)
+            return backend.download(self.memory.allocation, self.memory.offset, self.readback)
+        span = backend.download(self.memory.allocation, self.memory.offset, self.target)
+        self._wrote_host()
+        return span
+
+    def land(self) -> None:
+        """Copy the read-back bytes into the host array."""
+        self.target[...] = self.readback
+        self.readback = None
+        self._wrote_host()
+
+    def _wrote_host(self) -> None:
         if self.record is not None:
             self.record.host_write = now()
             self.record.data_capture = self._trace.capture(self.target)
@@ -175,9 +190,9 @@ class CopyCommand(Command):
     def describe(self) -> str:
         return f"copy buffer#{self.source.buffer.id} -> buffer#{self.target.buffer.id}"
 
-    def run(self, backend: Backend) -> None:
+    def run(self, backend: Backend) -> DeviceSpan | None:
         source, target = self.memory
-        backend.copy(
+        return backend.copy(
             source.allocation, source.offset, target.allocation, target.offset, source.nbytes
         )
 
@@ -200,9 +215,9 @@ class FillCommand(Command):
     def describe(self) -> str:
         return f"fill buffer#{self.target.buffer.id} = {self.element[0]!r}"
 
-    def run(self, backend: Backend) -> None:
+    def run(self, backend: Backend) -> DeviceSpan | None:
         memory = self.memory
-        backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
+        return backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
 
 
 class DispatchCommand(Command):
@@ -240,5 +255,5 @@ class DispatchCommand(Command):
     def describe(self) -> str:
         return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"
 
-    def run(self, backend: Backend) -> None:
-        backend.dispatch(self.executable, self.dims, self.buffers, self.scalars)
+    def run(self, backend: Backend) -> DeviceSpan | None:
+        return backend.dispatch(self.executable, self.dims, self.buffers, self.scalars)

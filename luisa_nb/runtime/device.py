@@ -48,7 +48,7 @@ class Device:
     @property
     def info(self) -> dict[str, Any]:
         """Name, whether the backend is a model, its staging policy and capacity."""
-        return {"staging": self.staging, "staging_capacity": None, **self.backend.info()}
+        return {**self.backend.info(), "staging": self.staging}
 
     def create_buffer(
         self, size: int, dtype: Any = np.float32, *, name: str | None = None

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from luisa_nb.backends.base import Backend
 from luisa_nb.errors import (
     CommandFailedError,
     CommandReuseError,
@@ -26,6 +25,7 @@ from luisa_nb.errors import (
     StreamError,
 )
 from luisa_nb.runtime.commands import Command, UploadCommand, next_id
+from luisa_nb.runtime.execution import Failure, run_submission
 from luisa_nb.trace.recorder import active_trace, next_seq
 from luisa_nb.trace.records import BufferInfo, Status, StreamInfo, SyncKind, SyncRecord
 from luisa_nb.trace.trace import Trace, now
@@ -37,50 +37,6 @@ _stream_ids = itertools.count(0)
 _event_ids = itertools.count(1)
 _submission_ids = itertools.count(1)
 _STOP = None
-
-
-class _Failure:
-    """What a worker remembers about a command that raised, until ``synchronize()``."""
-
-    def __init__(self, item_id: int, description: str, error: BaseException, skipped: int) -> None:
-        self.item_id = item_id
-        self.description = description
-        self.error = error
-        self.skipped = skipped
-
-    def exception(self, stream_name: str) -> CommandFailedError:
-        message = (
-            f"command #{self.item_id} ({self.description}) failed on stream {stream_name!r}: "
-            f"{type(self.error).__name__}: {self.error}"
-        )
-        if self.skipped:
-            message += f"; the {self.skipped} later command(s) of its submission were skipped"
-        failure = CommandFailedError(message, self.item_id)
-        failure.__cause__ = self.error
-        return failure
-
-
-def _run_submission(backend: Backend, commands: list[Command], failures: list[_Failure]) -> None:
-    for position, command in enumerate(commands):
-        record = command.record
-        if record is not None:
-            record.started = now()
-        try:
-            command.run(backend)
-        except Exception as error:
-            skipped = commands[position + 1 :]
-            failures.append(_Failure(command.id, command.describe(), error, len(skipped)))
-            if record is not None:
-                record.finished = now()
-                record.status = Status.FAILED
-                record.error = f"{type(error).__name__}: {error}"
-            for rest in skipped:
-                if rest.record is not None:
-                    rest.record.status = Status.SKIPPED
-            return
-        if record is not None:
-            record.finished = now()
-            record.status = Status.OK
 
 
 def _work(items: queue.SimpleQueue) -> None:
@@ -143,7 +99,7 @@ class Stream:
         self.device = device
         self.name = name or f"stream{self.id}"
         self._items: queue.SimpleQueue = queue.SimpleQueue()
-        self._failures: list[_Failure] = []
+        self._failures: list[Failure] = []
         self._last_seq = 0
         self._worker: threading.Thread | None = None
 
@@ -224,8 +180,12 @@ class Stream:
             for command in commands:
                 if type(command) is UploadCommand:
                     command.stage()
-        backend, failures = self.device.backend, self._failures
-        self._enqueue(functools.partial(_run_submission, backend, commands, failures))
+        device = self.device
+        self._enqueue(
+            functools.partial(
+                run_submission, device.backend, commands, device.staging, self._failures
+            )
+        )
 
     def _sync_record(self, kind: SyncKind, event: Event | None = None) -> SyncRecord | None:
         trace = active_trace()
@@ -257,7 +217,7 @@ class Stream:
             record.status = Status.OK
         if self._failures:
             failures, self._failures[:] = list(self._failures), []
-            raise failures[0].exception(self.name)
+            raise _exception(failures[0], self.name)
 
     def signal(self, event: Event) -> None:
         """Mark this point of the stream on ``event``."""
@@ -297,7 +257,7 @@ class Stream:
                 function()
             except Exception as error:
                 name = getattr(function, "__qualname__", repr(function))
-                failures.append(_Failure(callback_id, f"callback {name}", error, 0))
+                failures.append(Failure(callback_id, f"callback {name}", error, 0))
                 if record is not None:
                     record.status = Status.FAILED
                     record.error = f"{type(error).__name__}: {error}"
@@ -322,6 +282,18 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream {self.name!r} on {self.device.name}>"
+
+
+def _exception(failure: Failure, stream_name: str) -> CommandFailedError:
+    message = (
+        f"command #{failure.item_id} ({failure.description}) failed on stream "
+        f"{stream_name!r}: {type(failure.error).__name__}: {failure.error}"
+    )
+    if failure.skipped:
+        message += f"; the {failure.skipped} later command(s) of its submission were skipped"
+    exception = CommandFailedError(message, failure.item_id)
+    exception.__cause__ = failure.error
+    return exception
 
 
 def _complete(record: SyncRecord | None) -> None:

@@ -110,7 +110,9 @@ class CommandRecord:
     staging="submit", at execution under staging="execute". ``host_write`` (downloads)
     is when the device bytes landed in host memory. ``enqueued`` is when the ``*_async``
     call created the command (the bytes the host meant to send are ``enqueue_capture``).
-    ``label`` is the kernel's name for a dispatch, else empty.
+    ``label`` is the kernel's name for a dispatch, else empty. ``device_started`` and
+    ``device_finished`` are when the device ran the command, mapped onto the host clock,
+    for backends that run commands after the call returns (remote).
     """
 
     id: int
@@ -129,6 +131,8 @@ class CommandRecord:
     finished: int | None = None
     host_read: int | None = None
     host_write: int | None = None
+    device_started: int | None = None
+    device_finished: int | None = None
     enqueue_capture: Capture | None = None
     data_capture: Capture | None = None
     status: Status = Status.PENDING

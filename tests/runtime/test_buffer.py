@@ -130,5 +130,6 @@ def test_unknown_backend_and_staging_say_what_to_do():
         "model": False,
         "staging": "execute",
         "staging_capacity": None,
+        "readback": "execute",
         "description": "host memory as device memory; kernels compiled to C with OpenMP",
     }
