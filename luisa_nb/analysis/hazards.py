@@ -164,6 +164,16 @@ class _Finder:
                 f"synchronize after #{download.id} ({_SYNC_ADVICE}) before uploading, or use "
                 "staging='execute'"
             )
+            if _reordered(download, upload):
+                message += (
+                    f"; the backend ran #{upload.id} before #{download.id} although it was "
+                    "submitted after it: command reordering follows device buffers only, and "
+                    "the two share none"
+                )
+                fix = (
+                    f"submit #{upload.id} in a later submission after synchronizing "
+                    f"({_SYNC_ADVICE}), or turn command reordering off"
+                )
             kind = HazardKind.STALE_UPLOAD
         else:
             if upload.staging == "submit":
@@ -267,6 +277,18 @@ class _Finder:
         return Hazard(
             HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
         )
+
+
+def _reordered(first: CommandRecord, second: CommandRecord) -> bool:
+    """Whether ``second``, submitted after ``first`` in the same submission, ran first."""
+    return (
+        first.submission == second.submission
+        and first.stream == second.stream
+        and first.index < second.index
+        and first.started is not None
+        and second.started is not None
+        and second.started < first.started
+    )
 
 
 def _changed_region(trace: Trace, upload: CommandRecord, host: HostRange) -> HostRange:

@@ -112,20 +112,39 @@ class UploadCommand(Command):
         record.enqueue_capture = self.enqueue_capture
         return record
 
-    def stage(self) -> None:
-        """Copy the host bytes now (staging="submit", or at execution when traced)."""
-        self.staged = self.source.copy()
+    def stage(self, limit: int | None = None) -> None:
+        """Copy the host bytes now (staging="submit", or at execution when traced); with
+        ``limit``, only the first ``limit`` bytes: the rest is read when the upload runs,
+        in chunks of that size (an upload larger than a finite staging heap)."""
+        source = self.source
+        partial = limit is not None and limit < source.nbytes
+        self.staged = source[:limit].copy() if partial else source.copy()
         if self.record is not None:
             self.record.host_read = now()
-            self.record.data_capture = self._trace.capture(self.staged, owned=True)
+            if not partial:
+                self.record.data_capture = self._trace.capture(self.staged, owned=True)
 
     def run(self, backend: Backend) -> DeviceSpan | None:
+        memory = self.memory
         if self.staged is None:
             if self.record is None:
-                return backend.upload(self.memory.allocation, self.memory.offset, self.source)
+                return backend.upload(memory.allocation, memory.offset, self.source)
             self.stage()
         staged, self.staged = self.staged, None
-        return backend.upload(self.memory.allocation, self.memory.offset, staged)
+        if staged.nbytes == self.source.nbytes:
+            return backend.upload(memory.allocation, memory.offset, staged)
+        return self._run_in_chunks(backend, staged)
+
+    def _run_in_chunks(self, backend: Backend, first: np.ndarray) -> DeviceSpan | None:
+        chunks = [first]
+        span = backend.upload(self.memory.allocation, self.memory.offset, first)
+        for start in range(first.nbytes, self.source.nbytes, first.nbytes):
+            chunk = self.source[start : start + first.nbytes].copy()
+            chunks.append(chunk)
+            span = backend.upload(self.memory.allocation, self.memory.offset + start, chunk)
+        if self.record is not None:
+            self.record.data_capture = self._trace.capture(np.concatenate(chunks), owned=True)
+        return span
 
 
 class DownloadCommand(Command):

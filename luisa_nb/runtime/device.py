@@ -12,6 +12,7 @@ from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Backend
 from luisa_nb.errors import ConfigurationError, InvalidArgumentError
 from luisa_nb.runtime.buffer import Buffer
+from luisa_nb.runtime.staging import StagingHeap
 from luisa_nb.runtime.stream import Event, Stream
 
 STAGING_POLICIES = ("submit", "execute")
@@ -38,6 +39,8 @@ class Device:
             )
         self.backend = backend
         self.staging = staging
+        capacity = backend.staging_capacity
+        self.staging_heap = None if capacity is None else StagingHeap(capacity)
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self.default_stream = self.create_stream("default")
 

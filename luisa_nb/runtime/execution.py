@@ -12,7 +12,7 @@ This is where "when is host memory touched" is defined for every backend:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.runtime.commands import Command, DownloadCommand, UploadCommand
@@ -31,9 +31,24 @@ class Failure:
 
 
 def run_submission(
+    backend: Backend,
+    commands: Sequence[Command],
+    staging: str,
+    failures: list[Failure],
+    release_staging: Callable[[], None] | None = None,
+) -> None:
+    """Run ``commands`` in the backend's order; record times, readbacks and failures.
+    ``release_staging`` returns the submission's staging memory once it has finished."""
+    try:
+        _run(backend, commands, staging, failures)
+    finally:
+        if release_staging is not None:
+            release_staging()
+
+
+def _run(
     backend: Backend, commands: Sequence[Command], staging: str, failures: list[Failure]
 ) -> None:
-    """Run ``commands`` in the backend's order; record times, readbacks and failures."""
     order = backend.schedule(commands)
     fence = backend.readback == "fence"
     readbacks: list[DownloadCommand] = []

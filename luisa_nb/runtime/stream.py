@@ -177,13 +177,40 @@ class Stream:
         if trace is not None:
             self._record(trace, commands)
         if self.device.staging == "submit":
-            for command in commands:
-                if type(command) is UploadCommand:
-                    command.stage()
+            self._stage_and_enqueue(commands)
+        else:
+            self._enqueue_run(commands, 0)
+
+    def _stage_and_enqueue(self, commands: list[Command]) -> None:
+        """Copy every upload into staging now. With a finite heap, an upload that does not
+        fit waits for earlier work to free space; the commands staged before it are
+        enqueued first, as their own command list, so that waiting cannot deadlock."""
+        heap = self.device.staging_heap
+        start = held = 0
+        for index, command in enumerate(commands):
+            if type(command) is not UploadCommand:
+                continue
+            if heap is None:
+                command.stage()
+                continue
+            wanted = min(command.source.nbytes, heap.capacity)
+            if not heap.try_reserve(wanted):
+                if held:
+                    self._enqueue_run(commands[start:index], held)
+                    start, held = index, 0
+                heap.reserve(wanted)
+            command.stage(wanted)
+            held += wanted
+        self._enqueue_run(commands[start:], held)
+
+    def _enqueue_run(self, commands: list[Command], staged_bytes: int) -> None:
         device = self.device
+        release = (
+            functools.partial(device.staging_heap.release, staged_bytes) if staged_bytes else None
+        )
         self._enqueue(
             functools.partial(
-                run_submission, device.backend, commands, device.staging, self._failures
+                run_submission, device.backend, commands, device.staging, self._failures, release
             )
         )
 

@@ -1,0 +1,157 @@
+"""The dx and metal models: submit-time staging into a finite heap, readbacks after the
+fence, and (dx) command reordering by device buffers only."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import luisa_nb as lnb
+from luisa_nb import errors
+from luisa_nb.analysis import HazardKind
+from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
+
+MODELS = ["dx", "metal"]
+
+
+@pytest.fixture(params=MODELS)
+def model(request):
+    return request.param
+
+
+def test_models_say_what_they_are(model):
+    info = lnb.create_device(model).info
+    assert info["name"] == model and info["model"] is True
+    assert info["staging"] == "submit"  # the default, as in LuisaCompute
+    assert info["staging_capacity"] == 64 * 1024 * 1024
+    assert info["readback"] == "fence"
+    assert "model of LuisaCompute" in info["description"]
+
+
+@pytest.mark.parametrize("staging", ["submit", "execute"])
+def test_seed_on_the_models(model, staging):
+    run = run_seed(lnb.create_device(model, staging=staging))
+    np.testing.assert_array_equal(run.z_data, expected_rows())
+    if staging == "submit":
+        np.testing.assert_array_equal(run.x, np.full(1024, SEED_FILL))
+        assert [h.kind for h in run.trace.hazards] == [HazardKind.STALE_UPLOAD]
+    else:
+        np.testing.assert_array_equal(run.x, expected_rows())
+        assert [h.kind for h in run.trace.hazards] == [HazardKind.LATENT_STALE_UPLOAD]
+
+
+def test_downloads_land_after_the_fence(model):
+    device = lnb.create_device(model, staging="execute")
+    buffer = device.create_buffer(4, np.float32)
+    host = np.zeros(4, np.float32)
+    seen = []
+    with lnb.trace() as trace:
+        buffer.fill(5.0)
+        device.default_stream.submit([buffer.copy_to_async(host), buffer.fill_async(6.0)])
+        device.default_stream.add_callback(lambda: seen.append(host.copy()))
+        device.default_stream.synchronize()
+    download, fill = trace.commands[1:]
+    assert download.host_write > fill.finished  # written once the whole list ran
+    np.testing.assert_array_equal(seen[0], 5.0)
+
+
+@pytest.mark.parametrize("staging", ["submit", "execute"])
+def test_upload_larger_than_the_heap_is_split(model, staging):
+    capacity = 4096
+    device = lnb.create_device(model, staging=staging, staging_capacity=capacity)
+    n = 3 * capacity // 4 + 10  # 3.01 heaps of float32
+    buffer = device.create_buffer(n, np.float32)
+    source = device.create_buffer(n, np.float32)
+    source.copy_from(np.arange(n, dtype=np.float32))
+    host = np.full(n, -1.0, np.float32)
+    later = np.full(n, -2.0, np.float32)
+    stream = device.default_stream
+    opened = threading.Event()
+    with lnb.trace() as trace:
+        upload = buffer.copy_from_async(later)
+        stream.add_callback(lambda: opened.wait(10))
+        stream.add_callback(lambda: later.fill(7.0))  # after submit, before the upload runs
+        stream.submit([source.copy_to_async(host), upload, buffer.copy_to_async(host)])
+        opened.set()
+        stream.synchronize()
+    if staging == "submit":
+        # the first heap-full was staged at submit; the rest was read when the upload ran
+        np.testing.assert_array_equal(host[: capacity // 4], -2.0)
+        np.testing.assert_array_equal(host[capacity // 4 :], 7.0)
+        assert trace.upload(upload.id).staged.size == n
+    else:
+        np.testing.assert_array_equal(host, 7.0)
+    assert device.staging_heap.free == capacity
+
+
+def test_upload_after_download_of_the_same_memory_on_a_small_heap(model):
+    capacity = 4096
+    device = lnb.create_device(model, staging="submit", staging_capacity=capacity)
+    n = 3 * capacity // 4 + 10
+    buffer = device.create_buffer(n, np.float32)
+    source = device.create_buffer(n, np.float32)
+    source.copy_from(np.arange(n, dtype=np.float32))
+    host = np.full(n, -1.0, np.float32)
+    with lnb.trace() as trace:
+        device.default_stream.submit([source.copy_to_async(host), buffer.copy_from_async(host)])
+        device.default_stream.synchronize()
+    # readbacks land after the fence, so every chunk read the old bytes
+    np.testing.assert_array_equal(buffer.numpy(), -1.0)
+    (hazard,) = trace.hazards
+    assert hazard.kind is HazardKind.STALE_UPLOAD
+    check = trace.upload(trace.commands[1].id)
+    np.testing.assert_array_equal(check.differing_indices, np.arange(n))
+
+
+def test_submissions_wait_for_heap_space(model):
+    capacity = 4096
+    device = lnb.create_device(model, staging="submit", staging_capacity=capacity)
+    buffers = [device.create_buffer(512, np.float32) for _ in range(6)]  # 2 KiB each
+    data = [np.full(512, i, np.float32) for i in range(6)]
+    stream = device.default_stream
+    stream.submit([b.copy_from_async(d) for b, d in zip(buffers, data, strict=True)])
+    stream.synchronize()
+    for index, buffer in enumerate(buffers):
+        np.testing.assert_array_equal(buffer.numpy(), index)
+    assert device.staging_heap.free == capacity
+
+
+def test_bad_capacity_is_rejected(model):
+    with pytest.raises(errors.ConfigurationError, match="staging_capacity"):
+        lnb.create_device(model, staging_capacity=0)
+    with pytest.raises(errors.ConfigurationError, match="does not take"):
+        lnb.create_device(model, colour="blue")
+
+
+def test_dx_reordering_is_explained():
+    device = lnb.create_device("dx", staging="execute", reorder=True)
+    assert device.info["reorder"] is True
+    a = device.create_buffer(8, np.float32)
+    b = device.create_buffer(8, np.float32)
+    h1 = np.arange(8, dtype=np.float32)
+    h2 = np.full(8, -1.0, np.float32)
+    with lnb.trace() as trace:
+        device.default_stream.submit(
+            [a.copy_from_async(h1), a.copy_to_async(h2), b.copy_from_async(h2)]
+        )
+        device.default_stream.synchronize()
+    np.testing.assert_array_equal(b.numpy(), -1.0)  # stale even under staging="execute"
+    (hazard,) = trace.hazards
+    _, download, upload = trace.commands
+    assert hazard.kind is HazardKind.STALE_UPLOAD
+    assert hazard.command_ids == (download.id, upload.id)
+    assert (
+        "reorder" in hazard.message and f"ran #{upload.id} before #{download.id}" in hazard.message
+    )
+    assert "reordering off" in hazard.fix
+    assert upload.started < download.started and upload.index > download.index
+
+
+def test_dx_reordering_keeps_device_dependencies():
+    device = lnb.create_device("dx", staging="execute", reorder=True)
+    a = device.create_buffer(4, np.float32)
+    out = np.zeros(4, np.float32)
+    stream = device.default_stream
+    stream.submit([a.fill_async(1.0), a.fill_async(2.0), a.copy_to_async(out)])
+    stream.synchronize()
+    np.testing.assert_array_equal(out, 2.0)
