@@ -112,17 +112,22 @@ class UploadCommand(Command):
         record.enqueue_capture = self.enqueue_capture
         return record
 
-    def stage(self, limit: int | None = None) -> None:
-        """Copy the host bytes now (staging="submit", or at execution when traced); with
-        ``limit``, only the first ``limit`` bytes: the rest is read when the upload runs,
-        in chunks of that size (an upload larger than a finite staging heap)."""
+    def stage(self, into: np.ndarray | None = None) -> None:
+        """Copy the host bytes now (staging="submit", or at execution when traced) into a
+        new array or into the staging memory ``into``. If ``into`` is smaller than the
+        upload (larger than a finite heap), the rest is read when the upload runs, in
+        chunks of that size."""
         source = self.source
-        partial = limit is not None and limit < source.nbytes
-        self.staged = source[:limit].copy() if partial else source.copy()
+        if into is None:
+            self.staged = source.copy()
+        else:
+            np.copyto(into, source[: into.nbytes])
+            self.staged = into
         if self.record is not None:
             self.record.host_read = now()
-            if not partial:
-                self.record.data_capture = self._trace.capture(self.staged, owned=True)
+            if self.staged.nbytes == source.nbytes:
+                # heap memory is reused once the submission finishes: keep a copy of it
+                self.record.data_capture = self._trace.capture(self.staged, owned=into is None)
 
     def run(self, backend: Backend) -> DeviceSpan | None:
         memory = self.memory

@@ -26,6 +26,7 @@ from luisa_nb.errors import (
 )
 from luisa_nb.runtime.commands import Command, UploadCommand, next_id
 from luisa_nb.runtime.execution import Failure, run_submission
+from luisa_nb.runtime.staging import StagingBlock
 from luisa_nb.trace.recorder import active_trace, next_seq
 from luisa_nb.trace.records import BufferInfo, Status, StreamInfo, SyncKind, SyncRecord
 from luisa_nb.trace.trace import Trace, now
@@ -179,14 +180,15 @@ class Stream:
         if self.device.staging == "submit":
             self._stage_and_enqueue(commands)
         else:
-            self._enqueue_run(commands, 0)
+            self._enqueue_run(commands, [])
 
     def _stage_and_enqueue(self, commands: list[Command]) -> None:
         """Copy every upload into staging now. With a finite heap, an upload that does not
         fit waits for earlier work to free space; the commands staged before it are
         enqueued first, as their own command list, so that waiting cannot deadlock."""
         heap = self.device.staging_heap
-        start = held = 0
+        start = 0
+        held: list[StagingBlock] = []
         for index, command in enumerate(commands):
             if type(command) is not UploadCommand:
                 continue
@@ -194,20 +196,19 @@ class Stream:
                 command.stage()
                 continue
             wanted = min(command.source.nbytes, heap.capacity)
-            if not heap.try_reserve(wanted):
+            block = heap.try_reserve(wanted)
+            if block is None:
                 if held:
                     self._enqueue_run(commands[start:index], held)
-                    start, held = index, 0
-                heap.reserve(wanted)
-            command.stage(wanted)
-            held += wanted
+                    start, held = index, []
+                block = heap.reserve(wanted)
+            command.stage(block.memory)
+            held.append(block)
         self._enqueue_run(commands[start:], held)
 
-    def _enqueue_run(self, commands: list[Command], staged_bytes: int) -> None:
+    def _enqueue_run(self, commands: list[Command], staged: list[StagingBlock]) -> None:
         device = self.device
-        release = (
-            functools.partial(device.staging_heap.release, staged_bytes) if staged_bytes else None
-        )
+        release = functools.partial(device.staging_heap.release, staged) if staged else None
         self._enqueue(
             functools.partial(
                 run_submission, device.backend, commands, device.staging, self._failures, release
