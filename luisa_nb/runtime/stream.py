@@ -244,8 +244,10 @@ class Stream:
             record.completed = now()
             record.status = Status.OK
         if self._failures:
-            failures, self._failures[:] = list(self._failures), []
-            raise _exception(failures[0], self.name)
+            failures = []
+            while self._failures:  # pop one by one: the worker may append meanwhile
+                failures.append(self._failures.pop(0))
+            raise _exception(failures, self.name)
 
     def signal(self, event: Event) -> None:
         """Mark this point of the stream on ``event``."""
@@ -312,13 +314,18 @@ class Stream:
         return f"<Stream {self.name!r} on {self.device.name}>"
 
 
-def _exception(failure: Failure, stream_name: str) -> CommandFailedError:
+def _exception(failures: list[Failure], stream_name: str) -> CommandFailedError:
+    """The error for the first failure since the last synchronize; later ones are counted."""
+    failure = failures[0]
     message = (
         f"command #{failure.item_id} ({failure.description}) failed on stream "
         f"{stream_name!r}: {type(failure.error).__name__}: {failure.error}"
     )
     if failure.skipped:
         message += f"; the {failure.skipped} later command(s) of its submission were skipped"
+    if len(failures) > 1:
+        later = ", ".join(f"#{f.item_id}" for f in failures[1:])
+        message += f"; later failures: {later} (see the trace for each)"
     exception = CommandFailedError(message, failure.item_id)
     exception.__cause__ = failure.error
     return exception
