@@ -8,8 +8,11 @@ carries its :class:`~luisa_nb.trace.CommandRecord` and fills in its times; other
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -75,6 +78,17 @@ class Command:
         return f"<{type(self).__name__} #{self.id} {self.describe()}>"
 
 
+_HOST_ACCESS = threading.Lock()
+_UNTRACED = contextlib.nullcontext()
+
+
+def _host_access(record: CommandRecord | None) -> AbstractContextManager[object]:
+    """While tracing, one lock is held across each host read or write and its timestamp,
+    so that the trace orders reads and writes of host memory exactly as they happened,
+    whatever threads did them; untraced, nothing is held."""
+    return _UNTRACED if record is None else _HOST_ACCESS
+
+
 def _range(view: BufferView, access: Access) -> DeviceRange:
     return DeviceRange(view.buffer.id, view.offset_bytes, view.nbytes, access)
 
@@ -118,16 +132,17 @@ class UploadCommand(Command):
         upload (larger than a finite heap), the rest is read when the upload runs, in
         chunks of that size."""
         source = self.source
-        if into is None:
-            self.staged = source.copy()
-        else:
-            np.copyto(into, source[: into.nbytes])
-            self.staged = into
-        if self.record is not None:
-            self.record.host_read = now()
-            if self.staged.nbytes == source.nbytes:
-                # heap memory is reused once the submission finishes: keep a copy of it
-                self.record.data_capture = self._trace.capture(self.staged, owned=into is None)
+        with _host_access(self.record):
+            if into is None:
+                self.staged = source.copy()
+            else:
+                np.copyto(into, source[: into.nbytes])
+                self.staged = into
+            if self.record is not None:
+                self.record.host_read = now()
+        if self.record is not None and self.staged.nbytes == source.nbytes:
+            # heap memory is reused once the submission finishes: keep a copy of it
+            self.record.data_capture = self._trace.capture(self.staged, owned=into is None)
 
     def run(self, backend: Backend) -> DeviceSpan | None:
         memory = self.memory
@@ -180,19 +195,26 @@ class DownloadCommand(Command):
         if backend.readback == "fence":
             self.readback = np.empty_like(self.target)
             return backend.download(self.memory.allocation, self.memory.offset, self.readback)
-        span = backend.download(self.memory.allocation, self.memory.offset, self.target)
-        self._wrote_host()
+        with _host_access(self.record):
+            span = backend.download(self.memory.allocation, self.memory.offset, self.target)
+            self._stamp_write()
+        self._capture_write()
         return span
 
     def land(self) -> None:
         """Copy the read-back bytes into the host array."""
-        self.target[...] = self.readback
+        with _host_access(self.record):
+            self.target[...] = self.readback
+            self._stamp_write()
         self.readback = None
-        self._wrote_host()
+        self._capture_write()
 
-    def _wrote_host(self) -> None:
+    def _stamp_write(self) -> None:
         if self.record is not None:
             self.record.host_write = now()
+
+    def _capture_write(self) -> None:
+        if self.record is not None:
             self.record.data_capture = self._trace.capture(self.target)
 
 

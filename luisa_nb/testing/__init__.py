@@ -1,0 +1,34 @@
+"""What the luisa_nb pytest plugin (:mod:`luisa_nb.pytest_plugin`) keeps and does: the
+devices a session tests on, and the trace a test records."""
+
+from luisa_nb.testing.devices import (
+    DEFAULT_STAGING,
+    DeviceParam,
+    DevicePool,
+    DeviceSelection,
+    SelectionError,
+    SessionDevices,
+)
+from luisa_nb.testing.traced import (
+    TRACE_FILE_NAME,
+    TracedTest,
+    hazard_kinds,
+    hazard_report,
+    locals_at_return,
+    unwanted_hazards,
+)
+
+__all__ = [
+    "DEFAULT_STAGING",
+    "TRACE_FILE_NAME",
+    "DeviceParam",
+    "DevicePool",
+    "DeviceSelection",
+    "SelectionError",
+    "SessionDevices",
+    "TracedTest",
+    "hazard_kinds",
+    "hazard_report",
+    "locals_at_return",
+    "unwanted_hazards",
+]
