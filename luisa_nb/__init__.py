@@ -12,14 +12,14 @@ Quick start::
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+from luisa_nb.compare import Comparison, compare
 from luisa_nb.errors import LuisaNbError, LuisaNbWarning
-from luisa_nb.kernels import (
-    abs as abs,
-)
-from luisa_nb.kernels import (
+from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
+from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, not in __all__
+    abs,  # noqa: F401
     ceil,
     clamp,
     cos,
@@ -28,18 +28,12 @@ from luisa_nb.kernels import (
     exp,
     floor,
     log,
+    max,  # noqa: F401
+    min,  # noqa: F401
+    pow,  # noqa: F401
     sin,
     sqrt,
     tan,
-)
-from luisa_nb.kernels import (
-    max as max,
-)
-from luisa_nb.kernels import (
-    min as min,
-)
-from luisa_nb.kernels import (
-    pow as pow,
 )
 from luisa_nb.runtime import (
     Buffer,
@@ -53,28 +47,24 @@ from luisa_nb.runtime import (
     kernel,
     set_default_device,
 )
-from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
+from luisa_nb.tracing import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
 
 
-def trace(capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> AnalyzedTrace:
-    """A trace to use as ``with lnb.trace() as t:``; every command submitted and every sync
-    point inside the block is recorded. ``capture``: ``"none"``, ``"head"`` (the first
-    ``capture_bytes`` of each transfer) or ``"full"``."""
-    return AnalyzedTrace(capture=capture, capture_bytes=capture_bytes)
+def show(obj: Any, actual: Any = None, **options: Any) -> Any:
+    """Display the trace viewer of a trace, or ``show(expected, actual)`` as a diff view."""
+    from luisa_nb.widgets import show as show_widget
+
+    return show_widget(obj, actual, **options)
 
 
-def load_trace(path: str | Path) -> AnalyzedTrace:
-    """A trace saved with ``trace.save(path)``."""
-    return AnalyzedTrace.load(path)
-
-
-# abs, min, max and pow stay out of __all__ so a star import keeps the builtins.
+# abs, min, max and pow stay out of __all__ so that a star import keeps the builtins.
 __all__ = [
     "AnalyzedTrace",
     "Buffer",
     "BufferView",
+    "Comparison",
     "Device",
     "Event",
     "Hazard",
@@ -83,8 +73,10 @@ __all__ = [
     "LuisaNbError",
     "LuisaNbWarning",
     "Stream",
+    "ViewableTrace",
     "ceil",
     "clamp",
+    "compare",
     "cos",
     "create_device",
     "default_device",
@@ -93,11 +85,15 @@ __all__ = [
     "exp",
     "floor",
     "kernel",
+    "last_trace",
+    "load_ipython_extension",
     "load_trace",
     "log",
     "set_default_device",
+    "show",
     "sin",
     "sqrt",
     "tan",
     "trace",
+    "unload_ipython_extension",
 ]

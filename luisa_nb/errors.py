@@ -58,7 +58,14 @@ class InvalidArgumentError(LuisaNbError, TypeError):
 
 
 class BufferMismatchError(LuisaNbError, ValueError):
-    """Two buffers (views) differ in dtype or size where a copy needs them equal."""
+    """Two buffers (views) or arrays differ in dtype, size or shape where they must agree."""
+
+
+class RecordNotFoundError(LuisaNbError, KeyError):
+    """A trace has no record (or no upload check) with the id asked for."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class CommandReuseError(LuisaNbError, RuntimeError):
@@ -75,6 +82,11 @@ class CommandFailedError(LuisaNbError, RuntimeError):
     def __init__(self, message: str, command_id: int) -> None:
         super().__init__(message)
         self.command_id = command_id
+
+
+class RemoteError(LuisaNbError, RuntimeError):
+    """The remote backend's server cannot be started or reached, rejected a request, or
+    stopped answering."""
 
 
 class KernelError(LuisaNbError):

@@ -8,6 +8,7 @@ from typing import Any
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads
+from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.trace import Trace
 from luisa_nb.trace.naming import describe
 from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
@@ -47,7 +48,7 @@ class AnalyzedTrace(Trace):
         for check in self._cached("uploads", check_uploads):
             if check.command_id == command_id:
                 return check
-        raise KeyError(f"#{command_id} is not an upload with a host array in this trace")
+        raise RecordNotFoundError(f"#{command_id} is not an upload with a host array in this trace")
 
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (len(self.records), self.metadata.stopped)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from luisa_nb.analysis.differences import differing_bits
 from luisa_nb.analysis.intervals import IntervalMap
 from luisa_nb.trace import CommandKind, CommandRecord, HostRange, Trace
 
@@ -96,7 +97,11 @@ def _check(
     usable -= usable % dtype.itemsize
     expected_values = expected[:usable].view(dtype) if usable else None
     staged = trace.captured_values(upload.data_capture, host)
-    differing = _differing(expected[:usable], staged_bytes, dtype.itemsize)
+    differing = (
+        np.zeros(0, np.intp)
+        if staged_bytes is None
+        else differing_bits(expected[:usable], staged_bytes, dtype.itemsize)
+    )
     stale = differing.size > 0 or _digest_mismatch(upload, host, downloads)
     return UploadCheck(
         upload.id,
@@ -106,18 +111,6 @@ def _check(
         differing,
         stale,
     )
-
-
-def _differing(expected: np.ndarray, staged: np.ndarray | None, itemsize: int) -> np.ndarray:
-    """Element indices where the two byte arrays differ, over their common whole elements.
-
-    Compares bytes, so NaNs with equal bits count as equal."""
-    if staged is None:
-        return np.zeros(0, np.intp)
-    count = min(expected.nbytes, staged.nbytes) // itemsize
-    left = expected[: count * itemsize].reshape(count, itemsize)
-    right = staged[: count * itemsize].reshape(count, itemsize)
-    return np.flatnonzero((left != right).any(axis=1))
 
 
 def _digest_mismatch(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from luisa_nb.analysis import Hazard, HazardKind
+from luisa_nb.analysis.differences import differing_bits
 from luisa_nb.conformance.oracle import Observation, Prediction, predict
 from luisa_nb.conformance.program import Program
 from luisa_nb.conformance.runner import ProgramRun, run_program
@@ -46,11 +47,9 @@ class StaleUpload:
 
 def _differing(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
     """Element indices where the bits differ (so NaNs with equal bits are equal)."""
-    left = np.ascontiguousarray(actual).reshape(-1).view(np.uint32)
-    right = np.ascontiguousarray(expected).reshape(-1).view(np.uint32)
-    if left.size != right.size:
-        return np.arange(max(left.size, right.size))
-    return np.flatnonzero(left != right)
+    if actual.size != expected.size:
+        return np.arange(max(actual.size, expected.size))
+    return differing_bits(actual, expected, actual.dtype.itemsize)
 
 
 def stale_uploads(run: ProgramRun, replay: Prediction) -> list[StaleUpload]:

@@ -11,6 +11,7 @@ from types import FrameType
 from typing import Any
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+from luisa_nb.errors import ConfigurationError
 from luisa_nb.trace import recorder
 
 TRACE_FILE_NAME = "luisa-trace.lnbtrace"
@@ -85,7 +86,7 @@ def hazard_kinds(args: Iterable[object], kinds: object = None) -> frozenset[Haza
             found.add(HazardKind(kind.upper() if isinstance(kind, str) else kind))
         except ValueError:
             choices = ", ".join(k.value for k in HazardKind)
-            raise ValueError(
+            raise ConfigurationError(
                 f"luisa_no_hazards: {kind!r} is not a hazard kind; use some of {choices}"
             ) from None
     return frozenset(found)

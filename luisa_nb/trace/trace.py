@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from luisa_nb.errors import ConfigurationError
+from luisa_nb.errors import ConfigurationError, RecordNotFoundError
 from luisa_nb.trace.records import (
     BufferInfo,
     Capture,
@@ -111,7 +111,7 @@ class Trace:
         for record in self.records:
             if isinstance(record, CommandRecord) and record.id == command_id:
                 return record
-        raise KeyError(f"no command #{command_id} in this trace")
+        raise RecordNotFoundError(f"no command #{command_id} in this trace")
 
     def captured_bytes(self, captured: Capture | None) -> np.ndarray | None:
         """The captured head of ``captured`` as uint8, or ``None`` if nothing was kept."""

@@ -1,0 +1,511 @@
+"""Run one program under several backends or staging policies and diff what it produced.
+
+``compare(program, ["cpu:execute", "cpu:submit"])`` calls ``program(device)`` once per
+configuration, under a trace and with that configuration's device as the default device,
+and diffs every array the program returned against the first configuration's::
+
+    def seed(device):
+        run = run_seed(device)
+        return {"z_data": run.z_data, "x": run.x}
+
+    comparison = lnb.compare(seed, ["cpu:execute", "cpu:submit"])
+    comparison.difference("x").differing      # 1024
+    comparison.difference("z_data").equal     # True
+
+The ``%%luisa_compare`` magic runs a notebook cell the same way and collects, by name,
+every buffer and host array the cell's trace touched (:func:`touched_arrays`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from luisa_nb.analysis import AnalyzedTrace
+from luisa_nb.analysis.differences import differing_values, largest_errors
+from luisa_nb.backends import load_backend
+from luisa_nb.errors import (
+    BackendNotFoundError,
+    ConfigurationError,
+    InvalidArgumentError,
+    RecordNotFoundError,
+)
+from luisa_nb.runtime import (
+    STAGING_POLICIES,
+    BufferView,
+    Device,
+    create_device,
+    default_device,
+    set_default_device,
+)
+from luisa_nb.trace import Trace, recorder
+
+FIRST_INDICES = 8
+"""How many differing indices a difference keeps (and the HTML view shows)."""
+
+Program = Callable[[Device], Mapping[str, object]]
+
+
+@dataclass(frozen=True)
+class Config:
+    """A backend name and a staging policy (``None``: the backend's default)."""
+
+    backend: str
+    staging: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.backend if self.staging is None else f"{self.backend}:{self.staging}"
+
+    def create_device(self) -> Device:
+        return create_device(self.backend, staging=self.staging)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def parse_config(text: str) -> Config:
+    """``"cpu:submit"`` → ``Config("cpu", "submit")``; ``"dx"`` keeps dx's default policy.
+
+    ``remote://HOST:PORT`` and ``remote://HOST:PORT:POLICY`` are understood. Raises
+    :class:`ConfigurationError` naming the bad part, with a suggestion when one is close.
+    """
+    shape = f"configuration {text!r} is not of the form BACKEND:STAGING, e.g. 'cpu:submit'"
+    if not isinstance(text, str):
+        raise ConfigurationError(shape)
+    text = text.strip()
+    backend, separator, staging = text.rpartition(":")
+    if not separator:
+        backend, staging = text, ""
+    elif "://" in text and (staging.isdigit() or staging.startswith("//")):
+        backend, staging = text, ""  # remote://HOST:PORT without a policy
+    elif not staging:
+        backend = ""
+    if not backend:
+        raise ConfigurationError(shape)
+    if staging and staging not in STAGING_POLICIES:
+        close = difflib.get_close_matches(staging, STAGING_POLICIES, n=1)
+        hint = f"; did you mean {backend}:{close[0]}?" if close else "."
+        raise ConfigurationError(
+            f"configuration {text!r}: {staging!r} is not a staging policy{hint} "
+            f"Use BACKEND:submit or BACKEND:execute"
+        )
+    try:
+        load_backend(backend.split("://", 1)[0])
+    except BackendNotFoundError as error:
+        raise ConfigurationError(f"configuration {text!r}: {error}") from None
+    return Config(backend, staging or None)
+
+
+def parse_configs(texts: Sequence[str]) -> list[Config]:
+    """Every configuration parsed; at least two, all different."""
+    if isinstance(texts, str):
+        texts = texts.split()
+    configs = [text if isinstance(text, Config) else parse_config(text) for text in texts]
+    if len(configs) < 2:
+        raise ConfigurationError(
+            f"a comparison needs two or more configurations, got {len(configs)}; "
+            "e.g. ['cpu:execute', 'cpu:submit']"
+        )
+    labels = [config.label for config in configs]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        raise ConfigurationError(
+            f"configuration {repeated[0]!r} appears more than once; list each one once"
+        )
+    return configs
+
+
+@contextmanager
+def using_device(device: Device | None) -> Iterator[Device]:
+    """Make ``device`` the default device inside the block and restore the previous one
+    after it (``None`` leaves the default device alone)."""
+    previous = default_device()
+    if device is None:
+        yield previous
+        return
+    set_default_device(device)
+    try:
+        yield device
+    finally:
+        set_default_device(previous)
+
+
+@contextmanager
+def traced(
+    trace: AnalyzedTrace | None, namespace: Mapping[str, object]
+) -> Iterator[AnalyzedTrace | None]:
+    """Record into ``trace`` inside the block; when it ends, name the trace's buffers and
+    host arrays after the variables ``namespace`` holds then (``with lnb.trace()`` names
+    them after the variables of the frame that holds the ``with``). ``None`` records
+    nothing."""
+    if trace is None:
+        yield None
+        return
+    recorder.start(trace)
+    try:
+        yield trace
+    finally:
+        recorder.stop(trace, namespace)
+
+
+def touched_arrays(trace: Trace, namespace: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """Final values of every named buffer and host array that ``trace`` touched and that
+    ``namespace`` still holds: buffers first (in creation order), then host arrays.
+
+    Waits for each buffer's device to finish before reading it."""
+    arrays: dict[str, np.ndarray] = {}
+    by_id = {
+        value.id: value
+        for value in namespace.values()
+        if isinstance(value, BufferView) and value is value.buffer and not value.destroyed
+    }
+    for buffer_id in sorted(trace.buffers):
+        info = trace.buffers[buffer_id]
+        buffer = by_id.get(buffer_id)
+        if info.name and buffer is not None and info.name not in arrays:
+            buffer.device.synchronize()
+            arrays[info.name] = buffer.numpy()
+    for command in trace.commands:
+        if command.host is None or not command.host.name:
+            continue
+        name = command.host.name.split("[", 1)[0]
+        value = namespace.get(name)
+        if name not in arrays and isinstance(value, np.ndarray):
+            arrays[name] = value.copy()
+    return arrays
+
+
+@dataclass(frozen=True)
+class ArrayDifference:
+    """One array of one configuration against the same array of the reference (the first
+    configuration).
+
+    ``differing`` counts differing elements (NaN equals NaN); ``first_indices`` holds the
+    first :data:`FIRST_INDICES` of them as index tuples. The errors are those of
+    :func:`~luisa_nb.analysis.differences.largest_errors` (relative error is inf where
+    the reference is 0); both are NaN for dtypes other than bool, integer and float. ``note``
+    says why arrays could not be compared element by element (a missing array, another
+    shape or dtype); such arrays count as not equal.
+    """
+
+    name: str
+    config: str
+    reference_config: str
+    equal: bool
+    differing: int
+    size: int
+    first_indices: tuple[tuple[int, ...], ...]
+    max_abs_error: float
+    max_relative_error: float
+    note: str | None = None
+
+    def __str__(self) -> str:
+        head = f"{self.name} [{self.config} vs {self.reference_config}]"
+        if self.note:
+            return f"{head}: {self.note}"
+        if self.equal:
+            return f"{head}: equal ({self.size} elements)"
+        indices = ", ".join(_index(i) for i in self.first_indices)
+        return (
+            f"{head}: {self.differing} of {self.size} elements differ (first at {indices}); "
+            f"max abs error {self.max_abs_error:.6g}, max rel error "
+            f"{self.max_relative_error:.6g}"
+        )
+
+
+def _index(index: tuple[int, ...]) -> str:
+    return str(index[0]) if len(index) == 1 else str(index)
+
+
+def diff_arrays(
+    name: str, reference: np.ndarray | None, other: np.ndarray | None, configs: tuple[str, str]
+) -> ArrayDifference:
+    """The element-by-element difference of ``other`` against ``reference``."""
+    reference_config, config = configs
+    if reference is None or other is None:
+        missing = reference_config if reference is None else config
+        return _unequal(name, configs, f"missing under {missing}")
+    if reference.shape != other.shape or reference.dtype != other.dtype:
+        return _unequal(
+            name,
+            configs,
+            f"{reference.dtype}{list(reference.shape)} under {reference_config}, "
+            f"{other.dtype}{list(other.shape)} under {config}",
+        )
+    flat = differing_values(reference.reshape(-1), other.reshape(-1))
+    first = tuple(
+        tuple(int(i) for i in np.unravel_index(index, reference.shape))
+        for index in flat[:FIRST_INDICES]
+    )
+    errors = largest_errors(reference, other, flat)
+    if errors is not None:
+        abs_error, rel_error = errors.absolute, errors.relative
+    else:
+        abs_error = rel_error = math.nan if flat.size else 0.0
+    return ArrayDifference(
+        name,
+        config,
+        reference_config,
+        flat.size == 0,
+        int(flat.size),
+        int(reference.size),
+        first,
+        abs_error,
+        rel_error,
+    )
+
+
+def _unequal(name: str, configs: tuple[str, str], note: str) -> ArrayDifference:
+    return ArrayDifference(name, configs[1], configs[0], False, 0, 0, (), math.nan, math.nan, note)
+
+
+@dataclass
+class Run:
+    """What one configuration produced: arrays by name, and the trace of the run."""
+
+    config: str
+    arrays: dict[str, np.ndarray]
+    trace: AnalyzedTrace | None = None
+    device: dict[str, object] | None = None
+
+
+class Comparison:
+    """The runs of one program under several configurations, each diffed against the
+    first. ``differences`` holds one :class:`ArrayDifference` per array and per
+    configuration after the first."""
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        if len(runs) < 2:
+            raise ConfigurationError("a comparison needs the runs of two or more configurations")
+        self.runs = list(runs)
+        reference = self.runs[0]
+        self.names = list(dict.fromkeys(name for run in self.runs for name in run.arrays))
+        self.differences = [
+            diff_arrays(
+                name,
+                reference.arrays.get(name),
+                run.arrays.get(name),
+                (reference.config, run.config),
+            )
+            for run in self.runs[1:]
+            for name in self.names
+        ]
+
+    @property
+    def configs(self) -> list[str]:
+        return [run.config for run in self.runs]
+
+    @property
+    def equal(self) -> bool:
+        """Whether every array is equal under every configuration."""
+        return all(difference.equal for difference in self.differences)
+
+    def run(self, config: str) -> Run:
+        for run in self.runs:
+            if run.config == config:
+                return run
+        raise RecordNotFoundError(
+            f"no configuration {config!r} in this comparison; it has {self.configs}"
+        )
+
+    def difference(self, name: str, config: str | None = None) -> ArrayDifference:
+        """The difference of array ``name`` under ``config`` against the first configuration
+        (``config`` may be left out when two configurations were compared)."""
+        if config is None:
+            if len(self.runs) != 2:
+                raise RecordNotFoundError(
+                    f"name the configuration: this comparison has {len(self.runs)} "
+                    f"({', '.join(self.configs)})"
+                )
+            config = self.runs[1].config
+        for difference in self.differences:
+            if difference.name == name and difference.config == config:
+                return difference
+        raise RecordNotFoundError(
+            f"no array {name!r} under {config!r}; arrays: {', '.join(self.names) or 'none'}"
+        )
+
+    def __repr__(self) -> str:
+        lines = [f"Comparison of {', '.join(self.configs)} (reference: {self.configs[0]})"]
+        for run in self.runs:
+            if run.trace is not None:
+                kinds = ", ".join(h.kind.value for h in run.trace.hazards) or "none"
+                lines.append(f"  hazards under {run.config}: {kinds}")
+        lines.extend(f"  {difference}" for difference in self.differences)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return _comparison_html(self)
+
+
+def compare(program: Program, configs: Sequence[str], *, trace: bool = True) -> Comparison:
+    """Run ``program(device)`` under each configuration (``"backend:staging"``, e.g.
+    ``"cpu:execute"``, ``"dx:submit"``, ``"metal:execute"``) and diff every array it
+    returns against the first configuration's.
+
+    ``program`` returns a dict of name → numpy array or buffer (buffers are read after the
+    run). Each run is traced (``comparison.run(config).trace``, its buffers and host
+    arrays named after the dict's keys; ``trace=False`` for a program that records its own
+    trace) with the configuration's device as the default device, so
+    ``lnb.default_device()`` inside ``program`` is that device too.
+    """
+    runs = []
+    for config in parse_configs(configs):
+        device = config.create_device()
+        returned: dict[str, object] = {}
+        recorded = AnalyzedTrace() if trace else None
+        with using_device(device), traced(recorded, returned):
+            result = program(device)
+            if not isinstance(result, Mapping):
+                raise InvalidArgumentError(
+                    f"compare: the program returned {type(result).__name__}; return a dict "
+                    "of name -> numpy array or buffer"
+                )
+            returned.update(result)
+            device.synchronize()
+        runs.append(Run(config.label, _read_arrays(returned), recorded, device.info))
+    return Comparison(runs)
+
+
+def _read_arrays(values: Mapping[str, object]) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name, value in values.items():
+        if isinstance(value, BufferView):
+            arrays[name] = value.numpy()
+        elif isinstance(value, np.ndarray):
+            arrays[name] = value.copy()
+        else:
+            raise InvalidArgumentError(
+                f"compare: {name!r} is a {type(value).__name__}; the program's dict holds "
+                "numpy arrays and buffers only"
+            )
+    return arrays
+
+
+# -- HTML: one table, arrays down, configurations across, differing values marked ------
+
+_MARK = "background:#ffd6d6;font-weight:bold"
+_EQUAL = "color:#1a7f37"
+_UNEQUAL = "color:#cf222e;font-weight:bold"
+_CELL = "padding:2px 8px;text-align:right;font-family:monospace"
+SHOWN_ELEMENTS = 4
+"""How many leading elements the HTML view shows of an array equal everywhere."""
+
+
+def _comparison_html(comparison: Comparison) -> str:
+    configs = comparison.configs
+    head = "".join(f"<th style='{_CELL}'>{_escape(c)}</th>" for c in configs)
+    rows = []
+    for name in comparison.names:
+        differences = [d for d in comparison.differences if d.name == name]
+        indices = _shown_indices(comparison, name, differences)
+        verdict = "<br>".join(_verdict_html(d) for d in differences)
+        for position, index in enumerate(indices):
+            cells = "".join(
+                _value_cell(run.arrays.get(name), index, comparison.runs[0].arrays.get(name))
+                for run in comparison.runs
+            )
+            lead = ""
+            if position == 0:
+                span = len(indices)
+                lead = f"<td rowspan='{span}' style='padding:2px 8px'><b>{_escape(name)}</b></td>"
+                verdict_cell = f"<td rowspan='{span}' style='padding:2px 8px'>{verdict}</td>"
+            else:
+                verdict_cell = ""
+            label = "" if index is None else _index(index)
+            border = " style='border-top:1px solid #d0d7de'" if position == 0 else ""
+            rows.append(
+                f"<tr{border}>{lead}<td style='{_CELL}'>{label}</td>{cells}{verdict_cell}</tr>"
+            )
+    hazards = "".join(
+        f"<li><code>{_escape(run.config)}</code>: {_hazards_html(run)}</li>"
+        for run in comparison.runs
+    )
+    summary = (
+        "every array is equal under every configuration"
+        if comparison.equal
+        else "arrays differ; differing values are marked"
+    )
+    return (
+        "<div class='lnb-compare'>"
+        f"<p><b>luisa_nb comparison</b> of {', '.join(_escape(c) for c in configs)} "
+        f"(reference: <code>{_escape(configs[0])}</code>): {summary}.</p>"
+        f"<ul style='margin:0'>{hazards}</ul>"
+        "<table style='border-collapse:collapse'>"
+        f"<tr><th>array</th><th style='{_CELL}'>index</th>{head}"
+        f"<th>against {_escape(configs[0])}</th></tr>"
+        f"{''.join(rows)}</table></div>"
+    )
+
+
+def _shown_indices(
+    comparison: Comparison, name: str, differences: list[ArrayDifference]
+) -> list[tuple[int, ...] | None]:
+    """The differing indices of every configuration (first ones), else the first elements."""
+    shown = list(dict.fromkeys(i for d in differences for i in d.first_indices))
+    if shown:
+        return sorted(shown)[:FIRST_INDICES]
+    reference = next((r.arrays[name] for r in comparison.runs if name in r.arrays), None)
+    if reference is None or reference.size == 0:
+        return [None]
+    count = min(SHOWN_ELEMENTS, reference.size)
+    return [tuple(int(i) for i in np.unravel_index(flat, reference.shape)) for flat in range(count)]
+
+
+def _value_cell(
+    array: np.ndarray | None, index: tuple[int, ...] | None, reference: np.ndarray | None
+) -> str:
+    if array is None or index is None or array.shape != getattr(reference, "shape", None):
+        text = "—" if array is None else f"{array.dtype}{list(array.shape)}"
+        return f"<td style='{_CELL}'>{_escape(text)}</td>"
+    value = array[index]
+    marked = reference is not None and not _same(value, reference[index])
+    style = f"{_CELL};{_MARK}" if marked else _CELL
+    return f"<td style='{style}'>{_escape(_format(value))}</td>"
+
+
+def _same(left: object, right: object) -> bool:
+    if isinstance(left, np.floating) and np.isnan(left) and np.isnan(right):
+        return True
+    return bool(left == right)
+
+
+def _format(value: object) -> str:
+    if isinstance(value, np.floating):
+        return f"{float(value):.7g}"
+    return str(value.item() if isinstance(value, np.generic) else value)
+
+
+def _verdict_html(difference: ArrayDifference) -> str:
+    where = f"{_escape(difference.config)}: "
+    if difference.note:
+        return f"{where}<span style='{_UNEQUAL}'>{_escape(difference.note)}</span>"
+    if difference.equal:
+        return f"{where}<span style='{_EQUAL}'>equal</span>"
+    return (
+        f"{where}<span style='{_UNEQUAL}'>{difference.differing} of {difference.size} "
+        f"differ</span>; max abs error {difference.max_abs_error:.6g}, max rel error "
+        f"{difference.max_relative_error:.6g}"
+    )
+
+
+def _hazards_html(run: Run) -> str:
+    if run.trace is None:
+        return "not traced"
+    hazards = run.trace.hazards
+    if not hazards:
+        return "no hazards"
+    return ", ".join(
+        f"<b>{_escape(h.kind.value)}</b> (#{', #'.join(map(str, h.command_ids))})" for h in hazards
+    )
+
+
+def _escape(value: object) -> str:
+    return html.escape(str(value))

@@ -1,0 +1,275 @@
+"""What the extension shows below a cell: a summary of a trace (its hazards, and for each
+stale upload the staged bytes beside the bytes stream order says it should have sent),
+then the trace viewer of :mod:`luisa_nb.widgets` where it can be imported, else a table of
+the commands with the moments they touched host memory. A comparison shows its
+side-by-side table, then a ``DiffView`` widget per array that differs.
+
+Every view here is an object with ``_repr_html_`` and a plain-text ``__repr__``, so it
+renders in JupyterLab, in nbconvert output, on GitHub and in a terminal.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+from luisa_nb.compare import Comparison
+from luisa_nb.trace import CommandKind, CommandRecord
+from luisa_nb.trace.naming import describe, stream_name
+
+DIFF_ROWS = 8
+"""How many differing elements of a stale upload the summary lists."""
+DIFF_VIEWS = 4
+"""How many DiffView widgets a comparison shows at most (one per differing array and
+configuration); the table above them lists every array."""
+
+_TABLE = "border-collapse:collapse;margin:4px 0"
+_CELL = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:left;vertical-align:top"
+_NUMBER = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:right;font-family:monospace"
+_KIND_COLOURS = {
+    HazardKind.STALE_UPLOAD: "#cf222e",
+    HazardKind.DEVICE_RACE: "#cf222e",
+    HazardKind.HOST_WRITE_IN_FLIGHT: "#cf222e",
+    HazardKind.HOST_USE_AFTER_FREE: "#cf222e",
+    HazardKind.LATENT_STALE_UPLOAD: "#9a6700",
+}
+
+
+def _escape(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(header: Sequence[str], rows: list[str], numeric: Sequence[bool] = ()) -> str:
+    heads = "".join(
+        f"<th style='{_NUMBER if i < len(numeric) and numeric[i] else _CELL}'>{_escape(h)}</th>"
+        for i, h in enumerate(header)
+    )
+    return f"<table style='{_TABLE}'><tr>{heads}</tr>{''.join(rows)}</table>"
+
+
+class HazardTable:
+    """The hazards of a trace as a table: kind, commands, message, fix."""
+
+    def __init__(self, hazards: Sequence[Hazard], title: str = "hazards") -> None:
+        self.hazards = list(hazards)
+        self.title = title
+
+    def _repr_html_(self) -> str:
+        if not self.hazards:
+            return (
+                f"<p class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: none found "
+                "(no stale upload, host write in flight or device race).</p>"
+            )
+        rows = []
+        for hazard in self.hazards:
+            colour = _KIND_COLOURS.get(hazard.kind, "inherit")
+            commands = ", ".join(f"#{command}" for command in hazard.command_ids)
+            rows.append(
+                f"<tr><td style='{_CELL};color:{colour};font-weight:bold'>"
+                f"{_escape(hazard.kind.value)}</td><td style='{_CELL}'>{commands}</td>"
+                f"<td style='{_CELL}'>{_escape(hazard.message)}</td>"
+                f"<td style='{_CELL}'>{_escape(hazard.fix)}</td></tr>"
+            )
+        return (
+            f"<div class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: {len(self.hazards)}"
+            f"{_table(['kind', 'commands', 'message', 'fix'], rows)}</div>"
+        )
+
+    def __repr__(self) -> str:
+        if not self.hazards:
+            return f"{self.title}: none found"
+        lines = [f"{self.title}: {len(self.hazards)}"]
+        for hazard in self.hazards:
+            commands = ", ".join(f"#{command}" for command in hazard.command_ids)
+            lines.append(f"  {hazard.kind.value} ({commands}): {hazard.message}")
+            lines.append(f"    fix: {hazard.fix}")
+        return "\n".join(lines)
+
+
+class TraceSummary:
+    """A trace in brief: what was recorded, its hazards, the staged-vs-expected elements of
+    each stale upload and, with ``commands=True``, one row per command with the moments it
+    ran and touched host memory (microseconds after the trace started)."""
+
+    def __init__(
+        self, trace: AnalyzedTrace, *, commands: bool = True, title: str | None = None
+    ) -> None:
+        self.trace = trace
+        self.commands = commands
+        self.title = title
+
+    def _heading(self) -> str:
+        trace = self.trace
+        devices = sorted({info.device for info in trace.streams.values()})
+        stagings = sorted({command.staging for command in trace.commands})
+        where = f" on {', '.join(devices)}" if devices else ""
+        staging = f", staging={'/'.join(stagings)}" if stagings else ""
+        prefix = f"{self.title}: " if self.title else ""
+        commands = _count(len(trace.commands), "command")
+        syncs = _count(len(trace.syncs), "sync point")
+        return (
+            f"{prefix}trace of {commands} and {syncs}{where}{staging}, "
+            f"capture={trace.metadata.capture}"
+        )
+
+    def _repr_html_(self) -> str:
+        parts = [
+            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {_escape(self._heading())}</p>",
+            HazardTable(self.trace.hazards)._repr_html_(),
+        ]
+        parts.extend(_stale_upload_html(self.trace, hazard) for hazard in self._stale())
+        if self.commands:
+            parts.append(_commands_html(self.trace))
+        parts.append("</div>")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        lines = [self._heading(), repr(HazardTable(self.trace.hazards))]
+        for hazard in self._stale():
+            check = _check(self.trace, hazard)
+            if check is not None and check.staged is not None and check.expected is not None:
+                lines.append(
+                    f"  upload #{check.command_id} staged {check.differing_indices.size} "
+                    "element(s) that differ from what stream order says"
+                )
+        return "\n".join(lines)
+
+    def _stale(self) -> list[Hazard]:
+        return [h for h in self.trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _check(trace: AnalyzedTrace, hazard: Hazard):
+    try:
+        return trace.upload(hazard.command_ids[-1])
+    except KeyError:
+        return None
+
+
+def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
+    check = _check(trace, hazard)
+    if check is None:
+        return ""
+    if check.staged is None or check.expected is None:
+        return (
+            f"<p>upload #{check.command_id}: the bytes were not captured; trace with "
+            "<code>--capture head</code> or <code>full</code> to see them.</p>"
+        )
+    indices = check.differing_indices
+    rows = [
+        f"<tr><td style='{_NUMBER}'>{int(index)}</td>"
+        f"<td style='{_NUMBER};background:#ffd6d6'>{_escape(check.staged[index])}</td>"
+        f"<td style='{_NUMBER}'>{_escape(check.expected[index])}</td></tr>"
+        for index in indices[:DIFF_ROWS]
+    ]
+    return (
+        f"<div class='lnb-ipython-staged'>upload #{check.command_id} staged "
+        f"<b>{indices.size}</b> element(s) that differ from what stream order says; the "
+        f"first {min(DIFF_ROWS, indices.size)}:"
+        f"{_table(['index', 'staged', 'expected'], rows, numeric=(True, True, True))}</div>"
+    )
+
+
+def _commands_html(trace: AnalyzedTrace) -> str:
+    start = trace.metadata.started
+    flagged = {command for hazard in trace.hazards for command in hazard.command_ids}
+
+    def moment(value: int | None) -> str:
+        return "" if value is None else f"{(value - start) / 1000:.1f}"
+
+    rows = []
+    for command in sorted(trace.commands, key=lambda record: record.seq):
+        host = _host_moment(command)
+        mark = ";background:#fff8c5" if command.id in flagged else ""
+        rows.append(
+            f"<tr><td style='{_CELL}{mark}'>{_escape(describe(trace, command))}</td>"
+            f"<td style='{_CELL}'>{_escape(stream_name(trace, command.stream))}</td>"
+            f"<td style='{_NUMBER}'>{command.submission}.{command.index}</td>"
+            f"<td style='{_NUMBER}'>{moment(command.submitted)}</td>"
+            f"<td style='{_NUMBER}'>{moment(command.started)}</td>"
+            f"<td style='{_NUMBER}'>{moment(command.finished)}</td>"
+            f"<td style='{_CELL}'>{host[0]}</td><td style='{_NUMBER}'>{moment(host[1])}</td>"
+            f"<td style='{_CELL}'>{_escape(command.status.value)}</td></tr>"
+        )
+    header = [
+        "command",
+        "stream",
+        "list.index",
+        "submitted µs",
+        "started µs",
+        "finished µs",
+        "host",
+        "at µs",
+        "status",
+    ]
+    return (
+        "<details class='lnb-ipython-commands' open><summary>commands (times in µs after the trace "
+        "started; commands named by a hazard are highlighted)</summary>"
+        f"{_table(header, rows, numeric=(False, False, True, True, True, True, False, True))}"
+        "</details>"
+    )
+
+
+def _host_moment(command: CommandRecord) -> tuple[str, int | None]:
+    if command.kind is CommandKind.UPLOAD and command.host is not None:
+        return "read", command.host_read
+    if command.kind is CommandKind.DOWNLOAD and command.host is not None:
+        return "written", command.host_write
+    return "", None
+
+
+def trace_viewer() -> Callable[[AnalyzedTrace], object] | None:
+    """``luisa_nb.widgets.show`` where the widgets can be imported, else ``None``."""
+    try:
+        from luisa_nb import widgets
+    except ImportError:
+        return None
+    return getattr(widgets, "show", None)
+
+
+def show_trace(trace: AnalyzedTrace, *, title: str | None = None) -> None:
+    """Display ``trace`` below the running cell: its summary, then the trace viewer (or,
+    without the widgets, the table of commands)."""
+    from IPython.display import display
+
+    viewer = trace_viewer()
+    display(TraceSummary(trace, commands=viewer is None, title=title))
+    if viewer is not None:
+        viewer(trace)
+
+
+def diff_view_class() -> type | None:
+    """``luisa_nb.widgets.DiffView`` where the widgets (and ipywidgets) can be imported."""
+    try:
+        from luisa_nb.widgets import DiffView
+    except ImportError:
+        return None
+    return DiffView
+
+
+def show_comparison(comparison: Comparison) -> None:
+    """Display ``comparison``: the side-by-side table, then a DiffView of each array that
+    differs from the reference (at most :data:`DIFF_VIEWS`)."""
+    from IPython.display import display
+
+    display({"text/plain": repr(comparison), "text/html": comparison._repr_html_()}, raw=True)
+    view = diff_view_class()
+    if view is None:
+        return
+    differing = [d for d in comparison.differences if not d.equal and d.note is None]
+    for difference in differing[:DIFF_VIEWS]:
+        reference = comparison.runs[0].arrays[difference.name]
+        other = comparison.run(difference.config).arrays[difference.name]
+        title = f"{difference.name}: {difference.config} against {difference.reference_config}"
+        names = (difference.reference_config, difference.config)
+        try:
+            widget = view(reference, other, names=names, title=title)
+        except (TypeError, ValueError):  # a dtype the view cannot show; the table has it
+            continue
+        display(widget)
+    if len(differing) > DIFF_VIEWS:
+        print(f"{len(differing) - DIFF_VIEWS} more differing array(s): see the table above")

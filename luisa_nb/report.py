@@ -1,0 +1,35 @@
+"""The trace report: one self-contained HTML page (no network, no kernel) with the
+timeline, the hazards with their messages and fixes, the command table, and for each
+stale upload its staged bytes against the bytes stream order says it should send.
+
+``luisa-nb report TRACE -o report.html`` writes it from a saved trace. The page runs the
+same ES modules as the notebook widgets, with the data inlined (binary arrays as base64).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from luisa_nb.trace import Trace
+from luisa_nb.widgets.pages import trace_page
+
+
+def _as_trace(trace: Trace | str | Path) -> Trace:
+    if isinstance(trace, (str, Path)):
+        from luisa_nb.analysis import AnalyzedTrace
+
+        return AnalyzedTrace.load(trace)
+    return trace
+
+
+def report_html(trace: Trace | str | Path, *, title: str | None = None) -> str:
+    """The report of ``trace`` (a trace, or the path of a saved one) as an HTML document."""
+    trace = _as_trace(trace)
+    return trace_page(trace, title=title)
+
+
+def write_report(trace: Trace | str | Path, path: str | Path, *, title: str | None = None) -> Path:
+    """Write :func:`report_html` of ``trace`` to ``path`` (UTF-8); returns the path."""
+    path = Path(path)
+    path.write_text(report_html(trace, title=title), encoding="utf-8")
+    return path

@@ -1,0 +1,35 @@
+"""``lnb.trace()`` and ``lnb.load_trace()``: traces that analyse and display themselves.
+
+The trace layer holds records, the analysis layer adds hazards; this top layer adds the
+notebook view, so that a trace shown as the last expression of a cell opens the trace
+viewer (or its static page where widgets are not installed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from luisa_nb.analysis import AnalyzedTrace
+from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
+
+
+class ViewableTrace(AnalyzedTrace):
+    """An :class:`AnalyzedTrace` with a Jupyter view."""
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
+        from luisa_nb.widgets import trace_mimebundle
+
+        return trace_mimebundle(self, include, exclude)
+
+
+def trace(capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> ViewableTrace:
+    """A trace to use as ``with lnb.trace() as t:``; every command submitted and every sync
+    point inside the block is recorded. ``capture``: ``"none"``, ``"head"`` (the first
+    ``capture_bytes`` of each transfer) or ``"full"``."""
+    return ViewableTrace(capture=capture, capture_bytes=capture_bytes)
+
+
+def load_trace(path: str | Path) -> ViewableTrace:
+    """A trace saved with ``trace.save(path)``."""
+    return ViewableTrace.load(path)

@@ -1,0 +1,328 @@
+"""The view data of a trace: columnar arrays packed into one binary buffer, plus small
+JSON summaries (lanes, kinds, colours, hazards, command texts).
+
+The live widgets and the static HTML page read the same :class:`TimelineModel`, so a
+notebook, a saved report and a headless browser draw the same picture. Reads a
+:class:`~luisa_nb.trace.Trace` and analysis results only; never the runtime.
+
+Per record the buffer holds 28 bytes, one column after another (each padded to 8 bytes):
+
+========  =====  ==========================================================
+column    dtype  meaning
+========  =====  ==========================================================
+start     f8     µs from the trace origin when the record started
+id        u4     record id (``#id``)
+duration  f4     µs from start to finish (0 for instants)
+host      f4     µs from start to the upload's host read or the download's
+                 host write (NaN: none)
+text      u4     index into ``summary["texts"]`` (the description minus ``#id``)
+lane      u2     index into ``summary["lanes"]`` (0 is the host lane)
+kind      u1     index into ``summary["kinds"]``
+status    u1     index into ``summary["statuses"]``
+========  =====  ==========================================================
+
+Rows are sorted by start time (then issue order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
+from luisa_nb.analysis.uploads import UploadCheck, check_uploads
+from luisa_nb.errors import RecordNotFoundError
+from luisa_nb.trace import CommandKind, CommandRecord, Status, SyncKind, Trace
+from luisa_nb.trace.naming import describe, stream_name
+
+#: Record kinds in code order, with their colours (commands first, then sync points).
+KINDS: tuple[tuple[str, str], ...] = (
+    ("upload", "#4e79a7"),
+    ("download", "#59a14f"),
+    ("copy", "#f28e2b"),
+    ("fill", "#9c755f"),
+    ("dispatch", "#b07aa1"),
+    ("synchronize", "#8c8c8c"),
+    ("signal", "#edc948"),
+    ("wait", "#76b7b2"),
+    ("event_synchronize", "#bab0ac"),
+    ("callback", "#ff9da7"),
+)
+KIND_CODES = {name: code for code, (name, _) in enumerate(KINDS)}
+STATUSES = tuple(status.value for status in Status)
+STATUS_CODES = {name: code for code, name in enumerate(STATUSES)}
+HAZARD_COLOR = "#d62728"
+HOST_LANE = 0
+
+#: (name, dtype) in buffer order; 8-byte columns first keeps every column aligned.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("start", "<f8"),
+    ("id", "<u4"),
+    ("duration", "<f4"),
+    ("host", "<f4"),
+    ("text", "<u4"),
+    ("lane", "<u2"),
+    ("kind", "u1"),
+    ("status", "u1"),
+)
+BYTES_PER_RECORD = sum(np.dtype(dtype).itemsize for _, dtype in COLUMNS)
+
+_HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
+UPLOAD_HAZARDS = (
+    HazardKind.STALE_UPLOAD,
+    HazardKind.LATENT_STALE_UPLOAD,
+    HazardKind.HOST_WRITE_IN_FLIGHT,
+)
+
+
+@dataclass
+class Analysis:
+    """The analysis results a view needs: hazards and upload checks by command id."""
+
+    hazards: list[Hazard]
+    uploads: dict[int, UploadCheck]
+
+    @classmethod
+    def of(cls, trace: Trace) -> Analysis:
+        """Cached results of an ``AnalyzedTrace``, else computed once from ``trace``."""
+        hazards = getattr(trace, "hazards", None)
+        uploads = getattr(trace, "uploads", None)
+        if not isinstance(hazards, list):
+            hazards = find_hazards(trace)
+        if not isinstance(uploads, list):
+            uploads = check_uploads(trace)
+        return cls(list(hazards), {check.command_id: check for check in uploads})
+
+
+@dataclass
+class TimelineModel:
+    """Columns and summaries of every record of a trace, ready to pack or draw."""
+
+    columns: dict[str, np.ndarray]
+    lanes: list[dict[str, Any]]
+    texts: list[str]
+    hazards: list[dict[str, Any]]
+    meta: dict[str, Any]
+    origin: int
+
+    @property
+    def count(self) -> int:
+        return int(self.columns["id"].size)
+
+    @property
+    def record_ids(self) -> np.ndarray:
+        return self.columns["id"]
+
+    def pack(self) -> bytes:
+        """All columns in one little-endian buffer, laid out as :meth:`layout` says."""
+        parts = []
+        for name, dtype in COLUMNS:
+            raw = np.ascontiguousarray(self.columns[name], dtype=dtype).tobytes()
+            parts.append(raw + b"\0" * (-len(raw) % 8))
+        return b"".join(parts)
+
+    def layout(self) -> dict[str, dict[str, Any]]:
+        """Where each column sits in :meth:`pack`'s buffer: dtype, byte offset, length."""
+        out, offset = {}, 0
+        for name, dtype in COLUMNS:
+            size = np.dtype(dtype).itemsize * self.count
+            out[name] = {"dtype": np.dtype(dtype).str.lstrip("<|"), "offset": offset}
+            offset += size + (-size % 8)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON half of the view data (the binary half is :meth:`pack`; hazards
+        travel apart, as :attr:`hazards`)."""
+        return {
+            "count": self.count,
+            "layout": self.layout(),
+            "lanes": self.lanes,
+            "kinds": [{"name": name, "color": color} for name, color in KINDS],
+            "statuses": list(STATUSES),
+            "texts": self.texts,
+            "hazard_color": HAZARD_COLOR,
+            "meta": self.meta,
+        }
+
+    def description(self, record_id: int) -> str:
+        """``#3 download z -> z_data`` for any record in the model."""
+        rows = np.flatnonzero(self.columns["id"] == record_id)
+        if not rows.size:
+            raise RecordNotFoundError(f"no record #{record_id} in this trace")
+        return f"#{record_id} {self.texts[int(self.columns['text'][rows[0]])]}"
+
+
+def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineModel:
+    """The view data of ``trace`` (hazards from ``analysis``, computed when not given)."""
+    analysis = analysis if analysis is not None else Analysis.of(trace)
+    records = sorted(trace.records, key=lambda record: record.seq)
+    origin = _origin(trace, records)
+    streams = sorted(set(trace.streams) | {r.stream for r in records if r.stream is not None})
+    lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
+    lanes = [{"name": "host", "stream": None}]
+    lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
+
+    count = len(records)
+    starts = np.empty(count, np.int64)
+    ends = np.empty(count, np.int64)
+    hosts = np.full(count, -1, np.int64)
+    ids = np.empty(count, np.int64)
+    seqs = np.empty(count, np.int64)
+    lane = np.empty(count, np.int64)
+    kind = np.empty(count, np.int64)
+    status = np.empty(count, np.int64)
+    text = np.empty(count, np.int64)
+    text_codes: dict[str, int] = {}
+    for row, record in enumerate(records):
+        if isinstance(record, CommandRecord):
+            start, end = _command_span(record)
+            host = record.host_read if record.kind is CommandKind.UPLOAD else record.host_write
+            hosts[row] = -1 if host is None else host
+            lane[row] = lane_of[record.stream]
+        else:
+            start = record.issued
+            end = record.completed if record.completed is not None else start
+            if record.kind not in _HOST_WAITS:
+                start = end
+            host_wait = record.kind in _HOST_WAITS or record.stream is None
+            lane[row] = HOST_LANE if host_wait else lane_of[record.stream]
+        starts[row], ends[row] = start, max(end, start)
+        ids[row], seqs[row] = record.id, record.seq
+        kind[row] = KIND_CODES[record.kind.value]
+        status[row] = STATUS_CODES[record.status.value]
+        words = describe(trace, record)
+        if isinstance(record, CommandRecord):
+            words = words.split(" ", 1)[1]
+        text[row] = text_codes.setdefault(words, len(text_codes))
+
+    order = np.lexsort((seqs, starts))
+    start_us = (starts[order] - origin) / 1000.0
+    host_ns = hosts[order]
+    host_us = np.where(host_ns >= 0, (host_ns - starts[order]) / 1000.0, np.nan)
+    columns = {
+        "start": start_us,
+        "id": ids[order].astype(np.uint32),
+        "duration": ((ends[order] - starts[order]) / 1000.0).astype(np.float32),
+        "host": host_us.astype(np.float32),
+        "text": text[order].astype(np.uint32),
+        "lane": lane[order].astype(np.uint16),
+        "kind": kind[order].astype(np.uint8),
+        "status": status[order].astype(np.uint8),
+    }
+    by_id = {r.id: r for r in records if isinstance(r, CommandRecord)}
+    hazards = [
+        _hazard_summary(trace, by_id, index, hazard, origin, lane_of)
+        for index, hazard in enumerate(analysis.hazards)
+    ]
+    meta = _meta(trace, records, origin, columns, analysis)
+    return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin)
+
+
+def _command_span(record: CommandRecord) -> tuple[int, int]:
+    """When the command ran: worker times, else device times, else its submission."""
+    for start, end in (
+        (record.started, record.finished),
+        (record.device_started, record.device_finished),
+    ):
+        if start is not None:
+            return start, end if end is not None else start
+    moment = record.submitted or record.enqueued
+    return moment, moment
+
+
+def _origin(trace: Trace, records: list) -> int:
+    """The earliest time of any record, or the trace start if that is earlier."""
+    earliest = None
+    for record in records:
+        if isinstance(record, CommandRecord):
+            moments = (record.enqueued, record.submitted, record.started, record.host_read)
+        else:
+            moments = (record.issued,)
+        for moment in moments:
+            if moment and (earliest is None or moment < earliest):
+                earliest = moment
+    started = trace.metadata.started
+    if earliest is None:
+        return started
+    return min(started, earliest) if started else earliest
+
+
+def _hazard_summary(
+    trace: Trace,
+    by_id: dict[int, CommandRecord],
+    index: int,
+    hazard: Hazard,
+    origin: int,
+    lane_of: dict[int, int],
+) -> dict[str, Any]:
+    def point(command_id: int, moment: int | None, label: str, lane: int = HOST_LANE):
+        if moment is None:
+            return None
+        time = (moment - origin) / 1000.0
+        return {"lane": lane, "time": time, "command": command_id, "label": label}
+
+    ids = hazard.command_ids
+    times = hazard.times
+    arrow = None
+    if hazard.kind in (HazardKind.STALE_UPLOAD, HazardKind.LATENT_STALE_UPLOAD):
+        start = point(ids[0], times.get("host_write"), "host write")
+        end = point(ids[-1], times.get("host_read"), "host read")
+        arrow = {"from": start, "to": end} if start and end else None
+    elif hazard.kind is HazardKind.HOST_WRITE_IN_FLIGHT:
+        start = point(ids[0], times.get("enqueued"), "enqueue")
+        end = point(ids[0], times.get("host_read"), "host read")
+        arrow = {"from": start, "to": end} if start and end else None
+    elif hazard.kind is HazardKind.DEVICE_RACE:
+        first, second = (by_id[i] for i in ids[:2])
+        start = point(
+            first.id,
+            times.get("first_finished", times.get("first_started")),
+            "first access",
+            lane_of[first.stream],
+        )
+        end = point(
+            second.id,
+            times.get("second_started", times.get("second_finished")),
+            "second access",
+            lane_of[second.stream],
+        )
+        arrow = {"from": start, "to": end} if start and end else None
+    upload = ids[-1] if hazard.kind in UPLOAD_HAZARDS else None
+    return {
+        "index": index,
+        "kind": hazard.kind.value,
+        "command_ids": list(ids),
+        "descriptions": [describe(trace, by_id[i]) if i in by_id else f"#{i}" for i in ids],
+        "message": hazard.message,
+        "fix": hazard.fix,
+        "upload": upload,
+        "arrow": arrow,
+    }
+
+
+def _meta(
+    trace: Trace, records: list, origin: int, columns: dict[str, np.ndarray], analysis: Analysis
+) -> dict[str, Any]:
+    commands = [r for r in records if isinstance(r, CommandRecord)]
+    devices = sorted({info.device for info in trace.streams.values()})
+    devices += [d.get("name", str(d)) for d in trace.metadata.devices if isinstance(d, dict)]
+    starts = columns["start"]
+    hosts = starts + columns["host"].astype(np.float64)
+    hosts = hosts[~np.isnan(hosts)]
+    ends = starts + columns["duration"]
+    lows, highs = np.concatenate([starts, hosts]), np.concatenate([ends, hosts])
+    extent = [float(lows.min()), float(highs.max())] if lows.size else [0.0, 0.0]
+    return {
+        "commands": len(commands),
+        "syncs": len(records) - len(commands),
+        "streams": len(trace.streams),
+        "devices": list(dict.fromkeys(devices)),
+        "staging": sorted({c.staging for c in commands}),
+        "capture": trace.metadata.capture,
+        "hazards": len(analysis.hazards),
+        "stale_uploads": sorted(i for i, check in analysis.uploads.items() if check.stale),
+        "extent": extent,
+        "bytes_per_record": BYTES_PER_RECORD,
+    }

@@ -1,0 +1,126 @@
+"""A PNG picture of a timeline, drawn with numpy alone: the fallback inside static pages
+for viewers that run no scripts (GitHub), and a quick look with no browser.
+
+It draws what ``static/timeline.js`` draws when zoomed out to the whole trace: one
+colour per pixel column per lane, host reads and writes as ticks on the host lane, and
+each hazard as a red arc from the host write to the stale host read.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+
+from luisa_nb.widgets.model import HAZARD_COLOR, KINDS, TimelineModel
+
+HOST_LANE_HEIGHT = 46
+LANE_HEIGHT = 26
+PRIORITY = np.array([9, 9, 6, 5, 7, 2, 3, 3, 2, 1])
+ARROW_LIMIT = 2000
+
+
+def _rgb(color: str) -> np.ndarray:
+    return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], np.uint8)
+
+
+def encode_png(pixels: np.ndarray) -> bytes:
+    """A PNG file of an (height, width, 3) uint8 image."""
+    height, width, _ = pixels.shape
+    raw = np.zeros((height, width * 3 + 1), np.uint8)
+    raw[:, 1:] = pixels.reshape(height, width * 3)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
+        + chunk(b"IEND", b"")
+    )
+
+
+def timeline_png(model: TimelineModel, width: int = 960) -> bytes:
+    """The whole timeline of ``model`` as a PNG, ``width`` pixels wide."""
+    columns = model.columns
+    lanes = len(model.lanes)
+    height = HOST_LANE_HEIGHT + (lanes - 1) * LANE_HEIGHT + 2
+    image = np.full((height, width, 3), 255, np.uint8)
+    for lane in range(2, lanes, 2):
+        top = HOST_LANE_HEIGHT + (lane - 1) * LANE_HEIGHT
+        image[top : top + LANE_HEIGHT] = 246
+    t0, t1 = model.meta["extent"]
+    span = max(t1 - t0, 1e-3)
+    t0, t1 = t0 - span * 0.02, t1 + span * 0.02
+    scale = (width - 1) / (t1 - t0)
+    colors = np.array([_rgb(color) for _, color in KINDS])
+
+    start = columns["start"]
+    end = start + columns["duration"]
+    first = np.clip(((start - t0) * scale).astype(np.int64), 0, width - 1)
+    last = np.clip(((end - t0) * scale).astype(np.int64), 0, width - 1)
+    for lane in range(lanes):
+        rows = np.flatnonzero(columns["lane"] == lane)
+        if not rows.size:
+            continue
+        best = np.full(width, -1, np.int64)
+        rows = rows[np.argsort(PRIORITY[columns["kind"][rows]], kind="stable")]
+        kinds = columns["kind"][rows].astype(np.int64)
+        narrow = first[rows] == last[rows]
+        best[first[rows[narrow]]] = kinds[narrow]  # later (higher priority) rows win
+        for row, kind in zip(rows[~narrow], kinds[~narrow], strict=True):
+            span_kinds = best[first[row] : last[row] + 1]
+            replace = (span_kinds < 0) | (PRIORITY[np.maximum(span_kinds, 0)] <= PRIORITY[kind])
+            span_kinds[replace] = kind
+        top, bar = _bar_box(lane)
+        painted = best >= 0
+        image[top : top + bar, painted] = colors[best[painted]]
+
+    hosts = start + columns["host"].astype(np.float64)
+    with_host = ~np.isnan(hosts)
+    marker_top = HOST_LANE_HEIGHT - 26
+    for kind, offset in ((0, 0), (1, 5)):
+        chosen = with_host & (columns["kind"] == kind)
+        x = np.clip(((hosts[chosen] - t0) * scale).astype(np.int64), 0, width - 1)
+        image[marker_top + offset : marker_top + offset + 6, x] = colors[kind]
+
+    arrows = [h["arrow"] for h in model.hazards if h.get("arrow")][:ARROW_LIMIT]
+    if arrows:
+        ends = np.array(
+            [
+                [
+                    (a["from"]["time"] - t0) * scale,
+                    (a["to"]["time"] - t0) * scale,
+                    _point_y(a["from"]["lane"], marker_top),
+                    _point_y(a["to"]["lane"], marker_top),
+                    a["from"]["lane"] == a["to"]["lane"] == 0,
+                ]
+                for a in arrows
+            ]
+        )
+        x1, x2, y1, y2, same = (ends[:, k : k + 1] for k in range(5))
+        cy = np.where(same > 0, 2.0, np.minimum(y1, y2) - 14)
+        t = np.linspace(0, 1, 400)[None, :]
+        xs = (1 - t) ** 2 * x1 + 2 * (1 - t) * t * (x1 + x2) / 2 + t**2 * x2
+        ys = (1 - t) ** 2 * y1 + 2 * (1 - t) * t * cy + t**2 * y2
+        red = _rgb(HAZARD_COLOR)
+        for dx in (0, 1):
+            for dy in (0, 1):
+                px = np.clip(xs.astype(np.int64) + dx, 0, width - 1)
+                py = np.clip(ys.astype(np.int64) + dy, 0, height - 1)
+                image[py, px] = red
+    return encode_png(image)
+
+
+def _bar_box(lane: int) -> tuple[int, int]:
+    if lane == 0:
+        return HOST_LANE_HEIGHT - 12, 9
+    return HOST_LANE_HEIGHT + (lane - 1) * LANE_HEIGHT + 4, LANE_HEIGHT - 8
+
+
+def _point_y(lane: int, marker_top: int) -> float:
+    return marker_top + 5 if lane == 0 else _bar_box(lane)[0] + 4

@@ -1,0 +1,140 @@
+"""Self-contained HTML pages that run the widgets' own ES modules with no kernel.
+
+A page inlines the stylesheet, the renderer modules (as ``text/x-luisa-nb-module``
+script blocks that a small loader imports from Blob URLs), and each model's state:
+JSON traits as they are, binary traits as base64. ``static/page.js`` gives every
+renderer a stand-in for anywidget's model and links selection across them. Nothing is
+fetched from the network, so the page works offline, from ``file://``, in nbconvert
+output and in a notebook's ``text/html`` fallback. Mounts hold plain-HTML fallbacks
+(an image, tables) that show where scripts do not run (GitHub) and are replaced by the
+renderers where they do.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import uuid
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+STATIC = Path(__file__).parent / "static"
+MODULE_TYPE = "text/x-luisa-nb-module"
+HAZARDS_REFERENCE = "$hazards"
+
+_LOADER = """<script type="module">
+const root = document.getElementById("%(root)s");
+const sources = {};
+for (const node of root.querySelectorAll('script[type="%(type)s"]')) {
+  sources[node.dataset.module] = node.textContent;
+}
+async function load(name) {
+  const text = sources[name];
+  try {
+    return await import(URL.createObjectURL(new Blob([text], { type: "text/javascript" })));
+  } catch (error) {
+    return await import("data:text/javascript;charset=utf-8," + encodeURIComponent(text));
+  }
+}
+try {
+  await (await load("page")).boot(root, load);
+} catch (error) {
+  const note = document.createElement("pre");
+  note.className = "lnb-error";
+  note.textContent = "luisa_nb: the interactive view failed to start: " + error;
+  root.prepend(note);
+  throw error;
+}
+</script>"""
+
+
+@cache
+def module_source(name: str) -> str:
+    """The text of ``static/<name>.js``."""
+    return (STATIC / f"{name}.js").read_text(encoding="utf-8")
+
+
+@cache
+def stylesheet() -> str:
+    return (STATIC / "widgets.css").read_text(encoding="utf-8")
+
+
+def _script_safe(text: str) -> str:
+    """Text that cannot end the ``<script>`` element holding it."""
+    return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def escape(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+class StaticPage:
+    """Collects models and mounts, then writes them as one HTML fragment or document."""
+
+    def __init__(self) -> None:
+        self.root_id = f"lnb-{uuid.uuid4().hex[:12]}"
+        self.models: dict[str, dict[str, Any]] = {}
+        self.modules: set[str] = {"page"}
+        self.hazards: list[dict[str, Any]] = []
+        self.uploads_note = ""
+
+    def add_model(self, state: dict[str, Any], buffers: dict[str, bytes] | None = None) -> str:
+        """Register a model (JSON ``state`` plus binary ``buffers``); returns its id."""
+        model_id = f"m{len(self.models)}"
+        encoded = {
+            key: base64.b64encode(value).decode("ascii") for key, value in (buffers or {}).items()
+        }
+        self.models[model_id] = {"state": state, "buffers": encoded}
+        return model_id
+
+    def mount(self, view: str, model_id: str, fallback: str = "", css_class: str = "") -> str:
+        """A ``<div>`` where renderer ``static/<view>.js`` draws model ``model_id``."""
+        self.modules.add(view)
+        return (
+            f'<div class="lnb-mount lnb-{view}-mount {css_class}" data-lnb-view="{view}" '
+            f'data-lnb-model="{model_id}">{fallback}</div>'
+        )
+
+    def inspector(self, uploads: dict[int, str], idle: str) -> str:
+        """A panel that shows the diff model of the selected upload (``uploads`` maps a
+        command id to a model id)."""
+        self.modules.add("diff")
+        table = escape(json.dumps({str(k): v for k, v in uploads.items()}))
+        return (
+            f'<div class="lnb-inspector" data-lnb-inspector="{table}">'
+            f'<div class="lnb-inspector-body"><p class="lnb-note">{idle}</p></div></div>'
+        )
+
+    def fragment(self, body: str) -> str:
+        """``body`` with everything the page needs, as one ``<div>``."""
+        models = {}
+        for model_id, model in self.models.items():
+            state = dict(model["state"])
+            if state.get("hazards") is self.hazards:
+                state["hazards"] = HAZARDS_REFERENCE  # one copy, in spec["hazards"]
+            models[model_id] = {**model, "state": state}
+        spec = {"models": models, "hazards": self.hazards, "uploads_note": self.uploads_note}
+        models = json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+        modules = "".join(
+            f'<script type="{MODULE_TYPE}" data-module="{name}">'
+            f"{_script_safe(module_source(name))}</script>"
+            for name in sorted(self.modules)
+        )
+        return (
+            f'<div class="lnb-root" id="{self.root_id}">'
+            f"<style>{stylesheet()}</style>{body}"
+            f'<script type="application/json" class="lnb-models">{models}</script>'
+            f"{modules}{_LOADER % {'root': self.root_id, 'type': MODULE_TYPE}}</div>"
+        )
+
+    def document(self, body: str, title: str) -> str:
+        """A whole HTML document around :meth:`fragment`."""
+        return (
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{escape(title)}</title>"
+            "<style>body{margin:16px;background:#fafafa}</style></head>"
+            f"<body>{self.fragment(body)}</body></html>\n"
+        )

@@ -1,0 +1,115 @@
+"""Views of a whole trace: the timeline, the command table and the hazard list.
+
+Each is an anywidget (a Python class plus one ES module in ``static/``). The view data
+comes from :mod:`luisa_nb.widgets.model`: the packed columns travel as one binary
+buffer (``data``), the rest as JSON (``summary``, ``hazards``). Selection is validated in
+Python (:class:`~luisa_nb.widgets.selection.SelectionMixin`); the browser reports clicks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from traitlets import Bytes, Dict, List
+
+from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.trace import Trace
+from luisa_nb.widgets.base import StaticFallbackWidget
+from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline
+from luisa_nb.widgets.pages import (
+    hazards_fallback,
+    table_fallback,
+    timeline_fallback,
+    timeline_state,
+    view_fragment,
+)
+from luisa_nb.widgets.selection import SelectionMixin, selection_traits
+from luisa_nb.widgets.static import STATIC
+
+
+class TraceView(SelectionMixin, StaticFallbackWidget):
+    """A view of ``trace``. ``analysis`` and ``model`` let several views share one
+    computation (``TraceViewer`` does)."""
+
+    selected_command, selected_hazard, selected_commands = selection_traits(sync=True)
+    summary = Dict(help="lanes, kinds, colours, texts, hazards and the buffer layout").tag(
+        sync=True
+    )
+    data = Bytes(help="the packed columns of every record (see luisa_nb.widgets.model)").tag(
+        sync=True
+    )
+    hazards = List(help="hazard summaries: kind, command ids, message, fix, arrow").tag(sync=True)
+
+    _view = "timeline"
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        analysis: Analysis | None = None,
+        model: TimelineModel | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(trace, Trace):
+            raise InvalidArgumentError(
+                f"{type(self).__name__} shows a luisa_nb Trace, not {type(trace).__name__}; "
+                "record one with `with lnb.trace() as t:` or load one with lnb.load_trace(path)"
+            )
+        self.trace = trace
+        self.analysis = analysis if analysis is not None else Analysis.of(trace)
+        self.model = model if model is not None else build_timeline(trace, self.analysis)
+        self._set_selectable(
+            self.model.record_ids.tolist(), [h["command_ids"] for h in self.model.hazards]
+        )
+        state, buffers = self._state()
+        super().__init__(**state, **buffers, **kwargs)
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        return timeline_state(self.model)
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of trait values this widget sends to the browser when displayed."""
+        state, buffers = self._state()
+        return len(json.dumps(state, separators=(",", ":"))) + sum(map(len, buffers.values()))
+
+    def _fallback(self) -> str:
+        return timeline_fallback(self.model)
+
+    def _repr_html_(self) -> str:
+        state, buffers = self._state()
+        return view_fragment(self._view, state, buffers, self._fallback())
+
+
+class TimelineWidget(TraceView):
+    """A lane per stream and a host lane; each record a bar coloured by kind; host reads
+    (▼) and writes (▲) on the host lane; each hazard a red arrow from the download's host
+    write to the stale upload's host read. Wheel zooms, drag pans, hover shows the record,
+    click selects (a bar: ``selected_command``; an arrow: ``selected_hazard``)."""
+
+    _esm = STATIC / "timeline.js"
+    _view = "timeline"
+
+
+class CommandTable(TraceView):
+    """Every command and sync point in issue order; click a row to select it."""
+
+    _esm = STATIC / "table.js"
+    _view = "table"
+
+    def _fallback(self) -> str:
+        return table_fallback(self.model)
+
+
+class HazardList(TraceView):
+    """Each hazard with both commands, the explanation and the fix; click to select."""
+
+    _esm = STATIC / "hazards.js"
+    _view = "hazards"
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        return {"summary": {}, "hazards": self.model.hazards}, {"data": b""}
+
+    def _fallback(self) -> str:
+        return hazards_fallback(self.model.hazards)

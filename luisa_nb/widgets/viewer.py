@@ -1,0 +1,103 @@
+"""``TraceViewer``: timeline, command table, hazard list and inspector of one trace,
+linked by selection. Choosing a hazard selects both of its commands and shows the
+upload's staged bytes against stream order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+from traitlets import observe
+
+from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.trace import Trace
+from luisa_nb.widgets.diff import StagingInspector
+from luisa_nb.widgets.model import Analysis, build_timeline
+from luisa_nb.widgets.pages import trace_fragment
+from luisa_nb.widgets.selection import SelectionMixin, link_selection
+from luisa_nb.widgets.static import escape
+from luisa_nb.widgets.trace_views import CommandTable, HazardList, TimelineWidget
+
+
+class TraceViewer(SelectionMixin, ipywidgets.VBox):
+    """The visual debugger of one trace. ``selected_command``, ``selected_hazard`` and
+    ``selected_commands`` mirror those of every view; ``timeline``, ``table``,
+    ``hazard_list`` and ``inspector`` are the views themselves."""
+
+    def __init__(self, trace: Trace, **kwargs: Any) -> None:
+        if not isinstance(trace, Trace):
+            raise InvalidArgumentError(
+                f"TraceViewer shows a luisa_nb Trace, not {type(trace).__name__}; load one "
+                "with lnb.load_trace(path)"
+            )
+        self.trace = trace
+        self.analysis = Analysis.of(trace)
+        self.model = build_timeline(trace, self.analysis)
+        self._set_selectable(
+            self.model.record_ids.tolist(), [h["command_ids"] for h in self.model.hazards]
+        )
+        shared = {"analysis": self.analysis, "model": self.model}
+        self.timeline = TimelineWidget(trace, **shared)
+        self.table = CommandTable(trace, **shared)
+        self.hazard_list = HazardList(trace, **shared)
+        self.inspector = StagingInspector(trace, analysis=self.analysis)
+        self._links = []
+        for view in (self.timeline, self.table, self.hazard_list):
+            self._links += link_selection(self, view)
+        narrow = ipywidgets.Layout(width="40%", min_width="280px")
+        wide = ipywidgets.Layout(width="60%", min_width="360px")
+        panels = ipywidgets.HBox(
+            [
+                ipywidgets.VBox(
+                    [_heading(f"Hazards ({len(self.model.hazards)})"), self.hazard_list],
+                    layout=narrow,
+                ),
+                ipywidgets.VBox([_heading("Commands and sync points"), self.table], layout=wide),
+            ]
+        )
+        children = [
+            ipywidgets.HTML(_header(self.model.meta)),
+            self.timeline,
+            panels,
+            _heading("Inspector"),
+            self.inspector,
+        ]
+        super().__init__(children, **kwargs)
+
+    @observe("selected_hazard", "selected_command")
+    def _inspect(self, _change: dict[str, Any]) -> None:
+        upload = None
+        if self.selected_hazard is not None:
+            upload = self.model.hazards[self.selected_hazard]["upload"]
+        elif self.selected_command in self.analysis.uploads:
+            upload = self.selected_command
+        self.inspector.command_id = upload
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | dict | None:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        return {**data, "text/html": self._repr_html_()}, metadata
+
+    def _repr_html_(self) -> str:
+        """The report's content: the same views, drawn by the same ES modules."""
+        return trace_fragment(self.trace, self.analysis)
+
+
+def _heading(text: str) -> ipywidgets.HTML:
+    return ipywidgets.HTML(f"<b>{escape(text)}</b>")
+
+
+def _header(meta: dict[str, Any]) -> str:
+    hazards = meta["hazards"]
+    verdict = (
+        f'<b style="color:#c62828">{hazards} hazard(s)</b>'
+        if hazards
+        else '<b style="color:#2e7d32">no hazards</b>'
+    )
+    return (
+        f"device: {escape(', '.join(meta['devices']) or '—')} · staging: "
+        f"{escape(', '.join(meta['staging']) or '—')} · capture: {escape(meta['capture'])} · "
+        f"{meta['commands']} commands, {meta['syncs']} sync points · {verdict}"
+    )
