@@ -31,19 +31,10 @@ from pathlib import Path
 from timing import print_table
 
 from luisa_nb.report import report_html
+from luisa_nb.testing.browser import launch_chromium
 from luisa_nb.widgets.model import BYTES_PER_RECORD, Analysis, build_timeline
 from luisa_nb.widgets.pages import timeline_state
 from luisa_nb.widgets.synthetic import synthetic_trace
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 
 
 def measure_page(browser, path: Path, width: int) -> dict[str, float]:
@@ -90,7 +81,7 @@ def main() -> None:
 
     rows, sizes = [], []
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = launch_chromium(playwright)
         for count in arguments.counts:
             trace = synthetic_trace(count)
             began = time.perf_counter()

@@ -8,44 +8,24 @@ was first painted. Deselect with ``-m "not browser"``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from notebook_support import WIRED
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
+from luisa_nb.testing.browser import jupyter_lab, launch_chromium, missing_browser_reason
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "01_seed_bug.ipynb"
 SERVER_START_S = 90
 RUN_ALL_S = 120
+MISSING = missing_browser_reason(lab=True)
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(
-        importlib.util.find_spec("playwright") is None, reason="playwright is not installed"
-    ),
-    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"no chromium at {CHROMIUM}"),
-    pytest.mark.skipif(
-        importlib.util.find_spec("jupyterlab") is None, reason="jupyterlab is not installed"
-    ),
+    pytest.mark.skipif(MISSING is not None, reason=str(MISSING)),
     pytest.mark.skipif(
         not WIRED,
         reason="notebook 1 uses %load_ext luisa_nb and lnb.last_trace(), which "
@@ -122,47 +102,6 @@ PROGRESS = """() => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for_server(url: str, server: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"jupyter lab exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"jupyter lab did not answer within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
-
-
-def _stop_server(server: subprocess.Popen, base: str, token: str) -> None:
-    """Ask the server to shut down (it stops its kernels), then make sure it has."""
-    try:
-        request = urllib.request.Request(
-            f"{base}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
-        )
-        urllib.request.urlopen(request, timeout=5).close()
-    except (urllib.error.URLError, OSError):
-        pass
-    try:
-        server.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-
-
 def _timings(log: dict) -> dict[str, float]:
     """Milliseconds, on the page's clock, from the seed cell's execution ending (its
     ``idle`` status reaching the page) to the first paint of each of its outputs."""
@@ -191,71 +130,42 @@ def test_notebook_seed_bug_in_jupyterlab(tmp_path):
     settings.mkdir(parents=True)
     # attach every cell to the page, so the seed cell's output is painted where it lands
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    port, token = _free_port(), secrets.token_hex(16)
-    base = f"http://127.0.0.1:{port}"
-    environment = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        f"--port={port}",
-        f"--ServerApp.token={token}",
-        "--ServerApp.ip=127.0.0.1",
-        "--ServerApp.allow_root=True",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-    ]
-    log = tmp_path / "jupyter-lab.log"
-    with log.open("w") as output:
-        server = subprocess.Popen(
-            command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT
-        )
-    try:
-        _wait_for_server(f"{base}/api/status?token={token}", server, log)
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 1800})
-                page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}", timeout=60_000)
-                page.wait_for_function(
-                    "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
-                    "?.kernel?.status === 'idle'",
-                    timeout=60_000,
-                )
-                page.evaluate(RUN_ALL_INSTRUMENTED)
-                deadline = time.monotonic() + RUN_ALL_S
-                progress = page.evaluate(PROGRESS)
-                while progress["pending"] or progress["status"] != "idle":
-                    assert not progress["errors"], progress["errors"]
-                    assert time.monotonic() < deadline, f"run all did not finish: {progress}"
-                    page.wait_for_timeout(250)
-                    progress = page.evaluate(PROGRESS)
+    with (
+        jupyter_lab(root, settings=tmp_path / "settings", timeout=SERVER_START_S) as lab,
+        sync_playwright() as playwright,
+    ):
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1800})
+            page.goto(lab.url(f"lab/tree/{NOTEBOOK.name}"), timeout=60_000)
+            page.wait_for_function(
+                "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
+                "?.kernel?.status === 'idle'",
+                timeout=60_000,
+            )
+            page.evaluate(RUN_ALL_INSTRUMENTED)
+            deadline = time.monotonic() + RUN_ALL_S
+            progress = page.evaluate(PROGRESS)
+            while progress["pending"] or progress["status"] != "idle":
                 assert not progress["errors"], progress["errors"]
+                assert time.monotonic() < deadline, f"run all did not finish: {progress}"
+                page.wait_for_timeout(250)
+                progress = page.evaluate(PROGRESS)
+            assert not progress["errors"], progress["errors"]
 
-                summary = page.locator(".lnb-ipython-summary").first
-                summary.scroll_into_view_if_needed()
-                stale = summary.get_by_text("STALE_UPLOAD", exact=True).first
-                assert stale.is_visible()
-                viewer = page.locator(".jupyter-widgets, .lnb-ipython-commands").first
-                assert viewer.is_visible()  # the trace viewer, or the fallback command table
-                seed_cell = page.locator(".jp-CodeCell").filter(has=summary).first
-                screenshot = tmp_path / "seed-cell.png"
-                seed_cell.screenshot(path=str(screenshot))
-                page.screenshot(path=str(tmp_path / "page.png"))
-                log = page.evaluate("() => window.__lnb")
-            finally:
-                browser.close()
-    finally:
-        _stop_server(server, base, token)
+            summary = page.locator(".lnb-ipython-summary").first
+            summary.scroll_into_view_if_needed()
+            stale = summary.get_by_text("STALE_UPLOAD", exact=True).first
+            assert stale.is_visible()
+            viewer = page.locator(".jupyter-widgets, .lnb-ipython-commands").first
+            assert viewer.is_visible()  # the trace viewer, or the fallback command table
+            seed_cell = page.locator(".jp-CodeCell").filter(has=summary).first
+            screenshot = tmp_path / "seed-cell.png"
+            seed_cell.screenshot(path=str(screenshot))
+            page.screenshot(path=str(tmp_path / "page.png"))
+            log = page.evaluate("() => window.__lnb")
+        finally:
+            browser.close()
     timings = _timings(log)
     marks = log["marks"]
     print(f"screenshot: {screenshot}")
@@ -264,6 +174,6 @@ def test_notebook_seed_bug_in_jupyterlab(tmp_path):
         f"{marks.get('viewerTop', float('nan')):.0f} px (viewer) of a {log['viewport']} px viewport"
     )
     print("timings:", json.dumps(timings))
-    assert server.returncode is not None
+    assert lab.process.returncode is not None
     assert timings["summary_received_to_paint_ms"] > 0
     assert "end_to_viewer_paint_ms" in timings

@@ -7,38 +7,30 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from luisa_nb.report import write_report
+from luisa_nb.testing.browser import launch_chromium, missing_browser_reason
 from luisa_nb.widgets import DiffView
 from luisa_nb.widgets.model import KINDS
 from luisa_nb.widgets.static import MODULE_TYPE, module_source
 from luisa_nb.widgets.synthetic import synthetic_trace
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KINDS}
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
-    pytest.skip(f"Debian chromium is not installed at {CHROMIUM}", allow_module_level=True)
+if reason := missing_browser_reason():
+    pytest.skip(reason, allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
         yield chromium
         chromium.close()
 

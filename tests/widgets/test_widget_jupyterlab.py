@@ -5,37 +5,13 @@ no device."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import nbformat
 import pytest
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
+from luisa_nb.testing.browser import jupyter_lab, launch_chromium, missing_browser_reason
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
-pytest.importorskip("jupyterlab", reason="jupyterlab is not installed")
-pytest.importorskip("ipykernel", reason="ipykernel is not installed")
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"Debian chromium is not installed at {CHROMIUM}", allow_module_level=True)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+if reason := missing_browser_reason(lab=True):
+    pytest.skip(reason, allow_module_level=True)
 
 
 @pytest.fixture
@@ -50,40 +26,15 @@ def lab(tmp_path, seed):
         )
     ]
     nbformat.write(notebook, tmp_path / "viewer.ipynb")
-    port = free_port()
-    command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
-        "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
-        f"--ServerApp.root_dir={tmp_path}", f"--LabApp.workspaces_dir={tmp_path}",
-        "--LabApp.news_url=None", "--allow-root",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]  # fmt: skip
-    log = (tmp_path / "server.log").open("w")
-    environment = {"JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    server = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **environment}
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            if server.poll() is not None:
-                break
-            time.sleep(0.2)
-    else:
-        server.terminate()
-        pytest.fail("JupyterLab did not start in 60 s; see " + str(tmp_path / "server.log"))
-    yield f"http://127.0.0.1:{port}/lab/tree/viewer.ipynb"
-    server.terminate()
-    server.wait(20)
-    log.close()
+    with jupyter_lab(tmp_path) as server:
+        yield server.url("lab/tree/viewer.ipynb")
 
 
 def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
