@@ -2,18 +2,24 @@
 
 ``luisa-nb demo`` runs the program of LuisaCompute #143 under a trace and prints the two
 rows the issue prints, the hazards found, and where staged and expected bytes differ.
+``luisa-nb serve`` serves a local backend to ``create_device("remote://HOST:PORT")``.
+``luisa-nb report TRACE -o report.html`` writes the trace viewer of a saved trace as one
+self-contained page.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from luisa_nb.analysis import HazardKind
-from luisa_nb.errors import LuisaNbError
+from luisa_nb.errors import LuisaNbError, RemoteError, TraceError
+from luisa_nb.remote.options import add_serve_options
 from luisa_nb.runtime import STAGING_POLICIES, create_device
 from luisa_nb.seed import expected_rows, run_seed
 
@@ -70,6 +76,35 @@ def _print_difference(check) -> None:
         print(f"    {index:>7} {check.staged[index]:>10} {check.expected[index]:>10}")
 
 
+def serve(arguments: argparse.Namespace) -> int:
+    try:
+        from luisa_nb.remote.server import make_server
+    except ImportError as error:
+        raise RemoteError(f"serve needs pyzmq ({error}); pip install 'luisa_nb[remote]'") from None
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    server = make_server(arguments)
+    print(f"serving backend {arguments.backend!r} on {server.endpoint}")
+    print(f"token: {server.token}")
+    print(f"connect: luisa_nb.create_device({server.address!r}, token=...)", flush=True)
+    try:
+        server.serve()
+    except KeyboardInterrupt:
+        print("stopped")
+    finally:
+        server.close()
+    return 0
+
+
+def report(arguments: argparse.Namespace) -> int:
+    from luisa_nb.report import write_report
+
+    if not Path(arguments.trace).is_file():
+        raise TraceError(f"no trace file at {arguments.trace}; save one with trace.save(path)")
+    path = write_report(arguments.trace, arguments.output, title=arguments.title)
+    print(f"report written to {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="luisa-nb", description="Make host-memory staging bugs of GPU runtimes visible."
@@ -88,6 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
     demo_parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
     demo_parser.set_defaults(run=demo)
+    serve_parser = commands.add_parser(
+        "serve", help="serve a local backend to remote clients until interrupted"
+    )
+    add_serve_options(serve_parser).set_defaults(run=serve)
+    report_parser = commands.add_parser(
+        "report", help="write a self-contained HTML report of a saved trace"
+    )
+    report_parser.add_argument("trace", metavar="TRACE", help="a trace saved with trace.save()")
+    report_parser.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default="report.html",
+        help="the page to write (default: report.html)",
+    )
+    report_parser.add_argument("--title", help="the page's title")
+    report_parser.set_defaults(run=report)
     return parser
 
 

@@ -37,3 +37,19 @@ def test_console_script_runs():
     )
     assert done.returncode == 2
     assert "did you mean 'cpu'" in done.stderr
+
+
+def test_report_writes_a_self_contained_page(capsys, tmp_path):
+    trace_path = tmp_path / "seed.lnbtrace"
+    assert main(["demo", "--trace", str(trace_path)]) == 0
+    page = tmp_path / "seed.html"
+    assert main(["report", str(trace_path), "-o", str(page)]) == 0
+    assert f"report written to {page}" in capsys.readouterr().out
+    html = page.read_text()
+    assert "STALE_UPLOAD" in html and "z_data" in html
+    assert "https://" not in html and "http://" not in html
+
+
+def test_report_of_a_missing_trace_is_one_line(capsys, tmp_path):
+    assert main(["report", str(tmp_path / "nothing.lnbtrace")]) == 2
+    assert "no trace file at" in capsys.readouterr().err

@@ -96,6 +96,11 @@ class Backend(ABC):
         scalars: Sequence[Any],
     ) -> None: ...
 
+    def check_executable(self, executable: Any) -> None:
+        """Raise a :class:`~luisa_nb.errors.LuisaNbError` if this backend cannot run the
+        kernel ``executable``; called before a dispatch is enqueued."""
+        return None
+
     def schedule(self, commands: Sequence[Any]) -> Sequence[Any]:
         """The order to run one submission's commands in (default: as submitted)."""
         return commands

@@ -92,6 +92,7 @@ class Kernel:
         for view in views:
             view.buffer.check_alive()
         device = views[0].device if views else default_device()
+        device.backend.check_executable(plan.executable)
         for view in views:
             if view.device is not device:
                 names = ", ".join(f"{v._name()} on {v.device.name!r}" for v in views)

@@ -1,0 +1,231 @@
+"""The remote backend: a device served by another process, over ZeroMQ (pyzmq).
+
+``create_device("remote")`` starts a server process on 127.0.0.1 for this device;
+``create_device("remote://HOST:PORT", token=...)`` connects to one started with
+``luisa-nb serve``. Like LuisaCompute's remote backend it stages at submission: the
+default staging policy is ``"submit"``, and upload bytes travel with the commands.
+
+Operations return at once and run when the calling thread's queue is sent (in batches,
+and at ``flush()``, which the runtime calls at the end of each submission). Downloads
+land when their reply arrives (``readback = "fence"``); under ``staging="execute"`` the
+runtime flushes before any later upload of the submission, so stream order holds.
+Times the server measured are mapped onto this host's clock (offset measured at
+connect) and land in each command's ``device_started``/``device_finished``.
+See ``docs/remote.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.backends.base import Allocation, Backend, DeviceSpan, KernelBuffer
+from luisa_nb.errors import ConfigurationError, RemoteError
+from luisa_nb.kernels.c_emitter import c_identifier
+from luisa_nb.remote.client import Connection
+from luisa_nb.remote.launcher import LocalServer
+from luisa_nb.remote.protocol import kernel_key
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class RemoteAllocation(Allocation):
+    """A buffer on the server, by handle; freed with the next batch once collected."""
+
+    __slots__ = ("handle", "nbytes", "released")
+
+    def __init__(self, handle: int, nbytes: int, released: deque[int]) -> None:
+        self.handle = handle
+        self.nbytes = nbytes
+        self.released = released
+
+    def __del__(self) -> None:
+        self.released.append(self.handle)
+
+
+class RemoteBackend(Backend):
+    name = "remote"
+    default_staging = "submit"
+    readback = "fence"
+    description = "a device served by another process over ZeroMQ; bytes travel with commands"
+
+    def __init__(
+        self,
+        address: str | None = None,
+        token: str | None = None,
+        backend: str = "cpu",
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        server = None
+        if address is None:
+            server = LocalServer(backend, timeout)
+            endpoint, token = server.endpoint, server.token
+        else:
+            if not token:
+                raise ConfigurationError(
+                    f"remote://{address} needs token=...: the token `luisa-nb serve` printed"
+                )
+            endpoint = address if address.startswith("tcp://") else f"tcp://{address}"
+        try:
+            self._connection = Connection(
+                endpoint, token, timeout, server.process if server else None
+            )
+        except BaseException:
+            if server is not None:
+                server.stop()
+            raise
+        self._server = server
+        self._kernels: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.address = endpoint
+        self._finalizer = weakref.finalize(self, _shut_down, self._connection, server)
+
+    def close(self) -> None:
+        """End the session and stop the server this backend started (if it did)."""
+        self._finalizer()
+
+    def info(self) -> dict[str, Any]:
+        connection = self._connection
+        return {
+            **super().info(),
+            "address": self.address,
+            "server_backend": connection.hello["backend"],
+            "server_model": connection.hello["model"],
+            "server_pid": connection.hello["pid"],
+            "started_server": self._server is not None,
+            "max_message_bytes": connection.hello["max_message_bytes"],
+            "clock_offset_ns": connection.offset_ns,
+            "clock_error_ns": connection.error_ns,
+        }
+
+    # -- operations ------------------------------------------------------------------------
+
+    def allocate(self, nbytes: int) -> RemoteAllocation:
+        connection = self._connection
+        handle = connection.channel().call("allocate", nbytes=nbytes)["handle"]
+        return RemoteAllocation(handle, nbytes, connection.released)
+
+    def upload(self, allocation: RemoteAllocation, offset: int, data: np.ndarray) -> DeviceSpan:
+        span = DeviceSpan()
+        channel = self._connection.channel()
+        data = data.reshape(-1).view(np.uint8)
+        for start, stop in self._chunks(data.nbytes):
+            piece = data[start:stop].tobytes()  # the bytes as they are now
+            operation = ["upload", allocation.handle, offset + start, 0]
+            channel.add(operation, span, data=piece, weight=stop - start)
+        return span
+
+    def download(self, allocation: RemoteAllocation, offset: int, out: np.ndarray) -> DeviceSpan:
+        span = DeviceSpan()
+        channel = self._connection.channel()
+        out = out.reshape(-1).view(np.uint8)
+        for start, stop in self._chunks(out.nbytes):
+            operation = ["download", allocation.handle, offset + start, stop - start]
+            channel.add(operation, span, out[start:stop], weight=stop - start)
+        return span
+
+    def copy(
+        self,
+        source: RemoteAllocation,
+        source_offset: int,
+        target: RemoteAllocation,
+        target_offset: int,
+        nbytes: int,
+    ) -> DeviceSpan:
+        span = DeviceSpan()
+        operation = ["copy", source.handle, source_offset, target.handle, target_offset, nbytes]
+        self._connection.channel().add(operation, span)
+        return span
+
+    def fill(
+        self, allocation: RemoteAllocation, offset: int, nbytes: int, element: np.ndarray
+    ) -> DeviceSpan:
+        span = DeviceSpan()
+        operation = [
+            "fill", allocation.handle, offset, nbytes, element.dtype.str, element.tobytes().hex()
+        ]  # fmt: skip
+        self._connection.channel().add(operation, span)
+        return span
+
+    def dispatch(
+        self,
+        executable: Any,
+        dims: tuple[int, int, int],
+        buffers: Sequence[KernelBuffer],
+        scalars: Sequence[Any],
+    ) -> DeviceSpan:
+        known = self._kernels.get(executable)
+        if known is None:
+            known = self._kernels[executable] = _definition(executable)
+        key, definition = known
+        channel = self._connection.channel()
+        carried = definition if channel.needs_definition(key) else None
+        operation = [
+            "dispatch",
+            key,
+            list(dims),
+            [[b.allocation.handle, b.offset, b.nbytes] for b in buffers],
+            [s.item() if isinstance(s, np.generic) else s for s in scalars],
+            carried,
+        ]
+        span = DeviceSpan()
+        channel.add(operation, span, kernel=key if carried is not None else None)
+        return span
+
+    def check_executable(self, executable: Any) -> None:
+        if executable.mode != "c":
+            raise ConfigurationError(
+                f"kernel {executable.name!r} runs in {executable.mode!r} mode; the remote "
+                f"backend runs compiled C only: declare it with @kernel(mode='c') (and make "
+                f"sure a C compiler exists here: set CC or put `cc` on PATH)"
+            )
+
+    def schedule(self, commands: Sequence[Any]) -> Sequence[Any]:
+        """Run, without reporting, what an earlier submission of this thread left queued
+        when one of its commands raised before the runtime flushed."""
+        channel = self._connection.channel()
+        if channel.operations:
+            with contextlib.suppress(Exception):
+                channel.flush()
+        return commands
+
+    def flush(self) -> None:
+        self._connection.channel().flush()
+
+    def _chunks(self, nbytes: int) -> Sequence[tuple[int, int]]:
+        """Byte ranges of at most one chunk each, so no message exceeds the server's limit."""
+        step = self._connection.chunk_bytes
+        if nbytes <= step:
+            return ((0, nbytes),)
+        return [(start, min(start + step, nbytes)) for start in range(0, nbytes, step)]
+
+
+def _definition(executable: Any) -> tuple[str, dict[str, Any]]:
+    """The wire definition of a compiled-C executable, and its key."""
+    entry = f"lnb_{c_identifier(executable.name)}"
+    definition = {
+        "name": entry,
+        "source": executable.source,
+        "buffers": [parameter.dtype.str for parameter in executable.buffer_parameters],
+        "scalars": [parameter.dtype.name for parameter in executable.scalar_parameters],
+    }
+    return kernel_key(definition), definition
+
+
+def _shut_down(connection: Connection, server: LocalServer | None) -> None:
+    try:
+        connection.close()
+    except (RemoteError, OSError):
+        pass
+    finally:
+        if server is not None:
+            server.stop()
+
+
+backend_class = RemoteBackend

@@ -1,0 +1,37 @@
+"""The options of ``luisa-nb serve``, importable without pyzmq (the CLI builds its
+parser before it knows whether ``serve`` will run)."""
+
+from __future__ import annotations
+
+import argparse
+
+from luisa_nb.remote.protocol import DEFAULT_MAX_MESSAGE_BYTES, TOKEN_VARIABLE
+
+DEFAULT_PORT = 5557
+
+
+def add_serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--backend", default="cpu", help="local backend to serve (default: cpu)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to bind (default: 127.0.0.1, loopback only; any other address lets "
+        "whoever reaches it with the token run code on this machine)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"TCP port; 0 picks a free one (default: {DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--token",
+        help=f"the token clients must send (default: ${TOKEN_VARIABLE}, else a random one)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        help=f"largest message accepted (default: {DEFAULT_MAX_MESSAGE_BYTES} bytes)",
+    )
+    return parser

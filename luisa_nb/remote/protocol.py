@@ -1,0 +1,166 @@
+"""The wire format of the remote backend, shared by client and server.
+
+A message is a ZeroMQ multipart message: frame 0 is a UTF-8 JSON object (the header),
+the frames after it are raw bytes (upload data in requests; operation times and download
+data in replies). Nothing is pickled. Every request header carries::
+
+    {"v": 1, "id": <int>, "token": <str>, "session": <hex str>, "op": <str>, ...}
+
+and every reply header ``{"v": 1, "id": <the request's id or null>, "ok": <bool>, ...}``
+with ``"error"`` when ``ok`` is false. The ops are ``hello``, ``clock``, ``allocate``,
+``batch`` and ``close``; a batch's ``"ops"`` is a list of lists (see :data:`OPERATIONS`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+PROTOCOL_VERSION = 1
+DEFAULT_MAX_MESSAGE_BYTES = 1 << 30
+MAX_HEADER_BYTES = 16 << 20
+MAX_OPS_PER_BATCH = 65536
+MAX_HANDLE = (1 << 53) - 1
+MAX_BYTES = 1 << 48
+MAX_SOURCE_BYTES = 4 << 20
+MAX_KERNEL_PARAMETERS = 1024
+TOKEN_VARIABLE = "LUISA_NB_REMOTE_TOKEN"
+SESSION_PATTERN = re.compile(r"[0-9a-f]{8,64}")
+ENTRY_PATTERN = re.compile(r"lnb_[A-Za-z0-9_]{1,200}")
+KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
+BUFFER_DTYPES = ("|b1", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
+SCALAR_DTYPES = ("bool", "int32", "uint32", "int64", "uint64", "float32", "float64")
+REQUESTS = ("hello", "clock", "allocate", "batch", "close")
+OPERATIONS = {
+    # name: the fields after the name, checked by check_operation
+    "upload": ("handle", "offset", "frame"),
+    "download": ("handle", "offset", "nbytes"),
+    "copy": ("handle", "offset", "handle", "offset", "nbytes"),
+    "fill": ("handle", "offset", "nbytes", "dtype", "hex"),
+    "dispatch": ("key", "dims", "buffers", "scalars", "definition"),
+}
+
+
+class ProtocolError(Exception):
+    """A message does not follow the protocol; the text says which part and why."""
+
+
+def encode(header: dict[str, Any]) -> bytes:
+    return json.dumps(header, separators=(",", ":")).encode()
+
+
+def decode(frame: bytes | memoryview) -> dict[str, Any]:
+    """The JSON object in ``frame``; :class:`ProtocolError` for anything else."""
+    if len(frame) > MAX_HEADER_BYTES:
+        raise ProtocolError(f"header of {len(frame)} bytes exceeds {MAX_HEADER_BYTES}")
+    try:
+        header = json.loads(bytes(frame).decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ProtocolError(f"header is not JSON: {error}") from None
+    if type(header) is not dict:
+        raise ProtocolError(f"header is a JSON {type(header).__name__}, not an object")
+    return header
+
+
+def kernel_key(definition: dict[str, Any]) -> str:
+    """The hash that names a kernel definition on both sides."""
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def check_integer(value: Any, what: str, maximum: int = MAX_BYTES) -> int:
+    if type(value) is not int or not 0 <= value <= maximum:
+        raise ProtocolError(f"{what} must be an integer in [0, {maximum}], got {value!r}")
+    return value
+
+
+def check_request(header: dict[str, Any]) -> None:
+    """The fields every request has: version, id, token, session and a known op."""
+    if header.get("v") != PROTOCOL_VERSION:
+        raise ProtocolError(
+            f"protocol version {header.get('v')!r} is not supported (server: {PROTOCOL_VERSION})"
+        )
+    check_integer(header.get("id"), "id", MAX_HANDLE)
+    if type(header.get("token")) is not str:
+        raise ProtocolError("token must be a string")
+    session = header.get("session")
+    if type(session) is not str or not SESSION_PATTERN.fullmatch(session):
+        raise ProtocolError("session must be 8 to 64 lowercase hex digits")
+    if header.get("op") not in REQUESTS:
+        raise ProtocolError(f"op {header.get('op')!r} is unknown; use one of {REQUESTS}")
+
+
+def check_operation(operation: Any, frames: int) -> list[Any]:
+    """One batch operation, its field types checked (handles and ranges are checked
+    against the session by the server)."""
+    if type(operation) is not list or not operation or operation[0] not in OPERATIONS:
+        raise ProtocolError(f"operation {str(operation)[:80]} is not [name, ...fields]")
+    fields = OPERATIONS[operation[0]]
+    if len(operation) != len(fields) + 1:
+        raise ProtocolError(f"{operation[0]} takes {len(fields)} fields, got {len(operation) - 1}")
+    for kind, value in zip(fields, operation[1:], strict=True):
+        if kind in ("handle", "offset", "nbytes"):
+            check_integer(value, f"{operation[0]} {kind}")
+        elif kind == "frame":
+            check_integer(value, "upload frame", frames - 1)
+        elif kind == "dtype" and value not in BUFFER_DTYPES:
+            raise ProtocolError(f"fill dtype {value!r} is not one of {BUFFER_DTYPES}")
+        elif kind == "hex" and (type(value) is not str or len(value) > 16):
+            raise ProtocolError("fill element must be a hex string of at most 8 bytes")
+        elif kind == "key" and (type(value) is not str or not KEY_PATTERN.fullmatch(value)):
+            raise ProtocolError("dispatch key must be 32 lowercase hex digits")
+        elif kind == "dims":
+            _check_dims(value)
+        elif kind == "buffers":
+            _check_kernel_buffers(value)
+        elif kind == "scalars":
+            _check_scalars(value)
+        elif kind == "definition" and value is not None:
+            check_definition(value)
+    return operation
+
+
+def _check_dims(value: Any) -> None:
+    if type(value) is not list or len(value) != 3:
+        raise ProtocolError("dispatch dims must be a list of 3 integers")
+    for item in value:
+        check_integer(item, "dispatch dim", (1 << 31) - 1)
+
+
+def _check_kernel_buffers(value: Any) -> None:
+    if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
+        raise ProtocolError("dispatch buffers must be a list of [handle, offset, nbytes]")
+    for item in value:
+        if type(item) is not list or len(item) != 3:
+            raise ProtocolError("dispatch buffers must be a list of [handle, offset, nbytes]")
+        for number in item:
+            check_integer(number, "dispatch buffer field")
+
+
+def _check_scalars(value: Any) -> None:
+    if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
+        raise ProtocolError("dispatch scalars must be a list of numbers")
+    for item in value:
+        if type(item) not in (bool, int, float) or (type(item) is int and item.bit_length() > 64):
+            raise ProtocolError(f"dispatch scalar {item!r} is not a bool, 64-bit int or float")
+
+
+def check_definition(value: Any) -> dict[str, Any]:
+    """A kernel definition: ``{"name", "source", "buffers", "scalars"}``."""
+    if type(value) is not dict or set(value) != {"name", "source", "buffers", "scalars"}:
+        raise ProtocolError("kernel definition needs exactly name, source, buffers, scalars")
+    if type(value["name"]) is not str or not ENTRY_PATTERN.fullmatch(value["name"]):
+        raise ProtocolError("kernel name must match lnb_[A-Za-z0-9_]+")
+    source = value["source"]
+    if type(source) is not str or len(source) > MAX_SOURCE_BYTES:
+        raise ProtocolError(f"kernel source must be a string of at most {MAX_SOURCE_BYTES} chars")
+    buffers, scalars = value["buffers"], value["scalars"]
+    if type(buffers) is not list or any(item not in BUFFER_DTYPES for item in buffers):
+        raise ProtocolError(f"kernel buffers must be a list of {BUFFER_DTYPES}")
+    if type(scalars) is not list or any(item not in SCALAR_DTYPES for item in scalars):
+        raise ProtocolError(f"kernel scalars must be a list of {SCALAR_DTYPES}")
+    if len(buffers) + len(scalars) > MAX_KERNEL_PARAMETERS:
+        raise ProtocolError(f"a kernel takes at most {MAX_KERNEL_PARAMETERS} parameters")
+    return value
