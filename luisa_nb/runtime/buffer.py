@@ -29,6 +29,7 @@ from luisa_nb.runtime.commands import (
     UploadCommand,
 )
 from luisa_nb.runtime.host import host_bytes
+from luisa_nb.trace.records import Access, DeviceRange
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
@@ -49,6 +50,7 @@ class BufferView:
         itemsize = buffer.dtype.itemsize
         self.offset_bytes = start * itemsize
         self.nbytes = size * itemsize
+        self._device_ranges: dict[Access, tuple[DeviceRange]] = {}
 
     # -- geometry --------------------------------------------------------------------
 
@@ -66,6 +68,14 @@ class BufferView:
 
     def __len__(self) -> int:
         return self.size
+
+    def device_ranges(self, access: Access) -> tuple[DeviceRange]:
+        """This view as the device range of a trace record; made once per access."""
+        ranges = self._device_ranges.get(access)
+        if ranges is None:
+            ranges = (DeviceRange(self.buffer.id, self.offset_bytes, self.nbytes, access),)
+            self._device_ranges[access] = ranges
+        return ranges
 
     def view(self, start: int = 0, stop: int | None = None) -> BufferView:
         """Elements ``[start, stop)`` of this view (``stop`` defaults to its end)."""

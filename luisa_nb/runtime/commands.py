@@ -52,7 +52,7 @@ class Command:
         self.stream_id: int | None = None
         self._trace: Trace | None = None
 
-    def device_ranges(self) -> list[DeviceRange]:
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -89,10 +89,6 @@ def _host_access(record: CommandRecord | None) -> AbstractContextManager[object]
     return _UNTRACED if record is None else _HOST_ACCESS
 
 
-def _range(view: BufferView, access: Access) -> DeviceRange:
-    return DeviceRange(view.buffer.id, view.offset_bytes, view.nbytes, access)
-
-
 def _kernel_buffer(view: BufferView) -> KernelBuffer:
     """The device memory of ``view``, held by the command so that ``destroy()`` on a
     buffer with commands in flight cannot free memory under them."""
@@ -115,8 +111,8 @@ class UploadCommand(Command):
         trace = active_trace()
         self.enqueue_capture: Capture | None = None if trace is None else trace.capture(source)
 
-    def device_ranges(self) -> list[DeviceRange]:
-        return [_range(self.target, Access.WRITE)]
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return self.target.device_ranges(Access.WRITE)
 
     def describe(self) -> str:
         return f"upload buffer#{self.target.buffer.id}"
@@ -127,8 +123,8 @@ class UploadCommand(Command):
         return record
 
     def stage(self, into: np.ndarray | None = None) -> None:
-        """Copy the host bytes now (staging="submit", or at execution when traced) into a
-        new array or into the staging memory ``into``. If ``into`` is smaller than the
+        """Copy the host bytes now (staging="submit") into a new array or into the
+        staging memory ``into``. If ``into`` is smaller than the
         upload (larger than a finite heap), the rest is read when the upload runs, in
         chunks of that size."""
         source = self.source
@@ -147,9 +143,14 @@ class UploadCommand(Command):
     def run(self, backend: Backend) -> DeviceSpan | None:
         memory = self.memory
         if self.staged is None:
-            if self.record is None:
+            record = self.record
+            if record is None:
                 return backend.upload(memory.allocation, memory.offset, self.source)
-            self.stage()
+            with _HOST_ACCESS:
+                record.host_read = now()
+                span = backend.upload(memory.allocation, memory.offset, self.source)
+                record.data_capture = self._trace.capture(self.source)
+            return span
         staged, self.staged = self.staged, None
         if staged.nbytes == self.source.nbytes:
             return backend.upload(memory.allocation, memory.offset, staged)
@@ -182,8 +183,8 @@ class DownloadCommand(Command):
         self.target = target
         self.readback: np.ndarray | None = None
 
-    def device_ranges(self) -> list[DeviceRange]:
-        return [_range(self.source, Access.READ)]
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return self.source.device_ranges(Access.READ)
 
     def describe(self) -> str:
         return f"download buffer#{self.source.buffer.id}"
@@ -230,8 +231,8 @@ class CopyCommand(Command):
         self.target = target
         self.memory = (_kernel_buffer(source), _kernel_buffer(target))
 
-    def device_ranges(self) -> list[DeviceRange]:
-        return [_range(self.source, Access.READ), _range(self.target, Access.WRITE)]
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return self.source.device_ranges(Access.READ) + self.target.device_ranges(Access.WRITE)
 
     def describe(self) -> str:
         return f"copy buffer#{self.source.buffer.id} -> buffer#{self.target.buffer.id}"
@@ -255,8 +256,8 @@ class FillCommand(Command):
         self.element = element
         self.memory = _kernel_buffer(target)
 
-    def device_ranges(self) -> list[DeviceRange]:
-        return [_range(self.target, Access.WRITE)]
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return self.target.device_ranges(Access.WRITE)
 
     def describe(self) -> str:
         return f"fill buffer#{self.target.buffer.id} = {self.element[0]!r}"
@@ -291,12 +292,12 @@ class DispatchCommand(Command):
         self.scalars = scalars
         self.buffers = tuple(_kernel_buffer(view) for view in targets)
 
-    def device_ranges(self) -> list[DeviceRange]:
-        return [
-            _range(view, access)
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return tuple(
+            view.device_ranges(access)[0]
             for view, access in zip(self.targets, self.accesses, strict=True)
             if access is not None
-        ]
+        )
 
     def describe(self) -> str:
         return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"

@@ -47,25 +47,25 @@ def host_bytes(array: object, dtype: np.dtype, size: int, what: str, *, writes: 
     return (array if array.ndim == 1 else array.reshape(-1)).view(np.uint8)
 
 
-_addresses: dict[int, tuple[weakref.ref, int, int]] = {}
+_host_ranges: dict[int, tuple[weakref.ref, HostRange]] = {}
 
 
 def _forget(key: int) -> None:
-    _addresses.pop(key, None)
-
-
-def host_address(array: np.ndarray) -> int:
-    """The address of ``array``'s first byte. Asking numpy costs ~1 µs, so addresses are
-    remembered per live array (a program uploads the same arrays over and over)."""
-    key = id(array)
-    entry = _addresses.get(key)
-    if entry is not None and entry[0]() is array and entry[2] == array.nbytes:
-        return entry[1]
-    address = array.__array_interface__["data"][0]
-    _addresses[key] = (weakref.ref(array, lambda _, key=key: _forget(key)), address, array.nbytes)
-    return address
+    _host_ranges.pop(key, None)
 
 
 def host_range(array: np.ndarray) -> HostRange:
-    """The address range ``array`` occupies, as a trace record field."""
-    return HostRange(host_address(array), array.nbytes, array.dtype.str, array.shape)
+    """The address range ``array`` occupies, as a trace record field. Asking numpy for an
+    address costs ~1 µs, so ranges are remembered per live array (a program uploads the
+    same arrays over and over); records of one array share its range and its name."""
+    key = id(array)
+    entry = _host_ranges.get(key)
+    if entry is not None:
+        reference, known = entry
+        if reference() is array and known.nbytes == array.nbytes and known.shape == array.shape:
+            return known
+    known = HostRange(
+        array.__array_interface__["data"][0], array.nbytes, array.dtype.str, array.shape
+    )
+    _host_ranges[key] = (weakref.ref(array, lambda _, key=key: _forget(key)), known)
+    return known

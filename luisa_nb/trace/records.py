@@ -47,7 +47,7 @@ class Status(str, Enum):
     SKIPPED = "skipped"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class DeviceRange:
     """Bytes ``[offset, offset + nbytes)`` of device buffer ``buffer`` (its id)."""
 
@@ -82,13 +82,14 @@ class HostRange:
         return self.address < other.end and other.address < self.end
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Capture:
     """Host bytes as a command saw them: a digest of all ``nbytes`` bytes and, unless the
     capture policy is ``none``, a copy of the first bytes.
 
     ``blob`` is the key (the digest of the copied bytes) of a uint8 array in
-    :attr:`Trace.blobs`; when the copy holds every byte, ``blob == digest``.
+    :attr:`Trace.blobs`; when the copy holds every byte, ``blob == digest``. Records that
+    saw the same bytes share one ``Capture``.
     """
 
     nbytes: int
@@ -122,7 +123,7 @@ class CommandRecord:
     submission: int
     index: int
     label: str
-    device_ranges: list[DeviceRange]
+    device_ranges: tuple[DeviceRange, ...]
     host: HostRange | None = None
     staging: str = "execute"
     enqueued: int = 0

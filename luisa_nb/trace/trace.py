@@ -58,6 +58,7 @@ class Trace:
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
+        self._captures: dict[str, Capture] = {}
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
     # -- recording (called by the runtime) -------------------------------------------
@@ -74,14 +75,20 @@ class Trace:
         """
         nbytes = data.nbytes
         digest = digest_bytes(data)
+        known = self._captures.get(digest)
+        if known is not None and known.nbytes == nbytes:
+            return known
         head = nbytes if self._head is None else min(self._head, nbytes)
         if not head:
-            return Capture(nbytes, None, digest)
-        kept = data if head == nbytes else data[:head]
-        key = digest if head == nbytes else digest_bytes(kept)
-        if key not in self.blobs:
-            self.blobs[key] = kept if owned else kept.copy()
-        return Capture(nbytes, key, digest)
+            captured = Capture(nbytes, None, digest)
+        else:
+            kept = data if head == nbytes else data[:head]
+            key = digest if head == nbytes else digest_bytes(kept)
+            if key not in self.blobs:
+                self.blobs[key] = kept if owned else kept.copy()
+            captured = Capture(nbytes, key, digest)
+        self._captures[digest] = captured
+        return captured
 
     # -- recording scope -------------------------------------------------------------
 

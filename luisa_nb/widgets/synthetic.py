@@ -56,7 +56,7 @@ def synthetic_trace(count: int, streams: int = 4, stale: int = 3) -> AnalyzedTra
             submission=i + 1,
             index=0,
             label="step" if kind is CommandKind.DISPATCH else "",
-            device_ranges=[DeviceRange(s + 1, 0, 4096, access)],
+            device_ranges=(DeviceRange(s + 1, 0, 4096, access),),
             host=None,
             staging="submit" if stale_one else "execute",
             enqueued=host,

@@ -101,7 +101,7 @@ class TraceBuilder:
             submission=submission,
             index=index,
             label=label,
-            device_ranges=devices,
+            device_ranges=tuple(devices),
             host=host,
             staging=staging,
             enqueue_capture=self.capture(enqueue_values),

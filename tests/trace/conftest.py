@@ -32,7 +32,9 @@ def _command(id: int, seq: int, kind: CommandKind, stream: int, devices, **field
     fields.setdefault("submission", 1)
     fields.setdefault("index", 0)
     fields.setdefault("label", "")
-    return CommandRecord(id=id, seq=seq, kind=kind, stream=stream, device_ranges=devices, **fields)
+    return CommandRecord(
+        id=id, seq=seq, kind=kind, stream=stream, device_ranges=tuple(devices), **fields
+    )
 
 
 def build_sample_trace(cls: type[Trace] = Trace) -> Trace:
