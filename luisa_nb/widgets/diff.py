@@ -20,13 +20,13 @@ from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.comparison import DEFAULT_PAGE_SIZE, Comparison, upload_comparison
 from luisa_nb.widgets.model import Analysis
 from luisa_nb.widgets.pages import comparison_state, diff_fallback, view_fragment
-from luisa_nb.widgets.static import STATIC
+from luisa_nb.widgets.static import module_source
 
 
 class ComparisonWidget(StaticFallbackWidget):
     """Shared by :class:`DiffView` and :class:`StagingInspector`."""
 
-    _esm = STATIC / "diff.js"
+    _esm = module_source("diff")
     summary = Dict(help="statistics, first differing indices, page counts, heatmap layout").tag(
         sync=True
     )

@@ -50,10 +50,18 @@ try {
 </script>"""
 
 
+#: Renderers that read binary traits; ``static/columns.js`` is prepended to each of them.
+COLUMN_READERS = frozenset({"timeline", "table", "diff"})
+
+
 @cache
 def module_source(name: str) -> str:
-    """The text of ``static/<name>.js``."""
-    return (STATIC / f"{name}.js").read_text(encoding="utf-8")
+    """The module ``static/<name>.js``, with the shared ``columns.js`` in front where it
+    needs it (anywidget loads one module per widget, so renderers cannot import)."""
+    text = (STATIC / f"{name}.js").read_text(encoding="utf-8")
+    if name in COLUMN_READERS:
+        text = (STATIC / "columns.js").read_text(encoding="utf-8") + "\n" + text
+    return text
 
 
 @cache

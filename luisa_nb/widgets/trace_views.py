@@ -25,7 +25,7 @@ from luisa_nb.widgets.pages import (
     view_fragment,
 )
 from luisa_nb.widgets.selection import SelectionMixin, selection_traits
-from luisa_nb.widgets.static import STATIC
+from luisa_nb.widgets.static import module_source
 
 
 class TraceView(SelectionMixin, StaticFallbackWidget):
@@ -88,14 +88,14 @@ class TimelineWidget(TraceView):
     write to the stale upload's host read. Wheel zooms, drag pans, hover shows the record,
     click selects (a bar: ``selected_command``; an arrow: ``selected_hazard``)."""
 
-    _esm = STATIC / "timeline.js"
+    _esm = module_source("timeline")
     _view = "timeline"
 
 
 class CommandTable(TraceView):
     """Every command and sync point in issue order; click a row to select it."""
 
-    _esm = STATIC / "table.js"
+    _esm = module_source("table")
     _view = "table"
 
     def _fallback(self) -> str:
@@ -105,7 +105,7 @@ class CommandTable(TraceView):
 class HazardList(TraceView):
     """Each hazard with both commands, the explanation and the fix; click to select."""
 
-    _esm = STATIC / "hazards.js"
+    _esm = module_source("hazards")
     _view = "hazards"
 
     def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -7,30 +7,8 @@
 // by a "page" message with three buffers: flat indices as f8, expected, actual), or,
 // in a static page, from the embedded buffers all_* and diff_*.
 
-const TYPES = {
-  i1: Int8Array,
-  u1: Uint8Array,
-  i2: Int16Array,
-  u2: Uint16Array,
-  i4: Int32Array,
-  u4: Uint32Array,
-  i8: BigInt64Array,
-  u8: BigUint64Array,
-  f4: Float32Array,
-  f8: Float64Array,
-};
-
-function toArrayBuffer(value) {
-  if (!value) return null;
-  if (value instanceof ArrayBuffer) return value;
-  if (ArrayBuffer.isView(value)) {
-    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
-  }
-  return null;
-}
-
 function typed(value, dtype) {
-  const buffer = toArrayBuffer(value);
+  const buffer = value ? toArrayBuffer(value) : null;
   if (!buffer) return null;
   const Type = TYPES[dtype];
   return new Type(buffer, 0, Math.floor(buffer.byteLength / Type.BYTES_PER_ELEMENT));

@@ -7,31 +7,10 @@
 
 const ROW_HEIGHT = 22;
 const OVERSCAN = 8;
-const TYPES = {
-  f8: Float64Array,
-  f4: Float32Array,
-  u4: Uint32Array,
-  u2: Uint16Array,
-  u1: Uint8Array,
-};
 const HEADERS = ["id", "kind", "lane", "start", "took", "host read / write", "status", "what"];
 
-function toArrayBuffer(value) {
-  if (!value) return new ArrayBuffer(0);
-  if (value instanceof ArrayBuffer) return value;
-  if (ArrayBuffer.isView(value)) {
-    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
-  }
-  return new ArrayBuffer(0);
-}
-
 function decode(summary, data, hazards) {
-  const buffer = toArrayBuffer(data);
-  const count = summary.count || 0;
-  const columns = {};
-  for (const [name, spec] of Object.entries(summary.layout || {})) {
-    columns[name] = new TYPES[spec.dtype](buffer, spec.offset, count);
-  }
+  const { count, columns } = decodeColumns(summary, data);
   const order = new Uint32Array(count);
   for (let i = 0; i < count; i++) order[i] = i;
   order.sort((a, b) => columns.id[a] - columns.id[b]);

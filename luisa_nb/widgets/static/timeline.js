@@ -15,32 +15,11 @@ const AXIS_HEIGHT = 22;
 const LABEL_WIDTH = 120;
 const MIN_BAR = 3;
 const HIT_PIXELS = 4;
-const TYPES = {
-  f8: Float64Array,
-  f4: Float32Array,
-  u4: Uint32Array,
-  u2: Uint16Array,
-  u1: Uint8Array,
-};
 // Aggregated columns keep the most telling kind: transfers over dispatches over syncs.
 const PRIORITY = [9, 9, 6, 5, 7, 2, 3, 3, 2, 1];
 
-function toArrayBuffer(value) {
-  if (!value) return new ArrayBuffer(0);
-  if (value instanceof ArrayBuffer) return value;
-  if (ArrayBuffer.isView(value)) {
-    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
-  }
-  return new ArrayBuffer(0);
-}
-
 function decode(summary, data, hazards) {
-  const buffer = toArrayBuffer(data);
-  const count = summary.count || 0;
-  const columns = {};
-  for (const [name, spec] of Object.entries(summary.layout || {})) {
-    columns[name] = new TYPES[spec.dtype](buffer, spec.offset, count);
-  }
+  const { count, columns } = decodeColumns(summary, data);
   const lanes = summary.lanes.length;
   const sizes = new Int32Array(lanes);
   for (let i = 0; i < count; i++) sizes[columns.lane[i]]++;
