@@ -41,6 +41,8 @@ class Command:
 
     kind: ClassVar[CommandKind]
     label: ClassVar[str] = ""
+    host: ClassVar[np.ndarray | None] = None
+    enqueue_capture: ClassVar[Capture | None] = None
     __slots__ = ("_trace", "device", "enqueued", "id", "record", "stream_id", "views")
 
     def __init__(self, device: Device, views: Sequence[BufferView]) -> None:
@@ -58,15 +60,33 @@ class Command:
     def describe(self) -> str:
         return self.kind.value
 
-    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
+    def make_record(
+        self,
+        trace: Trace,
+        seq: int,
+        stream: int,
+        submission: int,
+        index: int,
+        staging: str,
+        submitted: int,
+    ) -> CommandRecord:
+        """The record of this command's submission; the worker fills in its times."""
         self._trace = trace
+        host = self.host
         self.record = CommandRecord(
-            id=self.id,
-            kind=self.kind,
-            label=self.label,
-            device_ranges=self.device_ranges(),
-            enqueued=self.enqueued,
-            **fields,
+            self.id,
+            seq,
+            self.kind,
+            stream,
+            submission,
+            index,
+            self.label,
+            self.device_ranges(),
+            None if host is None else host_range(host),
+            staging,
+            self.enqueued,
+            submitted,
+            enqueue_capture=self.enqueue_capture,
         )
         return self.record
 
@@ -116,11 +136,6 @@ class UploadCommand(Command):
 
     def describe(self) -> str:
         return f"upload buffer#{self.target.buffer.id}"
-
-    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
-        record = super().make_record(trace, host=host_range(self.host), **fields)
-        record.enqueue_capture = self.enqueue_capture
-        return record
 
     def stage(self, into: np.ndarray | None = None) -> None:
         """Copy the host bytes now (staging="submit") into a new array or into the
@@ -188,9 +203,6 @@ class DownloadCommand(Command):
 
     def describe(self) -> str:
         return f"download buffer#{self.source.buffer.id}"
-
-    def make_record(self, trace: Trace, **fields: Any) -> CommandRecord:
-        return super().make_record(trace, host=host_range(self.host), **fields)
 
     def run(self, backend: Backend) -> DeviceSpan | None:
         if backend.readback == "fence":
@@ -293,11 +305,12 @@ class DispatchCommand(Command):
         self.buffers = tuple(_kernel_buffer(view) for view in targets)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
-        return tuple(
+        ranges = [
             view.device_ranges(access)[0]
             for view, access in zip(self.targets, self.accesses, strict=True)
             if access is not None
-        )
+        ]
+        return tuple(ranges)
 
     def describe(self) -> str:
         return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"

@@ -156,15 +156,7 @@ class Stream:
                     )
             seq = next_seq()
             trace.add(
-                command.make_record(
-                    trace,
-                    seq=seq,
-                    stream=self.id,
-                    submission=submission,
-                    index=index,
-                    staging=staging,
-                    submitted=submitted,
-                )
+                command.make_record(trace, seq, self.id, submission, index, staging, submitted)
             )
             self._last_seq = seq
 
