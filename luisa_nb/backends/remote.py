@@ -16,7 +16,6 @@ See ``docs/remote.md``.
 
 from __future__ import annotations
 
-import contextlib
 import weakref
 from collections import deque
 from collections.abc import Sequence
@@ -185,15 +184,6 @@ class RemoteBackend(Backend):
                 f"backend runs compiled C only: declare it with @kernel(mode='c') (and make "
                 f"sure a C compiler exists here: set CC or put `cc` on PATH)"
             )
-
-    def schedule(self, commands: Sequence[Any]) -> Sequence[Any]:
-        """Run, without reporting, what an earlier submission of this thread left queued
-        when one of its commands raised before the runtime flushed."""
-        channel = self._connection.channel()
-        if channel.operations:
-            with contextlib.suppress(Exception):
-                channel.flush()
-        return commands
 
     def flush(self) -> None:
         self._connection.channel().flush()

@@ -90,6 +90,17 @@ class Connection:
             channel = self.channels[thread] = Channel(self)
         return channel
 
+    def request(self, op: str, **fields: Any) -> dict[str, Any]:
+        """The header of a new request: protocol version, a fresh id, token, session."""
+        return {
+            "v": PROTOCOL_VERSION,
+            "id": next(self.ids),
+            "token": self.token,
+            "session": self.session,
+            "op": op,
+            **fields,
+        }
+
     def check(self) -> None:
         if self.broken is not None:
             raise self.broken
@@ -183,17 +194,8 @@ class Channel:
         connection = self.connection
         released = connection.released
         frees = [released.popleft() for _ in range(len(released))]
-        request_id = next(connection.ids)
-        header = {
-            "v": PROTOCOL_VERSION,
-            "id": request_id,
-            "token": connection.token,
-            "session": connection.session,
-            "op": "batch",
-            "group": self.group,
-            "ops": self.operations,
-            "frees": frees,
-        }
+        header = connection.request("batch", group=self.group, ops=self.operations, frees=frees)
+        request_id = header["id"]
         was_busy, self.busy = self.busy, True
         try:
             self.socket.send_multipart([encode(header), *self.frames], copy=False)
@@ -243,15 +245,8 @@ class Channel:
         """One request outside batches (hello, clock, allocate, close); its reply header."""
         connection = self.connection
         connection.check()
-        request_id = next(connection.ids)
-        header = {
-            "v": PROTOCOL_VERSION,
-            "id": request_id,
-            "token": connection.token,
-            "session": connection.session,
-            "op": op,
-            **fields,
-        }
+        header = connection.request(op, **fields)
+        request_id = header["id"]
         self.busy = True
         try:
             self.socket.send(encode(header))

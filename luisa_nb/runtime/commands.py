@@ -283,7 +283,7 @@ class DispatchCommand(Command):
     """A kernel launch over ``dims`` threads."""
 
     kind = CommandKind.DISPATCH
-    __slots__ = ("accesses", "buffers", "dims", "executable", "label", "scalars", "targets")
+    __slots__ = ("accesses", "buffers", "dims", "executable", "label", "scalars")
 
     def __init__(
         self,
@@ -299,7 +299,6 @@ class DispatchCommand(Command):
         self.label = name
         self.executable = executable
         self.dims = dims
-        self.targets = targets
         self.accesses = accesses
         self.scalars = scalars
         self.buffers = tuple(_kernel_buffer(view) for view in targets)
@@ -307,7 +306,7 @@ class DispatchCommand(Command):
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         ranges = [
             view.device_ranges(access)[0]
-            for view, access in zip(self.targets, self.accesses, strict=True)
+            for view, access in zip(self.views, self.accesses, strict=True)
             if access is not None
         ]
         return tuple(ranges)

@@ -12,6 +12,7 @@ This is where "when is host memory touched" is defined for every backend:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
@@ -78,11 +79,19 @@ def _run(
         return
     except Exception as error:
         _fail(order, position, error, failures)
+        _finish_deferred(backend)
         return
     for span, command in spans:
         if command.record is not None:
             command.record.device_started = span.started
             command.record.device_finished = span.finished
+
+
+def _finish_deferred(backend: Backend) -> None:
+    """After a command raised, finish the deferred operations that ran before it (as
+    they would have run on a backend that does not defer), so none is left queued."""
+    with contextlib.suppress(Exception):
+        backend.flush()
 
 
 def _land(backend: Backend, readbacks: list[DownloadCommand]) -> None:
