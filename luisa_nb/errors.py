@@ -77,11 +77,19 @@ class StreamError(LuisaNbError, RuntimeError):
 
 
 class CommandFailedError(LuisaNbError, RuntimeError):
-    """A command raised on its stream's worker; surfaced at the next ``synchronize()``."""
+    """Commands (or callbacks) raised on a stream's worker; surfaced at the next
+    ``synchronize()``. ``command_id`` is the first; ``failures`` lists every one as
+    ``(command_id, description, exception)``."""
 
-    def __init__(self, message: str, command_id: int) -> None:
+    def __init__(
+        self,
+        message: str,
+        command_id: int,
+        failures: list[tuple[int, str, BaseException]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.command_id = command_id
+        self.failures = failures or []
 
 
 class RemoteError(LuisaNbError, RuntimeError):
@@ -132,6 +140,64 @@ class KernelArgumentError(KernelError, TypeError):
 
 class KernelBuildError(KernelError, RuntimeError):
     """The C compiler rejected generated code; the message holds its output."""
+
+
+class KernelIndexError(KernelError, IndexError):
+    """A checked kernel indexed a buffer (or image) out of range; the dispatch stopped.
+
+    ``kernel``, ``line`` (source line), ``thread`` (the dispatch id), ``index``, ``size``
+    and ``buffer`` (the parameter or captured name) say where.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str,
+        line: int,
+        thread: tuple[int, int, int],
+        index: int,
+        size: int,
+        buffer: str,
+    ) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+        self.line = line
+        self.thread = thread
+        self.index = index
+        self.size = size
+        self.buffer = buffer
+
+
+class KernelNonFiniteError(KernelError, FloatingPointError):
+    """A kernel built with ``checks="nan"`` wrote a NaN or an infinity; the dispatch stopped.
+
+    Fields as :class:`KernelIndexError`, with ``value`` the value written.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str,
+        line: int,
+        thread: tuple[int, int, int],
+        index: int,
+        buffer: str,
+        value: float,
+    ) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+        self.line = line
+        self.thread = thread
+        self.index = index
+        self.buffer = buffer
+        self.value = value
+
+
+class KernelCancelledError(KernelError):
+    """A kernel stopped early because the user interrupted a wait (Ctrl-C in
+    ``synchronize()``); the trace marks its command cancelled."""
 
 
 class TraceError(LuisaNbError):

@@ -140,22 +140,25 @@ class _Finder:
             first = spans.get(id(download), (start, end, download))[0]
             spans[id(download)] = (first, end, download)
         for start, end, download in sorted(spans.values(), key=lambda span: span[2].seq):
-            overlap = HostRange(start, end - start, host.dtype, host.shape, host.name)
-            self.hazards.append(self._stale(download, upload, overlap))
+            for low, high, read in _reads_within(upload, host, start, end, download.host_write):
+                overlap = HostRange(low, high - low, host.dtype, host.shape, host.name)
+                self.hazards.append(self._stale(download, upload, overlap, read))
         if not spans and self._bytes_changed_unexplained(upload, host):
             self.hazards.append(self._in_flight(upload, host))
 
-    def _stale(self, download: CommandRecord, upload: CommandRecord, overlap: HostRange) -> Hazard:
+    def _stale(
+        self, download: CommandRecord, upload: CommandRecord, overlap: HostRange, read: int
+    ) -> Hazard:
         names = (describe(self.trace, download), describe(self.trace, upload))
         region = host_slice(upload.host, overlap)
         times = _times(
             download_submitted=download.submitted,
             host_write=download.host_write,
             upload_submitted=upload.submitted,
-            host_read=upload.host_read,
+            host_read=read,
         )
-        if upload.host_read < download.host_write:
-            gap = duration(download.host_write - upload.host_read)
+        if read < download.host_write:
+            gap = duration(download.host_write - read)
             message = (
                 f"{names[1]} read {region} {gap} before {names[0]} wrote it, so it sent the "
                 "old bytes"
@@ -277,6 +280,25 @@ class _Finder:
         return Hazard(
             HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
         )
+
+
+def _reads_within(
+    upload: CommandRecord, host: HostRange, start: int, end: int, written: int
+) -> list[tuple[int, int, int]]:
+    """The host bytes ``[start, end)`` of ``upload`` as regions read wholly before or
+    wholly after ``written``: ``(start, end, read time)``, the time being the region's
+    first read. One region unless the upload read host memory in several pieces."""
+    pieces = upload.host_pieces or ((0, host.nbytes, upload.host_read),)
+    regions: list[tuple[int, int, int]] = []
+    for offset, nbytes, read in pieces:
+        low, high = max(start, host.address + offset), min(end, host.address + offset + nbytes)
+        if low >= high:
+            continue
+        if regions and regions[-1][1] == low and (regions[-1][2] < written) == (read < written):
+            regions[-1] = (regions[-1][0], high, regions[-1][2])
+        else:
+            regions.append((low, high, read))
+    return regions
 
 
 def _reordered(first: CommandRecord, second: CommandRecord) -> bool:

@@ -66,11 +66,11 @@ class Backend(ABC):
     def allocate(self, nbytes: int) -> Allocation: ...
 
     @abstractmethod
-    def upload(self, allocation: Allocation, offset: int, data: np.ndarray) -> None:
+    def upload(self, allocation: Allocation, offset: int, data: np.ndarray) -> DeviceSpan | None:
         """Copy the uint8 array ``data`` into device memory at byte ``offset``."""
 
     @abstractmethod
-    def download(self, allocation: Allocation, offset: int, out: np.ndarray) -> None:
+    def download(self, allocation: Allocation, offset: int, out: np.ndarray) -> DeviceSpan | None:
         """Copy ``out.nbytes`` device bytes at ``offset`` into the uint8 array ``out``."""
 
     @abstractmethod
@@ -81,10 +81,12 @@ class Backend(ABC):
         target: Allocation,
         target_offset: int,
         nbytes: int,
-    ) -> None: ...
+    ) -> DeviceSpan | None: ...
 
     @abstractmethod
-    def fill(self, allocation: Allocation, offset: int, nbytes: int, element: np.ndarray) -> None:
+    def fill(
+        self, allocation: Allocation, offset: int, nbytes: int, element: np.ndarray
+    ) -> DeviceSpan | None:
         """Repeat the one-element array ``element`` over ``nbytes`` bytes at ``offset``."""
 
     @abstractmethod
@@ -94,7 +96,9 @@ class Backend(ABC):
         dims: tuple[int, int, int],
         buffers: Sequence[KernelBuffer],
         scalars: Sequence[Any],
-    ) -> None: ...
+    ) -> DeviceSpan | None:
+        """Run ``executable`` over ``dims`` threads. Each operation returns ``None`` when it
+        has finished on return, or a :class:`DeviceSpan` that ``flush()`` fills in."""
 
     def check_executable(self, executable: Any) -> None:
         """Raise a :class:`~luisa_nb.errors.LuisaNbError` if this backend cannot run the
@@ -109,6 +113,20 @@ class Backend(ABC):
         """Finish every operation called so far (deferred downloads included); raise
         :class:`OperationFailed` for one that failed. Called at the end of each
         submission, and before host memory is read while readbacks are pending."""
+        return None
+
+    def cancel(self) -> None:
+        """Ask running and later kernels to stop as soon as they can, until ``resume()``;
+        called when the user interrupts a wait. A cancelled kernel raises on the worker."""
+        return None
+
+    def resume(self) -> None:
+        """Let kernels run again after ``cancel()``."""
+        return None
+
+    def close(self) -> None:
+        """Release what the backend holds (connections, processes); called once by
+        ``Device.close()``."""
         return None
 
     def info(self) -> dict[str, Any]:

@@ -40,14 +40,15 @@ class ConformanceError(Exception):
 @dataclass
 class ProgramRun:
     """What a device did with a program: final contents, what callbacks saw, the ids of
-    the upload commands (in issue order) and the trace (``capture="full"``)."""
+    the upload commands (in issue order) and the trace (``capture="full"``; ``None`` for
+    a run that was not traced)."""
 
     program: Program
     buffers: dict[str, np.ndarray]
     hosts: dict[str, np.ndarray]
     callbacks: dict[str, list[Observation]]
     upload_ids: list[int]
-    trace: AnalyzedTrace
+    trace: AnalyzedTrace | None
 
     def sent(self) -> list[np.ndarray]:
         """The bytes each upload sent, as the trace captured them (``UploadCheck.staged``)."""
@@ -84,15 +85,17 @@ class _Runner:
         self.observed: dict[str, list[Observation]] = {name: [] for name in self.streams}
         self.upload_ids: list[int] = []
 
-    def run(self) -> ProgramRun:
-        trace = AnalyzedTrace(capture="full")
-        recorder.start(trace)
+    def run(self, traced: bool) -> ProgramRun:
+        trace = AnalyzedTrace(capture="full") if traced else None
+        if trace is not None:
+            recorder.start(trace)
         try:
             for step in self.program.steps:
                 self._step(step)
             self.device.synchronize()
         finally:
-            recorder.stop(trace, self.hosts)
+            if trace is not None:
+                recorder.stop(trace, self.hosts)
         return ProgramRun(
             self.program,
             {name: buffer.numpy() for name, buffer in self.buffers.items()},
@@ -150,6 +153,6 @@ def _observe(observed: list[Observation], name: str, hosts: dict[str, np.ndarray
     observed.append(Observation(name, {key: host.copy() for key, host in hosts.items()}))
 
 
-def run_program(device: Device, program: Program) -> ProgramRun:
+def run_program(device: Device, program: Program, *, traced: bool = True) -> ProgramRun:
     """Run ``program`` on ``device`` and synchronize it; the trace covers the steps."""
-    return _Runner(device, program).run()
+    return _Runner(device, program).run(traced)

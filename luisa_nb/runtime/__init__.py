@@ -11,6 +11,7 @@ from luisa_nb.runtime.commands import (
     FillCommand,
     UploadCommand,
 )
+from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.device import (
     STAGING_POLICIES,
     Device,
@@ -19,6 +20,7 @@ from luisa_nb.runtime.device import (
     set_default_device,
 )
 from luisa_nb.runtime.kernel import Kernel, kernel
+from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 from luisa_nb.trace import recorder
 from luisa_nb.trace.trace import Trace
@@ -41,11 +43,13 @@ __all__ = [
     "Command",
     "CopyCommand",
     "Device",
+    "DeviceConfig",
     "DispatchCommand",
     "DownloadCommand",
     "Event",
     "FillCommand",
     "Kernel",
+    "StagingPolicy",
     "Stream",
     "UploadCommand",
     "create_device",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.backends.base import Allocation
+from luisa_nb.backends.base import Allocation, KernelBuffer
 from luisa_nb.errors import (
     BufferDestroyedError,
     BufferMismatchError,
@@ -51,6 +51,7 @@ class BufferView:
         self.offset_bytes = start * itemsize
         self.nbytes = size * itemsize
         self._device_ranges: dict[Access, tuple[DeviceRange]] = {}
+        self._kernel_buffer: KernelBuffer | None = None
 
     # -- geometry --------------------------------------------------------------------
 
@@ -68,6 +69,16 @@ class BufferView:
 
     def __len__(self) -> int:
         return self.size
+
+    @property
+    def kernel_buffer(self) -> KernelBuffer:
+        """The device memory of this view as commands hold it, so that ``destroy()`` on a
+        buffer with commands in flight cannot free memory under them."""
+        memory = self._kernel_buffer
+        if memory is None or memory.allocation is not self.buffer._allocation:
+            memory = KernelBuffer(self.allocation, self.offset_bytes, self.nbytes, self.dtype)
+            self._kernel_buffer = memory
+        return memory
 
     def device_ranges(self, access: Access) -> tuple[DeviceRange]:
         """This view as the device range of a trace record; made once per access."""
@@ -140,6 +151,11 @@ class BufferView:
     def fill_async(self, value: Any) -> FillCommand:
         """Set every element of this view to ``value``."""
         self.buffer.check_alive()
+        if np.ndim(value) != 0:
+            raise InvalidArgumentError(
+                f"fill {self._name()}: needs one {self.dtype} value, got {type(value).__name__} "
+                f"of shape {np.shape(value)}; upload arrays with copy_from"
+            )
         try:
             element = np.array([value], dtype=self.dtype)
         except (TypeError, ValueError, OverflowError) as error:
@@ -222,6 +238,7 @@ class Buffer(BufferView):
     def destroy(self) -> None:
         """Release the device memory once commands already created no longer need it."""
         self._allocation = None
+        self._kernel_buffer = None
 
     def __repr__(self) -> str:
         state = " destroyed" if self.destroyed else ""

@@ -2,24 +2,47 @@
 
 from __future__ import annotations
 
-import inspect
 import weakref
 from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Backend
-from luisa_nb.errors import ConfigurationError, InvalidArgumentError
+from luisa_nb.errors import (
+    CommandFailedError,
+    InvalidArgumentError,
+    StreamError,
+)
 from luisa_nb.runtime.buffer import Buffer
-from luisa_nb.runtime.staging import StagingHeap
+from luisa_nb.runtime.config import DeviceConfig, check_kernel_checks
+from luisa_nb.runtime.staging import Staging, StagingHeap, StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
-STAGING_POLICIES = ("submit", "execute")
+STAGING_POLICIES = tuple(policy.value for policy in StagingPolicy)
 BUFFER_DTYPES = tuple(
     np.dtype(t)
     for t in (np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
 )
+_DTYPE_NAMES = ", ".join(d.name for d in BUFFER_DTYPES)
+
+
+def buffer_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as one of :data:`BUFFER_DTYPES`. Only real dtypes and numpy scalar types
+    are accepted: ``np.dtype(None)`` is float64, and a typo must not become that."""
+    known = isinstance(dtype, np.dtype) or (
+        isinstance(dtype, type) and issubclass(dtype, (np.generic, bool, int, float))
+    )
+    if isinstance(dtype, str):
+        try:
+            dtype, known = np.dtype(dtype), True
+        except TypeError:
+            known = False
+    resolved = np.dtype(dtype) if known else None
+    if resolved not in BUFFER_DTYPES:
+        raise InvalidArgumentError(
+            f"buffers hold one of {_DTYPE_NAMES}; got dtype {dtype!r}. Pass e.g. np.float32"
+        )
+    return resolved
 
 
 class Device:
@@ -29,18 +52,25 @@ class Device:
     submission into staging before ``submit()`` returns (LuisaCompute's CPU, DX, Metal
     and remote backends); ``"execute"`` reads host memory when the upload runs, in stream
     order. ``None`` takes the backend's default.
+
+    ``checks`` is the default of kernels dispatched here that do not set their own:
+    ``True`` (every buffer index checked), ``False`` or ``"nan"`` (indices, and every
+    value written must be finite).
     """
 
-    def __init__(self, backend: Backend, staging: str | None = None) -> None:
-        staging = staging or backend.default_staging
-        if staging not in STAGING_POLICIES:
-            raise ConfigurationError(
-                f"staging={staging!r} is not a staging policy; use 'submit' or 'execute'"
-            )
+    def __init__(
+        self,
+        backend: Backend,
+        staging: str | StagingPolicy | None = None,
+        checks: bool | str = True,
+    ) -> None:
+        policy = StagingPolicy.parse(backend.default_staging if staging is None else staging)
         self.backend = backend
-        self.staging = staging
+        self.staging = policy
+        self.kernel_checks = check_kernel_checks(checks)
         capacity = backend.staging_capacity
-        self.staging_heap = None if capacity is None else StagingHeap(capacity)
+        self.transfers = Staging.create(policy, None if capacity is None else StagingHeap(capacity))
+        self.closed = False
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self.default_stream = self.create_stream("default")
 
@@ -51,7 +81,14 @@ class Device:
     @property
     def info(self) -> dict[str, Any]:
         """Name, whether the backend is a model, its staging policy and capacity."""
-        return {**self.backend.info(), "staging": self.staging}
+        return {**self.backend.info(), "staging": self.staging.value}
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise StreamError(
+                f"device {self.name!r} was closed; create a new one with "
+                f"lnb.create_device({self.name!r})"
+            )
 
     def create_buffer(
         self, size: int, dtype: Any = np.float32, *, name: str | None = None
@@ -59,16 +96,14 @@ class Device:
         """A buffer of ``size`` elements of ``dtype`` (contents undefined until written)."""
         if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
             raise InvalidArgumentError(f"buffer size must be a positive integer, got {size!r}")
-        try:
-            resolved = np.dtype(dtype)
-        except TypeError:
-            resolved = None
-        if resolved not in BUFFER_DTYPES:
-            names = ", ".join(d.name for d in BUFFER_DTYPES)
-            raise InvalidArgumentError(f"buffers hold one of {names}; got dtype {dtype!r}")
+        if name is not None and not isinstance(name, str):
+            raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
+        resolved = buffer_dtype(dtype)
+        self.check_open()
         return Buffer(self, int(size), resolved, name)
 
     def create_stream(self, name: str | None = None) -> Stream:
+        self.check_open()
         stream = Stream(self, name)
         self._streams.add(stream)
         return stream
@@ -77,35 +112,53 @@ class Device:
         return Event(self)
 
     def synchronize(self) -> None:
-        """Synchronize every stream of this device; raise the first failure found."""
-        failure: Exception | None = None
+        """Synchronize every stream of this device; raise one error naming every failure
+        of every stream."""
+        errors: list[CommandFailedError] = []
         for stream in list(self._streams):
             try:
                 stream.synchronize()
-            except Exception as error:
-                failure = failure or error
-        if failure is not None:
-            raise failure
+            except CommandFailedError as error:
+                errors.append(error)
+        if len(errors) == 1:
+            raise errors[0]
+        if errors:
+            combined = CommandFailedError(
+                f"{len(errors)} streams of device {self.name!r} failed: "
+                + " | ".join(str(error) for error in errors),
+                errors[0].command_id,
+                [failure for error in errors for failure in error.failures],
+            )
+            raise combined from errors[0].__cause__
+
+    def close(self) -> None:
+        """Finish the work submitted so far and release the backend (a remote device ends
+        its session); the device cannot be used after."""
+        if self.closed:
+            return
+        try:
+            self.synchronize()
+        finally:
+            self.closed = True
+            self.backend.close()
 
     def __repr__(self) -> str:
-        return f"<Device {self.name!r} staging={self.staging!r}>"
+        return f"<Device {self.name!r} staging={self.staging.value!r}>"
 
 
-def create_device(name: str = "cpu", *, staging: str | None = None, **options: Any) -> Device:
+def create_device(
+    name: str = "cpu",
+    *,
+    staging: str | StagingPolicy | None = None,
+    checks: bool | str = True,
+    **options: Any,
+) -> Device:
     """A device on backend ``name``: ``"cpu"``, ``"dx"``, ``"metal"``, ``"remote"`` (a local
     server started for it) or ``"remote://HOST:PORT"`` (a running server; pass ``token=``),
-    or a backend another package registered. ``options`` go to the backend."""
-    if name.startswith("remote://"):
-        options["address"] = name.removeprefix("remote://")
-        name = "remote"
-    backend_class = load_backend(name)
-    try:
-        inspect.signature(backend_class).bind(**options)
-    except TypeError as error:
-        raise ConfigurationError(
-            f"backend {name!r} does not take these options ({error}); see its documentation"
-        ) from None
-    return Device(backend_class(**options), staging)
+    or a backend another package registered. ``name`` may carry a staging policy, as in
+    ``"cpu:submit"`` (see :class:`DeviceConfig`). ``checks`` is the default index checking
+    of kernels; ``options`` go to the backend."""
+    return DeviceConfig.parse(name, staging=staging, checks=checks, **options).create()
 
 
 _default_device: Device | None = None
@@ -120,5 +173,10 @@ def default_device() -> Device:
 
 
 def set_default_device(device: Device) -> None:
+    if not isinstance(device, Device):
+        raise InvalidArgumentError(
+            f"set_default_device needs a Device (from lnb.create_device), got "
+            f"{type(device).__name__}"
+        )
     global _default_device
     _default_device = device

@@ -1,119 +1,98 @@
-"""Running one submission on a stream's worker: the order, the readbacks, the failures.
+"""Running one :class:`~luisa_nb.runtime.staging.Run` on a stream's worker: the order,
+the failures, and what the recorder hears.
 
-This is where "when is host memory touched" is defined for every backend:
-
-- uploads read host memory at submit (``staging="submit"``, done by ``Stream.submit``)
-  or here, when they run (``"execute"``);
-- downloads write host memory when they run (``Backend.readback == "execute"``) or, on
-  backends that read back after a fence, once the submission has finished. Under
-  ``staging="execute"`` pending readbacks land before any later upload of the submission
-  runs, so host memory follows stream order on every backend.
+A step that raises fails itself, and the steps after it in its run are skipped; the
+failure waits in the stream's list until the next ``synchronize()``. Nothing a step
+raises (``SystemExit`` and ``KeyboardInterrupt`` included) escapes the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
-from luisa_nb.runtime.commands import Command, DownloadCommand, UploadCommand
+from luisa_nb.errors import KernelCancelledError
+from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
+from luisa_nb.trace.recorder import Recorder
 from luisa_nb.trace.records import Status
-from luisa_nb.trace.trace import now
+
+
+def exception_text(error: BaseException) -> str:
+    """``"TypeName: message"``, even for an exception whose ``__str__`` raises."""
+    try:
+        message = str(error)
+    except BaseException:
+        message = "(its message could not be turned into text)"
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 class Failure:
-    """What a worker remembers about a command that raised, until ``synchronize()``."""
+    """What a worker remembers about a step that raised, until ``synchronize()``."""
 
-    def __init__(self, item_id: int, description: str, error: BaseException, skipped: int) -> None:
+    __slots__ = ("cancelled", "description", "error", "item_id", "skipped")
+
+    def __init__(
+        self,
+        item_id: int,
+        description: str,
+        error: BaseException,
+        skipped: int,
+        cancelled: bool = False,
+    ) -> None:
         self.item_id = item_id
         self.description = description
         self.error = error
         self.skipped = skipped
+        self.cancelled = cancelled
 
 
-def run_submission(
-    backend: Backend,
-    commands: Sequence[Command],
-    staging: str,
-    failures: list[Failure],
-    release_staging: Callable[[], None] | None = None,
+def run_steps(
+    run: Run, backend: Backend, staging: Staging, recorder: Recorder, failures: list[Failure]
 ) -> None:
-    """Run ``commands`` in the backend's order; record times, readbacks and failures.
-    ``release_staging`` returns the submission's staging memory once it has finished."""
+    """Run ``run`` in the backend's order, then free its staging memory."""
     try:
-        _run(backend, commands, staging, failures)
+        _run(run, backend, staging, recorder, failures)
     finally:
-        if release_staging is not None:
-            release_staging()
+        staging.release(run)
 
 
 def _run(
-    backend: Backend, commands: Sequence[Command], staging: str, failures: list[Failure]
+    run: Run, backend: Backend, staging: Staging, recorder: Recorder, failures: list[Failure]
 ) -> None:
-    order = backend.schedule(commands)
-    fence = backend.readback == "fence"
-    readbacks: list[DownloadCommand] = []
-    spans: list[tuple[DeviceSpan, Command]] = []
+    order = backend.schedule(run.steps)
+    timer = recorder.run_timer(order)
+    transfers = Transfers(backend, staging, recorder)
+    spans: list[tuple[int, DeviceSpan]] = []
     position = 0
     try:
-        for position in range(len(order)):
-            command = order[position]
-            if readbacks and staging == "execute" and type(command) is UploadCommand:
-                _land(backend, readbacks)
-            record = command.record
-            if record is not None:
-                record.started = now()
-            span = command.run(backend)
+        for position, step in enumerate(order):
+            timer.tick()
+            span = step.run(transfers)
             if span is not None:
-                spans.append((span, command))
-            if fence and type(command) is DownloadCommand:
-                readbacks.append(command)
-            if record is not None:
-                record.finished = now()
-                record.status = Status.OK
+                spans.append((position, span))
         position = len(order)
-        _land(backend, readbacks)
-    except OperationFailed as error:
-        owner = next(command for span, command in spans if span is error.span)
-        _fail(order, order.index(owner), error, failures)
-        return
-    except Exception as error:
-        _fail(order, position, error, failures)
-        _finish_deferred(backend)
-        return
-    for span, command in spans:
-        if command.record is not None:
-            command.record.device_started = span.started
-            command.record.device_finished = span.finished
-
-
-def _finish_deferred(backend: Backend) -> None:
-    """After a command raised, finish the deferred operations that ran before it (as
-    they would have run on a backend that does not defer), so none is left queued."""
-    with contextlib.suppress(Exception):
+        timer.tick()
+        transfers.land()
         backend.flush()
-
-
-def _land(backend: Backend, readbacks: list[DownloadCommand]) -> None:
-    """Finish deferred operations, then write pending readbacks into host memory."""
-    backend.flush()
-    for download in readbacks:
-        download.land()
-    readbacks.clear()
+    except OperationFailed as error:
+        failed = next(index for index, span in spans if span is error.span)
+        _fail(order, failed, error, failures, timer)
+    except BaseException as error:
+        _fail(order, position, error, failures, timer)
+        with contextlib.suppress(Exception):
+            backend.flush()  # finish the deferred operations issued before the failure
+    timer.spans(spans)
 
 
 def _fail(
-    order: Sequence[Command], position: int, error: BaseException, failures: list[Failure]
+    order: Sequence[Step], position: int, error: BaseException, failures: list[Failure], timer
 ) -> None:
-    """Mark ``order[position]`` failed (or, past the end, the last command) and the
-    commands after it skipped."""
+    """Mark ``order[position]`` failed (past the end: the last step) and the rest skipped."""
     position = min(position, len(order) - 1)
-    failed, skipped = order[position], order[position + 1 :]
-    failures.append(Failure(failed.id, failed.describe(), error, len(skipped)))
-    if failed.record is not None:
-        failed.record.finished = now()
-        failed.record.status = Status.FAILED
-        failed.record.error = f"{type(error).__name__}: {error}"
-    for rest in skipped:
-        if rest.record is not None:
-            rest.record.status = Status.SKIPPED
+    failed = order[position]
+    cancelled = isinstance(error, KernelCancelledError)
+    skipped = len(order) - position - 1
+    failures.append(Failure(failed.id, failed.describe(), error, skipped, cancelled))
+    status = Status.CANCELLED if cancelled else Status.FAILED
+    timer.failed(position, status, exception_text(error))

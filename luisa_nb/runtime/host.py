@@ -1,7 +1,9 @@
-"""Checks on host arrays, done before a command is created."""
+"""Host arrays: the checks done before a command is created, the one lock every host read
+and write of the runtime holds, and the address ranges a trace records."""
 
 from __future__ import annotations
 
+import threading
 import weakref
 
 import numpy as np
@@ -14,6 +16,11 @@ from luisa_nb.errors import (
     HostSizeError,
 )
 from luisa_nb.trace.records import HostRange
+
+HOST_MEMORY = threading.Lock()
+"""Held across every read and write of host memory by the runtime (and the recorder's
+timestamp of it), traced or not, so that reads and writes from several workers happen
+in one order, the order a trace shows."""
 
 
 def host_bytes(array: object, dtype: np.dtype, size: int, what: str, *, writes: bool) -> np.ndarray:

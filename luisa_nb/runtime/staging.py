@@ -1,71 +1,319 @@
-"""Finite upload staging memory, shared by a device's streams.
+"""When host memory is read and written: the one place that decides it for every backend.
 
-Models such as ``dx`` (an upload heap) and ``metal`` (a staging pool) stage uploads at
-submit into memory of fixed size that is recycled once the command list that used it
-has finished. :meth:`Stream.submit` takes blocks of a :class:`StagingHeap` and copies
-host bytes into them; the worker releases the blocks when the commands have run.
+A submission becomes one or more :class:`Run` s, each run by the stream's worker as one
+unit. What differs between the staging policies is only *when an upload reads its host
+bytes*:
+
+- :attr:`StagingPolicy.SUBMIT` reads every upload while ``submit()`` runs, into staging
+  memory (what LuisaCompute's CPU, DX, Metal and remote backends do). On a backend with a
+  finite staging heap, an upload waits for space, and one larger than the whole heap is
+  split into chunks of the heap's size, each read at submit once the chunk before it has
+  reached the device.
+- :attr:`StagingPolicy.EXECUTE` reads an upload's host bytes when it runs, in stream
+  order, after landing every readback still pending in its run.
+
+Downloads write host memory when they run, or, on a backend that reads back after a fence
+(``Backend.readback == "fence"``), once their run has finished. Every host read and write
+holds :data:`~luisa_nb.runtime.host.HOST_MEMORY` and reports to the recorder inside it,
+traced or not, so a traced program touches host memory in the same order as an untraced
+one.
 """
 
 from __future__ import annotations
 
+import difflib
 import threading
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from luisa_nb.errors import ConfigurationError
+from luisa_nb.runtime.host import HOST_MEMORY
 
-class StagingBlock(NamedTuple):
-    start: int
-    end: int
-    memory: np.ndarray
+if TYPE_CHECKING:
+    from luisa_nb.backends.base import Backend, DeviceSpan
+    from luisa_nb.runtime.commands import Command, DownloadCommand, UploadCommand
+    from luisa_nb.trace.recorder import Recorder
+
+
+class StagingPolicy(str, Enum):
+    """When uploads read host memory: at ``submit()`` or when they execute."""
+
+    SUBMIT = "submit"
+    EXECUTE = "execute"
+
+    @classmethod
+    def parse(cls, value: object) -> StagingPolicy:
+        """``value`` as a policy (a policy or its name); raises :class:`ConfigurationError`."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.strip().lower())
+            except ValueError:
+                pass
+        names = [policy.value for policy in cls]
+        close = difflib.get_close_matches(str(value), names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigurationError(
+            f"staging={value!r} is not a staging policy; use 'submit' or 'execute'.{hint}"
+        )
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        """``'submit'``: messages show ``staging='submit'``, as the user wrote it."""
+        return repr(self.value)
+
+
+class StagingBlock:
+    """``memory`` is bytes ``[start, start + memory.nbytes)`` of a heap; one object per
+    reservation, so releasing a block never frees another that starts at the same byte."""
+
+    __slots__ = ("memory", "start")
+
+    def __init__(self, start: int, memory: np.ndarray) -> None:
+        self.start = start
+        self.memory = memory
+
+    @property
+    def end(self) -> int:
+        return self.start + self.memory.nbytes
 
 
 class StagingHeap:
     """``capacity`` bytes of staging memory handed out first-fit, allocated on first use
-    and reused after, as an upload heap is."""
+    and reused after, as an upload heap is. Shared by a device's streams."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._memory: np.ndarray | None = None
-        self._taken: list[tuple[int, int]] = []
+        self._taken: list[StagingBlock] = []
         self._condition = threading.Condition()
 
     @property
     def free(self) -> int:
-        return self.capacity - sum(end - start for start, end in self._taken)
+        with self._condition:
+            return self.capacity - sum(block.memory.nbytes for block in self._taken)
 
     def _take(self, nbytes: int) -> StagingBlock | None:
+        if not 0 < nbytes <= self.capacity:
+            raise ValueError(f"a staging block holds 1 to {self.capacity} bytes, not {nbytes}")
         taken = self._taken
-        start = taken[-1][1] if taken else 0
-        position = len(taken)
+        start, position = (taken[-1].end if taken else 0), len(taken)
         if self.capacity - start < nbytes:
             start = 0
-            for position, (taken_start, taken_end) in enumerate(taken):  # noqa: B007
-                if taken_start - start >= nbytes:
+            for position, block in enumerate(taken):  # noqa: B007
+                if block.start - start >= nbytes:
                     break
-                start = taken_end
+                start = block.end
             else:
                 return None
-        taken.insert(position, (start, start + nbytes))
         if self._memory is None:
             self._memory = np.empty(self.capacity, np.uint8)
-        return StagingBlock(start, start + nbytes, self._memory[start : start + nbytes])
+        block = StagingBlock(start, self._memory[start : start + nbytes])
+        taken.insert(position, block)
+        return block
 
     def try_reserve(self, nbytes: int) -> StagingBlock | None:
-        """A block of ``nbytes`` (at most ``capacity``) if one is free now."""
+        """A block of ``nbytes`` (1 to ``capacity``) if one is free now."""
         with self._condition:
             return self._take(nbytes)
 
     def reserve(self, nbytes: int) -> StagingBlock:
-        """A block of ``nbytes`` (at most ``capacity``), waiting for earlier work to free one."""
+        """A block of ``nbytes`` (1 to ``capacity``), waiting for earlier work to free one."""
         with self._condition:
             while (block := self._take(nbytes)) is None:
                 self._condition.wait()
             return block
 
-    def release(self, blocks: Iterable[StagingBlock]) -> None:
+    def release(self, blocks: Sequence[StagingBlock]) -> None:
         with self._condition:
-            released = {block.start for block in blocks}
-            self._taken = [taken for taken in self._taken if taken[0] not in released]
+            released = {id(block) for block in blocks}
+            self._taken = [block for block in self._taken if id(block) not in released]
             self._condition.notify_all()
+
+
+class UploadChunk:
+    """One heap-sized piece of an upload larger than the staging heap; a step of a run in
+    place of its upload, read at submit into ``staged``."""
+
+    __slots__ = ("offset", "staged", "upload")
+
+    def __init__(self, upload: UploadCommand, offset: int, staged: np.ndarray) -> None:
+        self.upload = upload
+        self.offset = offset
+        self.staged = staged
+
+    @property
+    def id(self) -> int:
+        return self.upload.id
+
+    @property
+    def row(self) -> int:
+        return self.upload.row
+
+    def device_ranges(self) -> Any:
+        return self.upload.device_ranges()
+
+    def describe(self) -> str:
+        return f"{self.upload.describe()} bytes {self.offset}+{self.staged.nbytes}"
+
+    def run(self, transfers: Transfers) -> DeviceSpan | None:
+        memory = self.upload.memory
+        return transfers.backend.upload(memory.allocation, memory.offset + self.offset, self.staged)
+
+
+Step = Any  # a Command or an UploadChunk: something with id, row, describe() and run()
+
+
+class Run:
+    """Steps a worker runs in order as one unit, and the staging blocks they hold."""
+
+    __slots__ = ("blocks", "steps")
+
+    def __init__(self, steps: list[Step], blocks: list[StagingBlock]) -> None:
+        self.steps = steps
+        self.blocks = blocks
+
+
+class Staging:
+    """The staging policy of one device: plans submissions and reads uploads."""
+
+    policy: StagingPolicy
+
+    def __init__(self, heap: StagingHeap | None) -> None:
+        self.heap = heap
+
+    @staticmethod
+    def create(policy: StagingPolicy, heap: StagingHeap | None) -> Staging:
+        return (SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging)(heap)
+
+    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
+        """The runs of one submission, in order. Enqueue each as it comes: planning may
+        wait for the worker to free staging memory used by the runs before it."""
+        raise NotImplementedError
+
+    def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
+        """Run ``upload`` on the worker."""
+        raise NotImplementedError
+
+    def release(self, run: Run) -> None:
+        if run.blocks:
+            self.heap.release(run.blocks)
+
+
+class SubmitStaging(Staging):
+    policy = StagingPolicy.SUBMIT
+
+    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
+        from luisa_nb.runtime.commands import UploadCommand
+
+        heap = self.heap
+        steps: list[Step] = []
+        blocks: list[StagingBlock] = []
+        for command in commands:
+            if type(command) is not UploadCommand:
+                steps.append(command)
+                continue
+            nbytes = command.source.nbytes
+            if heap is None or nbytes == 0:
+                command.staged = _read(command, 0, nbytes, None, recorder)
+                steps.append(command)
+                continue
+            chunk = min(nbytes, heap.capacity)
+            for offset in range(0, nbytes, chunk):
+                size = min(chunk, nbytes - offset)
+                block = heap.try_reserve(size)
+                if block is None:
+                    if steps:
+                        yield Run(steps, blocks)
+                        steps, blocks = [], []
+                    block = heap.reserve(size)
+                blocks.append(block)
+                staged = _read(command, offset, size, block.memory, recorder)
+                if size == nbytes:
+                    command.staged = staged
+                    steps.append(command)
+                else:
+                    steps.append(UploadChunk(command, offset, staged))
+        yield Run(steps, blocks)
+
+    def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
+        staged, upload.staged = upload.staged, None
+        memory = upload.memory
+        return transfers.backend.upload(memory.allocation, memory.offset, staged)
+
+
+class ExecuteStaging(Staging):
+    policy = StagingPolicy.EXECUTE
+
+    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
+        yield Run(list(commands), [])
+
+    def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
+        transfers.land()
+        memory = upload.memory
+        with HOST_MEMORY:
+            span = transfers.backend.upload(memory.allocation, memory.offset, upload.source)
+            transfers.recorder.host_read(upload.row, 0, upload.source)
+        return span
+
+
+def _read(
+    upload: UploadCommand, offset: int, nbytes: int, into: np.ndarray | None, recorder: Recorder
+) -> np.ndarray:
+    """Copy host bytes ``[offset, offset + nbytes)`` of ``upload`` now, into ``into`` or a
+    new array."""
+    source = upload.source[offset : offset + nbytes]
+    with HOST_MEMORY:
+        if into is None:
+            staged = source.copy()
+        else:
+            np.copyto(into, source)
+            staged = into
+        recorder.host_read(upload.row, offset, staged)
+    return staged
+
+
+class Transfers:
+    """Host transfers of one run on the worker: uploads as the staging policy says,
+    downloads now or (fence backends) once the run has finished."""
+
+    __slots__ = ("backend", "fence", "pending", "recorder", "staging")
+
+    def __init__(self, backend: Backend, staging: Staging, recorder: Recorder) -> None:
+        self.backend = backend
+        self.staging = staging
+        self.recorder = recorder
+        self.fence = backend.readback == "fence"
+        self.pending: list[DownloadCommand] = []
+
+    def upload(self, upload: UploadCommand) -> DeviceSpan | None:
+        return self.staging.upload(self, upload)
+
+    def download(self, download: DownloadCommand) -> DeviceSpan | None:
+        memory = download.memory
+        if self.fence:
+            download.readback = np.empty_like(download.target)
+            self.pending.append(download)
+            return self.backend.download(memory.allocation, memory.offset, download.readback)
+        with HOST_MEMORY:
+            span = self.backend.download(memory.allocation, memory.offset, download.target)
+            self.recorder.host_write(download.row, download.target)
+        return span
+
+    def land(self) -> None:
+        """Finish deferred device work, then write pending readbacks into host memory."""
+        if not self.pending:
+            return
+        self.backend.flush()
+        for download in self.pending:
+            with HOST_MEMORY:
+                download.target[...] = download.readback
+                self.recorder.host_write(download.row, download.target)
+            download.readback = None
+        self.pending.clear()

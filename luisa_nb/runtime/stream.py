@@ -1,9 +1,10 @@
-"""Streams, events, and the worker thread that runs a stream's commands in order.
+"""Streams, events, and the worker thread that runs a stream's work in order.
 
-``Stream.submit`` checks the whole command list, applies the device's staging policy,
-hands the list to the worker and returns before any command runs. A command that raises
-on the worker fails only itself and the rest of its submission; the error is raised by
-the next ``synchronize()``, and the stream keeps working.
+``Stream.submit`` checks the whole command list, tells the recorder, lets the device's
+staging policy plan it (:mod:`luisa_nb.runtime.staging`) and hands the runs to the worker;
+it returns before any command runs. A step that raises on the worker fails only itself
+and the rest of its run; the error is raised by the next ``synchronize()``, and the stream
+keeps working. Nothing user code raises, on the worker or in a callback, stops a worker.
 """
 
 from __future__ import annotations
@@ -24,28 +25,31 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
-from luisa_nb.runtime.commands import Command, UploadCommand, next_id
-from luisa_nb.runtime.execution import Failure, run_submission
-from luisa_nb.runtime.staging import StagingBlock
-from luisa_nb.trace.recorder import active_trace, next_seq
-from luisa_nb.trace.records import BufferInfo, Status, StreamInfo, SyncKind, SyncRecord
-from luisa_nb.trace.trace import Trace, now
+from luisa_nb.runtime.commands import Command, next_id
+from luisa_nb.runtime.execution import Failure, exception_text, run_steps
+from luisa_nb.trace.recorder import Recorder, active_recorder
+from luisa_nb.trace.records import Status, SyncKind
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
 
+CANCEL_GRACE_SECONDS = 2.0
+"""How long an interrupted ``synchronize()`` waits for cancelled kernels to stop."""
+
 _stream_ids = itertools.count(0)
 _event_ids = itertools.count(1)
-_submission_ids = itertools.count(1)
 _STOP = None
 
 
-def _work(items: queue.SimpleQueue) -> None:
+def _work(items: queue.SimpleQueue, failures: list[Failure]) -> None:
     while True:
         item = items.get()
         if item is _STOP:
             return
-        item()
+        try:
+            item()
+        except BaseException as error:
+            failures.append(Failure(0, "stream work item", error, 0))
         item = None  # drop the finished work before blocking, so its stream can be freed
 
 
@@ -71,22 +75,10 @@ class Event:
 
     def synchronize(self) -> None:
         """Block the host until the latest signal of this event has been reached."""
-        trace = active_trace()
-        record = None
-        if trace is not None:
-            record = SyncRecord(
-                id=next_id(),
-                seq=next_seq(),
-                kind=SyncKind.EVENT_SYNCHRONIZE,
-                stream=None,
-                event=self.id,
-                issued=now(),
-            )
-            trace.add(record)
+        recorder = active_recorder()
+        token = recorder.sync_issued(SyncKind.EVENT_SYNCHRONIZE, None, self.id, next_id())
         self._wait_for(self._signalled)
-        if record is not None:
-            record.completed = now()
-            record.status = Status.OK
+        recorder.sync_completed(token, Status.OK)
 
     def __repr__(self) -> str:
         return f"<Event #{self.id} signalled {self._signalled}, reached {self._reached}>"
@@ -101,19 +93,28 @@ class Stream:
         self.name = name or f"stream{self.id}"
         self._items: queue.SimpleQueue = queue.SimpleQueue()
         self._failures: list[Failure] = []
-        self._last_seq = 0
         self._worker: threading.Thread | None = None
 
     def _enqueue(self, item: Callable[[], None]) -> None:
         if self._worker is None:
             self._worker = threading.Thread(
-                target=_work, args=(self._items,), name=f"luisa_nb {self.name}", daemon=True
+                target=_work,
+                args=(self._items, self._failures),
+                name=f"luisa_nb {self.name}",
+                daemon=True,
             )
             self._worker.start()
             weakref.finalize(self, self._items.put, _STOP)
         self._items.put(item)
 
-    def _check(self, commands: list[Command]) -> None:
+    def _checked(self, commands: Iterable[Command]) -> list[Command]:
+        try:
+            commands = list(commands)
+        except TypeError:
+            raise InvalidArgumentError(
+                f"stream {self.name!r}: submit takes a list of commands (from the *_async "
+                f"methods), got {type(commands).__name__}"
+            ) from None
         seen: set[int] = set()
         for command in commands:
             if not isinstance(command, Command):
@@ -135,121 +136,64 @@ class Stream:
                 )
             for view in command.views:
                 view.buffer.check_alive()
-
-    def _record(self, trace: Trace, commands: list[Command]) -> None:
-        submission = next(_submission_ids)
-        submitted = now()
-        staging = self.device.staging
-        if self.id not in trace.streams:
-            trace.streams[self.id] = StreamInfo(self.id, self.device.name, self.name)
-        for index, command in enumerate(commands):
-            for view in command.views:
-                buffer = view.buffer
-                if buffer.id not in trace.buffers:
-                    trace.buffers[buffer.id] = BufferInfo(
-                        buffer.id,
-                        buffer.nbytes,
-                        buffer.dtype.str,
-                        buffer.size,
-                        self.device.name,
-                        buffer.name,
-                    )
-            seq = next_seq()
-            trace.add(
-                command.make_record(trace, seq, self.id, submission, index, staging, submitted)
-            )
-            self._last_seq = seq
+        return commands
 
     def submit(self, commands: Iterable[Command]) -> None:
-        """Run ``commands`` in order after everything submitted before; returns at once."""
-        commands = list(commands)
-        self._check(commands)
+        """Run ``commands`` in order after everything submitted before; returns at once
+        (under ``staging="submit"`` after reading every upload's host bytes)."""
+        commands = self._checked(commands)
+        self.device.check_open()
         for command in commands:
             command.stream_id = self.id
-        trace = active_trace()
-        if trace is not None:
-            self._record(trace, commands)
-        if self.device.staging == "submit":
-            self._stage_and_enqueue(commands)
-        else:
-            self._enqueue_run(commands, [])
-
-    def _stage_and_enqueue(self, commands: list[Command]) -> None:
-        """Copy every upload into staging now. With a finite heap, an upload that does not
-        fit waits for earlier work to free space; the commands staged before it are
-        enqueued first, as their own command list, so that waiting cannot deadlock."""
-        heap = self.device.staging_heap
-        start = 0
-        held: list[StagingBlock] = []
-        for index, command in enumerate(commands):
-            if type(command) is not UploadCommand:
-                continue
-            if heap is None:
-                command.stage()
-                continue
-            wanted = min(command.source.nbytes, heap.capacity)
-            block = heap.try_reserve(wanted)
-            if block is None:
-                if held:
-                    self._enqueue_run(commands[start:index], held)
-                    start, held = index, []
-                block = heap.reserve(wanted)
-            command.stage(block.memory)
-            held.append(block)
-        self._enqueue_run(commands[start:], held)
-
-    def _enqueue_run(self, commands: list[Command], staged: list[StagingBlock]) -> None:
+        recorder = active_recorder()
+        recorder.submitted(self, commands)
         device = self.device
-        release = functools.partial(device.staging_heap.release, staged) if staged else None
-        self._enqueue(
-            functools.partial(
-                run_submission, device.backend, commands, device.staging, self._failures, release
-            )
-        )
-
-    def _sync_record(self, kind: SyncKind, event: Event | None = None) -> SyncRecord | None:
-        trace = active_trace()
-        if trace is None:
-            return None
-        record = SyncRecord(
-            id=next_id(),
-            seq=next_seq(),
-            kind=kind,
-            stream=self.id,
-            event=None if event is None else event.id,
-            issued=now(),
-        )
-        if kind is SyncKind.SYNCHRONIZE:
-            record.covers = self._last_seq
-        else:
-            self._last_seq = record.seq
-        trace.add(record)
-        return record
+        staging, backend, failures = device.transfers, device.backend, self._failures
+        for run in staging.plan(commands, recorder):
+            self._enqueue(functools.partial(run_steps, run, backend, staging, recorder, failures))
 
     def synchronize(self) -> None:
-        """Block until every command submitted so far has run; raise the first failure."""
-        record = self._sync_record(SyncKind.SYNCHRONIZE)
+        """Block until everything submitted so far has run; raise the failures since the
+        last synchronize. Interrupting the wait (Ctrl-C) cancels the running kernels."""
+        recorder = active_recorder()
+        token = recorder.sync_issued(SyncKind.SYNCHRONIZE, self, None, next_id())
+        self._drain(recorder, token)
+        recorder.sync_completed(token, Status.OK)
+        if self._failures:
+            raise failure_error(self._take_failures(), self.name)
+
+    def _drain(self, recorder: Recorder, token: object) -> None:
         done = threading.Event()
         self._enqueue(done.set)
-        done.wait()
-        if record is not None:
-            record.completed = now()
-            record.status = Status.OK
-        if self._failures:
-            failures = []
-            while self._failures:  # pop one by one: the worker may append meanwhile
-                failures.append(self._failures.pop(0))
-            raise _exception(failures, self.name)
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            backend = self.device.backend
+            backend.cancel()
+            try:
+                done.wait(CANCEL_GRACE_SECONDS)
+            finally:
+                backend.resume()
+                self._failures[:] = [f for f in self._failures if not f.cancelled]
+                recorder.sync_completed(token, Status.CANCELLED)
+            raise
+
+    def _take_failures(self) -> list[Failure]:
+        failures = []
+        while self._failures:  # pop one by one: the worker may append meanwhile
+            failures.append(self._failures.pop(0))
+        return failures
 
     def signal(self, event: Event) -> None:
         """Mark this point of the stream on ``event``."""
         self._check_event(event)
         event._signalled += 1
         value = event._signalled
-        record = self._sync_record(SyncKind.SIGNAL, event)
+        recorder = active_recorder()
+        token = recorder.sync_issued(SyncKind.SIGNAL, self, event.id, next_id())
 
         def reach() -> None:
-            _complete(record)
+            recorder.sync_completed(token, Status.OK)
             event._complete(value)
 
         self._enqueue(reach)
@@ -258,32 +202,34 @@ class Stream:
         """Make this stream's later commands wait for ``event``'s latest signal."""
         self._check_event(event)
         value = event._signalled
-        record = self._sync_record(SyncKind.WAIT, event)
+        recorder = active_recorder()
+        token = recorder.sync_issued(SyncKind.WAIT, self, event.id, next_id())
 
         def wait() -> None:
             event._wait_for(value)
-            _complete(record)
+            recorder.sync_completed(token, Status.OK)
 
         self._enqueue(wait)
 
     def add_callback(self, function: Callable[[], object]) -> None:
-        """Call ``function()`` on the worker once the commands before it have run."""
+        """Call ``function()`` on the worker once the work before it has run; what it
+        raises is raised by the next ``synchronize()``."""
         if not callable(function):
             raise InvalidArgumentError(f"add_callback needs a callable, got {function!r}")
-        record = self._sync_record(SyncKind.CALLBACK)
-        callback_id = next_id() if record is None else record.id
+        recorder = active_recorder()
+        callback_id = next_id()
+        token = recorder.sync_issued(SyncKind.CALLBACK, self, None, callback_id)
         failures = self._failures
 
         def call() -> None:
             try:
                 function()
-            except Exception as error:
-                name = getattr(function, "__qualname__", repr(function))
+            except BaseException as error:
+                name = getattr(function, "__qualname__", None) or type(function).__name__
                 failures.append(Failure(callback_id, f"callback {name}", error, 0))
-                if record is not None:
-                    record.status = Status.FAILED
-                    record.error = f"{type(error).__name__}: {error}"
-            _complete(record)
+                recorder.sync_completed(token, Status.FAILED, exception_text(error))
+            else:
+                recorder.sync_completed(token, Status.OK)
 
         self._enqueue(call)
 
@@ -306,25 +252,23 @@ class Stream:
         return f"<Stream {self.name!r} on {self.device.name}>"
 
 
-def _exception(failures: list[Failure], stream_name: str) -> CommandFailedError:
-    """The error for the first failure since the last synchronize; later ones are counted."""
-    failure = failures[0]
-    message = (
-        f"command #{failure.item_id} ({failure.description}) failed on stream "
-        f"{stream_name!r}: {type(failure.error).__name__}: {failure.error}"
-    )
-    if failure.skipped:
-        message += f"; the {failure.skipped} later command(s) of its submission were skipped"
+def failure_error(failures: list[Failure], stream_name: str) -> CommandFailedError:
+    """One error for the failures since the last synchronize, naming each of them."""
+    first = failures[0]
+    message = f"{_failure_line(first, stream_name)}"
+    if first.skipped:
+        message += f"; the {first.skipped} later command(s) of its submission were skipped"
     if len(failures) > 1:
-        later = ", ".join(f"#{f.item_id}" for f in failures[1:])
-        message += f"; later failures: {later} (see the trace for each)"
-    exception = CommandFailedError(message, failure.item_id)
-    exception.__cause__ = failure.error
+        later = "; ".join(_failure_line(failure) for failure in failures[1:])
+        message += f"; later failures: {later}"
+    exception = CommandFailedError(
+        message, first.item_id, [(f.item_id, f.description, f.error) for f in failures]
+    )
+    exception.__cause__ = first.error
     return exception
 
 
-def _complete(record: SyncRecord | None) -> None:
-    if record is not None:
-        record.completed = now()
-        if record.status is Status.PENDING:
-            record.status = Status.OK
+def _failure_line(failure: Failure, stream_name: str | None = None) -> str:
+    where = "" if stream_name is None else f" on stream {stream_name!r}"
+    text = exception_text(failure.error)
+    return f"command #{failure.item_id} ({failure.description}) failed{where}: {text}"

@@ -14,7 +14,8 @@ from luisa_nb.trace.records import (
     SyncKind,
     SyncRecord,
 )
-from luisa_nb.trace.trace import Trace, now
+from luisa_nb.trace.clock import now
+from luisa_nb.trace.trace import Trace
 
 __all__ = [
     "Access",

@@ -1,24 +1,232 @@
-"""The one recorder slot the runtime reports to.
+"""The recorder: the only writer of trace records.
 
-The runtime asks :func:`active_trace` once per submission or sync point; when it
-returns ``None`` nothing else is done, so an untraced program pays one branch.
+The runtime always reports to :func:`active_recorder`. With no trace active that is
+:data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
+hook and takes the same locks, in the same order, as a traced one.
+
+A :class:`TraceRecorder` appends what it hears to logs (a row per command at submit, a
+:class:`RunLog` per run, host reads and writes, sync points) without building an object
+per field; :mod:`luisa_nb.trace.table` turns the logs into columns when the trace is read.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+import threading
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from luisa_nb.errors import TraceError
-from luisa_nb.trace.trace import Trace, now
+from luisa_nb.trace.clock import now
+from luisa_nb.trace.records import (
+    BufferInfo,
+    Capture,
+    Status,
+    StreamInfo,
+    SyncKind,
+    SyncRecord,
+)
 
-Namer = Callable[[Trace, Mapping[str, object]], None]
+if TYPE_CHECKING:
+    from luisa_nb.trace.trace import Trace
 
-_active: Trace | None = None
+Namer = Callable[["Trace", Mapping[str, object]], None]
+
 _sequence = itertools.count(1)
+_submissions = itertools.count(1)
 _namers: list[Namer] = []
+
+HOST_READ = 0
+HOST_WRITE = 1
+
+
+class RunTimer:
+    """The null timer of one run: the worker calls ``tick()`` before each step and once
+    after the last."""
+
+    __slots__ = ()
+
+    def tick(self) -> None:
+        return None
+
+    def failed(self, position: int, status: Status, error: str) -> None:
+        return None
+
+    def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
+        return None
+
+
+NULL_TIMER = RunTimer()
+
+
+class Recorder:
+    """The null recorder: every hook does nothing. Subclasses record.
+
+    Hooks, in the order the runtime calls them: ``capture_at_enqueue`` when an upload is
+    made; ``submitted`` when a command list is submitted (it sets each command's
+    ``row``); ``run_timer`` when a worker starts a run; ``host_read``/``host_write`` inside
+    the host-memory lock, right after the bytes moved; ``sync_issued`` and
+    ``sync_completed`` around sync points.
+    """
+
+    recording = False
+
+    def capture_at_enqueue(self, data: np.ndarray) -> Capture | None:
+        return None
+
+    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
+        return None
+
+    def run_timer(self, steps: Sequence[Any]) -> RunTimer:
+        return NULL_TIMER
+
+    def host_read(self, row: int, offset: int, data: np.ndarray) -> None:
+        return None
+
+    def host_write(self, row: int, data: np.ndarray) -> None:
+        return None
+
+    def sync_issued(
+        self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
+    ) -> SyncRecord | None:
+        return None
+
+    def sync_completed(
+        self, token: SyncRecord | None, status: Status, error: str | None = None
+    ) -> None:
+        return None
+
+
+NULL_RECORDER = Recorder()
+
+
+class RunLog(RunTimer):
+    """What a traced run reports: the row of each step (in the order they ran), the time
+    before each step and after the last, the failure if one happened, and device spans."""
+
+    __slots__ = ("device_spans", "ended", "failure", "rows", "times")
+
+    def __init__(self, rows: list[int]) -> None:
+        self.rows = rows
+        self.times = array("q")
+        self.failure: tuple[int, Status, str, int] | None = None
+        self.device_spans: Sequence[tuple[int, Any]] = ()
+        self.ended = False
+
+    def tick(self) -> None:
+        self.times.append(now())
+
+    def failed(self, position: int, status: Status, error: str) -> None:
+        self.failure = (position, status, error, now())
+
+    def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
+        self.device_spans = spans
+        self.ended = True
+
+
+class TraceRecorder(Recorder):
+    """Appends to the logs of one :class:`~luisa_nb.trace.trace.Trace`."""
+
+    recording = True
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.commands: list[tuple] = []
+        self.runs: list[RunLog] = []
+        self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
+        self.syncs: list[SyncRecord] = []
+        self._last_seq: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def capture_at_enqueue(self, data: np.ndarray) -> Capture | None:
+        return self.trace.capture(data)
+
+    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
+        trace = self.trace
+        device = stream.device
+        policy = device.staging.value
+        buffers = trace.buffers
+        with self._lock:
+            submitted = now()
+            submission = next(_submissions)
+            if stream.id not in trace.streams:
+                trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
+            rows = self.commands
+            seq = 0
+            for index, command in enumerate(commands):
+                for view in command.views:
+                    buffer = view.buffer
+                    if buffer.id not in buffers:
+                        buffers[buffer.id] = BufferInfo(
+                            buffer.id,
+                            buffer.nbytes,
+                            buffer.dtype.str,
+                            buffer.size,
+                            device.name,
+                            buffer.name,
+                        )
+                seq = next(_sequence)
+                command.row = len(rows)
+                rows.append(
+                    (
+                        command.id,
+                        seq,
+                        command.kind,
+                        stream.id,
+                        submission,
+                        index,
+                        command.enqueued,
+                        submitted,
+                        policy,
+                        command.label,
+                        command.device_ranges(),
+                        command.host_range(),
+                        command.enqueue_capture,
+                    )
+                )
+            if seq:
+                self._last_seq[stream.id] = seq
+
+    def run_timer(self, steps: Sequence[Any]) -> RunLog:
+        log = RunLog([step.row for step in steps])
+        self.runs.append(log)
+        return log
+
+    def host_read(self, row: int, offset: int, data: np.ndarray) -> None:
+        self.host_accesses.append(
+            (row, HOST_READ, offset, data.nbytes, now(), self.trace.capture(data))
+        )
+
+    def host_write(self, row: int, data: np.ndarray) -> None:
+        self.host_accesses.append(
+            (row, HOST_WRITE, 0, data.nbytes, now(), self.trace.capture(data))
+        )
+
+    def sync_issued(
+        self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
+    ) -> SyncRecord:
+        stream_id = None if stream is None else stream.id
+        with self._lock:
+            record = SyncRecord(sync_id, next(_sequence), kind, stream_id, event, issued=now())
+            if kind is SyncKind.SYNCHRONIZE:
+                record.covers = self._last_seq.get(stream_id)
+            elif stream_id is not None:
+                self._last_seq[stream_id] = record.seq
+            self.syncs.append(record)
+        return record
+
+    def sync_completed(
+        self, token: SyncRecord | None, status: Status, error: str | None = None
+    ) -> None:
+        token.completed = now()
+        token.error = error
+        token.status = status
+
+
+_active: Recorder = NULL_RECORDER
 
 
 def register_namer(namer: Namer) -> None:
@@ -27,30 +235,29 @@ def register_namer(namer: Namer) -> None:
     _namers.append(namer)
 
 
-def active_trace() -> Trace | None:
+def active_recorder() -> Recorder:
     return _active
 
 
-def next_seq() -> int:
-    """The next host issue-order number (shared by command and sync records)."""
-    return next(_sequence)
+def active_trace() -> Trace | None:
+    return _active.trace if isinstance(_active, TraceRecorder) else None
 
 
 def start(trace: Trace) -> None:
     global _active
-    if _active is not None:
+    if _active is not NULL_RECORDER:
         raise TraceError(
             "a trace is already recording; stop it (leave its `with` block) before starting another"
         )
     trace.metadata.started = now()
-    _active = trace
+    _active = trace.recorder
 
 
 def stop(trace: Trace, namespace: Mapping[str, object] | None = None) -> None:
     """Stop recording into ``trace``; name host arrays and buffers found in ``namespace``."""
     global _active
-    if _active is trace:
-        _active = None
+    if _active is trace.recorder:
+        _active = NULL_RECORDER
     trace.metadata.stopped = now()
     if namespace:
         name_host_ranges(trace, namespace)
@@ -67,9 +274,8 @@ def name_host_ranges(trace: Trace, namespace: Mapping[str, object]) -> None:
         if isinstance(value, np.ndarray) and not name.startswith("_") and value.nbytes
     ]
     arrays.sort(key=lambda array: array[1])
-    for record in trace.commands:
-        host = record.host
-        if host is None or host.name is not None:
+    for host in trace.host_ranges():
+        if host.name is not None:
             continue
         for address, nbytes, itemsize, name in arrays:
             if address <= host.address and host.end <= address + nbytes:

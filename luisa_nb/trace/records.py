@@ -45,6 +45,7 @@ class Status(str, Enum):
     OK = "ok"
     FAILED = "failed"
     SKIPPED = "skipped"
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,9 @@ class CommandRecord:
     call created the command (the bytes the host meant to send are ``enqueue_capture``).
     ``label`` is the kernel's name for a dispatch, else empty. ``device_started`` and
     ``device_finished`` are when the device ran the command, mapped onto the host clock,
-    for backends that run commands after the call returns (remote).
+    for backends that run commands after the call returns (remote). ``host_pieces`` is
+    set for an upload read in several pieces (larger than a staging heap): ``(offset,
+    nbytes, time)`` of each, ``host_read`` being the first's time.
     """
 
     id: int
@@ -138,6 +141,7 @@ class CommandRecord:
     data_capture: Capture | None = None
     status: Status = Status.PENDING
     error: str | None = None
+    host_pieces: tuple[tuple[int, int, int], ...] | None = None
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import xxhash
 
-from luisa_nb.errors import ConfigurationError, RecordNotFoundError
+from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
+from luisa_nb.trace.clock import now
+from luisa_nb.trace.recorder import TraceRecorder
 from luisa_nb.trace.records import (
     BufferInfo,
     Capture,
@@ -22,14 +24,12 @@ from luisa_nb.trace.records import (
     SyncRecord,
     TraceMetadata,
 )
+from luisa_nb.trace.table import CommandTable
+
+__all__ = ["CAPTURE_POLICIES", "DEFAULT_CAPTURE_BYTES", "Trace", "digest_bytes", "now"]
 
 CAPTURE_POLICIES = ("none", "head", "full")
 DEFAULT_CAPTURE_BYTES = 64 * 1024
-
-
-def now() -> int:
-    """The trace clock: nanoseconds on the host's monotonic performance counter."""
-    return time.perf_counter_ns()
 
 
 def digest_bytes(data: np.ndarray) -> str:
@@ -44,6 +44,10 @@ class Trace:
     ``capture`` says which host bytes are copied into the trace: ``"none"`` (digests
     only), ``"head"`` (the first ``capture_bytes`` of each transfer) or ``"full"``.
     Captured bytes are stored once per digest in :attr:`blobs`.
+
+    While recording, the trace's :attr:`recorder` appends to its logs; reading the trace
+    (:attr:`table`, :attr:`records`, ...) takes a consistent snapshot of them, so a trace
+    can be read or saved while commands are still running.
     """
 
     def __init__(self, capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> None:
@@ -51,27 +55,27 @@ class Trace:
             raise ConfigurationError(
                 f"capture={capture!r} is not a capture policy; use one of {CAPTURE_POLICIES}"
             )
-        if capture_bytes < 0:
-            raise ConfigurationError(f"capture_bytes={capture_bytes} must be >= 0")
+        if type(capture_bytes) is not int or capture_bytes < 0:
+            raise ConfigurationError(f"capture_bytes={capture_bytes!r} must be an int >= 0")
         self.metadata = TraceMetadata(capture=capture, capture_bytes=capture_bytes)
-        self.records: list[Record] = []
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
+        self.recorder = TraceRecorder(self)
+        self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
+        self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])
+        self._snapshot: tuple[tuple[int, ...], CommandTable, list[Record]] | None = None
         self._captures: dict[str, Capture] = {}
+        self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
-    # -- recording (called by the runtime) -------------------------------------------
+    # -- recording (called by the recorder) ------------------------------------------
 
-    def add(self, record: Record) -> None:
-        self.records.append(record)
-
-    def capture(self, data: np.ndarray, *, owned: bool = False) -> Capture:
+    def capture(self, data: np.ndarray) -> Capture:
         """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy.
 
         Every byte is hashed; the head is copied into :attr:`blobs` unless a blob with the
-        same bytes is there already. ``owned`` marks bytes nobody will modify (a staging
-        copy), which are kept without copying.
+        same bytes is there already.
         """
         nbytes = data.nbytes
         digest = digest_bytes(data)
@@ -84,11 +88,20 @@ class Trace:
         else:
             kept = data if head == nbytes else data[:head]
             key = digest if head == nbytes else digest_bytes(kept)
-            if key not in self.blobs:
-                self.blobs[key] = kept if owned else kept.copy()
+            with self._capture_lock:
+                if key not in self.blobs:
+                    self.blobs[key] = kept.copy()
             captured = Capture(nbytes, key, digest)
         self._captures[digest] = captured
         return captured
+
+    def combine_captures(self, pieces: list[Capture]) -> Capture:
+        """One capture of bytes read in consecutive pieces: complete (with a digest) when
+        every piece was captured whole, else the first piece's head."""
+        nbytes = sum(piece.nbytes for piece in pieces)
+        if all(piece.complete for piece in pieces):
+            return self.capture(np.concatenate([self.blobs[piece.blob] for piece in pieces]))
+        return Capture(nbytes, pieces[0].blob, None)
 
     # -- recording scope -------------------------------------------------------------
 
@@ -106,19 +119,81 @@ class Trace:
 
     # -- reading ---------------------------------------------------------------------
 
+    def _progress(self) -> tuple[int, ...]:
+        """Changes whenever the recorder has heard something since the last call."""
+        log = self.recorder
+        runs = log.runs
+        ticks = sum(len(run.times) + run.ended + (run.failure is not None) for run in runs)
+        completed = sum(sync.completed is not None for sync in log.syncs)
+        return (len(log.commands), len(runs), ticks, len(log.host_accesses), len(log.syncs),
+                completed)  # fmt: skip
+
+    def _read(self) -> tuple[CommandTable, list[Record]]:
+        commands, syncs = self._added
+        if self._snapshot is None and (commands or syncs):
+            self._loaded = (CommandTable.from_records(commands), list(syncs))
+            self._snapshot = None
+        if self._loaded is not None:
+            if self._snapshot is None:
+                table, syncs = self._loaded
+                self._snapshot = ((), table, _in_issue_order(table.records(), syncs))
+            return self._snapshot[1], self._snapshot[2]
+        progress = self._progress()
+        if self._snapshot is None or self._snapshot[0] != progress:
+            table = CommandTable.from_log(self.recorder, self)
+            syncs = self.recorder.syncs[: progress[4]]
+            self._snapshot = (progress, table, _in_issue_order(table.records(), syncs))
+        return self._snapshot[1], self._snapshot[2]
+
+    def set_contents(self, table: CommandTable, syncs: list[SyncRecord]) -> None:
+        """Make this trace hold ``table`` and ``syncs`` (a trace read from a file)."""
+        self._loaded = (table, syncs)
+        self._snapshot = None
+
+    def add(self, record: Record) -> None:
+        """Append a record made by hand (a trace built in a test or by an importer; a
+        recording trace gets its records from its recorder only)."""
+        if self.recorder.commands or self.recorder.syncs:
+            raise TraceError("records cannot be added by hand to a trace that recorded some")
+        if self._loaded is not None and not any(self._added):
+            table, syncs = self._loaded
+            self._added = ([*table.records()], [*syncs])
+        self._added[isinstance(record, SyncRecord)].append(record)
+        self._snapshot = None
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        """Equal for two reads of the trace exactly when nothing was recorded between."""
+        return () if self._loaded is not None else self._progress()
+
+    @property
+    def table(self) -> CommandTable:
+        """Every command as columns (a snapshot while recording)."""
+        return self._read()[0]
+
+    @property
+    def records(self) -> list[Record]:
+        """Every command and sync point, in the order the host issued them."""
+        return self._read()[1]
+
     @property
     def commands(self) -> list[CommandRecord]:
-        return [r for r in self.records if isinstance(r, CommandRecord)]
+        return self.table.records()
 
     @property
     def syncs(self) -> list[SyncRecord]:
         return [r for r in self.records if isinstance(r, SyncRecord)]
 
     def command(self, command_id: int) -> CommandRecord:
-        for record in self.records:
-            if isinstance(record, CommandRecord) and record.id == command_id:
+        for record in self.commands:
+            if record.id == command_id:
                 return record
         raise RecordNotFoundError(f"no command #{command_id} in this trace")
+
+    def host_ranges(self) -> list[HostRange]:
+        """The distinct host ranges the commands touched."""
+        unique = {id(host): host for host in self.table.objects["host"] if host is not None}
+        return list(unique.values())
 
     def captured_bytes(self, captured: Capture | None) -> np.ndarray | None:
         """The captured head of ``captured`` as uint8, or ``None`` if nothing was kept."""
@@ -167,3 +242,9 @@ class Trace:
         from luisa_nb.trace.chrome import chrome_trace
 
         return chrome_trace(self, None if path is None else Path(path))
+
+
+def _in_issue_order(commands: list[CommandRecord], syncs: list[SyncRecord]) -> list[Record]:
+    records: list[Record] = [*commands, *syncs]
+    records.sort(key=lambda record: record.seq)
+    return records

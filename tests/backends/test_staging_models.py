@@ -2,6 +2,7 @@
 fence, and (dx) command reordering by device buffers only."""
 
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -56,32 +57,38 @@ def test_downloads_land_after_the_fence(model):
 
 
 @pytest.mark.parametrize("staging", ["submit", "execute"])
-def test_upload_larger_than_the_heap_is_split(model, staging):
+def test_upload_larger_than_the_heap_is_read_in_heap_sized_pieces(model, staging):
     capacity = 4096
     device = lnb.create_device(model, staging=staging, staging_capacity=capacity)
     n = 3 * capacity // 4 + 10  # 3.01 heaps of float32
     buffer = device.create_buffer(n, np.float32)
-    source = device.create_buffer(n, np.float32)
-    source.copy_from(np.arange(n, dtype=np.float32))
-    host = np.full(n, -1.0, np.float32)
-    later = np.full(n, -2.0, np.float32)
+    host = np.arange(n, dtype=np.float32)
     stream = device.default_stream
     opened = threading.Event()
     with lnb.trace() as trace:
-        upload = buffer.copy_from_async(later)
-        stream.add_callback(lambda: opened.wait(10))
-        stream.add_callback(lambda: later.fill(7.0))  # after submit, before the upload runs
-        stream.submit([source.copy_to_async(host), upload, buffer.copy_to_async(host)])
+        if staging == "execute":
+            stream.add_callback(lambda: opened.wait(10))  # the upload runs after host changed
+        stream.submit([buffer.copy_from_async(host)])
+        returned = time.perf_counter_ns()
+        host[:] = -1.0
         opened.set()
         stream.synchronize()
+    (record,) = trace.commands
     if staging == "submit":
-        # the first heap-full was staged at submit; the rest was read when the upload ran
-        np.testing.assert_array_equal(host[: capacity // 4], -2.0)
-        np.testing.assert_array_equal(host[capacity // 4 :], 7.0)
-        assert trace.upload(upload.id).staged.size == n
+        # every piece was read while submit() ran, each once the one before reached the device
+        np.testing.assert_array_equal(buffer.numpy(), np.arange(n, dtype=np.float32))
+        pieces = record.host_pieces
+        assert [piece[:2] for piece in pieces] == [(0, 4096), (4096, 4096), (8192, 4096), (12288, 40)]
+        times = [piece[2] for piece in pieces]
+        assert times == sorted(times) and times[-1] < returned
+        assert record.host_read == times[0]
+        check = trace.upload(record.id)
+        np.testing.assert_array_equal(check.staged, np.arange(n, dtype=np.float32))
+        assert not check.stale
     else:
-        np.testing.assert_array_equal(host, 7.0)
-    assert device.staging_heap.free == capacity
+        np.testing.assert_array_equal(buffer.numpy(), -1.0)
+        assert record.host_pieces is None and record.host_read > returned
+    assert device.transfers.heap.free == capacity
 
 
 def test_upload_after_download_of_the_same_memory_on_a_small_heap(model):
@@ -90,17 +97,22 @@ def test_upload_after_download_of_the_same_memory_on_a_small_heap(model):
     n = 3 * capacity // 4 + 10
     buffer = device.create_buffer(n, np.float32)
     source = device.create_buffer(n, np.float32)
-    source.copy_from(np.arange(n, dtype=np.float32))
+    source.copy_from(np.arange(n, dtype=np.float32), sync=True)  # heap free again
     host = np.full(n, -1.0, np.float32)
     with lnb.trace() as trace:
         device.default_stream.submit([source.copy_to_async(host), buffer.copy_from_async(host)])
         device.default_stream.synchronize()
-    # readbacks land after the fence, so every chunk read the old bytes
-    np.testing.assert_array_equal(buffer.numpy(), -1.0)
-    (hazard,) = trace.hazards
-    assert hazard.kind is HazardKind.STALE_UPLOAD
+    # the first heap-full was read at submit, before the readback landed after the fence;
+    # submit() then waited for that run to free the heap, so later pieces read new bytes
+    piece = capacity // 4
+    result = buffer.numpy()
+    np.testing.assert_array_equal(result[:piece], -1.0)
+    np.testing.assert_array_equal(result[piece:], np.arange(piece, n, dtype=np.float32))
+    stale, latent = trace.hazards
+    assert stale.kind is HazardKind.STALE_UPLOAD and latent.kind is HazardKind.LATENT_STALE_UPLOAD
+    assert (stale.host.nbytes, latent.host.nbytes) == (capacity, 4 * n - capacity)
     check = trace.upload(trace.commands[1].id)
-    np.testing.assert_array_equal(check.differing_indices, np.arange(n))
+    np.testing.assert_array_equal(check.differing_indices, np.arange(piece))
 
 
 def test_submissions_wait_for_heap_space(model):
@@ -113,7 +125,7 @@ def test_submissions_wait_for_heap_space(model):
     stream.synchronize()
     for index, buffer in enumerate(buffers):
         np.testing.assert_array_equal(buffer.numpy(), index)
-    assert device.staging_heap.free == capacity
+    assert device.transfers.heap.free == capacity
 
 
 def test_bad_capacity_is_rejected(model):

@@ -132,11 +132,8 @@ def test_plain_trace_is_analysed_on_the_fly(seed):
     from luisa_nb.trace import Trace
 
     plain = Trace()
-    plain.records, plain.buffers, plain.streams = (
-        seed_trace.records,
-        seed_trace.buffers,
-        seed_trace.streams,
-    )
+    plain.set_contents(seed_trace.table, seed_trace.syncs)
+    plain.buffers, plain.streams = seed_trace.buffers, seed_trace.streams
     plain.blobs, plain.metadata = seed_trace.blobs, seed_trace.metadata
     analysis = Analysis.of(plain)
     assert [h.command_ids for h in analysis.hazards] == [(seed.download, seed.upload)]

@@ -1,0 +1,295 @@
+"""Commands as columns: what a trace holds once it is read.
+
+A live trace builds its :class:`CommandTable` from the recorder's logs (a consistent
+snapshot of what had been recorded when it was asked for); a loaded trace reads one from
+its file. Numbers are numpy ``int64`` columns with :data:`MISSING` for "not known";
+device ranges, host ranges and captures are shared objects referred to from lists, so
+one command costs about twenty numbers and a few pointers, not an object per field.
+:meth:`CommandTable.records` gives :class:`CommandRecord` views for code that prefers
+objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from luisa_nb.trace.records import (
+    Capture,
+    CommandKind,
+    CommandRecord,
+    HostRange,
+    Status,
+)
+
+if TYPE_CHECKING:
+    from luisa_nb.trace.recorder import TraceRecorder
+    from luisa_nb.trace.trace import Trace
+
+MISSING = -1
+KINDS = tuple(CommandKind)
+STATUSES = tuple(Status)
+POLICIES = ("submit", "execute")
+_KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+_POLICY_CODES = {policy: code for code, policy in enumerate(POLICIES)}
+
+NUMBER_COLUMNS = (
+    "id",
+    "seq",
+    "kind",
+    "stream",
+    "submission",
+    "index",
+    "staging",
+    "enqueued",
+    "submitted",
+    "started",
+    "finished",
+    "host_read",
+    "host_write",
+    "device_started",
+    "device_finished",
+    "status",
+)
+TIME_COLUMNS = (
+    "started",
+    "finished",
+    "host_read",
+    "host_write",
+    "device_started",
+    "device_finished",
+)
+"""The columns that may be :data:`MISSING` (``None`` in a :class:`CommandRecord`)."""
+OBJECT_COLUMNS = ("label", "device_ranges", "host", "enqueue_capture", "data_capture", "error")
+
+HostPiece = tuple[int, int, int]
+"""``(offset, nbytes, time)``: one piece of an upload read in several pieces."""
+
+
+class CommandTable:
+    """Every command of a trace, one row each, in the order they were submitted.
+
+    ``host_pieces`` maps the row of an upload that read host memory in several pieces
+    (one larger than the staging heap) to those pieces; ``host_read`` is the first's time.
+    """
+
+    def __init__(
+        self,
+        numbers: dict[str, np.ndarray],
+        objects: dict[str, list[Any]],
+        host_pieces: dict[int, tuple[HostPiece, ...]] | None = None,
+    ) -> None:
+        self.numbers = numbers
+        self.objects = objects
+        self.host_pieces = host_pieces or {}
+        self._records: list[CommandRecord] | None = None
+        self._number_lists: dict[str, list[int]] | None = None
+
+    def __len__(self) -> int:
+        return len(self.numbers["id"])
+
+    @classmethod
+    def empty(cls) -> CommandTable:
+        numbers = {name: np.zeros(0, np.int64) for name in NUMBER_COLUMNS}
+        return cls(numbers, {name: [] for name in OBJECT_COLUMNS})
+
+    def records(self) -> list[CommandRecord]:
+        """A :class:`CommandRecord` per row (made once, then shared)."""
+        if self._records is None:
+            self._records = [self._record(row) for row in range(len(self))]
+        return self._records
+
+    def _record(self, row: int) -> CommandRecord:
+        number = {name: column[row] for name, column in self._lists().items()}
+        objects = self.objects
+        return CommandRecord(
+            number["id"],
+            number["seq"],
+            KINDS[number["kind"]],
+            number["stream"],
+            number["submission"],
+            number["index"],
+            objects["label"][row],
+            objects["device_ranges"][row],
+            objects["host"][row],
+            POLICIES[number["staging"]],
+            number["enqueued"],
+            number["submitted"],
+            *(_optional(number[name]) for name in TIME_COLUMNS),
+            objects["enqueue_capture"][row],
+            objects["data_capture"][row],
+            STATUSES[number["status"]],
+            objects["error"][row],
+            self.host_pieces.get(row),
+        )
+
+    def _lists(self) -> dict[str, list[int]]:
+        """The number columns as Python lists (fast to index one by one)."""
+        if self._number_lists is None:
+            self._number_lists = {name: column.tolist() for name, column in self.numbers.items()}
+        return self._number_lists
+
+    @classmethod
+    def from_records(cls, records: Sequence[CommandRecord]) -> CommandTable:
+        """A table of ``records`` (in row order)."""
+        table = cls.empty()
+        if not records:
+            return table
+        numbers: dict[str, list[int]] = {name: [] for name in NUMBER_COLUMNS}
+        objects: dict[str, list[Any]] = {name: [] for name in OBJECT_COLUMNS}
+        pieces = {}
+        for row, record in enumerate(records):
+            for name in NUMBER_COLUMNS:
+                value = getattr(record, name)
+                if name == "kind":
+                    value = _KIND_CODES[value]
+                elif name == "status":
+                    value = _STATUS_CODES[value]
+                elif name == "staging":
+                    value = _POLICY_CODES[value]
+                numbers[name].append(MISSING if value is None else value)
+            for name in OBJECT_COLUMNS:
+                objects[name].append(getattr(record, name))
+            if record.host_pieces:
+                pieces[row] = tuple(record.host_pieces)
+        arrays = {name: np.array(values, np.int64) for name, values in numbers.items()}
+        return cls(arrays, objects, pieces)
+
+    @classmethod
+    def from_log(cls, recorder: TraceRecorder, trace: Trace) -> CommandTable:
+        """A snapshot of what ``recorder`` has heard so far."""
+        rows = recorder.commands[:]
+        count = len(rows)
+        if not count:
+            return cls.empty()
+        runs = recorder.runs[:]
+        accesses = recorder.host_accesses[:]
+        (
+            ids,
+            seqs,
+            kinds,
+            streams,
+            submissions,
+            indexes,
+            enqueued,
+            submitted,
+            policies,
+            labels,
+            ranges,
+            hosts,
+            enqueue_captures,
+        ) = zip(*rows, strict=True)
+        started = [MISSING] * count
+        finished = [MISSING] * count
+        status = [_STATUS_CODES[Status.PENDING]] * count
+        errors: list[str | None] = [None] * count
+        device_started = [MISSING] * count
+        device_finished = [MISSING] * count
+        _apply_runs(runs, started, finished, status, errors, device_started, device_finished)
+        host_read = [MISSING] * count
+        host_write = [MISSING] * count
+        data_captures: list[Capture | None] = [None] * count
+        pieces = _apply_host_accesses(accesses, hosts, host_read, host_write, data_captures)
+        for row, read in pieces.items():
+            data_captures[row] = trace.combine_captures([capture for *_, capture in read])
+        numbers = {
+            "id": np.array(ids, np.int64),
+            "seq": np.array(seqs, np.int64),
+            "kind": np.array([_KIND_CODES[kind] for kind in kinds], np.int64),
+            "stream": np.array(streams, np.int64),
+            "submission": np.array(submissions, np.int64),
+            "index": np.array(indexes, np.int64),
+            "staging": np.array([_POLICY_CODES[policy] for policy in policies], np.int64),
+            "enqueued": np.array(enqueued, np.int64),
+            "submitted": np.array(submitted, np.int64),
+            "started": np.array(started, np.int64),
+            "finished": np.array(finished, np.int64),
+            "host_read": np.array(host_read, np.int64),
+            "host_write": np.array(host_write, np.int64),
+            "device_started": np.array(device_started, np.int64),
+            "device_finished": np.array(device_finished, np.int64),
+            "status": np.array(status, np.int64),
+        }
+        objects = {
+            "label": list(labels),
+            "device_ranges": list(ranges),
+            "host": list(hosts),
+            "enqueue_capture": list(enqueue_captures),
+            "data_capture": data_captures,
+            "error": errors,
+        }
+        host_pieces = {
+            row: tuple((offset, nbytes, time) for offset, nbytes, time, _ in read)
+            for row, read in pieces.items()
+        }
+        return cls(numbers, objects, host_pieces)
+
+
+def _optional(value: int) -> int | None:
+    return None if value == MISSING else value
+
+
+def _apply_runs(
+    runs: Sequence[Any],
+    started: list[int],
+    finished: list[int],
+    status: list[int],
+    errors: list[str | None],
+    device_started: list[int],
+    device_finished: list[int],
+) -> None:
+    """Times and outcomes of each step: ``times[i]`` is when step ``i`` started and
+    ``times[i + 1]`` when it finished; a step of several pieces spans all of them."""
+    ok, skipped = _STATUS_CODES[Status.OK], _STATUS_CODES[Status.SKIPPED]
+    for run in runs:
+        times = run.times[:]
+        ticks = len(times)
+        rows = run.rows
+        for position, row in enumerate(rows[:ticks]):
+            if started[row] == MISSING:
+                started[row] = times[position]
+            if position + 1 < ticks:
+                finished[row] = times[position + 1]
+                status[row] = ok
+        failure = run.failure
+        if failure is not None:
+            position, failed_status, error, when = failure
+            row = rows[position]
+            finished[row], status[row], errors[row] = when, _STATUS_CODES[failed_status], error
+            for later in rows[position + 1 :]:
+                if later != row:
+                    status[later] = skipped
+        for position, span in run.device_spans:
+            row = rows[position]
+            if span.started is not None:
+                device_started[row] = span.started
+            if span.finished is not None:
+                device_finished[row] = span.finished
+
+
+def _apply_host_accesses(
+    accesses: Sequence[tuple[int, int, int, int, int, Capture]],
+    hosts: Sequence[HostRange | None],
+    host_read: list[int],
+    host_write: list[int],
+    data_captures: list[Capture | None],
+) -> dict[int, list[tuple[int, int, int, Capture]]]:
+    """Host read and write times and the bytes moved; returns the pieces of uploads
+    read in several pieces, by row."""
+    from luisa_nb.trace.recorder import HOST_READ
+
+    pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
+    for row, kind, offset, nbytes, time, capture in accesses:
+        if kind == HOST_READ:
+            if host_read[row] == MISSING:
+                host_read[row] = time
+                data_captures[row] = capture
+            if nbytes != hosts[row].nbytes:
+                pieces.setdefault(row, []).append((offset, nbytes, time, capture))
+        else:
+            host_write[row] = time
+            data_captures[row] = capture
+    return pieces

@@ -1,0 +1,76 @@
+"""Observing a program must not change it: traced and untraced runs of the conformance
+programs hold the host-memory lock for every host read and write, and touch host memory
+in the same order with the same bytes."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+import numpy as np
+import pytest
+import xxhash
+
+import luisa_nb as lnb
+from luisa_nb.conformance.programs import FIXED_PROGRAMS
+from luisa_nb.conformance.runner import run_program
+from luisa_nb.runtime.host import HOST_MEMORY
+from luisa_nb.trace import recorder as recorder_module
+from luisa_nb.trace.recorder import Recorder, TraceRecorder
+
+HostAccess = tuple[str, str, int, str]
+
+
+class HostAccessProbe:
+    """Wraps the recorder's host hooks (the null recorder's and a trace's alike) to list
+    each thread's host accesses, checking that the lock is held at each."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.accesses: dict[str, list[HostAccess]] = defaultdict(list)
+        self.unlocked: list[HostAccess] = []
+        for recorder_class in (Recorder, TraceRecorder):
+            for hook in ("host_read", "host_write"):
+                monkeypatch.setattr(recorder_class, hook, self._wrap(recorder_class, hook))
+
+    def _wrap(self, recorder_class: type, hook: str):
+        original = getattr(recorder_class, hook)
+
+        def probe(recorder, row, *rest):
+            data = rest[-1]
+            digest = xxhash.xxh3_64_hexdigest(data)
+            access = (threading.current_thread().name, hook, data.nbytes, digest)
+            (self.accesses[access[0]] if HOST_MEMORY.locked() else self.unlocked).append(access)
+            return original(recorder, row, *rest)
+
+        return probe
+
+    def per_thread(self) -> dict[str, list[HostAccess]]:
+        return {name.split(" ", 1)[-1]: list(found) for name, found in self.accesses.items()}
+
+
+def _run(monkeypatch, backend: str, staging: str, program, traced: bool):
+    probe = HostAccessProbe(monkeypatch)
+    device = lnb.create_device(backend, staging=staging)
+    run = run_program(device, program, traced=traced)
+    assert recorder_module.active_recorder() is recorder_module.NULL_RECORDER
+    monkeypatch.undo()
+    return probe, run
+
+
+@pytest.mark.parametrize("staging", ["execute", "submit"])
+@pytest.mark.parametrize("backend", ["cpu", "dx"])
+@pytest.mark.parametrize("make_program", FIXED_PROGRAMS, ids=lambda make: make.__name__)
+def test_traced_and_untraced_runs_touch_host_memory_alike(
+    monkeypatch, backend, staging, make_program
+):
+    program = make_program()
+    untraced, plain = _run(monkeypatch, backend, staging, program, traced=False)
+    traced, recorded = _run(monkeypatch, backend, staging, program, traced=True)
+    assert plain.trace is None and recorded.trace is not None
+    assert untraced.unlocked == [] and traced.unlocked == []
+    assert untraced.per_thread() == traced.per_thread()
+    host_commands = sum(command.host is not None for command in recorded.trace.commands)
+    assert sum(map(len, traced.per_thread().values())) > host_commands > 0
+    if len(program.streams) == 1:
+        for name in plain.hosts:
+            np.testing.assert_array_equal(plain.hosts[name], recorded.hosts[name])
