@@ -1,6 +1,7 @@
 """Trace layer: records, captured bytes, save/load and Chrome export. Never imports the
 runtime, so a saved trace opens with no device."""
 
+from luisa_nb.trace.clock import now
 from luisa_nb.trace.records import (
     Access,
     BufferInfo,
@@ -14,7 +15,6 @@ from luisa_nb.trace.records import (
     SyncKind,
     SyncRecord,
 )
-from luisa_nb.trace.clock import now
 from luisa_nb.trace.trace import Trace
 
 __all__ = [

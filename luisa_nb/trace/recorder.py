@@ -41,6 +41,23 @@ _namers: list[Namer] = []
 
 HOST_READ = 0
 HOST_WRITE = 1
+COMMAND_ROW = (
+    "id",
+    "seq",
+    "kind",
+    "stream",
+    "submission",
+    "index",
+    "enqueued",
+    "submitted",
+    "staging",
+    "label",
+    "device_ranges",
+    "host",
+    "enqueue_capture",
+)
+"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order."""
+HOST_FIELD = COMMAND_ROW.index("host")
 
 
 class RunTimer:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from luisa_nb.trace.recorder import COMMAND_ROW, HOST_READ
 from luisa_nb.trace.records import (
     Capture,
     CommandKind,
@@ -167,21 +168,7 @@ class CommandTable:
             return cls.empty()
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
-        (
-            ids,
-            seqs,
-            kinds,
-            streams,
-            submissions,
-            indexes,
-            enqueued,
-            submitted,
-            policies,
-            labels,
-            ranges,
-            hosts,
-            enqueue_captures,
-        ) = zip(*rows, strict=True)
+        logged = dict(zip(COMMAND_ROW, zip(*rows, strict=True), strict=True))
         started = [MISSING] * count
         finished = [MISSING] * count
         status = [_STATUS_CODES[Status.PENDING]] * count
@@ -192,32 +179,31 @@ class CommandTable:
         host_read = [MISSING] * count
         host_write = [MISSING] * count
         data_captures: list[Capture | None] = [None] * count
+        hosts = logged["host"]
         pieces = _apply_host_accesses(accesses, hosts, host_read, host_write, data_captures)
         for row, read in pieces.items():
             data_captures[row] = trace.combine_captures([capture for *_, capture in read])
         numbers = {
-            "id": np.array(ids, np.int64),
-            "seq": np.array(seqs, np.int64),
-            "kind": np.array([_KIND_CODES[kind] for kind in kinds], np.int64),
-            "stream": np.array(streams, np.int64),
-            "submission": np.array(submissions, np.int64),
-            "index": np.array(indexes, np.int64),
-            "staging": np.array([_POLICY_CODES[policy] for policy in policies], np.int64),
-            "enqueued": np.array(enqueued, np.int64),
-            "submitted": np.array(submitted, np.int64),
-            "started": np.array(started, np.int64),
-            "finished": np.array(finished, np.int64),
-            "host_read": np.array(host_read, np.int64),
-            "host_write": np.array(host_write, np.int64),
-            "device_started": np.array(device_started, np.int64),
-            "device_finished": np.array(device_finished, np.int64),
-            "status": np.array(status, np.int64),
+            name: np.array(logged[name], np.int64)
+            for name in ("id", "seq", "stream", "submission", "index", "enqueued", "submitted")
         }
+        numbers["kind"] = np.array([_KIND_CODES[kind] for kind in logged["kind"]], np.int64)
+        numbers["staging"] = np.array([_POLICY_CODES[p] for p in logged["staging"]], np.int64)
+        for name, values in (
+            ("started", started),
+            ("finished", finished),
+            ("host_read", host_read),
+            ("host_write", host_write),
+            ("device_started", device_started),
+            ("device_finished", device_finished),
+            ("status", status),
+        ):
+            numbers[name] = np.array(values, np.int64)
         objects = {
-            "label": list(labels),
-            "device_ranges": list(ranges),
+            "label": list(logged["label"]),
+            "device_ranges": list(logged["device_ranges"]),
             "host": list(hosts),
-            "enqueue_capture": list(enqueue_captures),
+            "enqueue_capture": list(logged["enqueue_capture"]),
             "data_capture": data_captures,
             "error": errors,
         }
@@ -279,7 +265,6 @@ def _apply_host_accesses(
 ) -> dict[int, list[tuple[int, int, int, Capture]]]:
     """Host read and write times and the bytes moved; returns the pieces of uploads
     read in several pieces, by row."""
-    from luisa_nb.trace.recorder import HOST_READ
 
     pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
     for row, kind, offset, nbytes, time, capture in accesses:

@@ -13,7 +13,7 @@ import xxhash
 
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.trace.clock import now
-from luisa_nb.trace.recorder import TraceRecorder
+from luisa_nb.trace.recorder import HOST_FIELD, TraceRecorder
 from luisa_nb.trace.records import (
     BufferInfo,
     Capture,
@@ -192,8 +192,11 @@ class Trace:
 
     def host_ranges(self) -> list[HostRange]:
         """The distinct host ranges the commands touched."""
-        unique = {id(host): host for host in self.table.objects["host"] if host is not None}
-        return list(unique.values())
+        if self._loaded is None and not any(self._added):
+            hosts = [row[HOST_FIELD] for row in self.recorder.commands[:]]
+        else:
+            hosts = self.table.objects["host"]
+        return list({id(host): host for host in hosts if host is not None}.values())
 
     def captured_bytes(self, captured: Capture | None) -> np.ndarray | None:
         """The captured head of ``captured`` as uint8, or ``None`` if nothing was kept."""
