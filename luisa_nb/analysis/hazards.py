@@ -32,6 +32,7 @@ from luisa_nb.trace import (
 )
 from luisa_nb.trace.naming import describe, stream_name
 from luisa_nb.trace.records import record_to_dict
+from luisa_nb.trace.table import KIND_CODES, MISSING, CommandTable
 
 _SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
 
@@ -89,29 +90,63 @@ def _times(**moments: int | None) -> dict[str, int]:
 class _Finder:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.records = sorted(trace.records, key=lambda record: record.seq)
-        streams = [r.stream for r in self.records if r.stream is not None]
-        self.clocks = VectorClocks(streams)
+        table = trace.table
+        self.commands = table.records()
+        self.syncs = trace.syncs
+        streams = {*table.numbers["stream"].tolist(), *(sync.stream for sync in self.syncs)}
+        self.clocks = VectorClocks(stream for stream in streams if stream is not None)
         self.pending: IntervalMap[CommandRecord] = IntervalMap()
         self.writers: IntervalMap[CommandRecord] = IntervalMap()
         self.pending_by_stream: list[deque[tuple[int, CommandRecord]]] = [
             deque() for _ in self.clocks.index
         ]
         self.accesses: dict[int, dict[int, list[tuple[int, CommandRecord, DeviceRange]]]] = {}
+        self.shared_buffers = _buffers_of_several_streams(table)
         self.hazards: list[Hazard] = []
 
     def run(self) -> list[Hazard]:
-        for record in self.records:
-            if isinstance(record, SyncRecord):
-                if self.clocks.sync(record):
-                    self._release_covered()
-                continue
-            clock = self.clocks.command(record)
-            if record.host is not None:
-                self._host_access(record, record.host, clock)
-            if record.status is not Status.SKIPPED:
-                self._check_device(record, clock)
+        rows = self._relevant_rows()
+        seqs = self.trace.table.numbers["seq"][rows]
+        commands = self.commands
+        position = 0
+        for sync in self.syncs:
+            before = int(np.searchsorted(seqs, sync.seq))
+            for row in rows[position:before].tolist():
+                self._command(commands[row])
+            position = before
+            if self.clocks.sync(sync):
+                self._release_covered()
+        for row in rows[position:].tolist():
+            self._command(commands[row])
         return self.hazards
+
+    def _relevant_rows(self) -> np.ndarray:
+        """Rows of commands that can take part in a hazard, in issue order: host
+        transfers that touched host memory, and commands on buffers of several streams."""
+        table = self.trace.table
+        numbers = table.numbers
+        kind = numbers["kind"]
+        host_read = (kind == KIND_CODES[CommandKind.UPLOAD]) & (numbers["host_read"] != MISSING)
+        host_write = (kind == KIND_CODES[CommandKind.DOWNLOAD]) & (
+            numbers["host_write"] != MISSING
+        )
+        relevant = host_read | host_write
+        if self.shared_buffers:
+            ranges = table.objects["device_ranges"]
+            relevant |= np.fromiter(
+                (any(r.buffer in self.shared_buffers for r in touched) for touched in ranges),
+                bool,
+                len(ranges),
+            )
+        rows = np.flatnonzero(relevant)
+        return rows[np.argsort(numbers["seq"][rows], kind="stable")]
+
+    def _command(self, record: CommandRecord) -> None:
+        clock = self.clocks.command(record)
+        if record.host is not None:
+            self._host_access(record, record.host, clock)
+        if self.shared_buffers and record.status is not Status.SKIPPED:
+            self._check_device(record, clock)
 
     # -- host memory ---------------------------------------------------------------------
 
@@ -230,6 +265,8 @@ class _Finder:
         position = self.clocks.index[command.stream]
         reported: set[int] = set()
         for touched in command.device_ranges:
+            if touched.buffer not in self.shared_buffers:
+                continue
             by_stream = self.accesses.setdefault(touched.buffer, {})
             for other_position, entries in by_stream.items():
                 if other_position == position:
@@ -280,6 +317,21 @@ class _Finder:
         return Hazard(
             HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
         )
+
+
+def _buffers_of_several_streams(table: CommandTable) -> set[int]:
+    """Buffers that commands of more than one stream touch (only they can race)."""
+    streams = table.numbers["stream"]
+    if len(np.unique(streams)) < 2:
+        return set()
+    seen: dict[int, int] = {}
+    shared: set[int] = set()
+    for stream, touched in zip(streams.tolist(), table.objects["device_ranges"], strict=True):
+        for device_range in touched:
+            first = seen.setdefault(device_range.buffer, stream)
+            if first != stream:
+                shared.add(device_range.buffer)
+    return shared
 
 
 def _reads_within(

@@ -110,7 +110,7 @@ class BufferView:
 
     def _host(self, array: object, action: str, *, writes: bool) -> np.ndarray:
         self.buffer.check_alive()
-        return host_bytes(array, self.dtype, self.size, f"{action} {self._name()}", writes=writes)
+        return host_bytes(array, self.dtype, self.size, action, self._name, writes=writes)
 
     # -- commands --------------------------------------------------------------------
 

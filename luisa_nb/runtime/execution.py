@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
-from luisa_nb.trace.recorder import Recorder
+from luisa_nb.trace.recorder import RunTimer
 from luisa_nb.trace.records import Status
 
 
@@ -47,46 +47,58 @@ class Failure:
         self.cancelled = cancelled
 
 
-def run_steps(
-    run: Run, backend: Backend, staging: Staging, recorder: Recorder, failures: list[Failure]
-) -> None:
-    """Run ``run`` in the backend's order, then free its staging memory."""
-    try:
-        _run(run, backend, staging, recorder, failures)
-    finally:
-        staging.release(run)
+class Executor:
+    """Runs one stream's :class:`~luisa_nb.runtime.staging.Run` s on its worker, in the
+    backend's order, then frees their staging memory."""
 
+    __slots__ = ("backend", "failures", "staging", "transfers")
 
-def _run(
-    run: Run, backend: Backend, staging: Staging, recorder: Recorder, failures: list[Failure]
-) -> None:
-    order = backend.schedule(run.steps)
-    timer = recorder.run_timer(order)
-    transfers = Transfers(backend, staging, recorder)
-    spans: list[tuple[int, DeviceSpan]] = []
-    position = 0
-    try:
-        for position, step in enumerate(order):
+    def __init__(self, backend: Backend, staging: Staging, failures: list[Failure]) -> None:
+        self.backend = backend
+        self.staging = staging
+        self.failures = failures
+        self.transfers = Transfers(backend, staging)
+
+    def execute(self, run: Run) -> None:
+        try:
+            self._execute(run)
+        finally:
+            self.staging.release(run.blocks)
+
+    def _execute(self, run: Run) -> None:
+        backend, transfers = self.backend, self.transfers
+        order = backend.schedule(run.steps)
+        timer = run.recorder.run_timer(order)
+        transfers.recorder = run.recorder
+        spans: list[tuple[int, DeviceSpan]] = []
+        position = 0
+        try:
+            for position, step in enumerate(order):
+                timer.tick()
+                span = step.run(transfers)
+                if span is not None:
+                    spans.append((position, span))
+            position = len(order)
             timer.tick()
-            span = step.run(transfers)
-            if span is not None:
-                spans.append((position, span))
-        position = len(order)
-        timer.tick()
-        transfers.land()
-        backend.flush()
-    except OperationFailed as error:
-        failed = next(index for index, span in spans if span is error.span)
-        _fail(order, failed, error, failures, timer)
-    except BaseException as error:
-        _fail(order, position, error, failures, timer)
-        with contextlib.suppress(Exception):
-            backend.flush()  # finish the deferred operations issued before the failure
-    timer.spans(spans)
+            transfers.land()
+            backend.flush()
+        except OperationFailed as error:
+            failed = next(index for index, span in spans if span is error.span)
+            _fail(order, failed, error, self.failures, timer)
+        except BaseException as error:  # a worker must outlive any step
+            _fail(order, position, error, self.failures, timer)
+            transfers.pending.clear()
+            with contextlib.suppress(Exception):
+                backend.flush()  # finish the deferred operations issued before the failure
+        timer.spans(spans)
 
 
 def _fail(
-    order: Sequence[Step], position: int, error: BaseException, failures: list[Failure], timer
+    order: Sequence[Step],
+    position: int,
+    error: BaseException,
+    failures: list[Failure],
+    timer: RunTimer,
 ) -> None:
     """Mark ``order[position]`` failed (past the end: the last step) and the rest skipped."""
     position = min(position, len(order) - 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 
@@ -23,9 +24,27 @@ timestamp of it), traced or not, so that reads and writes from several workers h
 in one order, the order a trace shows."""
 
 
-def host_bytes(array: object, dtype: np.dtype, size: int, what: str, *, writes: bool) -> np.ndarray:
+def host_bytes(
+    array: object,
+    dtype: np.dtype,
+    size: int,
+    action: str,
+    target: Callable[[], str],
+    *,
+    writes: bool,
+) -> np.ndarray:
     """A flat uint8 view of ``array`` after checking it can stand for ``size`` elements of
-    ``dtype``. Any shape is accepted, as in luisa-python; ``writes`` marks a download."""
+    ``dtype``. Any shape is accepted, as in luisa-python; ``writes`` marks a download.
+    Error messages name the copy as ``action`` and ``target()`` (made only for them)."""
+    if (
+        type(array) is np.ndarray
+        and array.dtype == dtype
+        and array.size == size
+        and (flags := array.flags).c_contiguous
+        and (flags.writeable or not writes)
+    ):
+        return (array if array.ndim == 1 else array.reshape(-1)).view(np.uint8)
+    what = f"{action} {target()}"
     if not isinstance(array, np.ndarray):
         raise HostArrayError(
             f"{what} needs a numpy array, got {type(array).__name__}; wrap it with "

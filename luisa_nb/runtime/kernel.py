@@ -15,16 +15,20 @@ import numpy as np
 
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
+from luisa_nb.kernels.checks import check_setting
 from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.device import default_device
 from luisa_nb.runtime.stream import Stream
 from luisa_nb.trace.records import Access
 
+MAX_AXIS = 2**31 - 1  # dispatch_id() and dispatch_size() components are int32
+MAX_THREADS = 2**63 - 1  # the C entry counts threads in an int64
+
 
 def dispatch_dims(size: Any, kernel_name: str) -> tuple[int, int, int]:
-    """``n`` or ``(nx, ny[, nz])`` as three non-negative ints."""
-    if type(size) is int and size >= 0:
+    """``n`` or ``(nx, ny[, nz])`` as three ints, each in ``0 <= n < 2**31``."""
+    if type(size) is int and 0 <= size <= MAX_AXIS:
         return (size, 1, 1)
     dims = tuple(size) if isinstance(size, (tuple, list)) else (size,)
     if not 1 <= len(dims) <= 3 or not all(
@@ -34,14 +38,36 @@ def dispatch_dims(size: Any, kernel_name: str) -> tuple[int, int, int]:
             f"kernel {kernel_name!r}: dispatch size must be an int or a tuple of 1 to 3 "
             f"non-negative ints, got {size!r}"
         )
-    return (*(int(d) for d in dims), 1, 1)[:3]
+    dims = (*(int(d) for d in dims), 1, 1)[:3]
+    for axis, count in zip("xyz", dims, strict=True):
+        if count > MAX_AXIS:
+            raise KernelArgumentError(
+                f"kernel {kernel_name!r}: dispatch size {axis}={count} is too large; each "
+                f"axis must be below 2**31 because dispatch_id() is int32. Spread the "
+                f"threads over more axes (e.g. (2**20, {-(-count // 2**20)}) and compute "
+                f"i = id.y * 2**20 + id.x in int64), or dispatch in several parts"
+            )
+    if dims[0] * dims[1] * dims[2] > MAX_THREADS:
+        raise KernelArgumentError(
+            f"kernel {kernel_name!r}: dispatch size {dims} makes more than 2**63 - 1 "
+            f"threads; dispatch in several parts"
+        )
+    return dims
 
 
 class _DispatchPlan:
-    """What a dispatch with one argument signature needs, worked out once: the
-    executable, which arguments are buffers and scalars, and the captured buffers."""
+    """What a dispatch with one argument signature and checks setting needs, worked out
+    once: the executable, which arguments are buffers and scalars, the captured buffers,
+    and which buffers' element counts follow the scalars (checked C kernels)."""
 
-    __slots__ = ("accesses", "buffer_positions", "captures", "executable", "scalar_positions")
+    __slots__ = (
+        "accesses",
+        "buffer_positions",
+        "captures",
+        "count_positions",
+        "executable",
+        "scalar_positions",
+    )
 
     def __init__(self, executable: Any, args: Sequence[Any]) -> None:
         self.executable = executable
@@ -51,6 +77,9 @@ class _DispatchPlan:
             p.capture for p in executable.buffer_parameters if p.capture is not None
         )
         self.accesses = tuple(_ACCESSES[p.access] for p in executable.buffer_parameters)
+        self.count_positions = [
+            p.count_of for p in executable.scalar_parameters if p.count_of is not None
+        ]
 
 
 _ACCESSES = {
@@ -66,9 +95,18 @@ def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
 
 
 class Kernel:
-    """A kernel function; compiled per argument types on first dispatch and cached."""
+    """A kernel function; compiled per argument types and checks setting on first
+    dispatch, and cached.
 
-    def __init__(self, function: Callable[..., None], *, mode: str = "auto") -> None:
+    ``checks``: True (every buffer index checked), False, "nan" (also every value written
+    to a float buffer must be finite), or None for the default of the device the kernel
+    runs on (``device.kernel_checks``).
+    """
+
+    def __init__(
+        self, function: Callable[..., None], *, mode: str = "auto", checks: bool | str | None = None
+    ) -> None:
+        self.checks = check_setting(checks, allow_default=True)
         self._definition = KernelDefinition(function, mode=mode)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
         self.name = self._definition.name
@@ -76,11 +114,28 @@ class Kernel:
 
     def _plan(self, args: Sequence[Any]) -> _DispatchPlan:
         signature = _signature(args)
-        plan = self._plans.get(signature)
+        checks = self.checks
+        if checks is None:
+            checks = self._device_of(args).kernel_checks
+        key = (*signature, checks)
+        plan = self._plans.get(key)
         if plan is None:
-            executable = self._definition.executable(tuple(argument_type(a) for a in args))
-            plan = self._plans[signature] = _DispatchPlan(executable, args)
+            types = tuple(argument_type(a) for a in args)
+            executable = self._definition.executable(types, checks)
+            plan = self._plans[key] = _DispatchPlan(executable, args)
         return plan
+
+    def _device_of(self, args: Sequence[Any]) -> Any:
+        """The device a dispatch with ``args`` runs on, found before compiling: the first
+        buffer argument's, else the captured buffers', else the default device."""
+        for argument in args:
+            if isinstance(argument, BufferView):
+                return argument.device
+        types = tuple(argument_type(a) for a in args)
+        for captured in self._definition.captured_buffers(types):
+            if isinstance(captured, BufferView):
+                return captured.device
+        return default_device()
 
     def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand:
         """A command that runs this kernel over ``size`` threads with ``args``."""
@@ -101,6 +156,8 @@ class Kernel:
                     f"dispatch runs on one device"
                 )
         scalars = [args[i] for i in plan.scalar_positions]
+        if plan.count_positions:
+            scalars += [views[i].size for i in plan.count_positions]
         return DispatchCommand(
             device, self.name, plan.executable, dims, views, plan.accesses, scalars
         )
@@ -126,12 +183,20 @@ class Kernel:
         return f"<Kernel {self.name}>"
 
 
-def kernel(function: Callable[..., None] | None = None, *, mode: str = "auto") -> Any:
+def kernel(
+    function: Callable[..., None] | None = None,
+    *,
+    mode: str = "auto",
+    checks: bool | str | None = None,
+) -> Any:
     """Decorate a function as a kernel: ``@kernel`` or ``@kernel(mode="python")``.
 
     ``mode="c"`` compiles with the system C compiler; ``"python"`` runs the function once
     per thread (``print`` and breakpoints work); ``"auto"`` compiles when a compiler exists.
+    ``checks`` (True, False, "nan"; None: the device's default) decides whether buffer
+    indices, and with "nan" written float values, are checked; a failed check stops the
+    dispatch with :class:`KernelIndexError` or :class:`KernelNonFiniteError`.
     """
     if function is None:
-        return functools.partial(kernel, mode=mode)
-    return Kernel(function, mode=mode)
+        return functools.partial(kernel, mode=mode, checks=checks)
+    return Kernel(function, mode=mode, checks=checks)

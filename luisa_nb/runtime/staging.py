@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -171,13 +171,26 @@ Step = Any  # a Command or an UploadChunk: something with id, row, describe() an
 
 
 class Run:
-    """Steps a worker runs in order as one unit, and the staging blocks they hold."""
+    """Steps a worker runs in order as one unit, the staging blocks they hold, and the
+    recorder of their submission. Calling it runs it (it is the worker's queue item)."""
 
-    __slots__ = ("blocks", "steps")
+    __slots__ = ("blocks", "executor", "recorder", "steps")
 
-    def __init__(self, steps: list[Step], blocks: list[StagingBlock]) -> None:
+    def __init__(
+        self, steps: list[Step], blocks: list[StagingBlock], recorder: Recorder, executor: Any
+    ) -> None:
         self.steps = steps
         self.blocks = blocks
+        self.recorder = recorder
+        self.executor = executor
+
+    def __call__(self) -> None:
+        self.executor.execute(self)
+
+
+Enqueue = Callable[[list[Step], list[StagingBlock], "Recorder"], None]
+"""Hands the steps of one run, the staging blocks they hold and their submission's
+recorder to the worker."""
 
 
 class Staging:
@@ -192,24 +205,25 @@ class Staging:
     def create(policy: StagingPolicy, heap: StagingHeap | None) -> Staging:
         return (SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging)(heap)
 
-    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
-        """The runs of one submission, in order. Enqueue each as it comes: planning may
-        wait for the worker to free staging memory used by the runs before it."""
+    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+        """Turn one submission into runs and hand each to ``enqueue`` in order. Under
+        ``submit`` this waits for the worker to free staging memory used by the runs
+        handed over before."""
         raise NotImplementedError
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         """Run ``upload`` on the worker."""
         raise NotImplementedError
 
-    def release(self, run: Run) -> None:
-        if run.blocks:
-            self.heap.release(run.blocks)
+    def release(self, blocks: list[StagingBlock]) -> None:
+        if blocks:
+            self.heap.release(blocks)
 
 
 class SubmitStaging(Staging):
     policy = StagingPolicy.SUBMIT
 
-    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
+    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
         from luisa_nb.runtime.commands import UploadCommand
 
         heap = self.heap
@@ -230,7 +244,7 @@ class SubmitStaging(Staging):
                 block = heap.try_reserve(size)
                 if block is None:
                     if steps:
-                        yield Run(steps, blocks)
+                        enqueue(steps, blocks, recorder)
                         steps, blocks = [], []
                     block = heap.reserve(size)
                 blocks.append(block)
@@ -240,7 +254,7 @@ class SubmitStaging(Staging):
                     steps.append(command)
                 else:
                     steps.append(UploadChunk(command, offset, staged))
-        yield Run(steps, blocks)
+        enqueue(steps, blocks, recorder)
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         staged, upload.staged = upload.staged, None
@@ -251,8 +265,8 @@ class SubmitStaging(Staging):
 class ExecuteStaging(Staging):
     policy = StagingPolicy.EXECUTE
 
-    def plan(self, commands: list[Command], recorder: Recorder) -> Iterator[Run]:
-        yield Run(list(commands), [])
+    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+        enqueue(commands, [], recorder)
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         transfers.land()
@@ -280,15 +294,16 @@ def _read(
 
 
 class Transfers:
-    """Host transfers of one run on the worker: uploads as the staging policy says,
-    downloads now or (fence backends) once the run has finished."""
+    """Host transfers on one stream's worker: uploads as the staging policy says,
+    downloads now or (fence backends) once their run has finished. ``recorder`` is the
+    current run's."""
 
     __slots__ = ("backend", "fence", "pending", "recorder", "staging")
 
-    def __init__(self, backend: Backend, staging: Staging, recorder: Recorder) -> None:
+    def __init__(self, backend: Backend, staging: Staging) -> None:
         self.backend = backend
         self.staging = staging
-        self.recorder = recorder
+        self.recorder: Recorder | None = None
         self.fence = backend.readback == "fence"
         self.pending: list[DownloadCommand] = []
 

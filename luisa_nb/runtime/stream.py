@@ -9,7 +9,6 @@ keeps working. Nothing user code raises, on the worker or in a callback, stops a
 
 from __future__ import annotations
 
-import functools
 import itertools
 import queue
 import threading
@@ -26,7 +25,8 @@ from luisa_nb.errors import (
     StreamError,
 )
 from luisa_nb.runtime.commands import Command, next_id
-from luisa_nb.runtime.execution import Failure, exception_text, run_steps
+from luisa_nb.runtime.execution import Executor, Failure, exception_text
+from luisa_nb.runtime.staging import Run, StagingBlock, Step
 from luisa_nb.trace.recorder import Recorder, active_recorder
 from luisa_nb.trace.records import Status, SyncKind
 
@@ -93,6 +93,7 @@ class Stream:
         self.name = name or f"stream{self.id}"
         self._items: queue.SimpleQueue = queue.SimpleQueue()
         self._failures: list[Failure] = []
+        self._executor = Executor(device.backend, device.transfers, self._failures)
         self._worker: threading.Thread | None = None
 
     def _enqueue(self, item: Callable[[], None]) -> None:
@@ -147,10 +148,12 @@ class Stream:
             command.stream_id = self.id
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        device = self.device
-        staging, backend, failures = device.transfers, device.backend, self._failures
-        for run in staging.plan(commands, recorder):
-            self._enqueue(functools.partial(run_steps, run, backend, staging, recorder, failures))
+        self.device.transfers.submit(commands, recorder, self._enqueue_run)
+
+    def _enqueue_run(
+        self, steps: list[Step], blocks: list[StagingBlock], recorder: Recorder
+    ) -> None:
+        self._enqueue(Run(steps, blocks, recorder, self._executor))
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the

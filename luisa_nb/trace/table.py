@@ -33,7 +33,7 @@ MISSING = -1
 KINDS = tuple(CommandKind)
 STATUSES = tuple(Status)
 POLICIES = ("submit", "execute")
-_KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 _STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
 _POLICY_CODES = {policy: code for code, policy in enumerate(POLICIES)}
 
@@ -100,32 +100,41 @@ class CommandTable:
     def records(self) -> list[CommandRecord]:
         """A :class:`CommandRecord` per row (made once, then shared)."""
         if self._records is None:
-            self._records = [self._record(row) for row in range(len(self))]
+            self._records = self._make_records()
         return self._records
 
-    def _record(self, row: int) -> CommandRecord:
-        number = {name: column[row] for name, column in self._lists().items()}
+    def _make_records(self) -> list[CommandRecord]:
+        numbers = self._lists()
         objects = self.objects
-        return CommandRecord(
-            number["id"],
-            number["seq"],
-            KINDS[number["kind"]],
-            number["stream"],
-            number["submission"],
-            number["index"],
-            objects["label"][row],
-            objects["device_ranges"][row],
-            objects["host"][row],
-            POLICIES[number["staging"]],
-            number["enqueued"],
-            number["submitted"],
-            *(_optional(number[name]) for name in TIME_COLUMNS),
-            objects["enqueue_capture"][row],
-            objects["data_capture"][row],
-            STATUSES[number["status"]],
-            objects["error"][row],
-            self.host_pieces.get(row),
-        )
+        optional = [
+            [None if value == MISSING else value for value in numbers[name]]
+            for name in TIME_COLUMNS
+        ]
+        pieces = self.host_pieces
+        return [
+            CommandRecord(*fields)
+            for fields in zip(
+                numbers["id"],
+                numbers["seq"],
+                [KINDS[code] for code in numbers["kind"]],
+                numbers["stream"],
+                numbers["submission"],
+                numbers["index"],
+                objects["label"],
+                objects["device_ranges"],
+                objects["host"],
+                [POLICIES[code] for code in numbers["staging"]],
+                numbers["enqueued"],
+                numbers["submitted"],
+                *optional,
+                objects["enqueue_capture"],
+                objects["data_capture"],
+                [STATUSES[code] for code in numbers["status"]],
+                objects["error"],
+                [pieces.get(row) for row in range(len(self))],
+                strict=True,
+            )
+        ]
 
     def _lists(self) -> dict[str, list[int]]:
         """The number columns as Python lists (fast to index one by one)."""
@@ -146,7 +155,7 @@ class CommandTable:
             for name in NUMBER_COLUMNS:
                 value = getattr(record, name)
                 if name == "kind":
-                    value = _KIND_CODES[value]
+                    value = KIND_CODES[value]
                 elif name == "status":
                     value = _STATUS_CODES[value]
                 elif name == "staging":
@@ -187,7 +196,7 @@ class CommandTable:
             name: np.array(logged[name], np.int64)
             for name in ("id", "seq", "stream", "submission", "index", "enqueued", "submitted")
         }
-        numbers["kind"] = np.array([_KIND_CODES[kind] for kind in logged["kind"]], np.int64)
+        numbers["kind"] = np.array([KIND_CODES[kind] for kind in logged["kind"]], np.int64)
         numbers["staging"] = np.array([_POLICY_CODES[p] for p in logged["staging"]], np.int64)
         for name, values in (
             ("started", started),
