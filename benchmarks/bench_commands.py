@@ -1,25 +1,36 @@
-"""Cost per command of the runtime, untraced and traced, against a numpy memcpy.
+"""Cost per command of the runtime as a user's loop pays it, untraced and traced, with a
+numpy memcpy of the same bytes as the reference, all in one run.
 
-    python benchmarks/bench_commands.py [--count 10000]
+    python benchmarks/bench_commands.py [--count 10000] [--repeats 7]
 
-Tiny dispatches (one thread) and 4 KiB uploads, each timed two ways: as one submission
-of COUNT commands, and as COUNT submissions of one command. Command creation, submission
-and execution are all inside the timed region; so is stopping the trace.
+Four loops, each under both staging policies:
+
+- tiny dispatch, batched: ``stream.submit([tiny.dispatch_async(1, buf) for _ in ...])``
+- tiny dispatch, one submission each: ``tiny(buf, dispatch_size=1)`` in a loop (the
+  luisa-python calling style; each call is one submission)
+- 4 KiB upload, batched: ``stream.submit([buf.copy_from_async(host) for _ in ...])``
+- 4 KiB upload, one submission each: ``buf.copy_from(host)`` in a loop
+
+Each loop ends with ``stream.synchronize()``; making the commands, submitting, running
+them and (traced) stopping the trace are all timed. The table gives the median of the
+repeats and the fastest, and the load average beside it: on a shared machine other
+processes' work shows up as a wide spread.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import numpy as np
-from timing import best_of, print_table
+from timing import load_average, print_table, timings
 
 import luisa_nb as lnb
 
 UPLOAD_BYTES = 4096
 
 
-def measure(count: int, staging: str) -> list[list[object]]:
+def loops(count: int, staging: str) -> dict[str, object]:
     device = lnb.create_device("cpu", staging=staging)
     stream = device.default_stream
     buffer = device.create_buffer(UPLOAD_BYTES // 4, np.float32)
@@ -35,7 +46,7 @@ def measure(count: int, staging: str) -> list[list[object]]:
 
     def dispatch_each():
         for _ in range(count):
-            stream.submit([tiny.dispatch_async(1, buffer)])
+            tiny(buffer, dispatch_size=1)
         stream.synchronize()
 
     def upload_batched():
@@ -44,48 +55,64 @@ def measure(count: int, staging: str) -> list[list[object]]:
 
     def upload_each():
         for _ in range(count):
-            stream.submit([buffer.copy_from_async(host)])
+            buffer.copy_from(host)
         stream.synchronize()
 
-    def traced(function):
-        def run():
-            with lnb.trace():
-                function()
+    return {
+        "tiny dispatch, batched": dispatch_batched,
+        "tiny dispatch, one submission each": dispatch_each,
+        "4 KiB upload, batched": upload_batched,
+        "4 KiB upload, one submission each": upload_each,
+    }
 
-        return run
 
-    memcpy_target = np.empty_like(host)
-    memcpy = best_of(lambda: [np.copyto(memcpy_target, host) for _ in range(count)]) / count
-    rows = []
-    for name, function in [
-        ("tiny dispatch, one submission", dispatch_batched),
-        ("tiny dispatch, a submission each", dispatch_each),
-        ("4 KiB upload, one submission", upload_batched),
-        ("4 KiB upload, a submission each", upload_each),
-    ]:
-        plain = best_of(function) / count
-        with_trace = best_of(traced(function)) / count
-        rows.append(
-            [
-                f"{name} [{staging}]",
-                plain * 1e6,
-                with_trace * 1e6,
-                with_trace / plain,
-                plain / memcpy,
-            ]
-        )
-    rows.append(["numpy 4 KiB np.copyto (reference)", memcpy * 1e6, "", "", 1.0])
-    return rows
+def traced(function, capture: str):
+    def run():
+        with lnb.trace(capture=capture):
+            function()
+
+    return run
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
-    count = parser.parse_args().count
-    rows = measure(count, "execute") + measure(count, "submit")
+    parser.add_argument("--repeats", type=int, default=7)
+    arguments = parser.parse_args()
+    count, repeats = arguments.count, arguments.repeats
+    source = np.ones(UPLOAD_BYTES // 4, np.float32)
+    target = np.empty_like(source)
+    memcpy = statistics.median(
+        timings(lambda: [np.copyto(target, source) for _ in range(count)], repeats)
+    )
+    rows = []
+    for staging in ("execute", "submit"):
+        for name, function in loops(count, staging).items():
+            plain = timings(function, repeats)
+            head = timings(traced(function, "head"), repeats)
+            none = timings(traced(function, "none"), repeats)
+            median = statistics.median(plain)
+            rows.append(
+                [
+                    f"{name} [{staging}]",
+                    median / count * 1e6,
+                    min(plain) / count * 1e6,
+                    statistics.median(head) / median,
+                    statistics.median(none) / median,
+                    median / memcpy,
+                ]
+            )
+    rows.append(["numpy 4 KiB np.copyto (reference)", memcpy / count * 1e6, "", "", "", 1.0])
     print_table(
-        f"cost per command over {count:,} commands (best of 5)",
-        ["case", "µs untraced", "µs traced", "traced/untraced", "vs memcpy"],
+        f"cost per command over {count:,} commands, median of {repeats} ({load_average()})",
+        [
+            "loop",
+            "µs untraced",
+            "fastest µs",
+            "traced/untraced",
+            "capture=none",
+            "vs memcpy",
+        ],
         rows,
     )
 

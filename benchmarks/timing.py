@@ -1,7 +1,8 @@
-"""Shared helpers for the benchmark scripts: best-of-N timing and a plain table."""
+"""Shared helpers for the benchmark scripts: timing, the load average and a plain table."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 
@@ -15,6 +16,22 @@ def best_of(function: Callable[[], object], repeats: int = 5) -> float:
         function()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def timings(function: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds of each of ``repeats`` runs of ``function`` (after one warm-up run)."""
+    function()
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages, to print beside a table."""
+    return "load average " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:

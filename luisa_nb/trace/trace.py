@@ -64,7 +64,9 @@ class Trace:
         self.recorder = TraceRecorder(self)
         self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
         self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])
-        self._snapshot: tuple[tuple[int, ...], CommandTable, list[Record]] | None = None
+        self._snapshot: (
+            tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
+        ) = None
         self._captures: dict[str, Capture] = {}
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
@@ -128,22 +130,19 @@ class Trace:
         return (len(log.commands), len(runs), ticks, len(log.host_accesses), len(log.syncs),
                 completed)  # fmt: skip
 
-    def _read(self) -> tuple[CommandTable, list[Record]]:
+    def _read(self) -> CommandTable:
         commands, syncs = self._added
         if self._snapshot is None and (commands or syncs):
             self._loaded = (CommandTable.from_records(commands), list(syncs))
-            self._snapshot = None
         if self._loaded is not None:
             if self._snapshot is None:
-                table, syncs = self._loaded
-                self._snapshot = ((), table, _in_issue_order(table.records(), syncs))
-            return self._snapshot[1], self._snapshot[2]
+                self._snapshot = ((), *self._loaded, None)
+            return self._snapshot[1]
         progress = self._progress()
         if self._snapshot is None or self._snapshot[0] != progress:
             table = CommandTable.from_log(self.recorder, self)
-            syncs = self.recorder.syncs[: progress[4]]
-            self._snapshot = (progress, table, _in_issue_order(table.records(), syncs))
-        return self._snapshot[1], self._snapshot[2]
+            self._snapshot = (progress, table, self.recorder.syncs[: progress[4]], None)
+        return self._snapshot[1]
 
     def set_contents(self, table: CommandTable, syncs: list[SyncRecord]) -> None:
         """Make this trace hold ``table`` and ``syncs`` (a trace read from a file)."""
@@ -169,12 +168,18 @@ class Trace:
     @property
     def table(self) -> CommandTable:
         """Every command as columns (a snapshot while recording)."""
-        return self._read()[0]
+        return self._read()
 
     @property
     def records(self) -> list[Record]:
         """Every command and sync point, in the order the host issued them."""
-        return self._read()[1]
+        table = self._read()
+        progress, _, syncs, records = self._snapshot
+        if records is None:
+            records = [*table.records(), *syncs]
+            records.sort(key=lambda record: record.seq)
+            self._snapshot = (progress, table, syncs, records)
+        return records
 
     @property
     def commands(self) -> list[CommandRecord]:
@@ -182,7 +187,9 @@ class Trace:
 
     @property
     def syncs(self) -> list[SyncRecord]:
-        return [r for r in self.records if isinstance(r, SyncRecord)]
+        """Every sync point, in the order the host issued them."""
+        self._read()
+        return sorted(self._snapshot[2], key=lambda record: record.seq)
 
     def command(self, command_id: int) -> CommandRecord:
         for record in self.commands:
@@ -245,9 +252,3 @@ class Trace:
         from luisa_nb.trace.chrome import chrome_trace
 
         return chrome_trace(self, None if path is None else Path(path))
-
-
-def _in_issue_order(commands: list[CommandRecord], syncs: list[SyncRecord]) -> list[Record]:
-    records: list[Record] = [*commands, *syncs]
-    records.sort(key=lambda record: record.seq)
-    return records
