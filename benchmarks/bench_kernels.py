@@ -1,59 +1,126 @@
-"""Compiled kernels against numpy in the same run: vecadd 2^24, mandelbrot 1024^2 x 256,
-and the cold compile time of a kernel.
+"""Compiled kernels against numpy in the same run: vecadd 2^24 and mandelbrot 1024^2 x 256,
+with and without checks, on a quiet machine and beside one busy process; a memcpy of the
+same array size as a memory-bandwidth reference; the cold compile time of a kernel.
 
     python benchmarks/bench_kernels.py
+
+Timings depend on what else runs: the load average is printed beside each table.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
-from timing import best_of, print_table
+from timing import print_table
 
 import luisa_nb as lnb
 
 VECADD_SIZE = 1 << 24
 MANDELBROT_SIDE = 1024
 MANDELBROT_ITERATIONS = 256
+BUSY_SECONDS = 120  # the competing process stops by itself after this long
+CHECK_SETTINGS = (False, True, "nan")
 
 
-def vecadd_rows(device):
-    a = np.random.default_rng(0).random(VECADD_SIZE, dtype=np.float32)
-    b = np.random.default_rng(1).random(VECADD_SIZE, dtype=np.float32)
-    out = np.empty_like(a)
-    x = device.create_buffer(VECADD_SIZE, np.float32)
-    y = device.create_buffer(VECADD_SIZE, np.float32)
-    z = device.create_buffer(VECADD_SIZE, np.float32)
-    x.copy_from(a)
-    y.copy_from(b, sync=True)
+def timings(
+    functions: dict[Any, Callable[[], object]], repeats: int
+) -> dict[Any, tuple[float, float]]:
+    """(best, median) in ms of each function over ``repeats`` rounds, after one warm-up
+    each. Rounds run the functions in turn, so all see the same background load."""
+    runs: dict[Any, list[float]] = {name: [] for name in functions}
+    for function in functions.values():
+        function()
+    for _ in range(repeats):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            runs[name].append(time.perf_counter() - start)
+    return {name: (min(t) * 1e3, statistics.median(t) * 1e3) for name, t in runs.items()}
 
-    @lnb.kernel
-    def vecadd(target):
-        i = lnb.dispatch_id().x
-        target.write(i, x.read(i) + y.read(i))
 
-    stream = device.default_stream
+def row(case: str, measured: tuple[float, float], reference: float, gigabytes: float = 0.0):
+    """A table row; ratio = reference median / this median (higher is faster)."""
+    best, median = measured
+    bandwidth = gigabytes / (median / 1e3) if gigabytes else ""
+    return [case, best, median, bandwidth, reference / median]
 
-    def run_kernel():
-        vecadd.dispatch(VECADD_SIZE, z)
-        stream.synchronize()
 
-    numpy_time = best_of(lambda: np.add(a, b, out=out), 10)
-    kernel_time = best_of(run_kernel, 10)
-    assert np.array_equal(z.numpy(), a + b)
-    gigabytes = 3 * a.nbytes / 1e9
-    return [
-        ["vecadd 2^24 numpy np.add(out=)", numpy_time * 1e3, gigabytes / numpy_time, 1.0],
-        [
-            "vecadd 2^24 luisa_nb cpu",
-            kernel_time * 1e3,
-            gigabytes / kernel_time,
-            numpy_time / kernel_time,
-        ],
-    ]
+def load_average() -> str:
+    return "load average (1, 5, 15 min): " + ", ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+@contextmanager
+def busy_process() -> Iterator[None]:
+    """One process spinning on a core; it stops after BUSY_SECONDS even if left behind."""
+    spin = f"import time\nend = time.time() + {BUSY_SECONDS}\nwhile time.time() < end: pass"
+    process = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        time.sleep(0.5)  # let the scheduler place it
+        yield
+    finally:
+        process.terminate()
+        process.wait()
+
+
+class VecaddCase:
+    """vecadd 2^24 float32 with each checks setting, numpy's np.add(out=) and a memcpy."""
+
+    def __init__(self, device: lnb.Device) -> None:
+        rng = np.random.default_rng(0)
+        self.a = rng.random(VECADD_SIZE, dtype=np.float32)
+        self.b = rng.random(VECADD_SIZE, dtype=np.float32)
+        self.out = np.empty_like(self.a)
+        self.device = device
+        self.x, self.y, self.z = (device.create_buffer(VECADD_SIZE, np.float32) for _ in "xyz")
+        self.x.copy_from(self.a)
+        self.y.copy_from(self.b, sync=True)
+        self.kernels = {checks: self.make_kernel(checks) for checks in CHECK_SETTINGS}
+
+    @staticmethod
+    def make_kernel(checks: bool | str):
+        @lnb.kernel(checks=checks)
+        def vecadd(source_x, source_y, target):
+            i = lnb.dispatch_id().x
+            target.write(i, source_x.read(i) + source_y.read(i))
+
+        return vecadd
+
+    def run(self, checks: bool | str) -> None:
+        self.kernels[checks].dispatch(VECADD_SIZE, self.x, self.y, self.z)
+        self.device.default_stream.synchronize()
+
+    def rows(self, settings: tuple[bool | str, ...], repeats: int = 20) -> list[list]:
+        gigabytes = 3 * self.a.nbytes / 1e9
+        functions = {
+            "memcpy": lambda: np.copyto(self.out, self.a),
+            "numpy": lambda: np.add(self.a, self.b, out=self.out),
+            **{checks: lambda checks=checks: self.run(checks) for checks in settings},
+        }
+        measured = timings(functions, repeats)
+        numpy_median = measured["numpy"][1]
+        rows = [
+            row(
+                "memcpy 64 MiB (np.copyto)",
+                measured["memcpy"],
+                numpy_median,
+                2 * self.a.nbytes / 1e9,
+            ),
+            row("vecadd 2^24 numpy np.add(out=)", measured["numpy"], numpy_median, gigabytes),
+        ]
+        for checks in settings:
+            name = f"vecadd 2^24 luisa_nb checks={checks}"
+            rows.append(row(name, measured[checks], numpy_median, gigabytes))
+        assert np.array_equal(self.z.numpy(), self.a + self.b)
+        return rows
 
 
 def numpy_mandelbrot(side: int, iterations: int) -> np.ndarray:
@@ -71,37 +138,52 @@ def numpy_mandelbrot(side: int, iterations: int) -> np.ndarray:
     return counts
 
 
-def mandelbrot_rows(device):
-    side, iterations = MANDELBROT_SIDE, MANDELBROT_ITERATIONS
-    image = device.create_buffer(side * side, np.int32)
+class MandelbrotCase:
+    """mandelbrot 1024^2 x 256 with and without checks, and a masked numpy version."""
 
-    @lnb.kernel
-    def mandelbrot(out):
-        p = lnb.dispatch_id()
-        cx = float(p.x) / side * 3.0 - 2.0
-        cy = float(p.y) / side * 3.0 - 1.5
-        zx = 0.0
-        zy = 0.0
-        n = 0
-        while n < iterations:
-            t = zx * zx - zy * zy + cx
-            zy = 2.0 * zx * zy + cy
-            zx = t
-            if zx * zx + zy * zy > 4.0:
-                break
-            n += 1
-        out.write(p.y * side + p.x, n)
+    def __init__(self, device: lnb.Device) -> None:
+        self.device = device
+        self.image = device.create_buffer(MANDELBROT_SIDE * MANDELBROT_SIDE, np.int32)
+        self.kernels = {checks: self.make_kernel(checks) for checks in (False, True)}
 
-    def run_kernel():
-        mandelbrot.dispatch((side, side), image)
-        device.default_stream.synchronize()
+    @staticmethod
+    def make_kernel(checks: bool):
+        side, iterations = MANDELBROT_SIDE, MANDELBROT_ITERATIONS
 
-    numpy_time = best_of(lambda: numpy_mandelbrot(side, iterations), 2)
-    kernel_time = best_of(run_kernel, 5)
-    return [
-        ["mandelbrot 1024^2x256 numpy", numpy_time * 1e3, "", 1.0],
-        ["mandelbrot 1024^2x256 luisa_nb cpu", kernel_time * 1e3, "", numpy_time / kernel_time],
-    ]
+        @lnb.kernel(checks=checks)
+        def mandelbrot(out):
+            p = lnb.dispatch_id()
+            cx = float(p.x) / side * 3.0 - 2.0
+            cy = float(p.y) / side * 3.0 - 1.5
+            zx = 0.0
+            zy = 0.0
+            n = 0
+            while n < iterations:
+                t = zx * zx - zy * zy + cx
+                zy = 2.0 * zx * zy + cy
+                zx = t
+                if zx * zx + zy * zy > 4.0:
+                    break
+                n += 1
+            out.write(p.y * side + p.x, n)
+
+        return mandelbrot
+
+    def run(self, checks: bool) -> None:
+        self.kernels[checks].dispatch((MANDELBROT_SIDE, MANDELBROT_SIDE), self.image)
+        self.device.default_stream.synchronize()
+
+    def rows(self, repeats: int = 7) -> list[list]:
+        side, iterations = MANDELBROT_SIDE, MANDELBROT_ITERATIONS
+        numpy_time = timings({"numpy": lambda: numpy_mandelbrot(side, iterations)}, 2)["numpy"]
+        measured = timings(
+            {checks: lambda checks=checks: self.run(checks) for checks in (False, True)}, repeats
+        )
+        rows = [row("mandelbrot 1024^2x256 numpy (masked)", numpy_time, numpy_time[1])]
+        for checks in (False, True):
+            name = f"mandelbrot 1024^2x256 luisa_nb checks={checks}"
+            rows.append(row(name, measured[checks], numpy_time[1]))
+        return rows
 
 
 def make_scale(offset: float):
@@ -115,28 +197,39 @@ def make_scale(offset: float):
     return scale
 
 
-def cold_compile_rows(device):
+def cold_compile_rows(device: lnb.Device) -> list[list]:
     rows = []
     buffer = device.create_buffer(16, np.float32)
+    previous = os.environ.get("LUISA_NB_CACHE_DIR")
     for attempt in range(3):
         with tempfile.TemporaryDirectory() as cache:
             os.environ["LUISA_NB_CACHE_DIR"] = cache
             scale = make_scale(float(attempt))
             start = time.perf_counter()
             scale.dispatch_async(16, buffer, 2.0)
-            elapsed = time.perf_counter() - start
-        rows.append([f"cold compile #{attempt + 1} (empty cache)", elapsed * 1e3, "", ""])
+            elapsed = (time.perf_counter() - start) * 1e3
+        rows.append([f"cold compile #{attempt + 1} (empty cache)", elapsed, elapsed, "", ""])
+    if previous is None:
+        del os.environ["LUISA_NB_CACHE_DIR"]
+    else:
+        os.environ["LUISA_NB_CACHE_DIR"] = previous
     return rows
 
 
 def main() -> None:
     device = lnb.create_device("cpu")
-    rows = vecadd_rows(device) + mandelbrot_rows(device) + cold_compile_rows(device)
+    header = ["case", "best ms", "median ms", "GB/s", "ratio"]
+    vecadd, mandelbrot = VecaddCase(device), MandelbrotCase(device)
+    print(f"{os.cpu_count()} CPUs; {load_average()}")
+    quiet = vecadd.rows(CHECK_SETTINGS) + mandelbrot.rows() + cold_compile_rows(device)
     print_table(
-        "kernels (best of runs; ratio = reference time / this time, higher is faster)",
-        ["case", "ms", "GB/s", "ratio"],
-        rows,
+        f"quiet (ratio = numpy median / this median; higher is faster); {load_average()}",
+        header,
+        quiet,
     )
+    with busy_process():
+        busy = vecadd.rows((True,)) + mandelbrot.rows()
+        print_table(f"beside one busy process; {load_average()}", header, busy)
 
 
 if __name__ == "__main__":

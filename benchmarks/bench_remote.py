@@ -6,8 +6,9 @@
 Per-command cost of synchronous round trips (submit one tiny dispatch, synchronize),
 commands per second in one submission (COUNT tiny dispatches; COUNT 4 KiB uploads),
 upload throughput of one large upload (numpy copy of the same bytes as reference), and
-the server's resident memory (VmRSS) before and after RSS_COMMANDS batched commands
-(``--rss-commands 0`` skips that part; 1,000,000 takes about half a minute here).
+the resident memory (VmRSS) of the server and of the worker process serving this device's
+session, before and after RSS_COMMANDS batched commands (``--rss-commands 0`` skips that
+part; 1,000,000 takes about half a minute here).
 The remote device is started by ``create_device("remote")`` (a server on loopback).
 """
 
@@ -78,21 +79,21 @@ def measure(device: lnb.Device, count: int, round_trips: int, upload_mib: int) -
 def measure_rss(device: lnb.Device, commands: int) -> list[list[object]]:
     stream = device.default_stream
     buffer = device.create_buffer(16, np.float32)
-    pid = device.info["server_pid"]
+    processes = {"server": device.info["server_pid"], "worker": device.info["server_worker_pid"]}
     stream.submit([tiny.dispatch_async(1, buffer) for _ in range(RSS_BATCH)])
     stream.synchronize()
-    before = server_rss_kib(pid)
+    before = {name: server_rss_kib(pid) for name, pid in processes.items()}
     start = time.perf_counter()
     for _ in range(commands // RSS_BATCH):
         stream.submit([tiny.dispatch_async(1, buffer) for _ in range(RSS_BATCH)])
         stream.synchronize()
     seconds = time.perf_counter() - start
-    after = server_rss_kib(pid)
-    return [
-        ["server VmRSS before (MiB)", before / 1024],
-        [f"server VmRSS after {commands:,} commands (MiB)", after / 1024],
-        ["those commands (commands/s)", commands / seconds],
-    ]
+    rows: list[list[object]] = []
+    for name, pid in processes.items():
+        rows.append([f"{name} VmRSS before (MiB)", before[name] / 1024])
+        rows.append([f"{name} VmRSS after {commands:,} commands (MiB)", server_rss_kib(pid) / 1024])
+    rows.append(["those commands (commands/s)", commands / seconds])
+    return rows
 
 
 def main() -> None:

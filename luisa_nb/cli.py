@@ -13,7 +13,6 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
@@ -96,11 +95,28 @@ def serve(arguments: argparse.Namespace) -> int:
 
 
 def report(arguments: argparse.Namespace) -> int:
+    """Every way the trace or the page can fail becomes one error line (exit status 2):
+    a malformed trace is a TraceFormatError, and so never a traceback."""
+    from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.report import write_report
 
-    if not Path(arguments.trace).is_file():
-        raise TraceError(f"no trace file at {arguments.trace}; save one with trace.save(path)")
-    path = write_report(arguments.trace, arguments.output, title=arguments.title)
+    try:
+        trace = AnalyzedTrace.load(arguments.trace)
+    except FileNotFoundError:
+        raise TraceError(
+            f"no trace file at {arguments.trace}; save one with trace.save(path)"
+        ) from None
+    except OSError as error:
+        raise TraceError(
+            f"cannot read {arguments.trace} ({error.strerror or error}); check its permissions"
+        ) from None
+    try:
+        path = write_report(trace, arguments.output, title=arguments.title)
+    except OSError as error:
+        raise TraceError(
+            f"cannot write {arguments.output} ({error.strerror or error}); pass a writable "
+            "path with -o"
+        ) from None
     print(f"report written to {path}")
     return 0
 

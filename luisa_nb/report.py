@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from luisa_nb.trace import Trace
+from luisa_nb.trace.archive import atomic_write
 from luisa_nb.widgets.pages import trace_page
 
 
@@ -29,7 +30,10 @@ def report_html(trace: Trace | str | Path, *, title: str | None = None) -> str:
 
 
 def write_report(trace: Trace | str | Path, path: str | Path, *, title: str | None = None) -> Path:
-    """Write :func:`report_html` of ``trace`` to ``path`` (UTF-8); returns the path."""
+    """Write :func:`report_html` of ``trace`` to ``path`` (UTF-8, replacing any file there
+    only once the page is complete); returns the path."""
     path = Path(path)
-    path.write_text(report_html(trace, title=title), encoding="utf-8")
+    page = report_html(trace, title=title).encode("utf-8")
+    with atomic_write(path) as file:
+        file.write(page)
     return path

@@ -1,6 +1,11 @@
 import json
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
 
 import luisa_nb as lnb
 from luisa_nb.cli import main
@@ -53,3 +58,76 @@ def test_report_writes_a_self_contained_page(capsys, tmp_path):
 def test_report_of_a_missing_trace_is_one_line(capsys, tmp_path):
     assert main(["report", str(tmp_path / "nothing.lnbtrace")]) == 2
     assert "no trace file at" in capsys.readouterr().err
+
+
+def recorded_trace(path):
+    """A small trace recorded through the public API (copies only, no kernels)."""
+    device = lnb.create_device("cpu", staging="submit")
+    buffer = device.create_buffer(256, np.float32)
+    data = np.arange(256, dtype=np.float32)
+    with lnb.trace() as trace:
+        buffer.copy_from(data, sync=True)
+        buffer.copy_to(data, sync=True)
+    return trace.save(path)
+
+
+def _text(folder):
+    path = folder / "notes.txt"
+    path.write_text("not a trace")
+    return path
+
+
+def _truncated(folder):
+    path = recorded_trace(folder / "whole.lnbtrace")
+    path.write_bytes(path.read_bytes()[:-100])
+    return path
+
+
+def _deep(folder):
+    path = folder / "deep.lnbtrace"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("trace.json", "[" * 100_000)
+    return path
+
+
+MALFORMED = {
+    "text": (_text, "cannot be read as a zip file"),
+    "truncated": (_truncated, "cannot be read as a zip file"),
+    "deep": (_deep, "nests 100000 levels"),
+    "directory": (lambda folder: folder, "is a directory, not a trace file"),
+    "dev-zero": (lambda folder: Path("/dev/zero"), "is a character device, not a trace file"),
+}
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_report_of_a_malformed_trace_is_one_line(capsys, tmp_path, kind):
+    make, message = MALFORMED[kind]
+    trace_path = make(tmp_path)
+    if kind == "dev-zero" and not trace_path.is_char_device():
+        pytest.skip("/dev/zero is not a character device here")
+    page = tmp_path / "page.html"
+    assert main(["report", str(trace_path), "-o", str(page)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"luisa-nb: error: {trace_path}") and message in captured.err
+    assert captured.err.count("\n") == 1 and not captured.out and not page.exists()
+
+
+def test_console_report_of_a_malformed_trace_exits_with_one_line(tmp_path):
+    trace_path = _truncated(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "luisa_nb.cli", "report", str(trace_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "cannot be read as a zip file" in done.stderr
+
+
+def test_report_to_an_unwritable_path_is_one_line(capsys, tmp_path):
+    trace_path = recorded_trace(tmp_path / "trace.lnbtrace")
+    assert main(["report", str(trace_path), "-o", str(tmp_path / "missing" / "page.html")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("luisa-nb: error: cannot write") and error.count("\n") == 1

@@ -27,7 +27,6 @@ from luisa_nb.trace import (
     DeviceRange,
     HostRange,
     Status,
-    SyncRecord,
     Trace,
 )
 from luisa_nb.trace.naming import describe, stream_name
@@ -127,9 +126,7 @@ class _Finder:
         numbers = table.numbers
         kind = numbers["kind"]
         host_read = (kind == KIND_CODES[CommandKind.UPLOAD]) & (numbers["host_read"] != MISSING)
-        host_write = (kind == KIND_CODES[CommandKind.DOWNLOAD]) & (
-            numbers["host_write"] != MISSING
-        )
+        host_write = (kind == KIND_CODES[CommandKind.DOWNLOAD]) & (numbers["host_write"] != MISSING)
         relevant = host_read | host_write
         if self.shared_buffers:
             ranges = table.objects["device_ranges"]
@@ -152,7 +149,8 @@ class _Finder:
 
     def _host_access(self, command: CommandRecord, host: HostRange, clock: Clock) -> None:
         if command.kind is CommandKind.UPLOAD and command.host_read is not None:
-            self._check_upload(command, host)
+            if command.status is not Status.SKIPPED:  # a skipped upload sent nothing
+                self._check_upload(command, host)
         elif command.kind is CommandKind.DOWNLOAD and command.host_write is not None:
             self._add_download(command, host, clock)
 

@@ -33,11 +33,13 @@ class DeviceSpan:
 
 class OperationFailed(Exception):
     """Raised by ``flush()`` when an operation that was deferred failed on the device;
-    ``span`` is the one its call returned, so the runtime can name the command."""
+    ``span`` is the one its call returned, so the runtime can name the command.
+    ``cause``, when known, is the error the operation would have raised if run here."""
 
-    def __init__(self, span: DeviceSpan, message: str) -> None:
+    def __init__(self, span: DeviceSpan, message: str, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.span = span
+        self.cause = cause
 
 
 class KernelBuffer(NamedTuple):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.kernels.executable import CancelFlag
 
 ALIGNMENT = 64
 
@@ -30,6 +31,15 @@ class CpuBackend(Backend):
     name = "cpu"
     default_staging = "execute"
     description = "host memory as device memory; kernels compiled to C with OpenMP"
+
+    def __init__(self) -> None:
+        self._cancel = CancelFlag()
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def resume(self) -> None:
+        self._cancel.clear()
 
     def allocate(self, nbytes: int) -> CpuAllocation:
         return CpuAllocation(nbytes)
@@ -64,12 +74,12 @@ class CpuBackend(Backend):
     ) -> None:
         if executable.mode == "c":
             addresses = [b.allocation.address + b.offset for b in buffers]
-            executable.launch(dims, addresses, scalars)
+            executable.launch(dims, addresses, scalars, self._cancel)
         else:
             arrays = [
                 b.allocation.data[b.offset : b.offset + b.nbytes].view(b.dtype) for b in buffers
             ]
-            executable.launch(dims, arrays, scalars)
+            executable.launch(dims, arrays, scalars, self._cancel)
 
 
 backend_class = CpuBackend

@@ -30,6 +30,7 @@ class StagingModelBackend(CpuBackend):
                 f"{self.name}: staging_capacity must be a positive number of bytes, got "
                 f"{staging_capacity!r}"
             )
+        super().__init__()
         self.staging_capacity = staging_capacity
 
     def info(self) -> dict[str, Any]:

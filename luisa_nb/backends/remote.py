@@ -23,10 +23,17 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends.base import Allocation, Backend, DeviceSpan, KernelBuffer
+from luisa_nb.backends.base import (
+    Allocation,
+    Backend,
+    DeviceSpan,
+    KernelBuffer,
+    OperationFailed,
+)
 from luisa_nb.errors import ConfigurationError, RemoteError
 from luisa_nb.kernels.c_emitter import c_identifier
-from luisa_nb.remote.client import Connection
+from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.remote.client import Connection, LaunchStopped
 from luisa_nb.remote.launcher import LocalServer
 from luisa_nb.remote.protocol import kernel_key
 
@@ -45,6 +52,18 @@ class RemoteAllocation(Allocation):
 
     def __del__(self) -> None:
         self.released.append(self.handle)
+
+
+class DispatchSpan(DeviceSpan):
+    """The span of a dispatch, with what explains a launch that stopped on the server."""
+
+    __slots__ = ("dims", "executable", "scalars")
+
+    def __init__(self, executable: Any, dims: tuple[int, int, int], scalars: Any) -> None:
+        super().__init__()
+        self.executable = executable
+        self.dims = dims
+        self.scalars = scalars
 
 
 class RemoteBackend(Backend):
@@ -97,6 +116,7 @@ class RemoteBackend(Backend):
             "server_backend": connection.hello["backend"],
             "server_model": connection.hello["model"],
             "server_pid": connection.hello["pid"],
+            "server_worker_pid": connection.hello["worker_pid"],
             "started_server": self._server is not None,
             "max_message_bytes": connection.hello["max_message_bytes"],
             "clock_offset_ns": connection.offset_ns,
@@ -107,17 +127,18 @@ class RemoteBackend(Backend):
 
     def allocate(self, nbytes: int) -> RemoteAllocation:
         connection = self._connection
-        handle = connection.channel().call("allocate", nbytes=nbytes)["handle"]
-        return RemoteAllocation(handle, nbytes, connection.released)
+        reply = connection.channel().call("allocate", nbytes=nbytes)
+        return RemoteAllocation(
+            connection.expect(reply, "handle", int), nbytes, connection.released
+        )
 
     def upload(self, allocation: RemoteAllocation, offset: int, data: np.ndarray) -> DeviceSpan:
         span = DeviceSpan()
         channel = self._connection.channel()
         data = data.reshape(-1).view(np.uint8)
         for start, stop in self._chunks(data.nbytes):
-            piece = data[start:stop].tobytes()  # the bytes as they are now
-            operation = ["upload", allocation.handle, offset + start, 0]
-            channel.add(operation, span, data=piece, weight=stop - start)
+            operation = ["upload", allocation.handle, offset + start, stop - start, 0]
+            channel.add(operation, span, data=data[start:stop], weight=stop - start)
         return span
 
     def download(self, allocation: RemoteAllocation, offset: int, out: np.ndarray) -> DeviceSpan:
@@ -173,7 +194,7 @@ class RemoteBackend(Backend):
             [s.item() if isinstance(s, np.generic) else s for s in scalars],
             carried,
         ]
-        span = DeviceSpan()
+        span = DispatchSpan(executable, dims, scalars)
         channel.add(operation, span, kernel=key if carried is not None else None)
         return span
 
@@ -186,7 +207,16 @@ class RemoteBackend(Backend):
             )
 
     def flush(self) -> None:
-        self._connection.channel().flush()
+        try:
+            self._connection.channel().flush()
+        except LaunchStopped as stopped:
+            span = stopped.span
+            if not isinstance(span, DispatchSpan):
+                raise
+            cause = span.executable.failure(
+                LaunchRecord.from_outcome(stopped.outcome), span.dims, span.scalars
+            )
+            raise OperationFailed(span, str(cause), cause) from None
 
     def _chunks(self, nbytes: int) -> Sequence[tuple[int, int]]:
         """Byte ranges of at most one chunk each, so no message exceeds the server's limit."""

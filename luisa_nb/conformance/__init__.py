@@ -12,4 +12,7 @@ Programs are data (:mod:`~luisa_nb.conformance.program`); the fixed ones are in
 their results with numpy alone, and :mod:`~luisa_nb.conformance.verify` holds the rules a
 run must follow. The ``test_conformance_*`` modules use the ``luisa_device`` fixture of
 the luisa_nb pytest plugin, so each test runs once per backend and staging policy.
+:mod:`~luisa_nb.conformance.strategies` draws programs for Hypothesis (several streams,
+threads, empty ranges, failing callbacks and commands); luisa_nb's own
+``tests/runtime/test_random_programs.py`` runs them.
 """

@@ -6,6 +6,9 @@ from __future__ import annotations
 from luisa_nb.kernels import dispatch_id
 from luisa_nb.runtime import Kernel, kernel
 
+TRAP_OFFSET = 1 << 30
+"""How far past each thread's own element ``trap`` reads: beyond any conformance buffer."""
+
 
 @kernel
 def vecadd(out, a, b):
@@ -19,4 +22,10 @@ def scale(values):
     values.write(i, values.read(i) * 2.0 + 1.0)
 
 
-KERNELS: dict[str, Kernel] = {"vecadd": vecadd, "scale": scale}
+@kernel
+def trap(values):
+    i = dispatch_id().x
+    values.read(i + TRAP_OFFSET)
+
+
+KERNELS: dict[str, Kernel] = {"vecadd": vecadd, "scale": scale, "trap": trap}

@@ -5,6 +5,12 @@ streams, synchronize, signal and wait on events, add callbacks. The runner
 (:mod:`luisa_nb.conformance.runner`) does it on a device; the oracle
 (:mod:`luisa_nb.conformance.oracle`) predicts, with numpy alone, what every buffer and
 host array holds afterwards. Every buffer and host array holds ``float32``.
+
+Views and host slices may be empty (zero-byte commands must be valid and harmless), and
+overlap one another. A callback may raise on purpose (:data:`CALLBACK_ERRORS`), and the
+``trap`` kernel fails on the worker whenever it has threads: both must come back at the
+next synchronize as :class:`~luisa_nb.errors.CommandFailedError`. :class:`Concurrent`
+steps are issued by several host threads at once.
 """
 
 from __future__ import annotations
@@ -17,6 +23,29 @@ import numpy as np
 
 DTYPE = np.dtype(np.float32)
 MAIN_STREAM = "main"
+
+SyncKey = tuple[int, ...]
+"""Where a synchronize was issued: ``(i,)`` for step ``i`` of a program, ``(i, b, j)`` for
+step ``j`` of branch ``b`` of the :class:`Concurrent` step ``i``, and :data:`FINAL_SYNC`
+for the device synchronize that ends every run."""
+
+FINAL_SYNC: SyncKey = ()
+
+
+class UnprintableError(Exception):
+    """An exception whose message cannot be turned into text."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("UnprintableError has no message, on purpose")
+
+
+CALLBACK_ERRORS: dict[str, type[BaseException]] = {
+    "exception": ValueError,
+    "unprintable": UnprintableError,
+    "system_exit": SystemExit,
+    "keyboard_interrupt": KeyboardInterrupt,
+}
+"""What a raising :class:`Callback` raises, by the name its ``raises`` field holds."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +82,16 @@ class View:
     @property
     def size(self) -> int:
         return self.stop - self.start
+
+    def overlaps(self, other: View) -> bool:
+        """Whether the two share an element (an empty view shares none)."""
+        return (
+            self.buffer == other.buffer
+            and self.size > 0
+            and other.size > 0
+            and self.start < other.stop
+            and other.start < self.stop
+        )
 
     def __str__(self) -> str:
         return f"{self.buffer}[{self.start}:{self.stop}]"
@@ -116,7 +155,8 @@ class Fill:
 @dataclass(frozen=True)
 class Dispatch:
     """A fixed kernel over views of equal size: ``vecadd(out, a, b)`` sets
-    ``out = a + b``; ``scale(x)`` sets ``x = x * 2 + 1``."""
+    ``out = a + b``; ``scale(x)`` sets ``x = x * 2 + 1``; ``trap(x)`` reads ``x`` out of
+    range and writes nothing, so it fails on the worker unless ``x`` is empty."""
 
     kernel: str
     views: tuple[View, ...]
@@ -167,16 +207,52 @@ class Wait:
 
 @dataclass(frozen=True)
 class Callback:
-    """A callback on ``stream`` that records the host arrays as it sees them."""
+    """A callback on ``stream`` that records the host arrays named in ``hosts`` (all of
+    them when ``None``) as it sees them, then raises ``CALLBACK_ERRORS[raises]`` if
+    ``raises`` is set."""
 
     stream: str
     name: str
+    raises: str | None = None
+    hosts: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.raises is not None and self.raises not in CALLBACK_ERRORS:
+            raise ValueError(
+                f"callback {self.name!r}: raises={self.raises!r} is not one of "
+                f"{sorted(CALLBACK_ERRORS)}"
+            )
 
     def __str__(self) -> str:
-        return f"callback {self.name!r} on {self.stream}"
+        text = f"callback {self.name!r} on {self.stream}"
+        if self.hosts is not None:
+            text += f" seeing {', '.join(self.hosts) or 'nothing'}"
+        if self.raises is not None:
+            text += f", raising {CALLBACK_ERRORS[self.raises].__name__}"
+        return text
 
 
-Step = Submit | Synchronize | Signal | Wait | Callback
+SerialStep = Submit | Synchronize | Signal | Wait | Callback
+
+
+@dataclass(frozen=True)
+class Concurrent:
+    """Branches of steps issued at once, each by its own host thread. Branches touch
+    disjoint buffers and host arrays. With ``locked``, every branch holds one shared lock
+    around each of its steps: how threads sharing a stream must submit to it."""
+
+    branches: tuple[tuple[SerialStep, ...], ...]
+    locked: bool = False
+
+    def __str__(self) -> str:
+        how = "one lock around each step" if self.locked else "no lock"
+        lines = [f"concurrently, {len(self.branches)} threads ({how}):"]
+        for number, branch in enumerate(self.branches):
+            lines += [f"     thread {number}: {step}" for step in branch]
+        return "\n".join(lines)
+
+
+Step = SerialStep | Concurrent
 
 
 @dataclass(frozen=True)
@@ -184,7 +260,8 @@ class Program:
     """Buffers, host arrays, streams and the steps issued on them, in issue order.
 
     Programs must be free of races the runtime does not define: two streams touch
-    overlapping device or host memory only when an event orders them.
+    overlapping device or host memory only when an event or a host synchronize orders
+    them, and a callback's host arrays count as memory it reads.
     """
 
     name: str
@@ -193,10 +270,31 @@ class Program:
     steps: tuple[Step, ...]
     streams: tuple[str, ...] = (MAIN_STREAM,)
 
+    def serial_steps(self) -> Iterator[tuple[SyncKey, SerialStep]]:
+        """Every step but :class:`Concurrent` ones, which give their branches' steps, in the
+        order the oracle runs them (branch after branch), each with its key."""
+        for index, step in enumerate(self.steps):
+            if isinstance(step, Concurrent):
+                for number, branch in enumerate(step.branches):
+                    for inner, branch_step in enumerate(branch):
+                        yield (index, number, inner), branch_step
+            else:
+                yield (index,), step
+
     def commands(self) -> Iterator[Command]:
-        for step in self.steps:
+        """The commands in the order the oracle runs them."""
+        for _, step in self.serial_steps():
             if isinstance(step, Submit):
                 yield from step.commands
+
+    def interleaved_streams(self) -> set[str]:
+        """Streams that several threads submit to (branches of a locked
+        :class:`Concurrent` step): how their branches' work interleaves is up to the threads."""
+        streams: set[str] = set()
+        for step in self.steps:
+            if isinstance(step, Concurrent) and step.locked:
+                streams |= {s.stream for branch in step.branches for s in branch if _on(s)}
+        return streams
 
     def uploads(self) -> list[Upload]:
         """The uploads in issue order; the runner and the oracle number them alike."""
@@ -205,6 +303,11 @@ class Program:
     def listing(self) -> str:
         """The steps, one a line, as failure messages show them."""
         return "\n".join(f"  {number}. {step}" for number, step in enumerate(self.steps, 1))
+
+
+def _on(step: SerialStep) -> bool:
+    """Whether ``step`` runs on one stream (it has a ``stream`` that is not ``None``)."""
+    return getattr(step, "stream", None) is not None
 
 
 def whole(spec: ArraySpec) -> View:

@@ -1,9 +1,18 @@
-"""Running a conformance program on a device, under a trace that captures every byte."""
+"""Running a conformance program on a device, under a trace that captures every byte.
+
+Failures raised by a synchronize (:class:`~luisa_nb.errors.CommandFailedError`, the only
+exception a correct program may meet) are kept with the synchronize's key; anything else
+propagates. The branches of a :class:`~luisa_nb.conformance.program.Concurrent` step run
+on threads started together. With ``timeout``, a run that has not finished by then is
+reported as a hang instead of blocking the caller.
+"""
 
 from __future__ import annotations
 
-import functools
-from dataclasses import dataclass
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -11,37 +20,48 @@ from luisa_nb.analysis import AnalyzedTrace
 from luisa_nb.conformance.kernels import KERNELS
 from luisa_nb.conformance.oracle import Observation
 from luisa_nb.conformance.program import (
+    CALLBACK_ERRORS,
     DTYPE,
+    FINAL_SYNC,
     MAIN_STREAM,
     Callback,
     Command,
+    Concurrent,
     Copy,
     Dispatch,
     Download,
     Fill,
     HostSlice,
     Program,
+    SerialStep,
     Signal,
     Submit,
     Synchronize,
+    SyncKey,
     Upload,
     View,
     Wait,
 )
-from luisa_nb.runtime import Buffer, Device, Event, Stream
+from luisa_nb.errors import CommandFailedError
+from luisa_nb.runtime import Buffer, BufferView, Device, Event, Stream
 from luisa_nb.runtime.commands import Command as RuntimeCommand
-from luisa_nb.trace import recorder
+from luisa_nb.trace import Status, recorder
+
+BRANCH_TIMEOUT_SECONDS = 60.0
+"""How long the threads of a :class:`Concurrent` step may take to issue their steps."""
 
 
 class ConformanceError(Exception):
-    """The run left the trace without something the checks need."""
+    """The run left the trace without something the checks need, or did not finish."""
 
 
 @dataclass
 class ProgramRun:
     """What a device did with a program: final contents, what callbacks saw, the ids of
     the upload commands (in issue order) and the trace (``capture="full"``; ``None`` for
-    a run that was not traced)."""
+    a run that was not traced). ``command_ids`` are the runtime ids of
+    ``Program.commands()``, ``failures`` what each synchronize raised, ``stream_ids`` the
+    runtime id of each program stream."""
 
     program: Program
     buffers: dict[str, np.ndarray]
@@ -49,20 +69,29 @@ class ProgramRun:
     callbacks: dict[str, list[Observation]]
     upload_ids: list[int]
     trace: AnalyzedTrace | None
+    command_ids: list[int] = field(default_factory=list)
+    failures: dict[SyncKey, CommandFailedError] = field(default_factory=dict)
+    stream_ids: dict[str, int] = field(default_factory=dict)
 
-    def sent(self) -> list[np.ndarray]:
-        """The bytes each upload sent, as the trace captured them (``UploadCheck.staged``)."""
-        sent = []
+    def sent(self) -> list[np.ndarray | None]:
+        """The bytes each upload sent, as the trace captured them (``UploadCheck.staged``);
+        ``None`` for an upload the trace says was skipped."""
+        sent: list[np.ndarray | None] = []
         for command_id in self.upload_ids:
+            record = self.trace.command(command_id)
             staged = self.trace.upload(command_id).staged
-            if staged is None:
-                record = self.trace.command(command_id)
+            if record.status is Status.SKIPPED:
+                sent.append(None)
+            elif staged is not None:
+                sent.append(staged)
+            elif record.host is not None and record.host.nbytes == 0:
+                sent.append(np.zeros(0, DTYPE))
+            else:
                 raise ConformanceError(
                     f"upload #{command_id} left no captured bytes in the trace (status "
                     f"{record.status.value}, error {record.error!r}); a backend must run every "
                     f"upload it is given"
                 )
-            sent.append(staged)
         return sent
 
 
@@ -70,66 +99,143 @@ class _Runner:
     def __init__(self, device: Device, program: Program) -> None:
         self.device = device
         self.program = program
-        self.streams: dict[str, Stream] = {MAIN_STREAM: device.default_stream}
+        commands = list(program.commands())
+        self.command_ids = [-1] * len(commands)
+        self.uploads = [i for i, command in enumerate(commands) if isinstance(command, Upload)]
+        self.failures: dict[SyncKey, CommandFailedError] = {}
+        self.streams: dict[str, Stream] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.hosts: dict[str, np.ndarray] = {}
+        self.events: dict[str, Event] = {}
+        self.observed: dict[str, list[Observation]] = {}
+        self.trace: AnalyzedTrace | None = None
+
+    def _set_up(self) -> None:
+        """Streams, buffers holding their first contents, and host arrays."""
+        device, program = self.device, self.program
+        self.streams[MAIN_STREAM] = device.default_stream
         for name in program.streams:
             if name != MAIN_STREAM:
                 self.streams[name] = device.create_stream(name)
-        self.buffers: dict[str, Buffer] = {}
         for spec in program.buffers:
             buffer = device.create_buffer(spec.size, DTYPE, name=spec.name)
             buffer.copy_from(spec.initial(program.name))
             self.buffers[spec.name] = buffer
         device.synchronize()
-        self.hosts = {spec.name: spec.initial(program.name) for spec in program.hosts}
-        self.events: dict[str, Event] = {}
-        self.observed: dict[str, list[Observation]] = {name: [] for name in self.streams}
-        self.upload_ids: list[int] = []
+        self.hosts.update((spec.name, spec.initial(program.name)) for spec in program.hosts)
+        self.observed.update((name, []) for name in self.streams)
 
     def run(self, traced: bool) -> ProgramRun:
-        trace = AnalyzedTrace(capture="full") if traced else None
-        if trace is not None:
-            recorder.start(trace)
+        self._set_up()
+        self.trace = AnalyzedTrace(capture="full") if traced else None
+        if self.trace is not None:
+            recorder.start(self.trace)
         try:
-            for step in self.program.steps:
-                self._step(step)
-            self.device.synchronize()
+            ordinal = 0
+            for index, step in enumerate(self.program.steps):
+                if isinstance(step, Concurrent):
+                    ordinal = self._concurrent(index, step, ordinal)
+                else:
+                    ordinal = self._step((index,), step, ordinal)
+            self._synchronize(FINAL_SYNC, None)
         finally:
-            if trace is not None:
-                recorder.stop(trace, self.hosts)
+            self.stop_trace()
         return ProgramRun(
             self.program,
             {name: buffer.numpy() for name, buffer in self.buffers.items()},
             {name: host.copy() for name, host in self.hosts.items()},
             self.observed,
-            self.upload_ids,
-            trace,
+            [self.command_ids[i] for i in self.uploads],
+            self.trace,
+            list(self.command_ids),
+            dict(self.failures),
+            {name: stream.id for name, stream in self.streams.items()},
         )
 
-    def _step(self, step: object) -> None:
+    def stop_trace(self) -> None:
+        if self.trace is not None:
+            recorder.stop(self.trace, self.hosts)
+
+    def _step(self, key: SyncKey, step: SerialStep, ordinal: int) -> int:
+        """Issue ``step``, whose first command is command ``ordinal``; the next ordinal."""
         if isinstance(step, Submit):
-            commands = [self._command(command) for command in step.commands]
+            commands = []
+            for command in step.commands:
+                runtime_command = self._command(command)
+                self.command_ids[ordinal] = runtime_command.id
+                commands.append(runtime_command)
+                ordinal += 1
             self.streams[step.stream].submit(commands)
         elif isinstance(step, Synchronize):
-            if step.stream is None:
-                self.device.synchronize()
-            else:
-                self.streams[step.stream].synchronize()
+            self._synchronize(key, step.stream)
         elif isinstance(step, Signal):
-            event = self.events.setdefault(step.event, self.device.create_event())
-            self.streams[step.stream].signal(event)
+            self.streams[step.stream].signal(self._event(step.event))
         elif isinstance(step, Wait):
-            self.streams[step.stream].wait(self.events[step.event])
+            self.streams[step.stream].wait(self._event(step.event))
         elif isinstance(step, Callback):
-            observe = functools.partial(_observe, self.observed[step.stream], step.name, self.hosts)
-            self.streams[step.stream].add_callback(observe)
+            callback = _callback(self.observed[step.stream], step, self.hosts)
+            self.streams[step.stream].add_callback(callback)
         else:
             raise TypeError(f"cannot run step {step!r}")
+        return ordinal
+
+    def _event(self, name: str) -> Event:
+        """Event ``name``, made when first signalled or waited for."""
+        if name not in self.events:
+            self.events[name] = self.device.create_event()
+        return self.events[name]
+
+    def _synchronize(self, key: SyncKey, stream: str | None) -> None:
+        try:
+            if stream is None:
+                self.device.synchronize()
+            else:
+                self.streams[stream].synchronize()
+        except CommandFailedError as error:
+            self.failures[key] = error
+
+    def _concurrent(self, index: int, step: Concurrent, ordinal: int) -> int:
+        """Issue each branch from its own thread, all started at once; the next ordinal."""
+        lock: contextlib.AbstractContextManager = (
+            threading.Lock() if step.locked else contextlib.nullcontext()
+        )
+        start = threading.Barrier(len(step.branches))
+        errors: list[BaseException] = []
+
+        def issue(number: int, branch: tuple[SerialStep, ...], first: int) -> None:
+            try:
+                start.wait(BRANCH_TIMEOUT_SECONDS)
+                position = first
+                for inner, branch_step in enumerate(branch):
+                    with lock:
+                        position = self._step((index, number, inner), branch_step, position)
+            except BaseException as error:
+                errors.append(error)
+
+        threads = []
+        for number, branch in enumerate(step.branches):
+            name = f"conformance step {index + 1} thread {number}"
+            thread = threading.Thread(
+                target=issue, args=(number, branch, ordinal), name=name, daemon=True
+            )
+            threads.append(thread)
+            ordinal += sum(len(s.commands) for s in branch if isinstance(s, Submit))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(BRANCH_TIMEOUT_SECONDS)
+            if thread.is_alive():
+                raise ConformanceError(
+                    f"{thread.name} did not finish its steps within {BRANCH_TIMEOUT_SECONDS} s: "
+                    f"a submit or synchronize hangs"
+                )
+        if errors:
+            raise errors[0]
+        return ordinal
 
     def _command(self, command: Command) -> RuntimeCommand:
         if isinstance(command, Upload):
-            upload = self._view(command.target).copy_from_async(self._host(command.source))
-            self.upload_ids.append(upload.id)
-            return upload
+            return self._view(command.target).copy_from_async(self._host(command.source))
         if isinstance(command, Download):
             return self._view(command.source).copy_to_async(self._host(command.target))
         if isinstance(command, Copy):
@@ -141,7 +247,7 @@ class _Runner:
             return KERNELS[command.kernel].dispatch_async(views[0].size, *views)
         raise TypeError(f"cannot run command {command!r}")
 
-    def _view(self, view: View):
+    def _view(self, view: View) -> BufferView:
         return self.buffers[view.buffer].view(view.start, view.stop)
 
     def _host(self, part: HostSlice) -> np.ndarray:
@@ -149,10 +255,50 @@ class _Runner:
         return array if part.shape is None else array.reshape(part.shape)
 
 
-def _observe(observed: list[Observation], name: str, hosts: dict[str, np.ndarray]) -> None:
-    observed.append(Observation(name, {key: host.copy() for key, host in hosts.items()}))
+def _callback(
+    observed: list[Observation], step: Callback, hosts: dict[str, np.ndarray]
+) -> Callable[[], None]:
+    """The function a :class:`Callback` step adds: it records what it sees, then raises
+    if the step says so. Its ``__qualname__`` is ``repr(step.name)``, which is how the
+    runtime names it in a failure."""
+    names = tuple(hosts) if step.hosts is None else step.hosts
+
+    def callback() -> None:
+        observed.append(Observation(step.name, {name: hosts[name].copy() for name in names}))
+        if step.raises is not None:
+            raise CALLBACK_ERRORS[step.raises](f"callback {step.name!r} raises on purpose")
+
+    callback.__qualname__ = repr(step.name)
+    return callback
 
 
-def run_program(device: Device, program: Program, *, traced: bool = True) -> ProgramRun:
-    """Run ``program`` on ``device`` and synchronize it; the trace covers the steps."""
-    return _Runner(device, program).run(traced)
+def run_program(
+    device: Device, program: Program, *, traced: bool = True, timeout: float | None = None
+) -> ProgramRun:
+    """Run ``program`` on ``device`` and synchronize it; the trace covers the steps. With
+    ``timeout`` (seconds), raise :class:`ConformanceError` if the run has not finished
+    by then (the run is left behind on its thread, its trace stopped)."""
+    runner = _Runner(device, program)
+    if timeout is None:
+        return runner.run(traced)
+    outcome: list[ProgramRun | BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(runner.run(traced))
+        except BaseException as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, name=f"conformance {program.name}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        runner.stop_trace()
+        raise ConformanceError(
+            f"program {program.name!r} on backend {device.name!r} "
+            f"(staging={device.staging!r}) did not finish within {timeout} s: a submit or "
+            f"synchronize hangs"
+        )
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]

@@ -1,8 +1,9 @@
 """The kernel compiler: Python kernel functions -> typed IR -> C (or per-thread Python).
 
 The runtime uses :class:`KernelDefinition` (parse once), :func:`argument_type` and
-``definition.executable(types).launch(dims, buffers, scalars)``. Kernels call the
-builtins exported here (``dispatch_id()``, ``sqrt``, ...).
+``definition.executable(types, checks).launch(dims, buffers, scalars, cancel)`` (see
+docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported here
+(``dispatch_id()``, ``sqrt``, ...).
 """
 
 from luisa_nb.kernels.builtins import (

@@ -132,7 +132,7 @@ class BuiltinCallTyping:
         if not index.type.is_integer:
             self.fail(node.args[0], f"buffer index must be an integer, got {index.type.value}")
         if method == "read":
-            return ir.BufferRead(element, slot, index)
+            return ir.BufferRead(element, slot, index, node.lineno)
         if not statement:
             self.fail(node, f"{buffer_name}.write(...) returns nothing; use it as a statement")
         value = self.scalar(self.visit(node.args[1]), node.args[1])
@@ -142,7 +142,8 @@ class BuiltinCallTyping:
                 f"cannot write a {value.type.value} value into {buffer_name!r}, a buffer of "
                 f"{element.value}; convert it explicitly (int(...), float(...))",
             )
-        return ir.BufferWrite(slot, index, self.convert(value, element, node.args[1]))
+        value = self.convert(value, element, node.args[1])
+        return ir.BufferWrite(slot, index, value, node.lineno)
 
     def is_capture_chain(self: KernelTyper, node: ast.expr) -> bool:
         """Whether ``node`` is a name (or attribute chain) that is not a kernel local."""

@@ -12,7 +12,14 @@ import struct
 import numpy as np
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.c_checks import (
+    LAUNCH_PRELUDE,
+    NOTE_FUNCTION,
+    access_function,
+    access_function_name,
+)
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
+from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.type_system import KernelType, ScalarType, VectorType
 
 ARITHMETIC_SYMBOLS = {
@@ -33,10 +40,12 @@ STRUCT_CODES = {
 }
 
 
-def argument_struct(kernel: ir.KernelIR) -> struct.Struct:
-    """Packs (dims x3, buffer addresses, scalars) exactly like the C argument struct."""
+def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
+    """Packs (dims x3, buffer addresses, scalars, and with checks one int64 element count
+    per buffer) exactly like the C argument struct."""
     scalar_codes = "".join(STRUCT_CODES[slot.type] for slot in kernel.scalars)
-    return struct.Struct(f"@3q{'P' * len(kernel.buffers)}{scalar_codes}0q")
+    counts = "q" * len(kernel.buffers) if checks else ""
+    return struct.Struct(f"@3q{'P' * len(kernel.buffers)}{scalar_codes}{counts}0q")
 
 
 def c_identifier(name: str) -> str:
@@ -44,8 +53,12 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter:
-    """Emits one kernel as C11 for the host compiler."""
+class CEmitter(LaunchEmission):
+    """Emits one kernel as C11 for the host compiler.
+
+    ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
+    ``c_checks`` for how checks stay branch-free.
+    """
 
     type_names = {
         ScalarType.BOOL: "_Bool",
@@ -59,15 +72,22 @@ class CEmitter:
     includes = ("stdint.h", "string.h")
     kernel_prefix = ""
     function_prefix = "static inline"
-    block_size = 2048  # threads along x that one OpenMP iteration runs (a simd loop)
-    parallel_threshold = 8192  # fewer threads than this run on the calling thread
-    block_size_with_loops = 64  # bodies with loops: smaller blocks, dynamic schedule
+    # Threads run in blocks along x; OpenMP hands out blocks from a shared counter
+    # (schedule dynamic), so a thread that shares its core with another process takes
+    # fewer. See "OpenMP" in docs/kernels.md for the measurements behind these numbers.
+    block_size = 2048  # bodies without loops: one simd loop of this many threads
+    schedule = "dynamic, 8"  # 16384 threads a claim: few claims, still balanced
+    parallel_threshold = 1 << 18  # below this, waking a sleeping thread costs more
+    block_size_with_loops = 64  # bodies with loops: smaller blocks, one a claim
+    schedule_with_loops = "dynamic"
     parallel_threshold_with_loops = 256
 
-    def __init__(self, kernel: ir.KernelIR) -> None:
+    def __init__(self, kernel: ir.KernelIR, checks: bool | str = True) -> None:
         self.kernel = kernel
+        self.checks = checks
         self.access = kernel.buffer_access()
         self.helpers: dict[tuple[str, ScalarType], None] = {}
+        self.access_helpers: dict[tuple[str, ScalarType, ScalarType], None] = {}
         self.uses_math = False
         self.loop_counter = 0
 
@@ -75,17 +95,31 @@ class CEmitter:
     def entry_name(self) -> str:
         return f"lnb_{c_identifier(self.kernel.name)}"
 
+    @property
+    def launch_name(self) -> str:
+        """The entry that takes a launch record: ``void name(const void *, lnb_launch *)``."""
+        return f"{self.entry_name}_launch"
+
     def emit(self) -> str:
         """The complete C translation unit."""
         body = self.body_function()
         includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
+        checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
         parts = [
-            f"/* luisa_nb kernel {self.kernel.name!r}: generated code. */",
+            f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
+            f"{checks[self.checks]}. */",
             "\n".join(f"#include <{name}>" for name in includes),
             "typedef struct { int32_t x, y, z; } lnb_int3;",
+            LAUNCH_PRELUDE,
             self.argument_struct(),
             *(self.helper(operation, scalar_type) for operation, scalar_type in self.helpers),
+            *((NOTE_FUNCTION,) if self.access_helpers else ()),
+            *(
+                access_function(access, element, index, self.type_names, self.function_prefix)
+                for access, element, index in self.access_helpers
+            ),
             body,
+            *(() if self.kernel.has_control_flow else (self.run_function(),)),
             self.entry(),
         ]
         return "\n\n".join(parts) + "\n"
@@ -95,18 +129,36 @@ class CEmitter:
             return "lnb_int3"
         return self.type_names[kernel_type]
 
+    def buffer_name(self, index: int) -> str:
+        return f"b_{c_identifier(self.kernel.buffers[index].name)}"
+
+    def variable_name(self, name: str) -> str:
+        """A local or scalar parameter of the kernel, as a C variable."""
+        return f"v_{c_identifier(name)}"
+
+    def scalar_field_name(self, name: str) -> str:
+        """A scalar parameter, as a field of the argument struct."""
+        return f"s_{c_identifier(name)}"
+
+    def count_name(self, index: int) -> str:
+        """The element count of buffer ``index`` (only with checks)."""
+        return f"n_{c_identifier(self.kernel.buffers[index].name)}"
+
     def buffer_declaration(self, index: int) -> str:
         slot = self.kernel.buffers[index]
         const = "const " if self.access[index] == "read" else ""
-        return f"{const}{self.type_name(slot.element)} *b_{c_identifier(slot.name)}"
+        return f"{const}{self.type_name(slot.element)} *{self.buffer_name(index)}"
 
     def argument_struct(self) -> str:
+        buffers = range(len(self.kernel.buffers))
         fields = ["    int64_t size[3];"]
-        fields += [f"    {self.buffer_declaration(i)};" for i in range(len(self.kernel.buffers))]
+        fields += [f"    {self.buffer_declaration(i)};" for i in buffers]
         fields += [
-            f"    {self.type_name(slot.type)} s_{c_identifier(slot.name)};"
+            f"    {self.type_name(slot.type)} {self.scalar_field_name(slot.name)};"
             for slot in self.kernel.scalars
         ]
+        if self.checks:
+            fields += [f"    int64_t {self.count_name(i)};" for i in buffers]
         return "typedef struct {\n" + "\n".join(fields) + f"\n}} {self.entry_name}_arguments;"
 
     def helper(self, operation: str, scalar_type: ScalarType) -> str:
@@ -123,14 +175,29 @@ class CEmitter:
         self.uses_math |= needs_math_header(operation, scalar_type)
         return f"lnb_{operation}_{scalar_type.value}"
 
+    def use_access_helper(self, access: str, element: ScalarType, index: ScalarType) -> str:
+        self.access_helpers[(access, element, index)] = None
+        return access_function_name(access, element, index)
+
     def body_parameters(self) -> list[str]:
+        buffers = range(len(self.kernel.buffers))
         parameters = ["lnb_int3 dispatch_id", "lnb_int3 dispatch_size"]
-        parameters += [self.buffer_declaration(i) for i in range(len(self.kernel.buffers))]
+        parameters += [self.buffer_declaration(i) for i in buffers]
+        if self.checks:
+            parameters += [f"uint64_t {self.count_name(i)}" for i in buffers]
         parameters += [
-            f"{self.type_name(slot.type)} v_{c_identifier(slot.name)}"
+            f"{self.type_name(slot.type)} {self.variable_name(slot.name)}"
             for slot in self.kernel.scalars
         ]
-        return parameters
+        return [*parameters, "lnb_thread *lnb_state"]
+
+    def body_argument_names(self) -> list[str]:
+        """The thread function's parameters after id and size, by name (without state)."""
+        buffers = range(len(self.kernel.buffers))
+        names = [self.buffer_name(i) for i in buffers]
+        if self.checks:
+            names += [self.count_name(i) for i in buffers]
+        return names + [self.variable_name(slot.name) for slot in self.kernel.scalars]
 
     def body_function(self) -> str:
         """The kernel body for one thread; a bare ``return`` ends the thread."""
@@ -138,59 +205,10 @@ class CEmitter:
         lines = [f"{self.function_prefix} void {self.entry_name}_thread({parameters}) {{"]
         for name, kernel_type in self.kernel.locals.items():
             zero = "{0, 0, 0}" if isinstance(kernel_type, VectorType) else "0"
-            lines.append(f"    {self.type_name(kernel_type)} v_{c_identifier(name)} = {zero};")
+            lines.append(f"    {self.type_name(kernel_type)} {self.variable_name(name)} = {zero};")
         lines += self.statements(self.kernel.body, 1)
         lines.append("}")
         return "\n".join(lines)
-
-    def entry(self) -> str:
-        """The exported function: unpacks the arguments and runs every thread.
-
-        Threads run in blocks along x: ``block_size`` threads in a simd loop when the body
-        has no loops or returns, else ``block_size_with_loops``. Blocks run in parallel
-        (OpenMP) from the matching threshold on, else on the calling thread.
-        """
-        name = self.entry_name
-        if self.kernel.has_control_flow:
-            block, threshold = self.block_size_with_loops, self.parallel_threshold_with_loops
-            schedule, simd = "dynamic", ""
-        else:
-            block, threshold = self.block_size, self.parallel_threshold
-            schedule, simd = "static", "#pragma omp simd\n"
-        arguments = ["id", "size"]
-        arguments += [f"a->b_{c_identifier(slot.name)}" for slot in self.kernel.buffers]
-        arguments += [f"a->s_{c_identifier(slot.name)}" for slot in self.kernel.scalars]
-        loops = f"""\
-for (int64_t z = 0; z < size_z; ++z)
-            for (int64_t y = 0; y < size_y; ++y)
-                for (int64_t block = 0; block < blocks; ++block)
-                    {name}_block(&a, size, z, y, block);"""
-        block_parameters = (
-            f"const {name}_arguments *a, lnb_int3 size, int64_t z, int64_t y, int64_t block"
-        )
-        return f"""\
-{self.function_prefix} void {name}_block({block_parameters}) {{
-    const int64_t start = block * {block};
-    const int64_t end = start + {block} < a->size[0] ? start + {block} : a->size[0];
-{simd}    for (int64_t x = start; x < end; ++x) {{
-        const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
-        {name}_thread({", ".join(arguments)});
-    }}
-}}
-
-{self.kernel_prefix}void {name}(const void *packed_arguments) {{
-    {name}_arguments a;
-    memcpy(&a, packed_arguments, sizeof a);
-    const int64_t size_x = a.size[0], size_y = a.size[1], size_z = a.size[2];
-    const int64_t blocks = (size_x + {block - 1}) / {block};
-    const lnb_int3 size = {{(int32_t)size_x, (int32_t)size_y, (int32_t)size_z}};
-    if (size_x * size_y * size_z >= {threshold}) {{
-#pragma omp parallel for collapse(3) schedule({schedule})
-        {loops}
-    }} else {{
-        {loops}
-    }}
-}}"""
 
     def statements(self, body: tuple[ir.Statement, ...], depth: int) -> list[str]:
         lines: list[str] = []
@@ -201,20 +219,17 @@ for (int64_t z = 0; z < size_z; ++z)
     def statement(self, statement: ir.Statement, depth: int) -> list[str]:
         indent = "    " * depth
         if isinstance(statement, ir.Assign):
-            return [
-                f"{indent}v_{c_identifier(statement.name)} = {self.expression(statement.value)};"
-            ]
+            value = self.expression(statement.value)
+            return [f"{indent}{self.variable_name(statement.name)} = {value};"]
         if isinstance(statement, ir.BufferWrite):
-            target = f"b_{c_identifier(self.kernel.buffers[statement.buffer].name)}"
-            index, value = self.expression(statement.index), self.expression(statement.value)
-            return [f"{indent}{target}[{index}] = {value};"]
+            return [f"{indent}{self.buffer_write(statement)};"]
         if isinstance(statement, ir.Evaluate):
             return [f"{indent}(void){self.expression(statement.value)};"]
         if isinstance(statement, ir.If):
             return self.if_statement(statement, depth)
         if isinstance(statement, ir.While):
             condition = self.condition(statement.condition)
-            body = self.statements(statement.body, depth + 1)
+            body = [self.stop_check(depth + 1), *self.statements(statement.body, depth + 1)]
             return [f"{indent}while ({condition}) {{", *body, f"{indent}}}"]
         if isinstance(statement, ir.ForRange):
             return self.for_range(statement, depth)
@@ -259,10 +274,28 @@ for (int64_t z = 0; z < size_z; ++z)
             condition = f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
         header = f"{loop_type} {counter} = {self.expression(statement.start)}"
         lines.append(f"{indent}    for ({header}; {condition}; {counter} += {step_value}) {{")
-        lines.append(f"{indent}        v_{c_identifier(statement.variable)} = {counter};")
+        lines.append(self.stop_check(depth + 2))
+        lines.append(f"{indent}        {self.variable_name(statement.variable)} = {counter};")
         lines += self.statements(statement.body, depth + 2)
         lines += [f"{indent}    }}", f"{indent}}}"]
         return lines
+
+    def stop_check(self, depth: int) -> str:
+        """First statement of every loop iteration: end the thread once a check failed or
+        the launch was cancelled (so even ``while True`` loops can be stopped)."""
+        return f"{'    ' * depth}if (lnb_thread_stopped(lnb_state)) return;"
+
+    def buffer_write(self, statement: ir.BufferWrite) -> str:
+        slot = self.kernel.buffers[statement.buffer]
+        buffer = self.buffer_name(statement.buffer)
+        index, value = self.expression(statement.index), self.expression(statement.value)
+        if not self.checks:
+            return f"{buffer}[{index}] = {value}"
+        access = "write_finite" if self.checks == "nan" and slot.element.is_float else "write"
+        function = self.use_access_helper(access, slot.element, statement.index.type)
+        count = self.count_name(statement.buffer)
+        site = f"{statement.line}, {statement.buffer}"
+        return f"{function}({buffer}, {count}, {index}, {value}, {site}, lnb_state)"
 
     def expression(self, expression: ir.Expression) -> str:
         method = getattr(self, f"expression_{type(expression).__name__.lower()}")
@@ -297,7 +330,7 @@ for (int64_t z = 0; z < size_z; ++z)
         return f"({text})" if value < 0 or text.startswith("-") else text
 
     def expression_local(self, expression: ir.Local) -> str:
-        return f"v_{c_identifier(expression.name)}"
+        return self.variable_name(expression.name)
 
     def expression_dispatchvalue(self, expression: ir.DispatchValue) -> str:
         return "dispatch_id" if expression.which == "id" else "dispatch_size"
@@ -306,8 +339,15 @@ for (int64_t z = 0; z < size_z; ++z)
         return f"{self.expression(expression.operand)}.{expression.field}"
 
     def expression_bufferread(self, expression: ir.BufferRead) -> str:
-        buffer = c_identifier(self.kernel.buffers[expression.buffer].name)
-        return f"b_{buffer}[{self.expression(expression.index)}]"
+        buffer = self.buffer_name(expression.buffer)
+        index = self.expression(expression.index)
+        if not self.checks:
+            return f"{buffer}[{index}]"
+        element = self.kernel.buffers[expression.buffer].element
+        function = self.use_access_helper("read", element, expression.index.type)
+        count = self.count_name(expression.buffer)
+        site = f"{expression.line}, {expression.buffer}"
+        return f"{function}({buffer}, {count}, {index}, {site}, lnb_state)"
 
     def expression_unary(self, expression: ir.Unary) -> str:
         return f"({UNARY_SYMBOLS[expression.operator]}{self.expression(expression.operand)})"

@@ -14,8 +14,11 @@ from luisa_nb.errors import (
     KernelCompileError,
     LuisaNbWarning,
 )
+from luisa_nb.kernels import ir
 from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.executable import CExecutable, Executable
+from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH, call_with_room, deepest_expression
 from luisa_nb.kernels.python_mode import PythonExecutable
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import compiler_available
@@ -52,7 +55,8 @@ class KernelDefinition:
     """A kernel function; parsing and syntax checks happen here, typing per specialisation.
 
     ``mode`` is "auto" (C when a compiler exists, else Python with one warning), "c" or
-    "python". Raises :class:`KernelCompileError` for constructs kernels never accept.
+    "python". Raises :class:`KernelCompileError` for constructs kernels never accept, and
+    for expressions nested deeper than ``MAX_EXPRESSION_DEPTH``.
     """
 
     def __init__(self, function: Callable[..., Any], mode: str = "auto") -> None:
@@ -64,34 +68,76 @@ class KernelDefinition:
         self.mode = mode
         try:
             self.kernel_source = KernelSource.of(function)
-            SyntaxValidator(self.kernel_source).check()
+            self._expression_depth = self._checked_depth()
+            call_with_room(SyntaxValidator(self.kernel_source).check, self._expression_depth)
         except KernelCompileError as error:
             raise _hide_compiler_frames(error) from None
         self.name: str = function.__name__
         self.parameter_names = [argument.arg for argument in self.kernel_source.tree.args.args]
         self._captures: CaptureResolver | None = None
-        self._executables: dict[tuple[ScalarType | BufferType, ...], Executable] = {}
+        self._typed_kernels: dict[tuple[ScalarType | BufferType, ...], tuple[str, ir.KernelIR]] = {}
+        self._executables: dict[tuple[Any, ...], Executable] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"<KernelDefinition {self.name} mode={self.mode}>"
 
-    def executable(self, argument_types: Sequence[ScalarType | BufferType]) -> Executable:
-        """The executable for these argument types, compiled on first use and cached."""
-        key = tuple(argument_types)
+    def _checked_depth(self) -> int:
+        depth, expression = deepest_expression(self.kernel_source.tree)
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise self.kernel_source.error(
+                expression,
+                f"this expression nests {depth} levels deep; kernels accept up to "
+                f"{MAX_EXPRESSION_DEPTH}. Split it into several statements (e.g. sum parts "
+                f"into locals: s = a + b, then s += c ...)",
+            )
+        return depth
+
+    def executable(
+        self, argument_types: Sequence[ScalarType | BufferType], checks: bool | str = True
+    ) -> Executable:
+        """The executable for these argument types and ``checks`` setting (True, False or
+        "nan"), compiled on first use and cached."""
+        types = tuple(argument_types)
+        key = (*types, checks)
         executable = self._executables.get(key)
         if executable is not None:
             return executable
+        check_setting(checks)
         with self._lock:
             executable = self._executables.get(key)
             if executable is None:
-                self._check_argument_types(key)
+                target, kernel = self._typed(types)
                 try:
-                    executable = self._specialise(key)
+                    executable = call_with_room(
+                        lambda: self._build(target, kernel, checks), self._expression_depth
+                    )
                 except KernelCompileError as error:
                     raise _hide_compiler_frames(error) from None
                 self._executables[key] = executable
         return executable
+
+    def captured_buffers(self, argument_types: Sequence[ScalarType | BufferType]) -> list[Any]:
+        """The buffers the kernel captures when specialised on these types (typing only)."""
+        with self._lock:
+            _, kernel = self._typed(tuple(argument_types))
+        return [slot.capture for slot in kernel.buffers if slot.capture is not None]
+
+    def _typed(self, types: tuple[ScalarType | BufferType, ...]) -> tuple[str, ir.KernelIR]:
+        """The target ("c" or "python") and typed IR for ``types``; call under the lock."""
+        typed = self._typed_kernels.get(types)
+        if typed is None:
+            self._check_argument_types(types)
+            target = self._target()
+            if self._captures is None:
+                self._captures = CaptureResolver(self.function)
+            typer = KernelTyper(self.kernel_source, types, self._captures, target)
+            try:
+                kernel = call_with_room(typer.run, self._expression_depth)
+            except KernelCompileError as error:
+                raise _hide_compiler_frames(error) from None
+            typed = self._typed_kernels[types] = (target, kernel)
+        return typed
 
     def _check_argument_types(self, argument_types: tuple[Any, ...]) -> None:
         names = self.parameter_names
@@ -115,11 +161,7 @@ class KernelDefinition:
         _warn_fallback_once(self.name)
         return "python"
 
-    def _specialise(self, argument_types: tuple[ScalarType | BufferType, ...]) -> Executable:
-        target = self._target()
-        if self._captures is None:
-            self._captures = CaptureResolver(self.function)
-        kernel = KernelTyper(self.kernel_source, argument_types, self._captures, target).run()
+    def _build(self, target: str, kernel: ir.KernelIR, checks: bool | str) -> Executable:
         if target == "c":
-            return CExecutable(kernel)
-        return PythonExecutable(kernel, self._captures, self.kernel_source.text)
+            return CExecutable(kernel, self.kernel_source, checks)
+        return PythonExecutable(kernel, self._captures, self.kernel_source, checks)

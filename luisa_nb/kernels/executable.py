@@ -2,26 +2,70 @@
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from luisa_nb.errors import (
+    KernelArgumentError,
+    KernelCancelledError,
+    KernelError,
+    KernelIndexError,
+)
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
-from luisa_nb.kernels.toolchain import build_library, load_function
+from luisa_nb.kernels.checks import (
+    STATUS_CANCELLED,
+    STATUS_INDEX_ERROR,
+    STATUS_INVALID_SIZE,
+    STATUS_NON_FINITE,
+    LaunchRecord,
+    index_error,
+    non_finite_error,
+)
+from luisa_nb.kernels.source import KernelSource
+from luisa_nb.kernels.toolchain import build_library, load_launch_function
+
+
+class CancelFlag:
+    """A 32-bit flag that a running launch polls: at the start of each block of threads,
+    and in every loop iteration of a thread. ``address`` is what compiled C reads."""
+
+    __slots__ = ("_value", "address")
+
+    def __init__(self) -> None:
+        self._value = ctypes.c_int32(0)
+        self.address: int = ctypes.addressof(self._value)
+
+    @property
+    def is_set(self) -> bool:
+        return self._value.value != 0
+
+    def set(self) -> None:
+        self._value.value = 1
+
+    def clear(self) -> None:
+        self._value.value = 0
+
+    def __repr__(self) -> str:
+        return f"<CancelFlag {'set' if self.is_set else 'clear'}>"
 
 
 @dataclass(frozen=True)
 class Parameter:
-    """One launch parameter: an argument, or a captured buffer (``capture`` is the object)."""
+    """One launch parameter: an argument, a captured buffer (``capture`` is the object),
+    or, for checked C kernels, a hidden int64 scalar carrying the element count of buffer
+    parameter ``count_of`` (an index into ``buffer_parameters``)."""
 
     name: str
     kind: str  # "buffer" | "scalar"
     dtype: np.dtype
     access: str  # "read" | "write" | "read_write" | "none"; "read" for scalars
     capture: object | None = None
+    count_of: int | None = None
 
 
 def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
@@ -41,26 +85,54 @@ def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
     return parameters
 
 
+def count_parameters(kernel: ir.KernelIR) -> list[Parameter]:
+    """The element-count scalars a checked C kernel takes after its own scalars."""
+    int64 = np.dtype(np.int64)
+    return [
+        Parameter(f"len({slot.name})", "scalar", int64, "read", count_of=index)
+        for index, slot in enumerate(kernel.buffers)
+    ]
+
+
 class Executable:
-    """A kernel specialised on argument types; ``launch`` runs it over a 3-D grid."""
+    """A kernel specialised on argument types; ``launch`` runs it over a 3-D grid.
+
+    ``parameters`` lists what ``launch`` takes: buffers (arguments, then captures) and
+    scalars; a scalar with ``count_of`` set is the element count of that buffer, which the
+    caller appends (checked C kernels only).
+    """
 
     mode: str
     source: str
 
-    def __init__(self, kernel: ir.KernelIR) -> None:
+    def __init__(self, kernel: ir.KernelIR, source: KernelSource, checks: bool | str) -> None:
         self.name = kernel.name
+        self.checks = checks
+        self.kernel_source = source
         self.parameters = parameters_of(kernel)
         self.buffer_parameters = [p for p in self.parameters if p.kind == "buffer"]
-        self.scalar_parameters = [p for p in self.parameters if p.kind == "scalar"]
+        self.buffer_names = [slot.name for slot in kernel.buffers]
+
+    @property
+    def scalar_parameters(self) -> list[Parameter]:
+        return [p for p in self.parameters if p.kind == "scalar"]
 
     def launch(
-        self, dims: tuple[int, int, int], buffers: Sequence[Any], scalars: Sequence[Any]
+        self,
+        dims: tuple[int, int, int],
+        buffers: Sequence[Any],
+        scalars: Sequence[Any],
+        cancel: CancelFlag | None = None,
     ) -> None:
-        """Run ``dims[0] * dims[1] * dims[2]`` threads."""
+        """Run ``dims[0] * dims[1] * dims[2]`` threads (each axis below 2**31).
+
+        Raises :class:`KernelIndexError`, :class:`KernelNonFiniteError` when a check fails,
+        and :class:`KernelCancelledError` when ``cancel`` was set before all threads ran.
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name} mode={self.mode}>"
+        return f"<{type(self).__name__} {self.name} mode={self.mode} checks={self.checks!r}>"
 
 
 class CExecutable(Executable):
@@ -68,15 +140,70 @@ class CExecutable(Executable):
 
     mode = "c"
 
-    def __init__(self, kernel: ir.KernelIR, emitter_class: type[CEmitter] = CEmitter) -> None:
-        super().__init__(kernel)
-        emitter = emitter_class(kernel)
+    def __init__(
+        self,
+        kernel: ir.KernelIR,
+        source: KernelSource,
+        checks: bool | str,
+        emitter_class: type[CEmitter] = CEmitter,
+    ) -> None:
+        super().__init__(kernel, source, checks)
+        if checks:
+            self.parameters += count_parameters(kernel)
+        emitter = emitter_class(kernel, checks)
         self.source = emitter.emit()
         library = build_library(emitter.entry_name, self.source)
-        self._function = load_function(library, emitter.entry_name)
-        self._pack = argument_struct(kernel).pack
+        self._function = load_launch_function(library, emitter.launch_name)
+        self._pack = argument_struct(kernel, checks).pack
+        self._never_cancelled = CancelFlag()
 
     def launch(
-        self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]
+        self,
+        dims: tuple[int, int, int],
+        buffers: Sequence[int],
+        scalars: Sequence[Any],
+        cancel: CancelFlag | None = None,
     ) -> None:
-        self._function(self._pack(*dims, *buffers, *scalars))
+        record = LaunchRecord(cancel=(cancel or self._never_cancelled).address)
+        self._function(self._pack(*dims, *buffers, *scalars), ctypes.byref(record))
+        if record.status:
+            raise self.failure(record, dims, scalars)
+
+    def failure(
+        self, record: LaunchRecord, dims: tuple[int, int, int], scalars: Sequence[Any]
+    ) -> KernelError:
+        """The error of a launch with ``dims`` and ``scalars`` that stopped as ``record``
+        says (its status is not OK)."""
+        if record.status == STATUS_CANCELLED:
+            return KernelCancelledError(f"kernel {self.name!r}: the launch was cancelled")
+        if record.status == STATUS_INVALID_SIZE:
+            return KernelArgumentError(
+                f"kernel {self.name!r}: dispatch size {tuple(dims)} is not valid; each axis "
+                f"must be in 0 <= n < 2**31 and the product below 2**63"
+            )
+        thread = tuple(record.thread)
+        if record.buffer < 0:
+            return self._unexplained_failure(thread)
+        index = record.index % 2**64 if record.unsigned_index else record.index
+        line, where = record.line, self.kernel_source.where(record.line)
+        buffer = self.buffer_names[record.buffer]
+        if record.status == STATUS_NON_FINITE:
+            return non_finite_error(self.name, where, line, thread, index, buffer, record.value)
+        if record.status != STATUS_INDEX_ERROR:
+            return KernelError(f"kernel {self.name!r}: launch failed with status {record.status}")
+        size = int(scalars[len(scalars) - len(self.buffer_names) + record.buffer])
+        access = ("reads", "writes")[record.access]
+        return index_error(self.name, where, line, thread, access, index, size, buffer)
+
+    def _unexplained_failure(self, first_thread: tuple[int, int, int]) -> KernelIndexError:
+        """A block failed a check, but none of its threads failed again when re-run to find
+        where: the failing index came from a value the block itself overwrote."""
+        message = (
+            f"kernel {self.name!r}: a check failed in the block of threads starting at "
+            f"{first_thread}, but no thread failed again when the block re-ran to find "
+            f"where, because the kernel computes indices from values it overwrites; the "
+            f"dispatch stopped. Run it with mode='python' to see the failing access"
+        )
+        return KernelIndexError(
+            message, kernel=self.name, line=0, thread=first_thread, index=-1, size=-1, buffer=""
+        )

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import operator as python_operator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.folding import INT64_RANGE, FoldError, fold, foldable
 from luisa_nb.kernels.type_system import (
     INT32_RANGE,
     KernelType,
@@ -46,16 +46,7 @@ COMPARISONS: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Gt: ("gt", ">"),
     ast.GtE: ("ge", ">="),
 }
-FOLDABLE = {
-    "add": python_operator.add,
-    "sub": python_operator.sub,
-    "mul": python_operator.mul,
-    "truediv": python_operator.truediv,
-    "floordiv": python_operator.floordiv,
-    "mod": python_operator.mod,
-}
 BITWISE = ("bitand", "bitor", "bitxor", "lshift", "rshift")
-INT64_RANGE = (-(2**63), 2**63 - 1)
 
 
 def is_weak(expression: ir.Expression) -> bool:
@@ -131,11 +122,8 @@ class ExpressionTyping:
     ) -> ir.Expression:
         """Type ``left <symbol> right``, folding operations on two literals."""
         left, right = self.scalar(left, node), self.scalar(right, node)
-        if is_weak(left) and is_weak(right) and operator in FOLDABLE:
-            try:
-                return self.literal(FOLDABLE[operator](left.value, right.value), node)
-            except ZeroDivisionError:
-                self.fail(node, f"division by zero in {left.value!r} {symbol} {right.value!r}")
+        if is_weak(left) and is_weak(right) and foldable(operator, left.value, right.value):
+            return self.literal(self.folded(operator, symbol, left, right, node), node)
         both_bool = left.type is ScalarType.BOOL and right.type is ScalarType.BOOL
         if both_bool and operator in ("bitand", "bitor", "bitxor"):
             return ir.Binary(ScalarType.BOOL, operator, left, right)
@@ -149,6 +137,19 @@ class ExpressionTyping:
             common, operator, self.convert(left, common, node), self.convert(right, common, node)
         )
 
+    def folded(
+        self: KernelTyper,
+        operator: str,
+        symbol: str,
+        left: ir.Constant,
+        right: ir.Constant,
+        node: ast.AST,
+    ) -> int | float | bool:
+        try:
+            return fold(operator, symbol, left.value, right.value)
+        except FoldError as error:
+            self.fail(node, str(error))
+
     def comparison(
         self: KernelTyper,
         operator: str,
@@ -158,6 +159,8 @@ class ExpressionTyping:
         node: ast.AST,
     ) -> ir.Expression:
         left, right = self.scalar(left, node), self.scalar(right, node)
+        if is_weak(left) and is_weak(right):
+            return self.literal(self.folded(operator, symbol, left, right, node), node)
         if (left.type is ScalarType.BOOL) != (right.type is ScalarType.BOOL):
             self.fail(
                 node,
@@ -239,6 +242,8 @@ class ExpressionTyping:
             return ir.Unary(operand.type, "neg", operand)
         if not operand.type.is_integer:
             self.fail(node, f"~ needs an integer operand, got {operand.type.value}")
+        if is_weak(operand):
+            return self.literal(~operand.value, node)
         return ir.Unary(operand.type, "invert", operand)
 
     def visit_BoolOp(self: KernelTyper, node: ast.BoolOp) -> ir.Expression:

@@ -44,6 +44,7 @@ class Member(Expression):
 class BufferRead(Expression):
     buffer: int  # index into KernelIR.buffers
     index: Expression
+    line: int = 0  # source line, for index-check reports
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class BufferWrite(Statement):
     buffer: int
     index: Expression
     value: Expression
+    line: int = 0  # source line, for index-check reports
 
 
 @dataclass(frozen=True)
@@ -222,18 +224,25 @@ def statement_expressions(statement: Statement) -> tuple[Expression, ...]:
 
 
 def walk_expression(expression: Expression) -> Iterator[Expression]:
-    """``expression`` and all its subexpressions."""
-    yield expression
+    """``expression`` and all its subexpressions, parents first (iterative: expressions
+    may nest thousands deep)."""
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(reversed(subexpressions(node)))
+
+
+def subexpressions(expression: Expression) -> tuple[Expression, ...]:
+    """The direct operands of ``expression``, in evaluation order."""
     if isinstance(expression, (Member, Unary, Cast)):
-        yield from walk_expression(expression.operand)
-    elif isinstance(expression, BufferRead):
-        yield from walk_expression(expression.index)
-    elif isinstance(expression, Binary):
-        yield from walk_expression(expression.left)
-        yield from walk_expression(expression.right)
-    elif isinstance(expression, Select):
-        for part in (expression.condition, expression.if_true, expression.if_false):
-            yield from walk_expression(part)
-    elif isinstance(expression, Call):
-        for argument in expression.arguments:
-            yield from walk_expression(argument)
+        return (expression.operand,)
+    if isinstance(expression, BufferRead):
+        return (expression.index,)
+    if isinstance(expression, Binary):
+        return (expression.left, expression.right)
+    if isinstance(expression, Select):
+        return (expression.condition, expression.if_true, expression.if_false)
+    if isinstance(expression, Call):
+        return expression.arguments
+    return ()

@@ -9,6 +9,7 @@ for versions that return numpy scalars, so arithmetic keeps the kernel's types.
 from __future__ import annotations
 
 import builtins as python_builtins
+import sys
 import threading
 import types
 from collections.abc import Iterator, Sequence
@@ -16,36 +17,71 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.errors import KernelCancelledError, KernelIndexError, KernelNonFiniteError
 from luisa_nb.kernels import builtins as kernel_builtins
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.builtins import Int3, thread_state
 from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.executable import Executable
+from luisa_nb.kernels.checks import index_error, non_finite_error
+from luisa_nb.kernels.executable import CancelFlag, Executable
+from luisa_nb.kernels.source import KernelSource
 
 
 class BufferShim:
-    """``read``/``write`` over a 1-D numpy array, with bounds checks."""
+    """``read``/``write`` over a 1-D numpy array. Indices are always checked (a negative
+    index would otherwise wrap in numpy); with ``checks="nan"`` writes to float buffers
+    must be finite. Failures name the kernel's source line and thread."""
 
-    __slots__ = ("array", "name")
+    __slots__ = ("array", "check_finite", "executable", "name")
 
-    def __init__(self, name: str, array: np.ndarray | None = None) -> None:
+    def __init__(self, name: str, executable: PythonExecutable) -> None:
         self.name = name
-        self.array = array
+        self.executable = executable
+        self.array: np.ndarray | None = None
+        self.check_finite = False
 
-    def _check(self, index: Any, method: str) -> None:
-        if not 0 <= index < len(self.array):
-            raise IndexError(
-                f"{self.name}.{method}({index}): index outside the buffer's "
-                f"{len(self.array)} elements"
-            )
+    def bind(self, array: np.ndarray) -> BufferShim:
+        self.array = array
+        self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
+        return self
+
+    def _index_error(self, index: Any, access: str) -> KernelIndexError:
+        line = sys._getframe(2).f_lineno  # the kernel's frame: it called read/write
+        executable = self.executable
+        where = executable.kernel_source.where(line)
+        size = len(self.array)
+        return index_error(
+            executable.name, where, line, current_thread(), access, int(index), size, self.name
+        )
+
+    def _non_finite_error(self, index: Any, value: Any) -> KernelNonFiniteError:
+        line = sys._getframe(2).f_lineno  # the kernel's frame: it called write
+        executable = self.executable
+        where = executable.kernel_source.where(line)
+        thread = current_thread()
+        return non_finite_error(
+            executable.name, where, line, thread, int(index), self.name, float(value)
+        )
 
     def read(self, index: Any) -> Any:
-        self._check(index, "read")
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "reads")
         return self.array[index]
 
     def write(self, index: Any, value: Any) -> None:
-        self._check(index, "write")
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "writes")
+        if self.check_finite:
+            value = self.array.dtype.type(value)
+            if not np.isfinite(value):
+                raise self._non_finite_error(index, value)
         self.array[index] = value
+
+
+def current_thread() -> tuple[int, int, int]:
+    """The dispatch id of the Python-mode thread running now, as plain ints."""
+    x, y, z = thread_state.dispatch_id
+    return (int(x), int(y), int(z))
 
 
 def kernel_int(value: Any) -> np.int32:
@@ -76,20 +112,27 @@ KERNEL_BUILTINS = {
 
 
 class PythonExecutable(Executable):
-    """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays."""
+    """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays. A set
+    :class:`CancelFlag` is noticed between threads."""
 
     mode = "python"
 
-    def __init__(self, kernel: ir.KernelIR, captures: CaptureResolver, source: str) -> None:
-        super().__init__(kernel)
+    def __init__(
+        self,
+        kernel: ir.KernelIR,
+        captures: CaptureResolver,
+        source: KernelSource,
+        checks: bool | str,
+    ) -> None:
+        super().__init__(kernel, source, checks)
         function = captures.function
-        self.source = source
+        self.source = source.text
         self._lock = threading.Lock()
         self._arguments = kernel.arguments
         self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
         self._scalar_types = [slot.type.dtype.type for slot in kernel.scalars]
         self._capture_shims = [
-            BufferShim(slot.name) for slot in kernel.buffers if slot.capture is not None
+            BufferShim(slot.name, self) for slot in kernel.buffers if slot.capture is not None
         ]
         replacements = {shim.name: shim for shim in self._capture_shims}
         namespace, closure = captures.python_mode_namespaces(replacements)
@@ -99,21 +142,27 @@ class PythonExecutable(Executable):
         )
 
     def launch(
-        self, dims: tuple[int, int, int], buffers: Sequence[np.ndarray], scalars: Sequence[Any]
+        self,
+        dims: tuple[int, int, int],
+        buffers: Sequence[np.ndarray],
+        scalars: Sequence[Any],
+        cancel: CancelFlag | None = None,
     ) -> None:
         with self._lock:
             count = self._argument_buffer_count
             for shim, array in zip(self._capture_shims, buffers[count:], strict=True):
-                shim.array = array
+                shim.bind(array)
             arguments = []
             for name, kind, index in self._arguments:
                 if kind == "buffer":
-                    arguments.append(BufferShim(name, buffers[index]))
+                    arguments.append(BufferShim(name, self).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))
-            self._run(dims, arguments)
+            self._run(dims, arguments, cancel)
 
-    def _run(self, dims: tuple[int, int, int], arguments: list[Any]) -> None:
+    def _run(
+        self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None
+    ) -> None:
         size_x, size_y, size_z = (int(size) for size in dims)
         previous = (thread_state.dispatch_id, thread_state.dispatch_size)
         thread_state.dispatch_size = Int3(np.int32(size_x), np.int32(size_y), np.int32(size_z))
@@ -123,6 +172,10 @@ class PythonExecutable(Executable):
                 for z in range(size_z):
                     for y in range(size_y):
                         for x in range(size_x):
+                            if cancel is not None and cancel.is_set:
+                                raise KernelCancelledError(
+                                    f"kernel {self.name!r}: the launch was cancelled"
+                                )
                             thread_state.dispatch_id = Int3(np.int32(x), np.int32(y), np.int32(z))
                             function(*arguments)
         finally:

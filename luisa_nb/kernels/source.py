@@ -49,6 +49,14 @@ class KernelSource:
             module = ast.parse(parsed_text, filename=code.co_filename)
         except SyntaxError:
             module = ast.Module(body=[], type_ignores=[])  # e.g. a lambda inside an expression
+        except RecursionError:
+            raise KernelCompileError(
+                f"kernel {name!r} nests expressions too deeply to parse; split long "
+                f"expressions into several statements",
+                filename=code.co_filename,
+                lineno=first_line,
+                source_line=lines[0],
+            ) from None
         ast.increment_lineno(module, line_shift)
         tree = module.body[0] if module.body else None
         if isinstance(tree, ast.If):
@@ -72,6 +80,12 @@ class KernelSource:
         lines = self.text.splitlines()
         index = lineno - self.first_line
         return lines[index] if 0 <= index < len(lines) else ""
+
+    def where(self, lineno: int) -> str:
+        """``file:line: source text`` for reports about a running kernel ("" if unknown)."""
+        if lineno <= 0:
+            return ""
+        return f"{self.filename}:{lineno}: {self.line(lineno).strip()}"
 
     def error(self, node: ast.AST, message: str) -> KernelCompileError:
         """A compile error at ``node`` with ``file:line:col`` and a caret."""

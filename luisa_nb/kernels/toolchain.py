@@ -18,10 +18,12 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from luisa_nb.errors import KernelBuildError
+from luisa_nb.kernels.checks import LaunchRecord
 
 FLAGS = (
     "-std=gnu11",
@@ -35,6 +37,7 @@ FLAGS = (
     "-fwrapv",
     "-pipe",
 )
+OPENMP_ENVIRONMENT = {"OMP_WAIT_POLICY": "passive"}
 _versions: dict[str, str] = {}
 _versions_lock = threading.Lock()
 
@@ -112,9 +115,24 @@ def build_library(name: str, source: str) -> Path:
     return library
 
 
-def load_function(library: Path, symbol: str) -> Callable[[bytes], None]:
-    """``symbol`` from ``library`` as a ctypes function taking one pointer argument."""
+def configure_openmp() -> None:
+    """Set ``OPENMP_ENVIRONMENT`` unless the user set any OpenMP wait variable.
+
+    Idle OpenMP threads then sleep instead of spinning, which keeps kernels fast when
+    another process uses a core (see "OpenMP" in docs/kernels.md). libgomp reads the
+    environment once, when the first kernel library loads it; if another library loaded
+    libgomp earlier, its settings stay.
+    """
+    if any(name in os.environ for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        return
+    os.environ.update(OPENMP_ENVIRONMENT)
+
+
+def load_launch_function(library: Path, symbol: str) -> Callable[[bytes, Any], None]:
+    """``symbol`` from ``library`` as ``void f(const void *arguments, lnb_launch *record)``;
+    call it with the packed arguments and ``ctypes.byref`` of a :class:`LaunchRecord`."""
+    configure_openmp()
     function = getattr(ctypes.CDLL(str(library)), symbol)
-    function.argtypes = [ctypes.c_char_p]
+    function.argtypes = [ctypes.c_char_p, ctypes.POINTER(LaunchRecord)]
     function.restype = None
     return function

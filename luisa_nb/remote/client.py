@@ -7,6 +7,11 @@ thread's channel and sent as ``batch`` messages: when the queue holds ``MAX_OPER
 operations or ``chunk_bytes`` of data, and at ``flush``. A flush waits for every reply
 of its thread, fills the spans, writes downloaded bytes, and raises
 :class:`OperationFailed` for the first operation that failed.
+
+Nothing the server sends is trusted: a reply that does not fit the request it answers
+breaks the connection with a :class:`RemoteError`, as does a dropped connection, a
+session the server ended, or a silence longer than the timeout. No call blocks longer
+than that, and none raises a ZeroMQ exception.
 """
 
 from __future__ import annotations
@@ -23,24 +28,55 @@ from typing import Any
 
 import numpy as np
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from luisa_nb.backends.base import DeviceSpan, OperationFailed
 from luisa_nb.errors import RemoteError
-from luisa_nb.remote.protocol import PROTOCOL_VERSION, ProtocolError, decode, encode
+from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.remote.protocol import (
+    MAX_FRAME_BYTES,
+    PLAIN_USER,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    decode,
+    encode,
+)
 
 MAX_OPERATIONS = 2048
-MAX_CHUNK_BYTES = 32 << 20
 MAX_IN_FLIGHT = 4
 CLOCK_ROUND_TRIPS = 9
 WAIT_SLICE_MILLISECONDS = 100
+WATCHED_EVENTS = (
+    zmq.EVENT_DISCONNECTED
+    | zmq.EVENT_HANDSHAKE_FAILED_AUTH
+    | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+    | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
+)
+HELLO_FIELDS = {
+    "backend": str,
+    "model": bool,
+    "max_message_bytes": int,
+    "pid": int,
+    "worker_pid": int,
+}
 
 Entry = tuple[DeviceSpan, "np.ndarray | None"]
 
 
 class ServerLostError(OperationFailed, RemoteError):
-    """The server died or stopped answering; ``span`` is the first operation of the
-    flush that is not known to have run (the runtime fails its command and skips the
-    rest of the submission)."""
+    """The connection broke during a flush (the server or the session's worker ended,
+    the connection dropped, a reply did not fit its request, or none came in time);
+    ``span`` is the first operation of the flush not known to have run (the runtime
+    fails its command and skips the rest of the submission)."""
+
+
+class LaunchStopped(OperationFailed):
+    """A kernel launch on the server stopped early (a failed check); ``outcome`` is its
+    launch record as :meth:`~luisa_nb.kernels.checks.LaunchRecord.outcome` numbers."""
+
+    def __init__(self, span: DeviceSpan, message: str, outcome: list[int | float]) -> None:
+        super().__init__(span, message)
+        self.outcome = outcome
 
 
 class Connection:
@@ -71,11 +107,13 @@ class Connection:
         self.ids = itertools.count(1)
         self.offset_ns = 0
         self.error_ns = 0
-        self.chunk_bytes = MAX_CHUNK_BYTES
+        self.chunk_bytes = MAX_FRAME_BYTES
         try:
             channel = self.channel()
             self.hello = channel.call("hello")
-            self.chunk_bytes = max(1, min(MAX_CHUNK_BYTES, self.hello["max_message_bytes"] // 2))
+            for name, kind in HELLO_FIELDS.items():
+                self.expect(self.hello, name, kind)
+            self.chunk_bytes = max(1, min(MAX_FRAME_BYTES, self.hello["max_message_bytes"]))
             self.offset_ns, self.error_ns = channel.measure_clock()
         except BaseException as error:
             self.fail(f"connecting to {endpoint} failed: {error}")  # close() sends nothing
@@ -83,23 +121,21 @@ class Connection:
             raise
 
     def channel(self) -> Channel:
-        """The calling thread's channel."""
+        """The calling thread's channel; :class:`RemoteError` once the connection is
+        closed or broken."""
         thread = threading.get_ident()
         channel = self.channels.get(thread)
         if channel is None:
-            channel = self.channels[thread] = Channel(self)
+            self.check()
+            try:
+                channel = self.channels[thread] = Channel(self)
+            except zmq.ZMQError as error:  # closed by another thread meanwhile
+                raise self.fail(f"cannot open a socket to {self.endpoint}: {error}") from None
         return channel
 
-    def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """The header of a new request: protocol version, a fresh id, token, session."""
-        return {
-            "v": PROTOCOL_VERSION,
-            "id": next(self.ids),
-            "token": self.token,
-            "session": self.session,
-            "op": op,
-            **fields,
-        }
+    def envelope(self, op: str) -> dict[str, Any]:
+        """The envelope of a new request: protocol version, a fresh id, session, op."""
+        return {"v": PROTOCOL_VERSION, "id": next(self.ids), "session": self.session, "op": op}
 
     def check(self) -> None:
         if self.broken is not None:
@@ -111,6 +147,19 @@ class Connection:
             self.broken = RemoteError(message)
         return self.broken
 
+    def malformed(self, what: str) -> RemoteError:
+        return self.fail(
+            f"the server at {self.endpoint} sent a malformed reply ({what}); is it a "
+            f"luisa_nb server of this version? Create a new device to reconnect"
+        )
+
+    def expect(self, reply: dict[str, Any], name: str, kind: type) -> Any:
+        """``reply[name]``, which must be of type ``kind`` exactly (a bool is no int)."""
+        value = reply.get(name)
+        if type(value) is not kind:
+            raise self.malformed(f"{name} is {str(value)[:80]!r}, not {kind.__name__}")
+        return value
+
     def close(self) -> None:
         """End the session (best effort) and release the sockets."""
         channels = list(self.channels.values())
@@ -118,7 +167,10 @@ class Connection:
         if self.broken is None and channels and idle:
             with contextlib.suppress(RemoteError):
                 channels[0].call("close", timeout=1.0)
-        self.fail(f"the connection to {self.endpoint} is closed")
+        self.fail(
+            f"this remote device ({self.endpoint}) was closed; create a new one with "
+            f"luisa_nb.create_device(...) to keep working"
+        )
         self.channels.clear()
         if idle:  # else a thread still uses its socket (at exit): leave it to the OS
             self.context.destroy(linger=0)  # closes every socket of this connection
@@ -129,19 +181,25 @@ class Channel:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        self.socket = connection.context.socket(zmq.DEALER)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.setsockopt(zmq.RCVTIMEO, WAIT_SLICE_MILLISECONDS)
-        self.socket.connect(connection.endpoint)
+        self.socket = socket = connection.context.socket(zmq.DEALER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.RCVTIMEO, WAIT_SLICE_MILLISECONDS)
+        socket.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)  # nor does a server send more
+        socket.plain_username = PLAIN_USER.encode()
+        socket.plain_password = connection.token.encode()
+        with contextlib.suppress(AttributeError, zmq.ZMQError):  # a draft option in libzmq
+            socket.setsockopt(zmq.RECONNECT_STOP, zmq.RECONNECT_STOP_HANDSHAKE_FAILED)
+        self.monitor = socket.get_monitor_socket(WATCHED_EVENTS)
+        socket.connect(connection.endpoint)
         self.operations: list[list[Any]] = []
-        self.frames: list[bytes] = []
+        self.payload = bytearray()
         self.entries: list[Entry] = []
         self.defined: list[tuple[int, str]] = []
         self.weight = 0
         self.in_flight: dict[int, tuple[list[Entry], list[tuple[int, str]]] | None] = {}
         self.replies: dict[int, dict[str, Any]] = {}
         self.group = 1
-        self.failure: tuple[DeviceSpan, str] | None = None
+        self.failure: tuple[DeviceSpan, str, list[int | float] | None] | None = None
         self.kernels: set[str] = set()
         self.busy = False
 
@@ -152,13 +210,13 @@ class Channel:
         operation: list[Any],
         span: DeviceSpan,
         out: np.ndarray | None = None,
-        data: bytes | None = None,
+        data: np.ndarray | None = None,
         weight: int = 0,
         kernel: str | None = None,
     ) -> None:
-        """Queue ``operation``; ``data`` is its upload frame, ``out`` where its download
-        lands, ``weight`` its bytes on the wire, ``kernel`` the key of the kernel whose
-        definition it carries."""
+        """Queue ``operation``; ``data`` its upload bytes (copied now, their place in the
+        payload is its last field), ``out`` where its download lands, ``weight`` its bytes
+        on the wire, ``kernel`` the key of the kernel whose definition it carries."""
         if self.failure is not None:
             self.kernels.discard(kernel)  # the flush will raise; the rest is skipped
             return
@@ -173,8 +231,8 @@ class Channel:
             with contextlib.suppress(RemoteError):  # flush names the first operation lost
                 self.send()
         if data is not None:
-            operation[-1] = len(self.frames)
-            self.frames.append(data)
+            operation[-1] = len(self.payload)
+            self.payload += memoryview(data)
         if kernel is not None:
             self.defined.append((len(self.operations), kernel))
         self.operations.append(operation)
@@ -194,13 +252,18 @@ class Channel:
         connection = self.connection
         released = connection.released
         frees = [released.popleft() for _ in range(len(released))]
-        header = connection.request("batch", group=self.group, ops=self.operations, frees=frees)
-        request_id = header["id"]
+        envelope = connection.envelope("batch")
+        arguments = {"group": self.group, "ops": self.operations, "frees": frees}
+        frames: list[Any] = [encode(envelope), encode(arguments)]
+        if self.payload:
+            frames.append(self.payload)  # sent without a copy: a new one takes its place
+        request_id = envelope["id"]
         was_busy, self.busy = self.busy, True
         try:
-            self.socket.send_multipart([encode(header), *self.frames], copy=False)
+            self._send(frames)
             self.in_flight[request_id] = (self.entries, self.defined)
-            self.operations, self.frames, self.entries, self.defined = [], [], [], []
+            self.operations, self.entries, self.defined = [], [], []
+            self.payload = bytearray()
             self.weight = 0
             while len(self.in_flight) > MAX_IN_FLIGHT:
                 self.receive()
@@ -223,14 +286,18 @@ class Channel:
                 raise
             raise ServerLostError(unfinished, str(error)) from error
         finally:
-            self.operations, self.frames, self.entries, self.defined = [], [], [], []
+            self.operations, self.entries, self.defined = [], [], []
+            self.payload = bytearray()
             self.weight = 0
             self.in_flight.clear()
             self.busy = False
             failure, self.failure = self.failure, None
             self.group += 1
         if failure is not None:
-            raise OperationFailed(*failure)
+            span, message, outcome = failure
+            if outcome is not None:
+                raise LaunchStopped(span, message, outcome)
+            raise OperationFailed(span, message)
 
     def _first_unfinished(self) -> DeviceSpan | None:
         for pending in [*self.in_flight.values(), (self.entries, ())]:
@@ -241,15 +308,15 @@ class Channel:
 
     # -- requests and replies ------------------------------------------------------------
 
-    def call(self, op: str, timeout: float | None = None, **fields: Any) -> dict[str, Any]:
+    def call(self, op: str, timeout: float | None = None, **arguments: Any) -> dict[str, Any]:
         """One request outside batches (hello, clock, allocate, close); its reply header."""
         connection = self.connection
         connection.check()
-        header = connection.request(op, **fields)
-        request_id = header["id"]
+        envelope = connection.envelope(op)
+        request_id = envelope["id"]
         self.busy = True
         try:
-            self.socket.send(encode(header))
+            self._send([encode(envelope), encode(arguments)] if arguments else [encode(envelope)])
             self.in_flight[request_id] = None
             while request_id not in self.replies:
                 self.receive(timeout)
@@ -260,12 +327,21 @@ class Channel:
             raise RemoteError(f"the server at {connection.endpoint} refused {op}: {reply['error']}")
         return reply
 
+    def _send(self, frames: list[Any]) -> None:
+        try:
+            self.socket.send_multipart(frames, copy=False)
+        except zmq.ZMQError as error:
+            raise self.connection.fail(
+                f"cannot send to the server at {self.connection.endpoint}: {error}; create a "
+                f"new device"
+            ) from None
+
     def measure_clock(self) -> tuple[int, int]:
         """``(offset_ns, error_ns)`` from the round trip with the smallest delay."""
         best = None
         for _ in range(CLOCK_ROUND_TRIPS):
             sent = time.perf_counter_ns()
-            server_time = self.call("clock")["time"]
+            server_time = self.connection.expect(self.call("clock"), "time", int)
             received = time.perf_counter_ns()
             if best is None or received - sent < best[0]:
                 best = (received - sent, server_time - (sent + received) // 2)
@@ -279,29 +355,47 @@ class Channel:
             try:
                 frames = self.socket.recv_multipart(copy=False)
             except zmq.Again:
-                frames = None
-            if frames is None:
                 self._check_alive(deadline, timeout)
                 continue
+            except zmq.ZMQError as error:
+                raise connection.fail(
+                    f"cannot receive from the server at {connection.endpoint}: {error}; "
+                    f"create a new device"
+                ) from None
             try:
                 header = decode(frames[0].buffer)
             except ProtocolError as error:
-                raise connection.fail(f"the server at {connection.endpoint} sent {error}") from None
+                raise connection.malformed(str(error)) from None
             request_id = header.get("id")
-            if request_id in self.in_flight:
+            if type(request_id) is int and request_id in self.in_flight:
                 break
-            if not header.get("ok", True) and request_id is None:
+            if header.get("ok") is False and request_id is None:
                 raise connection.fail(
-                    f"the server at {connection.endpoint} rejected a request: {header.get('error')}"
+                    f"the server at {connection.endpoint} rejected a request: "
+                    f"{str(header.get('error'))[:1000]}"
                 )
             # anything else (a probe after some connection dropped) needs no answer
-        pending = self.in_flight.pop(request_id)
+        # until the reply has landed, its operations count as not known to have run
+        pending = self.in_flight[request_id]
+        ok = header.get("ok")
+        if ok is False:
+            error = header.get("error")
+            if type(error) is not str:
+                raise connection.malformed(f"error is {str(error)[:80]!r}, not str")
+            if header.get("ended") is True:
+                raise connection.fail(
+                    f"the server at {connection.endpoint} ended the session: {error}"
+                )
+        elif ok is not True:
+            raise connection.malformed(f"ok is {str(ok)[:80]!r}, not a bool")
         if pending is None:
             self.replies[request_id] = header
-            return
-        if not header["ok"]:  # the whole batch was refused: fail its first operation
-            header = {"done": 0, "failed": 0, "error": f"the server refused: {header['error']}"}
-        self._land(header, frames[1:], *pending)
+        elif ok:
+            self._land(header, frames[1:], *pending)
+        else:  # the whole batch was refused: fail its first operation
+            refused = {"done": 0, "failed": 0, "error": f"the server refused: {header['error']}"}
+            self._land(refused, [], *pending)
+        del self.in_flight[request_id]
 
     def _land(
         self,
@@ -310,25 +404,55 @@ class Channel:
         entries: list[Entry],
         defined: list[tuple[int, str]],
     ) -> None:
-        done = header["done"]
+        """Fill the spans of the operations done, write their downloads, and note the
+        failure, once the reply is known to fit the batch it answers."""
+        done = self._check_batch_reply(header, frames, entries)
         offset = self.connection.offset_ns
         times = array("q")
         if done:
             times.frombytes(frames[0].buffer)
-        downloads = iter(frames[1:])
+        downloads = frames[1].buffer if len(frames) > 1 else memoryview(b"")
+        position = 0
         for index in range(done):
             span, out = entries[index]
             if span.started is None:
                 span.started = times[2 * index] - offset
             span.finished = times[2 * index + 1] - offset
             if out is not None:
-                out[...] = np.frombuffer(next(downloads).buffer, np.uint8)
+                out[...] = np.frombuffer(downloads, np.uint8, out.nbytes, position)
+                position += out.nbytes
         failed = header.get("failed")
         if failed is not None and self.failure is None:
-            self.failure = (entries[failed][0], header["error"])
+            self.failure = (entries[failed][0], header["error"], header.get("launch"))
         for position, key in defined:
             if position >= done:
                 self.kernels.discard(key)
+
+    def _check_batch_reply(
+        self, header: dict[str, Any], frames: list[zmq.Frame], entries: list[Entry]
+    ) -> int:
+        """The number of operations done, after checking that the reply has their times,
+        the bytes of their downloads, and a failure inside the batch."""
+        malformed = self.connection.malformed
+        done = header.get("done")
+        if type(done) is not int or not 0 <= done <= len(entries):
+            raise malformed(f"done is {str(done)[:80]!r} for a batch of {len(entries)}")
+        failed = header.get("failed")
+        if failed is not None:
+            if type(failed) is not int or not done <= failed < len(entries):
+                raise malformed(f"failed is {str(failed)[:80]!r} after {done} done")
+            if type(header.get("error")) is not str:
+                raise malformed("a failed batch has no error text")
+            launch = header.get("launch")
+            if launch is not None and not _is_launch_outcome(launch):
+                raise malformed(f"launch is {str(launch)[:80]!r}, not a launch outcome")
+        if done and (not frames or len(frames[0]) != 16 * done):
+            raise malformed(f"the times of {done} operations are not {16 * done} bytes")
+        sizes = [out.nbytes for _, out in entries[:done] if out is not None]
+        received = [len(frame) for frame in frames[1:]]
+        if received != ([sum(sizes)] if sizes else []):
+            raise malformed(f"download frames of {received[:4]} bytes, expected {sum(sizes)}")
+        return done
 
     def _check_alive(self, deadline: float, timeout: float | None) -> None:
         connection = self.connection
@@ -338,9 +462,46 @@ class Channel:
                 f"the server at {connection.endpoint} (pid {process.pid}) exited with code "
                 f"{process.returncode}; create a new device"
             )
+        problem = self._connection_problem()
+        if problem is not None:
+            raise connection.fail(problem)
         if time.monotonic() > deadline:
             waited = connection.timeout if timeout is None else timeout
             raise connection.fail(
                 f"the server at {connection.endpoint} stopped answering: no reply within "
                 f"{waited:g} s; check that it runs, or pass a larger timeout= to create_device"
             )
+
+    def _connection_problem(self) -> str | None:
+        """What the socket's monitor says went wrong with the connection, if anything:
+        a refused token, a failed handshake, or a drop (after which no reply can come:
+        the server ends a session whose connection dropped)."""
+        events = 0
+        while self.monitor.poll(0):
+            events |= recv_monitor_message(self.monitor)["event"]
+        endpoint = self.connection.endpoint
+        if events & zmq.EVENT_HANDSHAKE_FAILED_AUTH:
+            return (
+                f"the server at {endpoint} refused the token (authentication failed); pass "
+                f"the token that `luisa-nb serve` printed: create_device(..., token=...)"
+            )
+        if events & (zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL):
+            return (
+                f"the connection to {endpoint} failed during its handshake; is a luisa_nb "
+                f"server of this version listening there?"
+            )
+        if events & zmq.EVENT_DISCONNECTED:
+            return (
+                f"the connection to the server at {endpoint} dropped: the server exited, was "
+                f"killed or restarted, and this session's buffers are gone with it; create a "
+                f"new device"
+            )
+        return None
+
+
+def _is_launch_outcome(value: Any) -> bool:
+    try:
+        LaunchRecord.from_outcome(value)
+    except ValueError:
+        return False
+    return True

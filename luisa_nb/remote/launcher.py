@@ -3,7 +3,8 @@
 The server runs ``python -m luisa_nb.remote.server`` on 127.0.0.1 and a free port, with
 a random token passed in its environment (not on its command line, where other users
 could read it). It prints one JSON line when ready; it exits when stopped, and on its
-own when the process that started it is gone, so no server outlives its client.
+own when the process that started it is gone, so no server outlives its client (and no
+session worker outlives its server).
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import argparse
 from luisa_nb.remote.protocol import DEFAULT_MAX_MESSAGE_BYTES, TOKEN_VARIABLE
 
 DEFAULT_PORT = 5557
+DEFAULT_MAX_SESSIONS = 64
 
 
 def add_serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -26,12 +27,20 @@ def add_serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     )
     parser.add_argument(
         "--token",
-        help=f"the token clients must send (default: ${TOKEN_VARIABLE}, else a random one)",
+        help=f"the token clients must log in with (default: ${TOKEN_VARIABLE}, else a random one)",
     )
     parser.add_argument(
         "--max-message-bytes",
         type=int,
         default=DEFAULT_MAX_MESSAGE_BYTES,
-        help=f"largest message accepted (default: {DEFAULT_MAX_MESSAGE_BYTES} bytes)",
+        help=f"largest payload (upload bytes) of one message; clients split larger "
+        f"transfers (default and most: {DEFAULT_MAX_MESSAGE_BYTES} bytes)",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS,
+        help=f"most clients served at once, each by a worker process of its own "
+        f"(default: {DEFAULT_MAX_SESSIONS})",
     )
     return parser

@@ -1,14 +1,25 @@
 """The wire format of the remote backend, shared by client and server.
 
-A message is a ZeroMQ multipart message: frame 0 is a UTF-8 JSON object (the header),
-the frames after it are raw bytes (upload data in requests; operation times and download
-data in replies). Nothing is pickled. Every request header carries::
+A request is a ZeroMQ multipart message of up to three frames:
 
-    {"v": 1, "id": <int>, "token": <str>, "session": <hex str>, "op": <str>, ...}
+1. the *envelope*, a small UTF-8 JSON object, the only part the server's supervisor
+   reads (it routes the request by it)::
 
-and every reply header ``{"v": 1, "id": <the request's id or null>, "ok": <bool>, ...}``
-with ``"error"`` when ``ok`` is false. The ops are ``hello``, ``clock``, ``allocate``,
-``batch`` and ``close``; a batch's ``"ops"`` is a list of lists (see :data:`OPERATIONS`).
+       {"v": 2, "id": <int>, "session": <hex str>, "op": <str>}
+
+2. for ``allocate`` and ``batch``, the arguments, a JSON object read by the session's
+   worker (``{"nbytes"}``; ``{"group", "ops", "frees"}``, ``ops`` a list of lists, see
+   :data:`OPERATIONS`);
+3. for a batch with uploads, their bytes, one after the other (the *payload*).
+
+A reply is a JSON header ``{"v": 2, "id": <the request's id or null>, "ok": <bool>, ...}``
+with ``"error"`` when ``ok`` is false (and ``"ended": true`` when the session is gone);
+a batch's reply adds the operations' times and, when downloads ran, their bytes one
+after the other. Few frames per message keep relaying them cheap. Nothing is pickled.
+
+The token is not in the messages: clients log in with ZeroMQ's PLAIN mechanism (user
+:data:`PLAIN_USER`, password the token) and the server checks it during the connection's
+handshake, so a peer without it never gets a message read.
 """
 
 from __future__ import annotations
@@ -18,9 +29,16 @@ import json
 import re
 from typing import Any
 
-PROTOCOL_VERSION = 1
-DEFAULT_MAX_MESSAGE_BYTES = 1 << 30
-MAX_HEADER_BYTES = 16 << 20
+PROTOCOL_VERSION = 2
+PLAIN_USER = "luisa_nb"
+ZAP_DOMAIN = "luisa_nb"
+MAX_FRAME_BYTES = 16 << 20
+"""The most bytes of any frame. ZeroMQ drops a connection that sends a bigger one before
+the server sees it, logged in or not, so a peer without the token can make the server
+hold at most this much, and only until its handshake times out."""
+DEFAULT_MAX_MESSAGE_BYTES = MAX_FRAME_BYTES
+MAX_ENVELOPE_BYTES = 1024
+MAX_HEADER_BYTES = MAX_FRAME_BYTES
 MAX_OPS_PER_BATCH = 65536
 MAX_HANDLE = (1 << 53) - 1
 MAX_BYTES = 1 << 48
@@ -35,7 +53,7 @@ SCALAR_DTYPES = ("bool", "int32", "uint32", "int64", "uint64", "float32", "float
 REQUESTS = ("hello", "clock", "allocate", "batch", "close")
 OPERATIONS = {
     # name: the fields after the name, checked by check_operation
-    "upload": ("handle", "offset", "frame"),
+    "upload": ("handle", "offset", "nbytes", "payload"),
     "download": ("handle", "offset", "nbytes"),
     "copy": ("handle", "offset", "handle", "offset", "nbytes"),
     "fill": ("handle", "offset", "nbytes", "dtype", "hex"),
@@ -51,16 +69,18 @@ def encode(header: dict[str, Any]) -> bytes:
     return json.dumps(header, separators=(",", ":")).encode()
 
 
-def decode(frame: bytes | memoryview) -> dict[str, Any]:
+def decode(
+    frame: bytes | memoryview, what: str = "header", limit: int = MAX_HEADER_BYTES
+) -> dict[str, Any]:
     """The JSON object in ``frame``; :class:`ProtocolError` for anything else."""
-    if len(frame) > MAX_HEADER_BYTES:
-        raise ProtocolError(f"header of {len(frame)} bytes exceeds {MAX_HEADER_BYTES}")
+    if len(frame) > limit:
+        raise ProtocolError(f"{what} of {len(frame)} bytes exceeds {limit}")
     try:
         header = json.loads(bytes(frame).decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ProtocolError(f"header is not JSON: {error}") from None
+        raise ProtocolError(f"{what} is not JSON: {error}") from None
     if type(header) is not dict:
-        raise ProtocolError(f"header is a JSON {type(header).__name__}, not an object")
+        raise ProtocolError(f"{what} is a JSON {type(header).__name__}, not an object")
     return header
 
 
@@ -77,14 +97,12 @@ def check_integer(value: Any, what: str, maximum: int = MAX_BYTES) -> int:
 
 
 def check_request(header: dict[str, Any]) -> None:
-    """The fields every request has: version, id, token, session and a known op."""
+    """The envelope's fields: version, id, session and a known op."""
     if header.get("v") != PROTOCOL_VERSION:
         raise ProtocolError(
             f"protocol version {header.get('v')!r} is not supported (server: {PROTOCOL_VERSION})"
         )
     check_integer(header.get("id"), "id", MAX_HANDLE)
-    if type(header.get("token")) is not str:
-        raise ProtocolError("token must be a string")
     session = header.get("session")
     if type(session) is not str or not SESSION_PATTERN.fullmatch(session):
         raise ProtocolError("session must be 8 to 64 lowercase hex digits")
@@ -92,9 +110,10 @@ def check_request(header: dict[str, Any]) -> None:
         raise ProtocolError(f"op {header.get('op')!r} is unknown; use one of {REQUESTS}")
 
 
-def check_operation(operation: Any, frames: int) -> list[Any]:
-    """One batch operation, its field types checked (handles and ranges are checked
-    against the session by the server)."""
+def check_operation(operation: Any, payload_bytes: int) -> list[Any]:
+    """One batch operation, its field types checked, and an upload's bytes inside the
+    payload of ``payload_bytes`` (handles and ranges are checked against the session by
+    the worker)."""
     if type(operation) is not list or not operation or operation[0] not in OPERATIONS:
         raise ProtocolError(f"operation {str(operation)[:80]} is not [name, ...fields]")
     fields = OPERATIONS[operation[0]]
@@ -103,8 +122,13 @@ def check_operation(operation: Any, frames: int) -> list[Any]:
     for kind, value in zip(fields, operation[1:], strict=True):
         if kind in ("handle", "offset", "nbytes"):
             check_integer(value, f"{operation[0]} {kind}")
-        elif kind == "frame":
-            check_integer(value, "upload frame", frames - 1)
+        elif kind == "payload":
+            check_integer(value, "upload payload offset")
+            if value + operation[3] > payload_bytes:
+                raise ProtocolError(
+                    f"upload bytes [{value}, {value + operation[3]}) are outside the "
+                    f"payload of {payload_bytes} bytes"
+                )
         elif kind == "dtype" and value not in BUFFER_DTYPES:
             raise ProtocolError(f"fill dtype {value!r} is not one of {BUFFER_DTYPES}")
         elif kind == "hex" and (type(value) is not str or len(value) > 16):

@@ -1,125 +1,90 @@
 """The remote server: one local backend served to clients over a ZeroMQ ROUTER socket.
 
-It runs on one thread and handles one message at a time, so a client's operations run
-in the order it sent them. State is per *session* (a client): its buffer handles. A
-session ends on ``close`` or when its last connection drops; its buffers are freed
-then. Compiled kernels are shared by every session, keyed by a hash of their definition.
-Nothing is kept per command, so memory stays flat however many commands run.
+The process that binds the port (this module, the *supervisor*) never runs a client's
+operations. It checks each connection's token during the ZeroMQ handshake
+(:mod:`~luisa_nb.remote.authentication`), reads each message's envelope before it keeps
+any other frame, answers ``hello``, ``clock`` and ``close`` itself, and relays
+``allocate`` and ``batch`` to the session's worker process (:mod:`~luisa_nb.remote.worker`),
+which holds that session's buffers and runs its kernels. A worker that crashes ends its
+own session only: the supervisor answers that session's waiting and later requests with
+an error saying how the worker ended, and every other session keeps running.
 
-    python -m luisa_nb.remote.server --backend cpu --port 0 --ready   # used by clients
-    luisa-nb serve --backend cpu                                        # for people
+A session (a client) ends on ``close``, when its last connection drops, or when its
+worker ends; its worker is stopped and its buffers are freed then. Nothing is kept per
+command, so memory stays flat however many commands run.
+
+    python -m luisa_nb.remote.server --backend cpu --port 0   # used by clients
+    luisa-nb serve --backend cpu                                # for people
 """
 
 from __future__ import annotations
 
 import argparse
-import hmac
+import functools
+import itertools
 import logging
 import os
 import secrets
-import struct
+import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
-from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import zmq
 
 from luisa_nb.backends import load_backend
-from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
 from luisa_nb.errors import ConfigurationError, RemoteError
-from luisa_nb.kernels.c_emitter import STRUCT_CODES
-from luisa_nb.kernels.toolchain import build_library, load_function
-from luisa_nb.kernels.type_system import ScalarType
-from luisa_nb.remote.options import DEFAULT_PORT, add_serve_options
+from luisa_nb.remote.authentication import TokenAuthenticator
+from luisa_nb.remote.options import DEFAULT_MAX_SESSIONS, DEFAULT_PORT, add_serve_options
 from luisa_nb.remote.protocol import (
     DEFAULT_MAX_MESSAGE_BYTES,
-    MAX_HANDLE,
-    MAX_HEADER_BYTES,
-    MAX_OPS_PER_BATCH,
+    MAX_ENVELOPE_BYTES,
+    MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
     TOKEN_VARIABLE,
+    ZAP_DOMAIN,
     ProtocolError,
-    check_definition,
-    check_integer,
-    check_operation,
     check_request,
     decode,
     encode,
-    kernel_key,
 )
+from luisa_nb.remote.supervision import WorkerProcess, exit_description, process_context
+from luisa_nb.remote.worker import error_reply
 
 logger = logging.getLogger("luisa_nb.remote.server")
 POLL_MILLISECONDS = 500
 SWEEP_DELAYS = (0.05, 0.5)
 PROBE = encode({"v": PROTOCOL_VERSION, "id": None, "ok": True, "probe": True})
-
-
-class ServedKernel:
-    """A kernel built on the server from a client's definition; ``launch`` takes the
-    address of each buffer, like a local C executable."""
-
-    mode = "c"
-
-    def __init__(self, definition: dict[str, Any]) -> None:
-        self.name = definition["name"]
-        self.buffer_dtypes = [np.dtype(name) for name in definition["buffers"]]
-        self.scalar_count = len(definition["scalars"])
-        library = build_library(self.name, definition["source"])
-        self._function = load_function(library, self.name)
-        # the layout of the generated argument struct (see c_emitter.argument_struct)
-        codes = "".join(STRUCT_CODES[ScalarType(name)] for name in definition["scalars"])
-        self._pack = struct.Struct(f"@3q{'P' * len(self.buffer_dtypes)}{codes}0q").pack
-
-    def launch(
-        self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]
-    ) -> None:
-        self._function(self._pack(*dims, *buffers, *scalars))
+HANDSHAKE_MILLISECONDS = 5000
+MAX_READS_PER_WAKE = 64
+MAX_WAITING_PER_SESSION = 64
+EXIT_REPLY_MILLISECONDS = 20
+STOP_SECONDS = 2.0
 
 
 class Session:
-    """One client's buffers, by handle, and the connections (peers) it talks through."""
+    """One client: its connections (peers), its worker, and why that worker ended."""
 
-    __slots__ = ("allocations", "next_handle", "peers")
+    __slots__ = ("ended", "peers", "worker")
 
     def __init__(self) -> None:
-        self.allocations: dict[int, Allocation] = {}
-        self.next_handle = 1
         self.peers: set[bytes] = set()
-
-    def memory(self, handle: int, offset: int, nbytes: int) -> Allocation:
-        """The allocation of ``handle``, checking that ``[offset, offset + nbytes)`` fits."""
-        allocation = self.allocations.get(handle)
-        if allocation is None:
-            raise ProtocolError(f"buffer handle {handle} is unknown (freed, or never allocated)")
-        if offset + nbytes > allocation.nbytes:
-            raise ProtocolError(
-                f"bytes [{offset}, {offset + nbytes}) are outside buffer handle {handle} "
-                f"of {allocation.nbytes} bytes"
-            )
-        return allocation
-
-
-class Peer:
-    """One connection: its session, and the last batch group that failed on it (later
-    messages of that group are skipped, so a failure stops the rest of its flush)."""
-
-    __slots__ = ("failed_group", "session")
-
-    def __init__(self, session: str) -> None:
-        self.session = session
-        self.failed_group = -1
+        self.worker: WorkerProcess | None = None
+        self.ended: str | None = None
 
 
 class Server:
     """Serves backend ``backend`` on ``tcp://host:port`` (``port=0``: any free port).
 
-    Every request must carry ``token``. Messages whose data frames total more than
-    ``max_message_bytes`` are rejected; a single frame over it makes ZeroMQ drop the
-    connection. Call :meth:`serve` to run, :meth:`close` when done.
+    Connections must log in with ``token`` (ZeroMQ PLAIN, checked during the handshake:
+    a peer without it never has a message read). A request whose payload exceeds
+    ``max_message_bytes`` is refused; a frame over ``MAX_FRAME_BYTES`` makes ZeroMQ drop
+    the connection. At most ``max_sessions`` sessions have a worker at a time. Call
+    :meth:`serve` to run, :meth:`close` when done.
     """
 
     def __init__(
@@ -130,45 +95,69 @@ class Server:
         port: int = DEFAULT_PORT,
         token: str,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
     ) -> None:
         if backend == "remote":
             raise ConfigurationError("a remote server serves a local backend, not 'remote'")
         if not token:
             raise ConfigurationError("a remote server needs a non-empty token")
-        self.backend: Backend = load_backend(backend)()
+        if not 1 <= max_message_bytes <= MAX_FRAME_BYTES:
+            raise ConfigurationError(
+                f"max_message_bytes={max_message_bytes} is outside [1, {MAX_FRAME_BYTES}] "
+                f"(the payload of a message is one frame, and no frame may exceed "
+                f"{MAX_FRAME_BYTES} bytes); clients split larger transfers themselves"
+            )
+        if max_sessions < 1:
+            raise ConfigurationError(f"max_sessions={max_sessions}: a server serves 1 or more")
+        if not zmq.has("ipc"):
+            raise ConfigurationError(
+                "the remote server needs ZeroMQ's ipc:// transport to reach its worker "
+                "processes, and this libzmq has none; serve from Linux or macOS"
+            )
+        self.backend_info = load_backend(backend)().info()
+        self.backend_name = backend
         self.max_message_bytes = max_message_bytes
+        self.max_sessions = max_sessions
         self.token = token
         self._token = token.encode()
         self._sessions: dict[str, Session] = {}
-        self._peers: dict[bytes, Peer] = {}
-        self._kernels: dict[str, ServedKernel] = {}
+        self._peers: dict[bytes, str] = {}
+        self._workers: set[WorkerProcess] = set()
+        self._tickets = itertools.count(1)
+        self._worker_numbers = itertools.count(1)
         self._sweeps: list[float] = []
+        self._processes = process_context()
+        # workers read the end of this pipe as closed once this process is gone
+        self._lifeline_reader, self._lifeline = self._processes.Pipe(duplex=False)
+        self._directory = tempfile.mkdtemp(prefix="luisa_nb-server-")  # mode 0700
         self._context = zmq.Context()
-        self._socket = self._context.socket(zmq.ROUTER)
-        self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self._socket.setsockopt(zmq.MAXMSGSIZE, max(max_message_bytes, MAX_HEADER_BYTES))
-        self._monitor = self._socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self._authenticator = TokenAuthenticator(self._context, self._token)
+        self._socket = socket = self._context.socket(zmq.ROUTER)
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        socket.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
+        socket.setsockopt(zmq.HANDSHAKE_IVL, HANDSHAKE_MILLISECONDS)
+        socket.plain_server = True
+        socket.zap_domain = ZAP_DOMAIN.encode()
+        self._monitor = socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
         try:
-            self._socket.bind(f"tcp://{host}:{port or '*'}")
+            socket.bind(f"tcp://{host}:{port or '*'}")
         except zmq.ZMQError as error:
             self.close()
             raise RemoteError(
                 f"cannot serve on tcp://{host}:{port}: {error}; pick another --port (0: any)"
             ) from None
-        self.endpoint = self._socket.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.endpoint = socket.getsockopt_string(zmq.LAST_ENDPOINT)
         if host not in ("127.0.0.1", "localhost", "::1"):
             logger.warning(
                 "serving on %s: whoever reaches it with the token can run code here",
                 self.endpoint,
             )
-        self._operations: dict[str, Callable[[Session, list[Any], list[zmq.Frame]], Any]] = {
-            "upload": self._upload,
-            "download": self._download,
-            "copy": self._copy,
-            "fill": self._fill,
-            "dispatch": self._dispatch,
-        }
+        self._poller = zmq.Poller()
+        self._handlers: dict[Any, Callable[[], None]] = {}
+        self._watch(socket, self._read_requests)
+        self._watch(self._authenticator.socket, self._authenticator.answer)
+        self._watch(self._monitor, self._connection_dropped)
 
     @property
     def address(self) -> str:
@@ -178,30 +167,20 @@ class Server:
     # -- the loop --------------------------------------------------------------------
 
     def serve(self, stop: threading.Event | None = None, parent_pid: int | None = None) -> None:
-        """Serve until ``stop`` is set, or until the process ``parent_pid`` is gone.
-
-        A blocking receive with a timeout (rather than a poller over both sockets) keeps
-        a round trip short; the monitor is checked after each message or timeout."""
-        socket, timeout = self._socket, None
+        """Serve until ``stop`` is set, or until the process ``parent_pid`` is gone."""
         next_check = time.monotonic() + POLL_MILLISECONDS / 1000
         while not (stop is not None and stop.is_set()):
             wait = POLL_MILLISECONDS
             if self._sweeps:
                 wait = max(1, min(wait, int((self._sweeps[0] - time.monotonic()) * 1000) + 1))
-            if wait != timeout:
-                socket.setsockopt(zmq.RCVTIMEO, timeout := wait)
-            try:
-                frames = socket.recv_multipart(copy=False)
-            except zmq.Again:
-                frames = None
-            if frames is not None:
-                self._answer(frames)
-            if self._monitor.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-                while self._monitor.poll(0):
-                    self._monitor.recv_multipart()
-                now = time.monotonic()
-                self._sweeps = [now + delay for delay in SWEEP_DELAYS]
-                self._sweep()
+            for item, _ in self._poller.poll(wait):
+                handler = self._handlers.get(item)  # an earlier handler may have dropped it
+                if handler is None:
+                    continue
+                try:
+                    handler()
+                except Exception:  # a bug here must not stop the server
+                    logger.exception("internal error while serving")
             now = time.monotonic()
             if self._sweeps and now >= self._sweeps[0]:
                 del self._sweeps[0]
@@ -213,26 +192,43 @@ class Server:
                     return
 
     def close(self) -> None:
+        """Stop every worker (freeing every session's buffers) and release the port."""
+        for worker in self._workers:
+            if not worker.stopping:
+                worker.stop()
+        for worker in self._workers:
+            worker.finish(STOP_SECONDS)
+        self._workers.clear()
         self._sessions.clear()
         self._peers.clear()
         self._socket.disable_monitor()
-        self._monitor.close(linger=0)
-        self._socket.close(linger=0)
-        self._context.term()
+        self._context.destroy(linger=0)
+        self._lifeline.close()
+        self._lifeline_reader.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
 
-    def _answer(self, frames: list[zmq.Frame]) -> None:
-        try:
-            reply = self._handle(frames)
-        except Exception:  # a bug here must not stop the server
-            logger.exception("internal error while handling a message")
-            reply = _error(None, "internal server error; see the server log")
-        self._send(frames[0].bytes, reply)
+    def _watch(self, item: Any, handler: Callable[[], None]) -> None:
+        self._poller.register(item, zmq.POLLIN)
+        self._handlers[item] = handler
+
+    def _unwatch(self, item: Any) -> None:
+        if self._handlers.pop(item, None) is not None:
+            self._poller.unregister(item)
 
     def _send(self, identity: bytes, reply: list[Any]) -> None:
         try:
             self._socket.send_multipart([identity, *reply], zmq.NOBLOCK, copy=False)
         except zmq.ZMQError as error:  # the peer left, or stopped reading
             logger.info("dropped a reply to a peer that cannot take it: %s", error)
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _connection_dropped(self) -> None:
+        while self._monitor.poll(0):
+            self._monitor.recv_multipart()
+        now = time.monotonic()
+        self._sweeps = [now + delay for delay in SWEEP_DELAYS]
+        self._sweep()
 
     def _sweep(self) -> None:
         """After a connection dropped: forget the peers ZeroMQ can no longer route to.
@@ -246,82 +242,139 @@ class Server:
                 if error.errno == zmq.EHOSTUNREACH:
                     self._forget(identity)
 
+    def _join(self, identity: bytes, name: str) -> Session:
+        """The session ``name``, with ``identity`` among its peers."""
+        current = self._peers.get(identity)
+        if current != name:
+            if current is not None:
+                self._forget(identity)
+            session = self._sessions.get(name)
+            if session is None:
+                session = self._sessions[name] = Session()
+            session.peers.add(identity)
+            self._peers[identity] = name
+        return self._sessions[name]
+
     def _forget(self, identity: bytes) -> None:
-        peer = self._peers.pop(identity)
-        session = self._sessions.get(peer.session)
+        name = self._peers.pop(identity)
+        session = self._sessions.get(name)
         if session is not None:
             session.peers.discard(identity)
             if not session.peers:
-                self._end_session(peer.session, "its last connection closed")
+                self._end_session(name, "its last connection closed")
 
     def _end_session(self, name: str, why: str) -> None:
-        session = self._sessions.pop(name)
+        session = self._sessions.pop(name, None)
+        if session is None:
+            return
         for identity in session.peers:
             self._peers.pop(identity, None)
-        freed = len(session.allocations)
-        logger.info("session %s ended (%s); freed %d buffer(s)", name, why, freed)
+        if session.worker is not None:
+            self._unwatch(session.worker.socket)
+            session.worker.stop()
+        logger.info("session %s ended (%s)", name, why)
 
-    # -- one message -----------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------
 
-    def _handle(self, frames: list[zmq.Frame]) -> list[Any]:
-        identity, data = frames[0].bytes, frames[2:]
+    def _read_requests(self) -> None:
+        for _ in range(MAX_READS_PER_WAKE):
+            try:
+                first = self._socket.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            self._take_request(first)
+
+    def _take_request(self, identity_frame: zmq.Frame) -> None:
+        """Read one message frame by frame: the envelope is checked before any other
+        frame is kept, and the rest of a refused message is read and dropped."""
+        socket, identity = self._socket, identity_frame.bytes
         request_id = None
         try:
-            if len(frames) < 2:
-                raise ProtocolError("a message needs a header frame")
-            header = decode(frames[1].buffer)
+            if not identity_frame.more:
+                raise ProtocolError("a message needs an envelope frame")
+            envelope = socket.recv(copy=False)
+            header = decode(envelope.buffer, "envelope", MAX_ENVELOPE_BYTES)
             request_id = header.get("id") if type(header.get("id")) is int else None
             check_request(header)
-            if not hmac.compare_digest(header["token"].encode(), self._token):
-                logger.warning("rejected a message from %s: wrong token", _peer_address(frames))
-                return _error(request_id, "authentication failed: wrong token")
-            total = sum(len(frame) for frame in data)
-            if total > self.max_message_bytes:
-                raise ProtocolError(
-                    f"message carries {total} data bytes; the limit is {self.max_message_bytes}"
-                )
-            peer = self._peer(identity, header["session"])
-            return self._request(peer, header, data)
+            data = self._take_data(envelope.more)
+            reply = self._request(identity, header, envelope, data)
         except ProtocolError as error:
-            logger.warning("rejected a message from %s: %s", _peer_address(frames), error)
-            return _error(request_id, f"malformed message: {error}")
+            logger.warning("refused a message from %s: %s", _peer_address(identity_frame), error)
+            reply = error_reply(request_id, f"malformed message: {error}")
+        except Exception:  # a bug here must not stop the server
+            logger.exception("internal error while handling a message")
+            reply = error_reply(request_id, "internal server error; see the server log")
+        finally:
+            while socket.getsockopt(zmq.RCVMORE):  # what a refused message still holds
+                socket.recv(copy=False)
+        if reply is not None:
+            self._send(identity, reply)
 
-    def _peer(self, identity: bytes, session_name: str) -> Peer:
-        peer = self._peers.get(identity)
-        if peer is None or peer.session != session_name:
-            if peer is not None:
-                self._forget(identity)
-            if session_name not in self._sessions:
-                self._sessions[session_name] = Session()
-            self._sessions[session_name].peers.add(identity)
-            peer = self._peers[identity] = Peer(session_name)
-        return peer
+    def _take_data(self, more: bool) -> list[zmq.Frame]:
+        """The arguments and payload frames after an envelope, within the limits."""
+        data: list[zmq.Frame] = []
+        if more:
+            data.append(self._socket.recv(copy=False))
+            if data[0].more:
+                data.append(self._socket.recv(copy=False))
+                if len(data[1]) > self.max_message_bytes:
+                    raise ProtocolError(
+                        f"payload of {len(data[1])} bytes exceeds the server's limit of "
+                        f"{self.max_message_bytes}; split it"
+                    )
+                if data[1].more:
+                    raise ProtocolError("a request has at most 3 frames")
+        return data
 
-    def _request(self, peer: Peer, header: dict[str, Any], data: list[zmq.Frame]) -> list[Any]:
-        op, request_id = header["op"], header["id"]
-        session = self._sessions[peer.session]
-        if op == "batch":
-            return self._batch(peer, session, header, data)
-        reply: dict[str, Any] = {"v": PROTOCOL_VERSION, "id": request_id, "ok": True}
+    def _request(
+        self,
+        identity: bytes,
+        header: dict[str, Any],
+        envelope: zmq.Frame,
+        data: list[zmq.Frame],
+    ) -> list[Any] | None:
+        """Answer the request (``header``: its ``envelope`` decoded) or relay it to the
+        session's worker (then ``None``: the worker's reply is relayed when it comes)."""
+        op, request_id, name = header["op"], header["id"], header["session"]
+        session = self._join(identity, name)
         if op == "clock":
-            reply["time"] = time.perf_counter_ns()
-        elif op == "hello":
-            reply.update(self._hello())
-        elif op == "allocate":
-            nbytes = check_integer(header.get("nbytes"), "allocate nbytes")
+            return [encode(_ok(request_id, time=time.perf_counter_ns()))]
+        if op == "close":
+            self._end_session(name, "the client closed it")
+            return [encode(_ok(request_id))]
+        if session.ended is not None:
+            return error_reply(request_id, session.ended, ended=True)
+        worker = session.worker
+        if worker is None:
+            if sum(1 for s in self._sessions.values() if s.worker) >= self.max_sessions:
+                return error_reply(
+                    request_id,
+                    f"the server serves {self.max_sessions} sessions already (--max-sessions); "
+                    f"close devices you no longer use, or start it with a larger --max-sessions",
+                )
             try:
-                allocation = self.backend.allocate(max(nbytes, 1))
-            except (MemoryError, ValueError) as error:
-                return _error(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
-            reply["handle"] = handle = session.next_handle
-            session.next_handle += 1
-            session.allocations[handle] = allocation
-        elif op == "close":
-            self._end_session(peer.session, "the client closed it")
-        return [encode(reply)]
+                worker = session.worker = self._start_worker(name)
+            except Exception as error:  # the fork server is gone, or out of processes
+                logger.exception("cannot start a worker process for session %s", name)
+                return error_reply(
+                    request_id, f"cannot start a worker process: {error!r}; see the server log"
+                )
+        if op == "hello":
+            return [encode(_ok(request_id, **self._hello(worker)))]
+        if len(worker.waiting) >= MAX_WAITING_PER_SESSION:
+            return error_reply(
+                request_id,
+                f"session has {MAX_WAITING_PER_SESSION} requests waiting for its worker; "
+                f"wait for their replies before sending more",
+            )
+        ticket = next(self._tickets)
+        frames = [ticket.to_bytes(8, "little"), identity, envelope, *data]
+        worker.socket.send_multipart(frames, copy=False)
+        worker.waiting[ticket] = (identity, request_id)
+        return None
 
-    def _hello(self) -> dict[str, Any]:
-        info = self.backend.info()
+    def _hello(self, worker: WorkerProcess) -> dict[str, Any]:
+        info = self.backend_info
         return {
             "server": "luisa_nb",
             "backend": info["name"],
@@ -330,112 +383,65 @@ class Server:
             "staging_capacity": info["staging_capacity"],
             "max_message_bytes": self.max_message_bytes,
             "pid": os.getpid(),
+            "worker_pid": worker.pid,
             "time": time.perf_counter_ns(),
         }
 
-    def _batch(
-        self, peer: Peer, session: Session, header: dict[str, Any], data: list[zmq.Frame]
-    ) -> list[Any]:
-        group = check_integer(header.get("group"), "group", MAX_HANDLE)
-        operations, frees = header.get("ops"), header.get("frees")
-        if type(operations) is not list or len(operations) > MAX_OPS_PER_BATCH:
-            raise ProtocolError(f"ops must be a list of at most {MAX_OPS_PER_BATCH} operations")
-        if type(frees) is not list or len(frees) > MAX_OPS_PER_BATCH:
-            raise ProtocolError(f"frees must be a list of at most {MAX_OPS_PER_BATCH} handles")
-        times = array("q")
-        outputs: list[Any] = []
-        failed, message = None, None
-        if group != peer.failed_group:
-            clock = time.perf_counter_ns
-            run = self._operations
-            for index, operation in enumerate(operations):
-                started = clock()
-                try:
-                    check_operation(operation, len(data))
-                    output = run[operation[0]](session, operation, data)
-                except Exception as error:
-                    failed, message = index, _describe(error)
-                    peer.failed_group = group
-                    level = logging.WARNING if type(error) is ProtocolError else logging.INFO
-                    logger.log(level, "operation %d of a batch failed: %s", index, message)
-                    break
-                times.append(started)
-                times.append(clock())
-                if output is not None:
-                    outputs.append(output)
-        for handle in frees:
-            session.allocations.pop(handle, None)
-        reply = {"v": PROTOCOL_VERSION, "id": header["id"], "ok": True, "done": len(times) // 2}
-        if failed is not None:
-            reply.update(failed=failed, error=message)
-        return [encode(reply), times.tobytes(), *outputs]
+    # -- workers -------------------------------------------------------------------------
 
-    # -- operations --------------------------------------------------------------------
-
-    def _upload(self, session: Session, operation: list[Any], data: list[zmq.Frame]) -> None:
-        _, handle, offset, frame = operation
-        source = np.frombuffer(data[frame].buffer, np.uint8)
-        self.backend.upload(session.memory(handle, offset, source.nbytes), offset, source)
-
-    def _download(self, session: Session, operation: list[Any], data: list[zmq.Frame]) -> Any:
-        _, handle, offset, nbytes = operation
-        allocation = session.memory(handle, offset, nbytes)
-        out = np.empty(nbytes, np.uint8)
-        self.backend.download(allocation, offset, out)
-        return out
-
-    def _copy(self, session: Session, operation: list[Any], data: list[zmq.Frame]) -> None:
-        _, source, source_offset, target, target_offset, nbytes = operation
-        self.backend.copy(
-            session.memory(source, source_offset, nbytes),
-            source_offset,
-            session.memory(target, target_offset, nbytes),
-            target_offset,
-            nbytes,
+    def _start_worker(self, session: str) -> WorkerProcess:
+        endpoint = f"ipc://{self._directory}/worker-{next(self._worker_numbers)}"
+        worker = WorkerProcess(
+            self._processes,
+            self._context,
+            endpoint,
+            session,
+            self.backend_name,
+            self._lifeline_reader,
         )
+        self._workers.add(worker)
+        self._watch(worker.socket, functools.partial(self._relay_replies, worker))
+        self._watch(worker.process.sentinel, functools.partial(self._worker_exited, worker))
+        logger.info("session %s: worker process %d started", session, worker.pid)
+        return worker
 
-    def _fill(self, session: Session, operation: list[Any], data: list[zmq.Frame]) -> None:
-        _, handle, offset, nbytes, dtype, element_hex = operation
-        try:
-            element = np.frombuffer(bytes.fromhex(element_hex), np.dtype(dtype))
-        except ValueError as error:
-            raise ProtocolError(f"fill element {element_hex!r}: {error}") from None
-        if element.size != 1 or nbytes % element.itemsize:
-            raise ProtocolError(f"fill of {nbytes} bytes with one {dtype} element does not fit")
-        self.backend.fill(session.memory(handle, offset, nbytes), offset, nbytes, element)
+    def _relay_replies(self, worker: WorkerProcess) -> None:
+        for _ in range(MAX_READS_PER_WAKE):
+            try:
+                frames = worker.socket.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            waiting = worker.waiting.pop(int.from_bytes(frames[0].bytes, "little"), None)
+            if waiting is not None:
+                self._send(waiting[0], frames[1:])
 
-    def _dispatch(self, session: Session, operation: list[Any], data: list[zmq.Frame]) -> None:
-        _, key, dims, buffers, scalars, definition = operation
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            if definition is None:
-                raise ProtocolError(f"kernel {key} is unknown here; send its definition")
-            if kernel_key(check_definition(definition)) != key:
-                raise ProtocolError(f"kernel {key} does not match its definition's hash")
-            kernel = self._kernels[key] = ServedKernel(definition)
-        if len(buffers) != len(kernel.buffer_dtypes) or len(scalars) != kernel.scalar_count:
-            raise ProtocolError(
-                f"kernel {kernel.name} takes {len(kernel.buffer_dtypes)} buffer(s) and "
-                f"{kernel.scalar_count} scalar(s), got {len(buffers)} and {len(scalars)}"
-            )
-        arguments = [
-            KernelBuffer(session.memory(handle, offset, nbytes), offset, nbytes, dtype)
-            for (handle, offset, nbytes), dtype in zip(buffers, kernel.buffer_dtypes, strict=True)
-        ]
-        self.backend.dispatch(kernel, tuple(dims), arguments, scalars)
-
-
-def _error(request_id: int | None, message: str) -> list[bytes]:
-    return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": False, "error": message})]
-
-
-def _describe(error: BaseException) -> str:
-    return f"{type(error).__name__}: {error}"
+    def _worker_exited(self, worker: WorkerProcess) -> None:
+        self._unwatch(worker.process.sentinel)
+        self._workers.discard(worker)
+        code = worker.reap()
+        if worker.stopping:
+            return
+        if worker.socket.poll(EXIT_REPLY_MILLISECONDS):  # replies sent just before the end
+            self._relay_replies(worker)
+        self._unwatch(worker.socket)
+        worker.socket.close(linger=0)
+        why = exit_description(worker.pid, code)
+        logger.warning("session %s: %s", worker.session, why)
+        session = self._sessions.get(worker.session)
+        if session is not None and session.worker is worker:
+            session.worker = None
+            session.ended = why
+        for identity, request_id in worker.waiting.values():
+            self._send(identity, error_reply(request_id, why, ended=True))
 
 
-def _peer_address(frames: list[zmq.Frame]) -> str:
+def _ok(request_id: int, **fields: Any) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, **fields}
+
+
+def _peer_address(frame: zmq.Frame) -> str:
     try:
-        return frames[-1].get("Peer-Address")
+        return frame.get("Peer-Address")
     except zmq.ZMQError:
         return "an unknown peer"
 
@@ -448,6 +454,7 @@ def make_server(arguments: argparse.Namespace) -> Server:
         port=arguments.port,
         token=token,
         max_message_bytes=arguments.max_message_bytes,
+        max_sessions=arguments.max_sessions,
     )
 
 
@@ -459,6 +466,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exit-with-parent", action="store_true")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
+    signal.signal(signal.SIGTERM, _stop_on_signal)  # so close() stops the workers
     parent = os.getppid() if arguments.exit_with_parent else None
     server = make_server(arguments)
     print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
@@ -469,6 +477,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.close()
     return 0
+
+
+def _stop_on_signal(number: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

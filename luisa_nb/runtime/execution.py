@@ -84,12 +84,13 @@ class Executor:
             backend.flush()
         except OperationFailed as error:
             failed = next(index for index, span in spans if span is error.span)
-            _fail(order, failed, error, self.failures, timer)
+            _fail(order, failed, error.cause or error, self.failures, timer)
+            transfers.land_before(order, failed)
         except BaseException as error:  # a worker must outlive any step
             _fail(order, position, error, self.failures, timer)
-            transfers.pending.clear()
             with contextlib.suppress(Exception):
                 backend.flush()  # finish the deferred operations issued before the failure
+            transfers.land_before(order, position)
         timer.spans(spans)
 
 

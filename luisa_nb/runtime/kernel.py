@@ -44,8 +44,9 @@ def dispatch_dims(size: Any, kernel_name: str) -> tuple[int, int, int]:
             raise KernelArgumentError(
                 f"kernel {kernel_name!r}: dispatch size {axis}={count} is too large; each "
                 f"axis must be below 2**31 because dispatch_id() is int32. Spread the "
-                f"threads over more axes (e.g. (2**20, {-(-count // 2**20)}) and compute "
-                f"i = id.y * 2**20 + id.x in int64), or dispatch in several parts"
+                f"threads over two axes, e.g. (2**20, {-(-count // 2**20)}) with the int64 "
+                f"index p.y * W + p.x for a captured W = np.int64(2**20), or dispatch in "
+                f"several parts"
             )
     if dims[0] * dims[1] * dims[2] > MAX_THREADS:
         raise KernelArgumentError(

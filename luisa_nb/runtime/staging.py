@@ -326,6 +326,16 @@ class Transfers:
         if not self.pending:
             return
         self.backend.flush()
+        self._write_readbacks()
+
+    def land_before(self, order: Sequence[Step], failed: int) -> None:
+        """After ``order[failed]`` failed: write the readbacks of the downloads before it,
+        which ran, and drop the others."""
+        positions = {id(step): position for position, step in enumerate(order)}
+        self.pending[:] = [d for d in self.pending if positions[id(d)] < failed]
+        self._write_readbacks()
+
+    def _write_readbacks(self) -> None:
         for download in self.pending:
             with HOST_MEMORY:
                 download.target[...] = download.readback

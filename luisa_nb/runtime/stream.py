@@ -95,18 +95,27 @@ class Stream:
         self._failures: list[Failure] = []
         self._executor = Executor(device.backend, device.transfers, self._failures)
         self._worker: threading.Thread | None = None
+        self._worker_lock = threading.Lock()
 
     def _enqueue(self, item: Callable[[], None]) -> None:
         if self._worker is None:
-            self._worker = threading.Thread(
+            self._start_worker()
+        self._items.put(item)
+
+    def _start_worker(self) -> None:
+        """Start the worker on first use; the lock keeps two first submits to one worker."""
+        with self._worker_lock:
+            if self._worker is not None:
+                return
+            worker = threading.Thread(
                 target=_work,
                 args=(self._items, self._failures),
                 name=f"luisa_nb {self.name}",
                 daemon=True,
             )
-            self._worker.start()
+            worker.start()
             weakref.finalize(self, self._items.put, _STOP)
-        self._items.put(item)
+            self._worker = worker
 
     def _checked(self, commands: Iterable[Command]) -> list[Command]:
         try:

@@ -58,8 +58,11 @@ class DeviceRange:
     access: Access
 
     def overlaps(self, other: DeviceRange) -> bool:
+        """Whether the two share a byte (an empty range shares none)."""
         return (
             self.buffer == other.buffer
+            and self.nbytes > 0
+            and other.nbytes > 0
             and self.offset < other.offset + other.nbytes
             and other.offset < self.offset + self.nbytes
         )
@@ -80,7 +83,13 @@ class HostRange:
         return self.address + self.nbytes
 
     def overlaps(self, other: HostRange) -> bool:
-        return self.address < other.end and other.address < self.end
+        """Whether the two share a byte (an empty range shares none)."""
+        return (
+            self.nbytes > 0
+            and other.nbytes > 0
+            and self.address < other.end
+            and other.address < self.end
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,12 @@ def test_upload_larger_than_the_heap_is_read_in_heap_sized_pieces(model, staging
         # every piece was read while submit() ran, each once the one before reached the device
         np.testing.assert_array_equal(buffer.numpy(), np.arange(n, dtype=np.float32))
         pieces = record.host_pieces
-        assert [piece[:2] for piece in pieces] == [(0, 4096), (4096, 4096), (8192, 4096), (12288, 40)]
+        assert [piece[:2] for piece in pieces] == [
+            (0, 4096),
+            (4096, 4096),
+            (8192, 4096),
+            (12288, 40),
+        ]
         times = [piece[2] for piece in pieces]
         assert times == sorted(times) and times[-1] < returned
         assert record.host_read == times[0]

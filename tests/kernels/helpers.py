@@ -33,20 +33,32 @@ def dims_of(size: int | tuple[int, ...]) -> tuple[int, int, int]:
     return (*size, 1, 1)[:3]
 
 
-def run(definition: KernelDefinition, size: int | tuple[int, ...], *arguments: Any) -> Executable:
-    """Launch like the runtime: argument buffers, then captured ones; scalars in order."""
-    executable = definition.executable(tuple(argument_type(a) for a in arguments))
+def run(
+    definition: KernelDefinition,
+    size: int | tuple[int, ...],
+    *arguments: Any,
+    checks: bool | str = True,
+    cancel: Any = None,
+) -> Executable:
+    """Launch like the runtime: argument buffers, then captured ones; scalars in order,
+    then the element count of each buffer for checked C kernels."""
+    executable = definition.executable(tuple(argument_type(a) for a in arguments), checks)
     buffer_arguments = iter(a for a in arguments if isinstance(a, FakeBuffer))
     buffers = [
         next(buffer_arguments) if p.capture is None else p.capture
         for p in executable.buffer_parameters
     ]
     scalars = [a for a in arguments if not isinstance(a, FakeBuffer)]
+    scalars += [
+        buffers[p.count_of].array.size
+        for p in executable.scalar_parameters
+        if p.count_of is not None
+    ]
     if executable.mode == "c":
         handles = [buffer.array.ctypes.data for buffer in buffers]
     else:
         handles = [buffer.array for buffer in buffers]
-    executable.launch(dims_of(size), handles, scalars)
+    executable.launch(dims_of(size), handles, scalars, cancel)
     return executable
 
 

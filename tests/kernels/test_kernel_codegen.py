@@ -2,48 +2,70 @@
 
 from __future__ import annotations
 
+import platform
+import subprocess
+
 import numpy as np
 import pytest
 
-from luisa_nb.kernels import BufferType, KernelDefinition, Parameter, ScalarType
+from luisa_nb.kernels import (
+    BufferType,
+    KernelDefinition,
+    Parameter,
+    ScalarType,
+    compiler_available,
+)
 from luisa_nb.kernels.c_emitter import CEmitter
 from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.toolchain import FLAGS, find_compiler
 from luisa_nb.kernels.typer import KernelTyper
 
 from . import sample_kernels
 
 F32 = BufferType(ScalarType.FLOAT32)
 I32 = BufferType(ScalarType.INT32)
-GOLDEN_KERNELS = {
-    "vecadd": (F32,),
-    "mandelbrot": (I32, ScalarType.INT32, ScalarType.INT32, ScalarType.INT32),
-    "division": (I32, I32, I32, I32, F32, F32),
-    "control_flow": (I32, ScalarType.INT32),
+VECADD = (F32,)
+MANDELBROT = (I32, ScalarType.INT32, ScalarType.INT32, ScalarType.INT32)
+GOLDEN_KERNELS = {  # golden file name: (kernel, argument types, checks)
+    "vecadd": ("vecadd", VECADD, False),
+    "vecadd_checked": ("vecadd", VECADD, True),
+    "mandelbrot": ("mandelbrot", MANDELBROT, False),
+    "mandelbrot_checked": ("mandelbrot", MANDELBROT, True),
+    "division_nan_checked": ("division", (I32, I32, I32, I32, F32, F32), "nan"),
+    "control_flow_checked": ("control_flow", (I32, ScalarType.INT32), True),
 }
 
 
-def emitted_c(name: str, argument_types: tuple) -> str:
+def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> str:
     """C source from the typer and emitter alone (no compiler needed)."""
     function = getattr(sample_kernels, name)
     definition = KernelDefinition(function, mode="c")
     kernel = KernelTyper(
         definition.kernel_source, argument_types, CaptureResolver(function), "c"
     ).run()
-    return CEmitter(kernel).emit()
+    return CEmitter(kernel, checks).emit()
 
 
-@pytest.mark.parametrize("name", sorted(GOLDEN_KERNELS))
-def test_generated_c_golden(name: str) -> None:
+@pytest.mark.parametrize("golden", sorted(GOLDEN_KERNELS))
+def test_generated_c_golden(golden: str) -> None:
     from .helpers import check_golden
 
-    check_golden(f"{name}.c", emitted_c(name, GOLDEN_KERNELS[name]))
+    check_golden(f"{golden}.c", emitted_c(*GOLDEN_KERNELS[golden]))
 
 
 def test_simd_only_without_loops_or_returns() -> None:
-    assert "#pragma omp simd" in emitted_c("vecadd", GOLDEN_KERNELS["vecadd"])
-    looping = emitted_c("mandelbrot", GOLDEN_KERNELS["mandelbrot"])
+    assert "#pragma omp simd" in emitted_c("vecadd", VECADD)
+    looping = emitted_c("mandelbrot", MANDELBROT)
     assert "#pragma omp simd" not in looping
     assert "schedule(dynamic)" in looping
+
+
+@pytest.mark.parametrize("checks", [True, False])
+def test_thread_loop_counts_in_int32(checks: bool) -> None:
+    """An int64 loop variable cast to int32 made gcc emit gathers and scatters."""
+    source = emitted_c("vecadd", VECADD, checks)
+    assert "for (int32_t x = start; x < end; ++x)" in source
+    assert "(int32_t)x" not in source
 
 
 def test_parameters_and_access() -> None:
@@ -104,4 +126,20 @@ def test_emitter_dialect_is_overridable() -> None:
         definition.kernel_source, types, CaptureResolver(sample_kernels.saxpy), "c"
     ).run()
     source = RenamedTypes(kernel).emit()
-    assert "lnb_float s_a;" in source and "LNB_EXPORT void lnb_saxpy(" in source
+    assert "lnb_float s_a;" in source and "LNB_EXPORT void lnb_saxpy_launch(" in source
+    assert "LNB_EXPORT void lnb_saxpy_launch(" in source
+
+
+@pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not compiler_available(),
+    reason="checks x86-64 assembly from the system C compiler",
+)
+@pytest.mark.parametrize("checks", [True, False, "nan"])
+def test_vecadd_vectorizes_with_contiguous_accesses(tmp_path, checks: bool | str) -> None:
+    source = tmp_path / "vecadd.c"
+    source.write_text(emitted_c("vecadd", VECADD, checks))
+    flags = [flag for flag in FLAGS if flag != "-shared"]
+    command = [*find_compiler(), *flags, "-S", str(source), "-o", "-"]
+    assembly = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "addps" in assembly  # packed float adds: the thread loop is vectorized
+    assert "gather" not in assembly and "scatter" not in assembly

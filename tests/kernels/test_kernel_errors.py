@@ -93,6 +93,11 @@ SPECIALISATION_ERRORS = [
     ("v = 1.5 & i", 0, 9, "bitwise operators need integer operands"),
     ("v = i == True", 0, 9, "cannot compare int32 with bool"),
     ("v = 1 // 0", 0, 9, "division by zero in 1 // 0"),
+    ("v = 2 ** 64", 0, 9, "2 ** 64 = 18446744073709551616 does not fit in 64 bits"),
+    ("v = 3 ** 1000000000", 0, 9, "3 ** 1000000000 does not fit in 64 bits"),
+    ("v = 1 << 10000000000", 0, 9, "1 << 10000000000 does not fit in 64 bits"),
+    ("v = 1 << -1", 0, 9, "1 << -1: negative shift count"),
+    ("v = (-8) ** 0.5", 0, 9, "is a complex number"),
     ("out = 3", 0, 5, "cannot assign to buffer parameter 'out'"),
     ("v = 5000000000\nv = 3000000000 * i", 1, 9, "the literal 3000000000 does not fit int32"),
 ]

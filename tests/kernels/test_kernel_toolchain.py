@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import warnings
 
@@ -122,3 +123,25 @@ def test_default_cache_directory(monkeypatch) -> None:
     assert toolchain.cache_directory().parts[-2:] == ("luisa_nb", "kernels") or (
         toolchain.cache_directory().name == "kernels"
     )
+
+
+@pytest.mark.parametrize(
+    ("user_environment", "expected"),
+    [
+        ({}, {"OMP_WAIT_POLICY": "passive"}),
+        ({"OMP_WAIT_POLICY": "active"}, {"OMP_WAIT_POLICY": "active"}),
+        ({"GOMP_SPINCOUNT": "1000"}, {"GOMP_SPINCOUNT": "1000"}),
+    ],
+)
+def test_openmp_waits_passively_unless_the_user_chose(monkeypatch, user_environment, expected):
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in user_environment.items():
+        monkeypatch.setenv(name, value)
+    toolchain.configure_openmp()
+    chosen = {
+        name: value
+        for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+        if (value := os.environ.get(name))
+    }
+    assert chosen == expected

@@ -41,7 +41,7 @@ EXPECTED = {
     ],
     "04_kernels.ipynb": [
         "equal to numpy: True",
-        "void lnb_vecadd(",
+        "void lnb_vecadd_launch(",
         "KernelCompileError",
         "thread 3 writes 30",
         "pixels inside the set:",

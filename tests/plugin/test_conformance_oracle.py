@@ -1,6 +1,7 @@
 """The oracle, the random program generator and the checks of the conformance suite."""
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -10,10 +11,27 @@ from luisa_nb.analysis import AnalyzedTrace, HazardKind
 from luisa_nb.conformance import programs
 from luisa_nb.conformance.generator import RANDOM_PROGRAMS, random_program
 from luisa_nb.conformance.oracle import predict
-from luisa_nb.conformance.program import Download, Submit, Synchronize, Upload
-from luisa_nb.conformance.runner import run_program
+from luisa_nb.conformance.program import (
+    FINAL_SYNC,
+    ArraySpec,
+    Callback,
+    Concurrent,
+    Copy,
+    Dispatch,
+    Download,
+    Fill,
+    HostSlice,
+    Program,
+    Submit,
+    Synchronize,
+    Upload,
+    View,
+)
+from luisa_nb.conformance.runner import ConformanceError, run_program
 from luisa_nb.conformance.verify import failure_report, verify_run
+from luisa_nb.runtime import Device
 from luisa_nb.seed import expected_rows
+from luisa_nb.trace import Status, recorder
 
 
 def _initial(program, name):
@@ -174,3 +192,163 @@ def test_stale_hazards_of_the_copy_only_list_name_the_upload(submit_device):
     run = run_program(submit_device, programs.copy_only())
     stale = [h for h in run.trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
     assert [h.command_ids[-1] for h in stale] == [run.upload_ids[1]]
+
+
+def _spec_program(steps, streams=("main",)):
+    buffers = (ArraySpec("a", 8), ArraySpec("b", 8))
+    hosts = (ArraySpec("h", 8), ArraySpec("empty", 0))
+    return Program("unit", buffers, hosts, tuple(steps), streams)
+
+
+def test_a_trap_fails_and_skips_the_rest_of_its_list():
+    a, b = View("a", 0, 8), View("b", 0, 8)
+    program = _spec_program(
+        [
+            Submit((Fill(a, -1.0), Dispatch("trap", (a,)), Fill(b, -2.0), Upload(b, _h(0, 8)))),
+            Submit((Dispatch("trap", (View("a", 3, 3),)), Fill(b, -3.0))),
+        ]
+    )
+    prediction = predict(program)
+    assert prediction.statuses == ["ok", "failed", "skipped", "skipped", "ok", "ok"]
+    assert prediction.failures == {FINAL_SYNC: ["command 1: KernelIndexError"]}
+    assert prediction.expected_uploads == [None] and prediction.sent_uploads == [None]
+    np.testing.assert_array_equal(prediction.buffers["a"], np.full(8, -1.0, np.float32))
+    np.testing.assert_array_equal(prediction.buffers["b"], np.full(8, -3.0, np.float32))
+    replay = predict(program, "as-sent", [None])
+    assert replay.statuses == prediction.statuses
+
+
+def _h(start, stop, shape=None, array="h"):
+    return HostSlice(array, start, stop, shape)
+
+
+def test_raising_callbacks_fail_at_the_next_synchronize_of_their_stream():
+    program = _spec_program(
+        [
+            Callback("main", "plain", "exception"),
+            Callback("side", "exit", "system_exit", ("h",)),
+            Synchronize("side"),
+            Callback("main", "interrupt", "keyboard_interrupt", ()),
+            Synchronize(),
+            Callback("side", "unprintable", "unprintable"),
+        ],
+        streams=("main", "side"),
+    )
+    prediction = predict(program)
+    assert prediction.failures == {
+        (2,): ["callback 'exit': SystemExit"],
+        (4,): ["callback 'interrupt': KeyboardInterrupt", "callback 'plain': ValueError"],
+        FINAL_SYNC: ["callback 'unprintable': UnprintableError"],
+    }
+    assert [list(o.hosts) for o in prediction.callbacks["main"]] == [["h", "empty"], []]
+    assert [list(o.hosts) for o in prediction.callbacks["side"]] == [["h"], ["h", "empty"]]
+    with pytest.raises(ValueError, match="raises='later' is not one of"):
+        Callback("main", "bad", "later")
+
+
+def test_zero_byte_commands_change_nothing():
+    empty = View("a", 4, 4)
+    commands = (
+        Upload(empty, _h(3, 3)),
+        Upload(View("b", 8, 8), _h(0, 0, (0, 4), "empty")),
+        Download(empty, _h(8, 8, (2, 0))),
+        Copy(empty, View("b", 0, 0)),
+        Fill(empty, -5.0),
+        Dispatch("scale", (empty,)),
+        Dispatch("vecadd", (empty, empty, View("b", 1, 1))),
+    )
+    program = _spec_program([Submit(commands)])
+    prediction = predict(program)
+    for name in ("a", "b"):
+        np.testing.assert_array_equal(prediction.buffers[name], _initial(program, name))
+    np.testing.assert_array_equal(prediction.hosts["h"], _initial(program, "h"))
+    assert [sent.size for sent in prediction.sent_uploads] == [0, 0]
+    assert prediction.statuses == ["ok"] * len(commands) and prediction.failures == {}
+
+
+def test_concurrent_branches_run_one_after_another_in_the_oracle():
+    first = (Submit((Upload(View("a", 0, 8), _h(0, 8)),), "t0"), Synchronize("t0"))
+    second = (Submit((Fill(View("b", 0, 8), -1.0), Dispatch("trap", (View("b", 0, 1),))), "t1"),)
+    program = _spec_program(
+        [Synchronize(), Concurrent((first, second)), Synchronize()], ("main", "t0", "t1")
+    )
+    keys = [key for key, _ in program.serial_steps()]
+    assert keys == [(0,), (1, 0, 0), (1, 0, 1), (1, 1, 0), (2,)]
+    assert [str(command) for command in program.commands()][1:] == [
+        "fill b[0:8] = -1.0",
+        "dispatch trap(b[0:1])",
+    ]
+    prediction = predict(program)
+    assert prediction.failures == {(2,): ["command 2: KernelIndexError"]}
+    assert program.interleaved_streams() == set()
+    locked = _spec_program([Concurrent((first[:1], second), locked=True)], ("main", "t0", "t1"))
+    assert locked.interleaved_streams() == {"t0", "t1"}
+    assert "2 threads (one lock around each step):\n     thread 0: submit to t0" in locked.listing()
+
+
+@pytest.fixture(scope="module")
+def execute_device():
+    return lnb.create_device("cpu", staging="execute")
+
+
+def test_runs_keep_failures_by_synchronize_and_verify_accepts_them(execute_device):
+    a = View("a", 0, 8)
+    program = _spec_program(
+        [
+            Submit((Dispatch("trap", (a,)), Upload(a, _h(0, 8)))),
+            Callback("main", "loud", "unprintable"),
+            Synchronize("main"),
+            Submit((Download(View("b", 0, 8), _h(0, 8)),)),
+            Callback("main", "quiet"),
+        ]
+    )
+    run = run_program(execute_device, program, timeout=30)
+    assert set(run.failures) == {(2,)}
+    error = run.failures[(2,)]
+    assert [description for _, description, _ in error.failures] == [
+        "dispatch trap[8]",
+        "callback 'loud'",
+    ]
+    assert run.sent() == [None]
+    assert verify_run(run, "execute") == []
+
+
+def test_verify_names_failures_and_records_other_than_predicted(execute_device):
+    program = _spec_program(
+        [Submit((Dispatch("trap", (View("a", 0, 2),)), Fill(View("b", 0, 1), -1.0)))]
+    )
+    run = run_program(execute_device, program)
+    final = run.failures.pop(FINAL_SYNC)
+    run.failures[(0,)] = final
+    record = run.trace.command(run.command_ids[1])
+    record.status = Status.OK
+    problems = verify_run(run, "execute")
+    assert problems[0] == (
+        "the final device synchronize raised nothing; the oracle says "
+        "['command 0: KernelIndexError']"
+    )
+    assert problems[1] == (
+        "step 1: submit to main: [dispatch trap(a[0:2]), fill b[0:1] = -1.0] raised "
+        "['command 0: KernelIndexError']; the oracle says nothing"
+    )
+    assert problems[2] == f"#{record.id} fill b[0:1] has status 'ok'; the oracle says 'skipped'"
+    assert len(problems) == 3
+
+
+def test_a_run_that_hangs_is_reported(execute_device, monkeypatch):
+    release = threading.Event()
+
+    def hang(device):
+        release.wait()
+        raise RuntimeError("released")
+
+    monkeypatch.setattr(Device, "synchronize", hang)
+    try:
+        with pytest.raises(ConformanceError, match=r"did not finish within 0.2 s: a submit or"):
+            run_program(execute_device, programs.copy_only(), timeout=0.2)
+        assert recorder.active_recorder() is recorder.NULL_RECORDER
+    finally:
+        release.set()
+        for thread in threading.enumerate():
+            if thread.name == "conformance copy_only":
+                thread.join(5)

@@ -54,11 +54,11 @@ def test_upload_download_copy_fill_and_views(device):
 
 
 def test_large_upload_and_download_travel_in_chunks(device):
-    # the session server refuses messages above 4 MiB of data: 12 MiB takes 6 chunks
+    # the session server refuses payloads above 4 MiB: 12 MiB takes 3 chunks
     data = np.random.default_rng(1).random(3 << 20, dtype=np.float32)
     buffer = device.create_buffer(data.size, np.float32)
     buffer.copy_from(data)
-    assert device.backend._connection.chunk_bytes == 2 << 20
+    assert device.backend._connection.chunk_bytes == 4 << 20
     assert np.array_equal(buffer.numpy(), data)
 
 
@@ -180,13 +180,14 @@ def test_the_server_keeps_nothing_per_command(device, thread_server):
     stream = device.default_stream
     saxpy.dispatch(64, buffer, buffer, 1.0)
     device.synchronize()
-    sizes = (len(server._sessions), len(server._peers), len(server._kernels))
+    sizes = (len(server._sessions), len(server._peers), len(server._workers))
     for _ in range(4):
         stream.submit([saxpy.dispatch_async(64, buffer, buffer, 1.0) for _ in range(5000)])
         stream.submit([buffer.fill_async(0.0) for _ in range(5000)])
     device.synchronize()
-    assert (len(server._sessions), len(server._peers), len(server._kernels)) == sizes
-    assert len(server._sessions[device.backend._connection.session].allocations) == 1
+    assert (len(server._sessions), len(server._peers), len(server._workers)) == sizes
+    session = server._sessions[device.backend._connection.session]
+    assert session.worker.waiting == {}
 
 
 class ExplodingFill(FillCommand):

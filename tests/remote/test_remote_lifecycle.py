@@ -14,24 +14,11 @@ import pytest
 pytest.importorskip("zmq")
 
 import luisa_nb as lnb
-from luisa_nb.errors import CommandFailedError, ConfigurationError, RemoteError
+from luisa_nb.errors import CommandFailedError, ConfigurationError, LuisaNbError, RemoteError
+from luisa_nb.remote.launcher import LocalServer
 from luisa_nb.trace.records import Status
 
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return "State:\tZ" not in status.read()
-    except FileNotFoundError:
-        return False
-
-
-def wait_gone(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not running(pid)
+from .helpers import running, wait_gone
 
 
 @pytest.fixture
@@ -67,8 +54,10 @@ def test_serve_prints_where_and_with_what_token(served):
 
 def test_a_wrong_or_missing_token_is_a_clear_error(served):
     _, address, token, _ = served
-    with pytest.raises(RemoteError, match="refused hello: authentication failed: wrong token"):
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match=r"refused the token \(authentication failed\)"):
         lnb.create_device(address, token=token + "x")
+    assert time.monotonic() - started < 2.0  # told by the handshake, not by a timeout
     with pytest.raises(ConfigurationError, match="needs token="):
         lnb.create_device(address)
 
@@ -154,3 +143,62 @@ def test_the_server_stops_when_its_client_is_killed():
     client.wait()
     client.stdout.close()
     assert wait_gone(pid)
+
+
+def test_every_call_after_close_says_the_device_was_closed(thread_server):
+    device = lnb.create_device(thread_server.address, token=thread_server.token)
+    buffer = device.create_buffer(16, np.float32)
+    buffer.fill(1.0)
+    device.synchronize()
+    backend = device.backend
+    allocation = backend.allocate(16)
+    bytes_ = np.zeros(16, np.uint8)
+    backend.close()
+    calls = {
+        "allocate": lambda: backend.allocate(8),
+        "upload": lambda: backend.upload(allocation, 0, bytes_),
+        "download": lambda: backend.download(allocation, 0, bytes_),
+        "copy": lambda: backend.copy(allocation, 0, allocation, 8, 8),
+        "fill": lambda: backend.fill(allocation, 0, 16, np.zeros(1, np.float32)),
+        "flush": backend.flush,
+    }
+    closed = r"this remote device \(tcp://127\.0\.0\.1:\d+\) was closed; create a new one"
+    for call in calls.values():
+        with pytest.raises(RemoteError, match=closed):
+            call()
+    with pytest.raises(LuisaNbError, match="was closed"):
+        device.create_buffer(4, np.float32)
+    buffer.fill(2.0)
+    with pytest.raises(LuisaNbError, match="was closed"):
+        device.synchronize()
+    with pytest.raises(LuisaNbError, match="was closed"):
+        buffer.numpy()
+    backend.close()  # again: nothing to do
+
+
+def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
+    server = LocalServer("cpu", timeout=30.0)
+    try:
+        address = "remote://" + server.endpoint.removeprefix("tcp://")
+        device = lnb.create_device(address, token=server.token)  # 60 s timeout
+        buffer = device.create_buffer(64, np.float32)
+        buffer.fill(1.0)
+        device.synchronize()
+        worker = device.info["server_worker_pid"]
+        server.process.kill()
+        server.process.wait()
+        started = time.monotonic()
+        buffer.fill(2.0)
+        with pytest.raises(CommandFailedError) as caught:
+            device.synchronize()
+        assert time.monotonic() - started < 5.0  # the dropped connection tells, not a timeout
+        cause = caught.value.__cause__
+        assert isinstance(cause, RemoteError)
+        assert "the connection to the server at tcp://127.0.0.1:" in str(cause)
+        assert "dropped: the server exited, was killed or restarted" in str(cause)
+        with pytest.raises(RemoteError, match="dropped"):
+            device.create_buffer(4, np.float32)
+        assert wait_gone(worker)  # a server's workers do not outlive it
+        device.backend.close()
+    finally:
+        server.stop()

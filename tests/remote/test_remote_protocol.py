@@ -2,7 +2,6 @@
 
 import json
 import logging
-import secrets
 import time
 
 import numpy as np
@@ -13,36 +12,7 @@ zmq = pytest.importorskip("zmq")
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
 
-
-class RawClient:
-    """A bare DEALER socket with a session of its own."""
-
-    def __init__(self, endpoint, token):
-        self.token = token
-        self.session = secrets.token_hex(8)
-        self.context = zmq.Context()
-        self.socket = self.context.socket(zmq.DEALER)
-        self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.connect(endpoint)
-
-    def request(self, op, token=None, **fields):
-        token = token or self.token
-        header = {"v": PROTOCOL_VERSION, "id": 7, "token": token, "session": self.session}
-        return encode({**header, "op": op, **fields})
-
-    def ask(self, frames, timeout=2000):
-        """The reply (header, data frames) to ``frames``, or None if none comes."""
-        self.socket.send_multipart(frames)
-        while self.socket.poll(timeout):
-            reply = self.socket.recv_multipart()
-            header = json.loads(reply[0])
-            if not header.get("probe"):
-                return header, reply[1:]
-        return None
-
-    def close(self):
-        self.socket.close()
-        self.context.term()
+from .helpers import RawClient  # noqa: E402
 
 
 @pytest.fixture
@@ -53,38 +23,48 @@ def raw(thread_server):
 
 
 def assert_still_serves(raw):
-    header, _ = raw.ask([raw.request("clock")])
+    header, _ = raw.ask(raw.request("clock"))
     assert header["ok"] is True and header["id"] == 7 and isinstance(header["time"], int)
 
 
-def test_a_wrong_token_is_rejected_and_logged(raw, caplog):
-    with caplog.at_level(logging.WARNING, logger="luisa_nb.remote.server"):
-        header, _ = raw.ask([raw.request("allocate", token="guess", nbytes=64)])
-    assert header == {
-        "v": PROTOCOL_VERSION,
-        "id": 7,
-        "ok": False,
-        "error": "authentication failed: wrong token",
-    }
-    assert "wrong token" in caplog.text and "127.0.0.1" in caplog.text
-    assert_still_serves(raw)
+@pytest.mark.parametrize("token", ["guess", None], ids=["wrong token", "no login"])
+def test_a_connection_without_the_token_never_has_a_message_read(thread_server, caplog, token):
+    thread_server.server._authenticator.refusals.clear()  # so this one is logged, not limited
+    stranger = RawClient(thread_server.endpoint, token)
+    try:
+        with caplog.at_level(logging.WARNING, logger="luisa_nb.remote.server"):
+            assert stranger.ask(stranger.request("allocate", nbytes=64), timeout=300) is None
+    finally:
+        stranger.close()
+    if token is not None:  # a wrong password reaches the server's check, and is logged
+        assert "refused a connection from 127.0.0.1: wrong token" in caplog.text
+    assert stranger.session not in thread_server.server._sessions
+    friend = RawClient(thread_server.endpoint, thread_server.token)
+    assert_still_serves(friend)
+    friend.close()
 
 
 MALFORMED = {
-    "not json": (lambda raw: [b"\xff not json"], "header is not JSON"),
+    "not json": (lambda raw: [b"\xff not json"], "envelope is not JSON"),
     "a list": (lambda raw: [b"[1, 2]"], "not an object"),
-    "old version": (lambda raw: [encode({"v": 99, "id": 1})], "protocol version 99"),
-    "negative id": (lambda raw: [encode({"v": 1, "id": -1})], "id must be an integer"),
-    "unknown op": (lambda raw: [raw.request("format_disk")], "op 'format_disk' is unknown"),
+    "old version": (lambda raw: [encode({"v": 1, "id": 1})], "protocol version 1"),
+    "negative id": (
+        lambda raw: [encode({"v": PROTOCOL_VERSION, "id": -1})],
+        "id must be an integer",
+    ),
+    "unknown op": (lambda raw: raw.request("format_disk"), "op 'format_disk' is unknown"),
     "bad field": (
-        lambda raw: [raw.request("allocate", nbytes="lots")],
+        lambda raw: raw.request("allocate", nbytes="lots"),
         "allocate nbytes must be an integer",
     ),
     "bad ops": (
-        lambda raw: [raw.request("batch", group=1, ops={"a": 1}, frees=[])],
+        lambda raw: raw.request("batch", group=1, ops={"a": 1}, frees=[]),
         "ops must be a list",
     ),
 }
+
+
+CHECKED_BY_THE_WORKER = {"bad field", "bad ops"}  # it logs into the server's stderr
 
 
 @pytest.mark.parametrize("case", MALFORMED)
@@ -93,14 +73,35 @@ def test_malformed_messages_are_rejected_and_logged(raw, caplog, case):
     with caplog.at_level(logging.WARNING, logger="luisa_nb.remote.server"):
         header, _ = raw.ask(make(raw))
     assert header["ok"] is False and reason in header["error"]
-    assert reason in caplog.text
+    if case not in CHECKED_BY_THE_WORKER:
+        assert reason in caplog.text
     assert_still_serves(raw)
+
+
+def test_the_worker_logs_what_it_refuses(caplog):
+    from luisa_nb.backends.cpu import CpuBackend
+    from luisa_nb.remote.worker import SessionWorker
+
+    worker = SessionWorker(CpuBackend())
+    envelope = encode({"v": PROTOCOL_VERSION, "id": 3, "session": "00" * 8, "op": "allocate"})
+    arguments = zmq.Frame(encode({"nbytes": "lots"}))
+    with caplog.at_level(logging.WARNING, logger="luisa_nb.remote.worker"):
+        reply = worker.answer(b"peer", memoryview(envelope), [arguments])
+    assert json.loads(reply[0]) == {
+        "v": PROTOCOL_VERSION,
+        "id": 3,
+        "ok": False,
+        "error": "malformed message: allocate nbytes must be an integer in "
+        "[0, 281474976710656], got 'lots'",
+    }
+    assert "allocate nbytes must be an integer" in caplog.text
 
 
 @pytest.mark.parametrize(
     ("operation", "reason"),
     [
-        (["upload", 1, 0, 5], "upload frame must be an integer"),
+        (["upload", 1, 0, 4, 5], "upload bytes [5, 9) are outside the payload of 8 bytes"),
+        (["upload", 1, 0, 4, -1], "upload payload offset must be an integer"),
         (["download", 999, 0, 4], "buffer handle 999 is unknown"),
         (["copy", 1, 0, 1, 60, 8], "bytes [60, 68) are outside buffer handle 1 of 64 bytes"),
         (["fill", 1, 0, 64, "<f4", "zz"], "fill element"),
@@ -111,47 +112,58 @@ def test_malformed_messages_are_rejected_and_logged(raw, caplog, case):
     ],
 )
 def test_malformed_operations_fail_their_batch_and_nothing_else(raw, operation, reason):
-    header, _ = raw.ask([raw.request("allocate", nbytes=64)])
+    header, _ = raw.ask(raw.request("allocate", nbytes=64))
     assert header["ok"] and header["handle"] == 1
     fill = ["fill", 1, 0, 64, "<f4", np.float32(2.5).tobytes().hex()]
     batch = raw.request("batch", group=1, ops=[fill, operation, fill], frees=[])
-    header, frames = raw.ask([batch])
+    header, frames = raw.ask([*batch, b"\0" * 8])
     assert header["ok"] is True and header["done"] == 1 and header["failed"] == 1
     assert reason in header["error"]
     assert len(np.frombuffer(frames[0], np.int64)) == 2  # times of the one done operation
     download = ["download", 1, 0, 8]
-    header, frames = raw.ask([raw.request("batch", group=2, ops=[download], frees=[1])])
+    header, frames = raw.ask(raw.request("batch", group=2, ops=[download], frees=[1]))
     assert header["done"] == 1 and np.all(np.frombuffer(frames[1], np.float32) == 2.5)
-    header, _ = raw.ask([raw.request("batch", group=3, ops=[download], frees=[])])
+    header, _ = raw.ask(raw.request("batch", group=3, ops=[download], frees=[]))
     assert header["failed"] == 0 and "handle 1 is unknown" in header["error"]  # freed
 
 
 def test_after_a_failure_the_rest_of_its_group_is_skipped(raw):
-    raw.ask([raw.request("allocate", nbytes=16)])
+    raw.ask(raw.request("allocate", nbytes=16))
     bad = ["download", 1, 0, 32]
-    header, _ = raw.ask([raw.request("batch", group=5, ops=[bad], frees=[])])
+    header, _ = raw.ask(raw.request("batch", group=5, ops=[bad], frees=[]))
     assert header["failed"] == 0
     fine = ["download", 1, 0, 16]
-    header, _ = raw.ask([raw.request("batch", group=5, ops=[fine], frees=[])])
+    header, _ = raw.ask(raw.request("batch", group=5, ops=[fine], frees=[]))
     assert header["done"] == 0 and "failed" not in header
-    header, _ = raw.ask([raw.request("batch", group=6, ops=[fine], frees=[])])
+    header, _ = raw.ask(raw.request("batch", group=6, ops=[fine], frees=[]))
     assert header["done"] == 1
 
 
-def test_a_message_over_the_limit_is_rejected(raw, caplog):
-    # several frames, each under the 4 MiB limit of the session server, together over it
-    frames = [raw.request("batch", group=1, ops=[], frees=[]), *[b"\0" * (3 << 20)] * 2]
+@pytest.mark.parametrize(
+    ("extra", "reason"),
+    [
+        (
+            [b"\0" * (5 << 20)],
+            f"payload of {5 << 20} bytes exceeds the server's limit of {4 << 20}",
+        ),
+        ([b"", b"", b""], "a request has at most 3 frames"),
+    ],
+    ids=["payload over the limit", "too many frames"],
+)
+def test_a_message_over_the_limits_is_refused(raw, caplog, extra, reason):
+    # each frame is under ZeroMQ's limit (16 MiB here), so the server reads and refuses it
+    frames = [*raw.request("batch", group=1, ops=[], frees=[]), *extra]
     with caplog.at_level(logging.WARNING, logger="luisa_nb.remote.server"):
         header, _ = raw.ask(frames)
-    assert header["ok"] is False
-    assert f"carries {6 << 20} data bytes; the limit is {4 << 20}" in header["error"]
-    assert "limit" in caplog.text
+    assert header["ok"] is False and header["id"] == 7
+    assert reason in header["error"]
+    assert reason in caplog.text
     assert_still_serves(raw)
 
 
 def test_a_frame_over_the_limit_drops_the_connection_and_nothing_else(raw, thread_server):
     # ZeroMQ itself refuses a frame over MAXMSGSIZE: no reply, the connection drops
-    assert raw.ask([raw.request("clock"), b"\0" * (17 << 20)], timeout=500) is None
+    assert raw.ask([*raw.request("clock"), b"\0" * (17 << 20)], timeout=500) is None
     assert_still_serves(raw)  # the socket reconnects
     device = lnb.create_device(thread_server.address, token=thread_server.token)
     buffer = device.create_buffer(4, np.int32)
@@ -162,7 +174,7 @@ def test_a_frame_over_the_limit_drops_the_connection_and_nothing_else(raw, threa
 
 def test_a_session_ends_when_its_connection_drops(thread_server):
     client = RawClient(thread_server.endpoint, thread_server.token)
-    header, _ = client.ask([client.request("allocate", nbytes=1 << 20)])
+    header, _ = client.ask(client.request("allocate", nbytes=1 << 20))
     assert header["ok"]
     sessions = thread_server.server._sessions
     assert client.session in sessions
@@ -171,3 +183,12 @@ def test_a_session_ends_when_its_connection_drops(thread_server):
     while client.session in sessions and time.monotonic() < deadline:
         time.sleep(0.01)
     assert client.session not in sessions
+
+
+@pytest.mark.parametrize("limit", [0, (16 << 20) + 1])
+def test_a_payload_limit_must_fit_in_one_frame(limit):
+    from luisa_nb.errors import ConfigurationError
+    from luisa_nb.remote.server import Server
+
+    with pytest.raises(ConfigurationError, match=rf"max_message_bytes={limit} is outside"):
+        Server("cpu", port=0, token="t", max_message_bytes=limit)

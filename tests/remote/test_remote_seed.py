@@ -1,5 +1,7 @@
 """The program of LuisaCompute #143 on a remote device the backend starts itself."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -45,8 +47,9 @@ def test_device_info_names_the_server_and_the_policy():
         assert info["staging"] == "submit" and info["readback"] == "fence"
         assert info["staging_capacity"] is None
         assert info["server_backend"] == "cpu" and info["started_server"] is True
+        assert info["server_worker_pid"] not in (info["server_pid"], os.getpid())
         assert info["address"].startswith("tcp://127.0.0.1:")
-        assert info["max_message_bytes"] == 1 << 30
+        assert info["max_message_bytes"] == 16 << 20
         assert 0 <= info["clock_error_ns"] < 50_000_000
         assert abs(info["clock_offset_ns"]) <= info["clock_error_ns"] + 1_000_000
     finally:

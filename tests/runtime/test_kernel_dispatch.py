@@ -169,3 +169,83 @@ def test_luisa_python_source_with_unbound_builtins_runs(device, mode):
 
     roots.dispatch(8, target)
     np.testing.assert_allclose(target.numpy(), np.sqrt(np.arange(8, dtype=np.float32)))
+
+
+@pytest.mark.parametrize(
+    ("size", "message"),
+    [
+        (2**31, "dispatch size x=2147483648 is too large; each axis must be below 2\\*\\*31"),
+        ((4, 2**31), "dispatch size y=2147483648 is too large"),
+        ((2**31 - 1, 2**31 - 1, 2**31 - 1), "more than 2\\*\\*63 - 1 threads"),
+    ],
+)
+def test_dispatch_sizes_the_kernel_cannot_count_are_rejected_before_enqueue(device, size, message):
+    buffer = device.create_buffer(4, np.float32)
+
+    @lnb.kernel
+    def fill(target):
+        target.write(lnb.dispatch_id().x, 1.0)
+
+    with lnb.trace() as trace, pytest.raises(errors.KernelArgumentError, match=message) as raised:
+        fill.dispatch_async(size, buffer)
+    assert "kernel 'fill'" in str(raised.value)
+    assert trace.records == []
+
+
+def test_largest_axis_is_accepted(device):
+    @lnb.kernel
+    def nothing(target):
+        pass
+
+    command = nothing.dispatch_async((2**31 - 1, 1), device.create_buffer(1, np.float32))
+    assert command.dims == (2**31 - 1, 1, 1)
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_out_of_range_index_fails_the_dispatch_with_the_view_size(device, mode):
+    buffer = device.create_buffer(16, np.float32)
+    buffer.fill(0.0)
+
+    @lnb.kernel(mode=mode)
+    def overrun(target):
+        i = lnb.dispatch_id().x
+        target.write(i + 2, 1.0)
+
+    overrun.dispatch(8, buffer.view(4, 12))
+    with pytest.raises(errors.CommandFailedError) as raised:
+        device.default_stream.synchronize()
+    cause = raised.value.__cause__
+    assert isinstance(cause, errors.KernelIndexError)
+    assert (cause.kernel, cause.buffer, cause.index, cause.size) == ("overrun", "target", 8, 8)
+    assert cause.thread == (6, 0, 0)
+    assert buffer.numpy()[12:].tolist() == [0.0] * 4  # past the view: untouched
+
+
+def test_checks_setting_is_validated_when_the_kernel_is_declared():
+    with pytest.raises(errors.ConfigurationError, match="checks='always'"):
+
+        @lnb.kernel(checks="always")
+        def unused(target):
+            pass
+
+
+@pytest.mark.parametrize(
+    ("kernel_checks", "device_checks", "checked"),
+    [(None, True, True), (None, False, False), (False, True, False), ("nan", False, True)],
+)
+def test_kernel_checks_default_to_the_device(
+    device, monkeypatch, kernel_checks, device_checks, checked
+):
+    monkeypatch.setattr(device, "kernel_checks", device_checks)
+    buffer = device.create_buffer(4, np.float32)
+    buffer.fill(1.0)
+
+    @lnb.kernel(mode="c", checks=kernel_checks)
+    def copy(target):
+        i = lnb.dispatch_id().x
+        target.write(i, target.read(i) + 1.0)
+
+    assert ("lnb_read_float32_int32" in copy.source(buffer)) == checked
+    copy.dispatch(4, buffer)
+    device.synchronize()
+    assert buffer.numpy().tolist() == [2.0] * 4

@@ -166,7 +166,7 @@ def sample_trace() -> Trace:
     return build_sample_trace()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def make_sample_trace():
     """``make_sample_trace(cls=Trace)``: the sample trace as an instance of ``cls``."""
     return build_sample_trace

@@ -1,8 +1,13 @@
-"""Trace files: lossless round trip, and a TraceFormatError for every kind of bad file."""
+"""Trace files: lossless round trip, a TraceFormatError for every kind of bad file, and
+atomic saves."""
 
+import errno
 import io
 import json
+import os
+import stat
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -82,7 +87,7 @@ def saved(sample_trace, tmp_path):
 def test_not_a_zip(tmp_path):
     path = tmp_path / "notes.txt"
     path.write_text("hello")
-    with pytest.raises(TraceFormatError, match="is not a zip file; pass a file written by"):
+    with pytest.raises(TraceFormatError, match=r"cannot be read as a zip file \(File is not a zip"):
         Trace.load(path)
 
 
@@ -126,7 +131,7 @@ def test_unknown_record_type(saved):
 
 def test_unknown_record_field(saved):
     rewrite(saved, lambda document: document["records"][1].update(priority=3))
-    with pytest.raises(TraceFormatError, match=r"records\[1\] has unknown field\(s\) priority"):
+    with pytest.raises(TraceFormatError, match=r"records\[1\] has unknown field\(s\) 'priority'"):
         Trace.load(saved)
 
 
@@ -135,7 +140,7 @@ def test_unknown_nested_field(saved):
         document["records"][0]["host"]["pitch"] = 4
 
     rewrite(saved, edit)
-    with pytest.raises(TraceFormatError, match=r"records\[0\].host has unknown field\(s\) pitch"):
+    with pytest.raises(TraceFormatError, match=r"records\[0\].host has unknown field\(s\) 'pitch'"):
         Trace.load(saved)
 
 
@@ -147,19 +152,19 @@ def test_missing_record_field(saved):
 
 def test_bad_enum_value(saved):
     rewrite(saved, lambda document: document["records"][0].update(kind="teleport"))
-    with pytest.raises(TraceFormatError, match="field 'kind' is 'teleport', not one of"):
+    with pytest.raises(TraceFormatError, match=r"records\[0\]\.kind is 'teleport', not one of"):
         Trace.load(saved)
 
 
 def test_wrong_field_type(saved):
     rewrite(saved, lambda document: document["records"][0].update(seq="first"))
-    with pytest.raises(TraceFormatError, match="field 'seq' holds 'first' where int is expected"):
+    with pytest.raises(TraceFormatError, match=r"records\[0\]\.seq holds 'first' where int is"):
         Trace.load(saved)
 
 
 def test_missing_top_level_field(saved):
     rewrite(saved, lambda document: document.pop("streams"))
-    with pytest.raises(TraceFormatError, match=r"lacks field\(s\) streams"):
+    with pytest.raises(TraceFormatError, match=r"trace\.json lacks field\(s\) 'streams'"):
         Trace.load(saved)
 
 
@@ -167,7 +172,7 @@ def test_missing_blob(saved, sample_trace):
     blob = sample_trace.command(1).data_capture.blob
     rewrite(saved, drop={f"blobs/{blob}.npy"})
     with pytest.raises(
-        TraceFormatError, match=f"command #1 refers to blob {blob}, which is missing"
+        TraceFormatError, match=f"command #1 refers to blob '{blob}', which is missing"
     ):
         Trace.load(saved)
 
@@ -177,7 +182,7 @@ def test_pickled_blob_is_refused(saved):
     np.save(stream, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with zipfile.ZipFile(saved, "a") as archive:
         archive.writestr("blobs/evil.npy", stream.getvalue())
-    with pytest.raises(TraceFormatError, match=r"is not a plain \.npy array"):
+    with pytest.raises(TraceFormatError, match=r"blobs/evil\.npy holds Python objects \(pickled"):
         Trace.load(saved)
 
 
@@ -186,7 +191,7 @@ def test_blob_that_is_not_bytes_is_refused(saved):
     np.save(stream, np.zeros((2, 2), np.float64))
     with zipfile.ZipFile(saved, "a") as archive:
         archive.writestr("blobs/floats.npy", stream.getvalue())
-    with pytest.raises(TraceFormatError, match="not 1-D uint8"):
+    with pytest.raises(TraceFormatError, match=r"blobs/floats\.npy holds float64 values, not"):
         Trace.load(saved)
 
 
@@ -194,3 +199,73 @@ def test_bad_capture_policy_in_metadata(saved):
     rewrite(saved, lambda document: document["metadata"].update(capture="everything"))
     with pytest.raises(TraceFormatError, match="metadata: capture='everything'"):
         Trace.load(saved)
+
+
+# -- atomic saving ---------------------------------------------------------------------------
+
+
+def folder_listing(folder):
+    return sorted(path.name for path in folder.iterdir())
+
+
+@pytest.mark.parametrize("failure", ["unsaveable blob", "disk full"])
+def test_a_save_failing_half_way_leaves_the_old_file_and_no_temporary(
+    sample_trace, tmp_path, monkeypatch, failure
+):
+    path = sample_trace.save(tmp_path / "sample.lnbtrace")
+    before = path.read_bytes()
+    listings = []
+    save_array = np.save
+
+    def save_then_fail(file, array, **options):
+        listings.append(folder_listing(tmp_path))
+        if failure == "disk full" and len(listings) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        save_array(file, array, **options)
+
+    monkeypatch.setattr(np, "save", save_then_fail)
+    if failure == "unsaveable blob":
+        monkeypatch.setitem(sample_trace.blobs, "zz", np.array([object()], dtype=object))
+    with pytest.raises((OSError, ValueError)):
+        sample_trace.save(path)
+    assert path.read_bytes() == before
+    assert folder_listing(tmp_path) == ["sample.lnbtrace"]
+    assert Trace.load(path).records == sample_trace.records
+    temporaries = [name for name in listings[-1] if name.endswith(".tmp")]
+    assert temporaries, "the save failed before writing anything, not half-way"
+
+
+def test_a_save_failing_at_once_leaves_no_file(sample_trace, tmp_path, monkeypatch):
+    monkeypatch.setattr(sample_trace.metadata, "devices", [{"name": object()}])
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        sample_trace.save(tmp_path / "sample.lnbtrace")
+    assert folder_listing(tmp_path) == []
+
+
+def test_save_syncs_the_new_file_before_renaming_it_over_the_old(
+    sample_trace, tmp_path, monkeypatch
+):
+    path = sample_trace.save(tmp_path / "sample.lnbtrace")
+    events = []
+    sync, rename = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda descriptor: (events.append("fsync"), sync(descriptor)))
+    monkeypatch.setattr(
+        os, "replace", lambda old, new: (events.append((Path(old), Path(new))), rename(old, new))
+    )
+    sample_trace.save(path)
+    renames = [event for event in events if event != "fsync"]
+    assert len(renames) == 1 and events.index("fsync") < events.index(renames[0])
+    temporary, target = renames[0]
+    assert target == path and temporary.parent == path.parent
+    assert temporary.name.startswith(".sample.lnbtrace.") and temporary.name.endswith(".tmp")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file modes")
+def test_save_gives_new_files_the_umask_mode_and_keeps_an_old_files_mode(sample_trace, tmp_path):
+    path = sample_trace.save(tmp_path / "sample.lnbtrace")
+    reference = tmp_path / "reference"
+    reference.write_bytes(b"")
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(reference.stat().st_mode)
+    path.chmod(0o640)
+    sample_trace.save(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640

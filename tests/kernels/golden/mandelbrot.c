@@ -1,9 +1,93 @@
-/* luisa_nb kernel 'mandelbrot': generated code. */
+/* luisa_nb kernel 'mandelbrot': generated code; checks: off. */
 
 #include <stdint.h>
 #include <string.h>
 
 typedef struct { int32_t x, y, z; } lnb_int3;
+
+enum {
+    LNB_OK = 0,
+    LNB_INDEX_ERROR = 1,
+    LNB_NON_FINITE = 2,
+    LNB_CANCELLED = 3,
+    LNB_INVALID_SIZE = 4
+};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }
+    }
+    return 1;
+}
 
 typedef struct {
     int64_t size[3];
@@ -13,7 +97,7 @@ typedef struct {
     int32_t s_max_iterations;
 } lnb_mandelbrot_arguments;
 
-static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, int32_t *b_image, int32_t v_width, int32_t v_height, int32_t v_max_iterations) {
+static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, int32_t *b_image, int32_t v_width, int32_t v_height, int32_t v_max_iterations, lnb_thread *lnb_state) {
     int32_t v_px = 0;
     int32_t v_py = 0;
     float v_cx = 0;
@@ -30,6 +114,7 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
     v_zy = 0.0f;
     v_iteration = 0;
     while ((v_iteration < v_max_iterations) && (((v_zx * v_zx) + (v_zy * v_zy)) <= 4.0f)) {
+        if (lnb_thread_stopped(lnb_state)) return;
         v_t = (((v_zx * v_zx) - (v_zy * v_zy)) + v_cx);
         v_zy = (((2.0f * v_zx) * v_zy) + v_cy);
         v_zx = v_t;
@@ -38,31 +123,42 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
     b_image[((v_py * v_width) + v_px)] = v_iteration;
 }
 
-static inline void lnb_mandelbrot_block(const lnb_mandelbrot_arguments *a, lnb_int3 size, int64_t z, int64_t y, int64_t block) {
-    const int64_t start = block * 64;
-    const int64_t end = start + 64 < a->size[0] ? start + 64 : a->size[0];
-    for (int64_t x = start; x < end; ++x) {
-        const lnb_int3 id = {(int32_t)x, (int32_t)y, (int32_t)z};
-        lnb_mandelbrot_thread(id, size, a->b_image, a->s_width, a->s_height, a->s_max_iterations);
+static inline void lnb_mandelbrot_block(const lnb_mandelbrot_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+    if (lnb_launch_stopped(launch)) return;
+    const int32_t start = (int32_t)(block * 64);
+    const int32_t end = size.x - start > 64 ? start + 64 : size.x;
+    int32_t *b_image = a->b_image;
+    const int32_t v_width = a->s_width;
+    const int32_t v_height = a->s_height;
+    const int32_t v_max_iterations = a->s_max_iterations;
+    const int32_t *const cancel = launch->cancel;
+    for (int32_t x = start; x < end; ++x) {
+        lnb_thread state = {.details = 1, .cancel = cancel};
+        const lnb_int3 id = {x, y, z};
+        lnb_mandelbrot_thread(id, size, b_image, v_width, v_height, v_max_iterations, &state);
+        if (state.failed != LNB_OK) {
+            lnb_report(launch, &state, x, y, z);
+            return;
+        }
     }
 }
 
-void lnb_mandelbrot(const void *packed_arguments) {
+void lnb_mandelbrot_launch(const void *packed_arguments, lnb_launch *launch) {
     lnb_mandelbrot_arguments a;
     memcpy(&a, packed_arguments, sizeof a);
-    const int64_t size_x = a.size[0], size_y = a.size[1], size_z = a.size[2];
-    const int64_t blocks = (size_x + 63) / 64;
-    const lnb_int3 size = {(int32_t)size_x, (int32_t)size_y, (int32_t)size_z};
-    if (size_x * size_y * size_z >= 256) {
+    if (!lnb_valid_size(a.size, launch)) return;
+    const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
+    const int64_t blocks = ((int64_t)size.x + 63) / 64;
+    if (a.size[0] * a.size[1] * a.size[2] >= 256) {
 #pragma omp parallel for collapse(3) schedule(dynamic)
-        for (int64_t z = 0; z < size_z; ++z)
-            for (int64_t y = 0; y < size_y; ++y)
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
-                    lnb_mandelbrot_block(&a, size, z, y, block);
+                    lnb_mandelbrot_block(&a, launch, size, z, y, block);
     } else {
-        for (int64_t z = 0; z < size_z; ++z)
-            for (int64_t y = 0; y < size_y; ++y)
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
-                    lnb_mandelbrot_block(&a, size, z, y, block);
+                    lnb_mandelbrot_block(&a, launch, size, z, y, block);
     }
 }

@@ -1,0 +1,187 @@
+"""The C side of launches and checks: the launch record, cancellation, and the checked
+buffer accesses the emitter adds on demand.
+
+Checked accesses are branch-free so that ``omp simd`` loops keep vectorizing: a failed
+check ORs a failure code into the thread's ``failed`` with a select, and the access is
+masked (a read gives 0, a write is skipped), so no out-of-range memory is ever touched.
+Where it failed (line, buffer, index) is recorded only when ``details`` is set: simd
+loops only OR the codes together (richer bookkeeping there stopped gcc 12 vectorizing),
+and a block that failed re-runs its threads one by one with ``details`` and
+``skip_writes`` to find the first failure. The block reports it into the launch record.
+"""
+
+from __future__ import annotations
+
+from luisa_nb.kernels.checks import (
+    STATUS_CANCELLED,
+    STATUS_INDEX_ERROR,
+    STATUS_INVALID_SIZE,
+    STATUS_NON_FINITE,
+    STATUS_OK,
+)
+from luisa_nb.kernels.type_system import ScalarType
+
+LAUNCH_PRELUDE = f"""\
+enum {{
+    LNB_OK = {STATUS_OK},
+    LNB_INDEX_ERROR = {STATUS_INDEX_ERROR},
+    LNB_NON_FINITE = {STATUS_NON_FINITE},
+    LNB_CANCELLED = {STATUS_CANCELLED},
+    LNB_INVALID_SIZE = {STATUS_INVALID_SIZE}
+}};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {{
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+}} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {{
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+}} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {{
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {{
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {{
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {{
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {{
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {{
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }}
+    }}
+    return 1;
+}}"""
+
+NOTE_FUNCTION = """\
+/* Note a failed check. Without `details` (simd loops), OR the failure code in: a select
+   that vectorizes. With `details`, record the thread's first failure and where it was. */
+static inline void lnb_note(lnb_thread *state, _Bool ok, int32_t failure, int32_t line,
+                            int32_t buffer, int32_t access, int64_t index,
+                            int32_t unsigned_index, double value) {
+    if (!state->details) {
+        state->failed |= ok ? LNB_OK : failure;
+        return;
+    }
+    if (ok | (state->failed != LNB_OK)) return;
+    state->failed = failure;
+    state->line = line;
+    state->buffer = buffer;
+    state->access = access;
+    state->index = index;
+    state->unsigned_index = unsigned_index;
+    state->value = value;
+}"""
+
+READ = """\
+{prefix} {T} lnb_read_{element}_{index_name}(const {T} *buffer, uint64_t count, {I} index,
+        int32_t line, int32_t slot, lnb_thread *state) {{
+    const _Bool ok = {in_range};
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, (int64_t)index, {unsigned}, 0.0);
+    return ok ? buffer[index] : 0;
+}}"""
+
+WRITE = """\
+{prefix} void lnb_write_{element}_{index_name}({T} *buffer, uint64_t count, {I} index,
+        {T} value, int32_t line, int32_t slot, lnb_thread *state) {{
+    const _Bool ok = {in_range};
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, {unsigned}, 0.0);
+    if (ok & !state->skip_writes) buffer[index] = value;
+}}"""
+
+WRITE_FINITE = """\
+{prefix} void lnb_write_finite_{element}_{index_name}({T} *buffer, uint64_t count,
+        {I} index, {T} value, int32_t line, int32_t slot, lnb_thread *state) {{
+    const _Bool ok = {in_range};
+    const _Bool finite = __builtin_isfinite(value);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, {unsigned}, 0.0);
+    lnb_note(state, finite | !ok, LNB_NON_FINITE, line, slot, 1, (int64_t)index, {unsigned},
+             (double)value);
+    if (ok & finite & !state->skip_writes) buffer[index] = value;
+}}"""
+
+ACCESS_TEMPLATES = {"read": READ, "write": WRITE, "write_finite": WRITE_FINITE}
+
+
+def in_range_test(index_type: ScalarType) -> str:
+    """C for ``0 <= index < count``; int32 indices compare in 32 bits (16 lanes a vector)."""
+    if index_type is ScalarType.INT32:
+        return "(uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u)"
+    return "(uint64_t)index < count"
+
+
+def access_function_name(access: str, element: ScalarType, index_type: ScalarType) -> str:
+    """The helper for ``access`` ("read", "write", "write_finite") of one buffer/index type."""
+    return f"lnb_{access}_{element.value}_{index_type.value}"
+
+
+def access_function(
+    access: str,
+    element: ScalarType,
+    index_type: ScalarType,
+    type_name: dict[ScalarType, str],
+    prefix: str,
+) -> str:
+    """The C definition of one checked access helper."""
+    return ACCESS_TEMPLATES[access].format(
+        prefix=prefix,
+        T=type_name[element],
+        I=type_name[index_type],
+        element=element.value,
+        index_name=index_type.value,
+        in_range=in_range_test(index_type),
+        unsigned=1 if index_type is ScalarType.UINT64 else 0,
+    )

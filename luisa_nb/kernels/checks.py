@@ -1,0 +1,127 @@
+"""Checked kernels: the ``checks`` setting, the launch record compiled C fills in when a
+dispatch stops early, and the errors raised from it (in C and in Python mode alike).
+
+``checks=True`` checks every buffer index; ``"nan"`` also checks that every value written
+to a float buffer is finite; ``False`` checks nothing. ``None`` means the device's default.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+from luisa_nb.errors import ConfigurationError, KernelIndexError, KernelNonFiniteError
+
+CHECK_SETTINGS = (True, False, "nan")
+DEVICE_DEFAULT = None
+
+# Status codes of a launch, shared with the generated C (see c_checks.LAUNCH_PRELUDE).
+STATUS_OK = 0
+STATUS_INDEX_ERROR = 1
+STATUS_NON_FINITE = 2
+STATUS_CANCELLED = 3
+STATUS_INVALID_SIZE = 4
+
+
+def check_setting(value: object, *, allow_default: bool = False) -> bool | str | None:
+    """``value`` if it is a valid ``checks`` setting, else :class:`ConfigurationError`."""
+    if value is DEVICE_DEFAULT and allow_default:
+        return value
+    if type(value) in (bool, str) and value in CHECK_SETTINGS:
+        return value
+    default = "None (the device's default), " if allow_default else ""
+    raise ConfigurationError(
+        f"checks={value!r} is not a kernel-check setting; use {default}True (every buffer "
+        f"index checked), False (no checks) or 'nan' (indices, and every value written to "
+        f"a float buffer must be finite)"
+    )
+
+
+class LaunchRecord(ctypes.Structure):
+    """Filled in by compiled C when a launch stops early; mirrors ``lnb_launch`` in C."""
+
+    _fields_ = [
+        ("status", ctypes.c_int32),
+        ("line", ctypes.c_int32),
+        ("buffer", ctypes.c_int32),
+        ("access", ctypes.c_int32),  # 0 read, 1 write
+        ("unsigned_index", ctypes.c_int32),
+        ("thread", ctypes.c_int32 * 3),
+        ("index", ctypes.c_int64),
+        ("value", ctypes.c_double),
+        ("cancel", ctypes.c_void_p),  # address of an int32 flag; non-zero asks C to stop
+    ]
+
+    def outcome(self) -> list[int | float]:
+        """What a launch that stopped reports, as plain numbers (sent by the remote server)."""
+        return [
+            self.status,
+            self.line,
+            self.buffer,
+            self.access,
+            self.unsigned_index,
+            *self.thread,
+            self.index,
+            self.value,
+        ]
+
+    @classmethod
+    def from_outcome(cls, values: list[int | float]) -> LaunchRecord:
+        """The record of :meth:`outcome` ``values``; ``ValueError`` if they are not one."""
+        if type(values) is not list or len(values) != 10:
+            raise ValueError("a launch outcome is a list of 10 numbers")
+        *integers, value = values
+        if any(type(item) is not int for item in integers) or type(value) not in (int, float):
+            raise ValueError("a launch outcome is 9 integers and a number")
+        try:
+            status, line, buffer, access, unsigned, x, y, z, index = integers
+            return cls(status, line, buffer, access, unsigned, (x, y, z), index, value)
+        except (OverflowError, TypeError) as error:
+            raise ValueError(f"a launch outcome out of range: {error}") from None
+
+
+def index_error(
+    kernel: str,
+    where: str,
+    line: int,
+    thread: tuple[int, int, int],
+    access: str,
+    index: int,
+    size: int,
+    buffer: str,
+) -> KernelIndexError:
+    """The error of a thread that used ``index`` on a buffer of ``size`` elements.
+
+    ``where`` is ``file:line: source`` (or empty); ``access`` is "reads" or "writes".
+    """
+    location = f" at {where}" if where else ""
+    message = (
+        f"kernel {kernel!r}: thread {thread} {access} index {index} of buffer {buffer!r}, "
+        f"which has {size} element{'s' if size != 1 else ''}{location}; the dispatch stopped. "
+        f"Keep indices in 0 <= i < {size}: dispatch no more threads than the buffer holds, "
+        f"or guard the access (e.g. `if i < n:`)"
+    )
+    return KernelIndexError(
+        message, kernel=kernel, line=line, thread=thread, index=index, size=size, buffer=buffer
+    )
+
+
+def non_finite_error(
+    kernel: str,
+    where: str,
+    line: int,
+    thread: tuple[int, int, int],
+    index: int,
+    buffer: str,
+    value: float,
+) -> KernelNonFiniteError:
+    """The error of a thread that wrote a NaN or an infinity with ``checks="nan"``."""
+    location = f" at {where}" if where else ""
+    message = (
+        f"kernel {kernel!r}: thread {thread} writes {value!r} to {buffer}[{index}]"
+        f"{location}; checks='nan' requires finite values, so the dispatch stopped. Look "
+        f"for a division by zero, sqrt/log of a negative number or an overflow, or declare "
+        f"the kernel with checks=True to allow non-finite values"
+    )
+    return KernelNonFiniteError(
+        message, kernel=kernel, line=line, thread=thread, index=index, buffer=buffer, value=value
+    )

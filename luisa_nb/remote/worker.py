@@ -1,0 +1,309 @@
+"""A session's worker process: it holds one client's buffers and runs its operations.
+
+The server (:mod:`luisa_nb.remote.server`) starts one worker per session, forked from a
+process that has imported this module already, and talks to it over one ``ipc://``
+socket in a directory only the server's user can enter. A crash here (a kernel that
+writes out of range, a fault in a backend) ends this process and so this session only:
+the server sees the process end, tells the client how it ended, and keeps serving the
+other sessions.
+
+The server sends ``[ticket, peer, envelope, arguments, payload]`` as the client sent
+them (the envelope already checked by :func:`~luisa_nb.remote.protocol.check_request`,
+the payload there only for batches with uploads); the worker answers
+``[ticket, *reply]``, ``reply`` being the frames the client gets.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import logging
+import os
+import signal
+import struct
+import time
+from array import array
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+import zmq
+
+from luisa_nb.backends import load_backend
+from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.kernels.c_emitter import STRUCT_CODES
+from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.kernels.executable import CancelFlag
+from luisa_nb.kernels.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.remote.protocol import (
+    MAX_ENVELOPE_BYTES,
+    MAX_HANDLE,
+    MAX_OPS_PER_BATCH,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    check_definition,
+    check_integer,
+    check_operation,
+    decode,
+    encode,
+    kernel_key,
+)
+
+logger = logging.getLogger("luisa_nb.remote.worker")
+LIFELINE_CHECK_MILLISECONDS = 500
+
+Operation = Callable[[list[Any], memoryview], Any]
+
+
+class LaunchStoppedHere(Exception):
+    """A served kernel's launch stopped early; ``record`` says where and why."""
+
+    def __init__(self, name: str, record: LaunchRecord) -> None:
+        super().__init__(f"kernel {name} stopped with status {record.status}")
+        self.record = record
+
+
+class ServedKernel:
+    """A kernel built on the server from a client's definition; ``launch`` takes the
+    address of each buffer, like a local C executable, and raises
+    :class:`LaunchStoppedHere` when a check stops it (the client explains the record)."""
+
+    mode = "c"
+
+    def __init__(self, definition: dict[str, Any]) -> None:
+        self.name = definition["name"]
+        self.buffer_dtypes = [np.dtype(name) for name in definition["buffers"]]
+        self.scalar_count = len(definition["scalars"])
+        library = build_library(self.name, definition["source"])
+        self._function = load_launch_function(library, f"{self.name}_launch")
+        # the layout of the generated argument struct (see c_emitter.argument_struct)
+        codes = "".join(STRUCT_CODES[ScalarType(name)] for name in definition["scalars"])
+        self._pack = struct.Struct(f"@3q{'P' * len(self.buffer_dtypes)}{codes}0q").pack
+        self._never_cancelled = CancelFlag()
+
+    def launch(
+        self,
+        dims: tuple[int, int, int],
+        buffers: Sequence[int],
+        scalars: Sequence[Any],
+        cancel: CancelFlag | None = None,
+    ) -> None:
+        record = LaunchRecord(cancel=(cancel or self._never_cancelled).address)
+        self._function(self._pack(*dims, *buffers, *scalars), ctypes.byref(record))
+        if record.status:
+            raise LaunchStoppedHere(self.name, record)
+
+
+class SessionWorker:
+    """One session's buffers (by handle) and the kernels it built.
+
+    :meth:`answer` runs one ``allocate`` or ``batch`` request and returns the reply
+    frames; whatever an operation raises (a kernel error included) becomes the error of
+    that operation, so nothing a client sends ends this process short of a crash."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.allocations: dict[int, Allocation] = {}
+        self.next_handle = 1
+        self.kernels: dict[str, ServedKernel] = {}
+        self.failed_groups: dict[bytes, int] = {}
+        """Per connection (peer): the batch group that failed last. Later batches of that
+        group are skipped, so a failure stops the rest of its flush."""
+        self._operations: dict[str, Operation] = {
+            "upload": self._upload,
+            "download": self._download,
+            "copy": self._copy,
+            "fill": self._fill,
+            "dispatch": self._dispatch,
+        }
+
+    def answer(self, peer: bytes, envelope: memoryview, data: list[zmq.Frame]) -> list[Any]:
+        """The reply to the request in ``envelope`` and ``data`` (its arguments and
+        payload) that connection ``peer`` sent."""
+        request_id = None
+        try:
+            header = decode(envelope, "envelope", MAX_ENVELOPE_BYTES)
+            request_id = header["id"]
+            if not data:
+                raise ProtocolError(f"{header['op']} needs an arguments frame")
+            arguments = decode(data[0].buffer, "arguments")
+            payload = data[1].buffer if len(data) > 1 else memoryview(b"")
+            if header["op"] == "allocate":
+                return self._allocate(request_id, arguments)
+            if header["op"] == "batch":
+                return self._batch(peer, request_id, arguments, payload)
+            raise ProtocolError(f"op {header['op']!r} is not one a session worker runs")
+        except ProtocolError as error:
+            logger.warning("rejected a request: %s", error)
+            return error_reply(request_id, f"malformed message: {error}")
+        except Exception:  # a bug here must not end the session
+            logger.exception("internal error while handling a request")
+            return error_reply(request_id, "internal server error; see the server log")
+
+    def memory(self, handle: int, offset: int, nbytes: int) -> Allocation:
+        """The allocation of ``handle``, checking that ``[offset, offset + nbytes)`` fits."""
+        allocation = self.allocations.get(handle)
+        if allocation is None:
+            raise ProtocolError(f"buffer handle {handle} is unknown (freed, or never allocated)")
+        if offset + nbytes > allocation.nbytes:
+            raise ProtocolError(
+                f"bytes [{offset}, {offset + nbytes}) are outside buffer handle {handle} "
+                f"of {allocation.nbytes} bytes"
+            )
+        return allocation
+
+    def _allocate(self, request_id: int, arguments: dict[str, Any]) -> list[Any]:
+        nbytes = check_integer(arguments.get("nbytes"), "allocate nbytes")
+        try:
+            allocation = self.backend.allocate(max(nbytes, 1))
+        except (MemoryError, ValueError) as error:
+            return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
+        handle = self.next_handle
+        self.next_handle += 1
+        self.allocations[handle] = allocation
+        return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
+
+    def _batch(
+        self, peer: bytes, request_id: int, arguments: dict[str, Any], payload: memoryview
+    ) -> list[Any]:
+        group = check_integer(arguments.get("group"), "group", MAX_HANDLE)
+        operations, frees = arguments.get("ops"), arguments.get("frees")
+        if type(operations) is not list or len(operations) > MAX_OPS_PER_BATCH:
+            raise ProtocolError(f"ops must be a list of at most {MAX_OPS_PER_BATCH} operations")
+        if type(frees) is not list or len(frees) > MAX_OPS_PER_BATCH:
+            raise ProtocolError(f"frees must be a list of at most {MAX_OPS_PER_BATCH} handles")
+        times = array("q")
+        downloads: list[np.ndarray] = []
+        failed, message, launch = None, None, None
+        if group != self.failed_groups.get(peer):
+            clock = time.perf_counter_ns
+            run = self._operations
+            for index, operation in enumerate(operations):
+                started = clock()
+                try:
+                    check_operation(operation, len(payload))
+                    output = run[operation[0]](operation, payload)
+                except Exception as error:
+                    failed, message = index, f"{type(error).__name__}: {error}"
+                    if isinstance(error, LaunchStoppedHere):
+                        launch = error.record.outcome()
+                    self.failed_groups[peer] = group
+                    level = logging.WARNING if type(error) is ProtocolError else logging.INFO
+                    logger.log(level, "operation %d of a batch failed: %s", index, message)
+                    break
+                times.append(started)
+                times.append(clock())
+                if output is not None:
+                    downloads.append(output)
+        for handle in frees:
+            if type(handle) is int:
+                self.allocations.pop(handle, None)
+        reply = {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "done": len(times) // 2}
+        if failed is not None:
+            reply.update(failed=failed, error=message)
+        if launch is not None:
+            reply["launch"] = launch
+        frames = [encode(reply), times.tobytes()]
+        if downloads:
+            frames.append(downloads[0] if len(downloads) == 1 else np.concatenate(downloads))
+        return frames
+
+    # -- operations --------------------------------------------------------------------
+
+    def _upload(self, operation: list[Any], payload: memoryview) -> None:
+        _, handle, offset, nbytes, start = operation
+        source = np.frombuffer(payload, np.uint8, nbytes, start)
+        self.backend.upload(self.memory(handle, offset, nbytes), offset, source)
+
+    def _download(self, operation: list[Any], payload: memoryview) -> Any:
+        _, handle, offset, nbytes = operation
+        allocation = self.memory(handle, offset, nbytes)
+        out = np.empty(nbytes, np.uint8)
+        self.backend.download(allocation, offset, out)
+        return out
+
+    def _copy(self, operation: list[Any], payload: memoryview) -> None:
+        _, source, source_offset, target, target_offset, nbytes = operation
+        self.backend.copy(
+            self.memory(source, source_offset, nbytes),
+            source_offset,
+            self.memory(target, target_offset, nbytes),
+            target_offset,
+            nbytes,
+        )
+
+    def _fill(self, operation: list[Any], payload: memoryview) -> None:
+        _, handle, offset, nbytes, dtype, element_hex = operation
+        try:
+            element = np.frombuffer(bytes.fromhex(element_hex), np.dtype(dtype))
+        except ValueError as error:
+            raise ProtocolError(f"fill element {element_hex!r}: {error}") from None
+        if element.size != 1 or nbytes % element.itemsize:
+            raise ProtocolError(f"fill of {nbytes} bytes with one {dtype} element does not fit")
+        self.backend.fill(self.memory(handle, offset, nbytes), offset, nbytes, element)
+
+    def _dispatch(self, operation: list[Any], payload: memoryview) -> None:
+        _, key, dims, buffers, scalars, definition = operation
+        kernel = self.kernels.get(key)
+        if kernel is None:
+            if definition is None:
+                raise ProtocolError(f"kernel {key} is unknown here; send its definition")
+            if kernel_key(check_definition(definition)) != key:
+                raise ProtocolError(f"kernel {key} does not match its definition's hash")
+            kernel = self.kernels[key] = ServedKernel(definition)
+        if len(buffers) != len(kernel.buffer_dtypes) or len(scalars) != kernel.scalar_count:
+            raise ProtocolError(
+                f"kernel {kernel.name} takes {len(kernel.buffer_dtypes)} buffer(s) and "
+                f"{kernel.scalar_count} scalar(s), got {len(buffers)} and {len(scalars)}"
+            )
+        arguments = [
+            KernelBuffer(self.memory(handle, offset, nbytes), offset, nbytes, dtype)
+            for (handle, offset, nbytes), dtype in zip(buffers, kernel.buffer_dtypes, strict=True)
+        ]
+        self.backend.dispatch(kernel, tuple(dims), arguments, scalars)
+
+
+def error_reply(request_id: int | None, message: str, *, ended: bool = False) -> list[bytes]:
+    """The frames of a refusal; ``ended``: the session is gone, and so is every later
+    request of it."""
+    reply: dict[str, Any] = {"v": PROTOCOL_VERSION, "id": request_id, "ok": False}
+    reply["error"] = message
+    if ended:
+        reply["ended"] = True
+    return [encode(reply)]
+
+
+def serve_session(endpoint: str, backend: str, log_level: int, lifeline: Connection) -> None:
+    """A worker process's main function: answer the server on ``endpoint`` until the
+    server stops this process, or is gone itself (``lifeline``, the reading end of a pipe
+    only the server writes to, then reads as closed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
+    faulthandler.enable()  # a crash prints the Python stack into the server's log
+    logging.basicConfig(level=log_level, format=f"luisa_nb worker {os.getpid()}: %(message)s")
+    worker = SessionWorker(load_backend(backend)())
+    context = zmq.Context(1)
+    socket = context.socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 0)
+    socket.setsockopt(zmq.RCVTIMEO, LIFELINE_CHECK_MILLISECONDS)
+    socket.bind(endpoint)
+    next_check = 0.0
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_check:
+                if lifeline.poll(0):
+                    return
+                next_check = now + LIFELINE_CHECK_MILLISECONDS / 1000
+            try:
+                frames = socket.recv_multipart(copy=False)
+            except zmq.Again:
+                continue
+            if len(frames) < 3:  # the server always sends ticket, peer and envelope
+                continue
+            reply = worker.answer(frames[1].bytes, frames[2].buffer, frames[3:])
+            socket.send_multipart([frames[0], *reply], copy=False)
+    finally:
+        socket.close()
+        context.term()

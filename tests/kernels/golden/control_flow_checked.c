@@ -1,0 +1,215 @@
+/* luisa_nb kernel 'control_flow': generated code; checks: indices. */
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct { int32_t x, y, z; } lnb_int3;
+
+enum {
+    LNB_OK = 0,
+    LNB_INDEX_ERROR = 1,
+    LNB_NON_FINITE = 2,
+    LNB_CANCELLED = 3,
+    LNB_INVALID_SIZE = 4
+};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    int64_t size[3];
+    int32_t *b_out;
+    int32_t s_n;
+    int64_t n_out;
+} lnb_control_flow_arguments;
+
+static inline int32_t lnb_mod_int32(int32_t a, int32_t b) {
+    if (b == 0 || b == -1) return 0;
+    int32_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* Note a failed check. Without `details` (simd loops), OR the failure code in: a select
+   that vectorizes. With `details`, record the thread's first failure and where it was. */
+static inline void lnb_note(lnb_thread *state, _Bool ok, int32_t failure, int32_t line,
+                            int32_t buffer, int32_t access, int64_t index,
+                            int32_t unsigned_index, double value) {
+    if (!state->details) {
+        state->failed |= ok ? LNB_OK : failure;
+        return;
+    }
+    if (ok | (state->failed != LNB_OK)) return;
+    state->failed = failure;
+    state->line = line;
+    state->buffer = buffer;
+    state->access = access;
+    state->index = index;
+    state->unsigned_index = unsigned_index;
+    state->value = value;
+}
+
+static inline void lnb_write_int32_int32(int32_t *buffer, uint64_t count, int32_t index,
+        int32_t value, int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, 0, 0.0);
+    if (ok & !state->skip_writes) buffer[index] = value;
+}
+
+static inline void lnb_control_flow_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, int32_t *b_out, uint64_t n_out, int32_t v_n, lnb_thread *lnb_state) {
+    int32_t v_i = 0;
+    int32_t v_total = 0;
+    int32_t v_j = 0;
+    int32_t v_k = 0;
+    int32_t v_count = 0;
+    v_i = dispatch_id.x;
+    v_total = 0;
+    {
+        const int32_t lnb_stop0 = v_n;
+        for (int32_t lnb_i0 = 0; lnb_i0 < lnb_stop0; lnb_i0 += 1) {
+            if (lnb_thread_stopped(lnb_state)) return;
+            v_j = lnb_i0;
+            if (lnb_mod_int32(v_j, 3) == 0) {
+                continue;
+            }
+            if (v_j > ((2 * v_i) + 5)) {
+                break;
+            }
+            {
+                const int32_t lnb_stop1 = 0;
+                for (int32_t lnb_i1 = v_j; lnb_i1 > lnb_stop1; lnb_i1 += (-2)) {
+                    if (lnb_thread_stopped(lnb_state)) return;
+                    v_k = lnb_i1;
+                    v_total = (v_total + v_k);
+                }
+            }
+        }
+    }
+    v_count = 0;
+    while (1) {
+        if (lnb_thread_stopped(lnb_state)) return;
+        v_count = (v_count + 1);
+        if (v_count >= v_i) {
+            break;
+        }
+    }
+    if (v_i == 7) {
+        lnb_write_int32_int32(b_out, n_out, v_i, (-1), 61, 0, lnb_state);
+        return;
+    } else if (v_i == 8) {
+    } else {
+        v_total = (v_total + 1);
+    }
+    lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 67, 0, lnb_state);
+}
+
+static inline void lnb_control_flow_block(const lnb_control_flow_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+    if (lnb_launch_stopped(launch)) return;
+    const int32_t start = (int32_t)(block * 64);
+    const int32_t end = size.x - start > 64 ? start + 64 : size.x;
+    int32_t *b_out = a->b_out;
+    const uint64_t n_out = (uint64_t)a->n_out;
+    const int32_t v_n = a->s_n;
+    const int32_t *const cancel = launch->cancel;
+    for (int32_t x = start; x < end; ++x) {
+        lnb_thread state = {.details = 1, .cancel = cancel};
+        const lnb_int3 id = {x, y, z};
+        lnb_control_flow_thread(id, size, b_out, n_out, v_n, &state);
+        if (state.failed != LNB_OK) {
+            lnb_report(launch, &state, x, y, z);
+            return;
+        }
+    }
+}
+
+void lnb_control_flow_launch(const void *packed_arguments, lnb_launch *launch) {
+    lnb_control_flow_arguments a;
+    memcpy(&a, packed_arguments, sizeof a);
+    if (!lnb_valid_size(a.size, launch)) return;
+    const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
+    const int64_t blocks = ((int64_t)size.x + 63) / 64;
+    if (a.size[0] * a.size[1] * a.size[2] >= 256) {
+#pragma omp parallel for collapse(3) schedule(dynamic)
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_control_flow_block(&a, launch, size, z, y, block);
+    } else {
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_control_flow_block(&a, launch, size, z, y, block);
+    }
+}

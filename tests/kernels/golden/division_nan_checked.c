@@ -1,0 +1,257 @@
+/* luisa_nb kernel 'division': generated code; checks: indices and finite writes. */
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+typedef struct { int32_t x, y, z; } lnb_int3;
+
+enum {
+    LNB_OK = 0,
+    LNB_INDEX_ERROR = 1,
+    LNB_NON_FINITE = 2,
+    LNB_CANCELLED = 3,
+    LNB_INVALID_SIZE = 4
+};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    int64_t size[3];
+    const int32_t *b_a;
+    const int32_t *b_b;
+    int32_t *b_quotient;
+    int32_t *b_remainder;
+    float *b_float_quotient;
+    float *b_float_remainder;
+    int64_t n_a;
+    int64_t n_b;
+    int64_t n_quotient;
+    int64_t n_remainder;
+    int64_t n_float_quotient;
+    int64_t n_float_remainder;
+} lnb_division_arguments;
+
+static inline int32_t lnb_floordiv_int32(int32_t a, int32_t b) {
+    if (b == 0) return 0;
+    if (b == -1) return -a;
+    int32_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline int32_t lnb_mod_int32(int32_t a, int32_t b) {
+    if (b == 0 || b == -1) return 0;
+    int32_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static inline float lnb_floordiv_float32(float a, float b) {
+    if (b == 0) return a / b;
+    float m = fmodf(a, b);
+    float d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+    if (d == 0) return copysignf(0, a / b);
+    float f = floorf(d);
+    return (d - f > 0.5f) ? f + 1 : f;
+}
+
+static inline float lnb_mod_float32(float a, float b) {
+    float r = fmodf(a, b);
+    if (b == 0) return r;
+    if (r != 0) return ((b < 0) != (r < 0)) ? r + b : r;
+    return copysignf(0, b);
+}
+
+/* Note a failed check. Without `details` (simd loops), OR the failure code in: a select
+   that vectorizes. With `details`, record the thread's first failure and where it was. */
+static inline void lnb_note(lnb_thread *state, _Bool ok, int32_t failure, int32_t line,
+                            int32_t buffer, int32_t access, int64_t index,
+                            int32_t unsigned_index, double value) {
+    if (!state->details) {
+        state->failed |= ok ? LNB_OK : failure;
+        return;
+    }
+    if (ok | (state->failed != LNB_OK)) return;
+    state->failed = failure;
+    state->line = line;
+    state->buffer = buffer;
+    state->access = access;
+    state->index = index;
+    state->unsigned_index = unsigned_index;
+    state->value = value;
+}
+
+static inline int32_t lnb_read_int32_int32(const int32_t *buffer, uint64_t count, int32_t index,
+        int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, (int64_t)index, 0, 0.0);
+    return ok ? buffer[index] : 0;
+}
+
+static inline void lnb_write_int32_int32(int32_t *buffer, uint64_t count, int32_t index,
+        int32_t value, int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, 0, 0.0);
+    if (ok & !state->skip_writes) buffer[index] = value;
+}
+
+static inline void lnb_write_finite_float32_int32(float *buffer, uint64_t count,
+        int32_t index, float value, int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    const _Bool finite = __builtin_isfinite(value);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, 0, 0.0);
+    lnb_note(state, finite | !ok, LNB_NON_FINITE, line, slot, 1, (int64_t)index, 0,
+             (double)value);
+    if (ok & finite & !state->skip_writes) buffer[index] = value;
+}
+
+static inline void lnb_division_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const int32_t *b_a, const int32_t *b_b, int32_t *b_quotient, int32_t *b_remainder, float *b_float_quotient, float *b_float_remainder, uint64_t n_a, uint64_t n_b, uint64_t n_quotient, uint64_t n_remainder, uint64_t n_float_quotient, uint64_t n_float_remainder, lnb_thread *lnb_state) {
+    int32_t v_i = 0;
+    float v_fa = 0;
+    float v_fb = 0;
+    v_i = dispatch_id.x;
+    lnb_write_int32_int32(b_quotient, n_quotient, v_i, lnb_floordiv_int32(lnb_read_int32_int32(b_a, n_a, v_i, 82, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 82, 1, lnb_state)), 82, 2, lnb_state);
+    lnb_write_int32_int32(b_remainder, n_remainder, v_i, lnb_mod_int32(lnb_read_int32_int32(b_a, n_a, v_i, 83, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 83, 1, lnb_state)), 83, 3, lnb_state);
+    v_fa = (((float)lnb_read_int32_int32(b_a, n_a, v_i, 84, 0, lnb_state)) * 0.5f);
+    v_fb = ((float)lnb_read_int32_int32(b_b, n_b, v_i, 85, 1, lnb_state));
+    lnb_write_finite_float32_int32(b_float_quotient, n_float_quotient, v_i, lnb_floordiv_float32(v_fa, v_fb), 86, 4, lnb_state);
+    lnb_write_finite_float32_int32(b_float_remainder, n_float_remainder, v_i, lnb_mod_float32(v_fa, v_fb), 87, 5, lnb_state);
+}
+
+static inline int32_t lnb_division_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const int32_t *b_a, const int32_t *b_b, int32_t *b_quotient, int32_t *b_remainder, float *b_float_quotient, float *b_float_remainder, uint64_t n_a, uint64_t n_b, uint64_t n_quotient, uint64_t n_remainder, uint64_t n_float_quotient, uint64_t n_float_remainder, const int32_t *cancel) {
+    lnb_thread state = {.cancel = cancel};
+    lnb_division_thread(dispatch_id, dispatch_size, b_a, b_b, b_quotient, b_remainder, b_float_quotient, b_float_remainder, n_a, n_b, n_quotient, n_remainder, n_float_quotient, n_float_remainder, &state);
+    return state.failed;
+}
+
+static inline void lnb_division_block(const lnb_division_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+    if (lnb_launch_stopped(launch)) return;
+    const int32_t start = (int32_t)(block * 2048);
+    const int32_t end = size.x - start > 2048 ? start + 2048 : size.x;
+    const int32_t *b_a = a->b_a;
+    const int32_t *b_b = a->b_b;
+    int32_t *b_quotient = a->b_quotient;
+    int32_t *b_remainder = a->b_remainder;
+    float *b_float_quotient = a->b_float_quotient;
+    float *b_float_remainder = a->b_float_remainder;
+    const uint64_t n_a = (uint64_t)a->n_a;
+    const uint64_t n_b = (uint64_t)a->n_b;
+    const uint64_t n_quotient = (uint64_t)a->n_quotient;
+    const uint64_t n_remainder = (uint64_t)a->n_remainder;
+    const uint64_t n_float_quotient = (uint64_t)a->n_float_quotient;
+    const uint64_t n_float_remainder = (uint64_t)a->n_float_remainder;
+    const int32_t *const cancel = launch->cancel;
+    int32_t failed = LNB_OK;
+#pragma omp simd reduction(|:failed)
+    for (int32_t x = start; x < end; ++x) {
+        const lnb_int3 id = {x, y, z};
+        failed |= lnb_division_run(id, size, b_a, b_b, b_quotient, b_remainder, b_float_quotient, b_float_remainder, n_a, n_b, n_quotient, n_remainder, n_float_quotient, n_float_remainder, cancel);
+    }
+    if (failed != LNB_OK) {
+        for (int32_t x = start; x < end; ++x) {
+            lnb_thread state = {.details = 1, .skip_writes = 1, .cancel = cancel};
+            const lnb_int3 id = {x, y, z};
+            lnb_division_thread(id, size, b_a, b_b, b_quotient, b_remainder, b_float_quotient, b_float_remainder, n_a, n_b, n_quotient, n_remainder, n_float_quotient, n_float_remainder, &state);
+            if (state.failed != LNB_OK) {
+                lnb_report(launch, &state, x, y, z);
+                return;
+            }
+        }
+        const lnb_thread unexplained = {.failed = LNB_INDEX_ERROR, .buffer = -1};
+        lnb_report(launch, &unexplained, start, y, z);
+    }
+}
+
+void lnb_division_launch(const void *packed_arguments, lnb_launch *launch) {
+    lnb_division_arguments a;
+    memcpy(&a, packed_arguments, sizeof a);
+    if (!lnb_valid_size(a.size, launch)) return;
+    const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
+    const int64_t blocks = ((int64_t)size.x + 2047) / 2048;
+    if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
+#pragma omp parallel for collapse(3) schedule(dynamic, 8)
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_division_block(&a, launch, size, z, y, block);
+    } else {
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_division_block(&a, launch, size, z, y, block);
+    }
+}

@@ -1,0 +1,134 @@
+"""What the remote tests share: process checks and a client that speaks the protocol."""
+
+import json
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+TOKEN = "test-token-0123456789"
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return "State:\tZ" not in status.read()
+    except FileNotFoundError:
+        return False
+
+
+def wait_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not running(pid)
+
+
+def peak_rss_kib(pid: int) -> int:
+    """The most resident memory process ``pid`` has had (VmHWM), in KiB."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1])
+
+
+class RawClient:
+    """A bare DEALER socket logged in with ``token`` (``None``: no login at all), with
+    a session of its own; it speaks the protocol by hand."""
+
+    def __init__(self, endpoint, token):
+        import zmq
+
+        from luisa_nb.remote.protocol import PLAIN_USER
+
+        self.session = secrets.token_hex(8)
+        self.context = zmq.Context()
+        self.socket = self.context.socket(zmq.DEALER)
+        self.socket.setsockopt(zmq.LINGER, 0)
+        if token is not None:
+            self.socket.plain_username = PLAIN_USER.encode()
+            self.socket.plain_password = token.encode()
+        self.socket.connect(endpoint)
+
+    def request(self, op, **arguments):
+        """The frames of a request: its envelope, then its arguments if it has any."""
+        from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode
+
+        envelope = encode({"v": PROTOCOL_VERSION, "id": 7, "session": self.session, "op": op})
+        return [envelope, encode(arguments)] if arguments else [envelope]
+
+    def ask(self, frames, timeout=2000):
+        """The reply (header, data frames) to ``frames``, or None if none comes."""
+        self.socket.send_multipart(frames)
+        deadline = time.monotonic() + timeout / 1000
+        while self.socket.poll(max(1, int((deadline - time.monotonic()) * 1000))):
+            reply = self.socket.recv_multipart()
+            header = json.loads(reply[0])
+            if not header.get("probe"):
+                return header, reply[1:]
+        return None
+
+    def close(self):
+        self.socket.close()
+        self.context.term()
+
+
+def _processes() -> dict[int, tuple[int, bytes, bool]]:
+    """Every process: pid -> (parent pid, command line, whether a zombie)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        ppid = next(line for line in status.splitlines() if line.startswith("PPid:"))
+        found[int(entry.name)] = (int(ppid.split()[1]), command, "State:\tZ" in status)
+    return found
+
+
+def server_children() -> list[int]:
+    """Server processes whose parent is this test process."""
+    return [
+        pid
+        for pid, (ppid, command, zombie) in _processes().items()
+        if ppid == os.getpid() and b"luisa_nb.remote.server" in command and not zombie
+    ]
+
+
+def worker_processes(server_pid: int) -> list[int]:
+    """The session workers of the server process ``server_pid``: children of its fork
+    server."""
+    processes = _processes()
+    forkservers = {
+        pid
+        for pid, (ppid, command, _) in processes.items()
+        if ppid == server_pid and b"forkserver" in command
+    }
+    return [
+        pid for pid, (ppid, _, zombie) in processes.items() if ppid in forkservers and not zombie
+    ]
+
+
+class ThreadServer:
+    """A server on a thread of the test process, with a token; ``options`` go to
+    :class:`~luisa_nb.remote.server.Server`."""
+
+    def __init__(self, **options) -> None:
+        from luisa_nb.remote.server import Server
+
+        self.server = Server("cpu", port=0, token=TOKEN, **options)
+        self.endpoint = self.server.endpoint
+        self.address = self.server.address
+        self.token = TOKEN
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self.server.serve, args=(self._stop,))
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.server.close()
