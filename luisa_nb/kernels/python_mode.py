@@ -12,7 +12,7 @@ import builtins as python_builtins
 import sys
 import threading
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -113,7 +113,9 @@ KERNEL_BUILTINS = {
 
 class PythonExecutable(Executable):
     """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays. A set
-    :class:`CancelFlag` is noticed between threads."""
+    :class:`CancelFlag` is noticed between threads and, in a kernel with loops, on every
+    line it runs (unless a debugger or coverage tool already traces the worker thread;
+    the watch costs such kernels about 1.6x)."""
 
     mode = "python"
 
@@ -128,6 +130,7 @@ class PythonExecutable(Executable):
         function = captures.function
         self.source = source.text
         self._lock = threading.Lock()
+        self._loops = kernel.has_control_flow
         self._arguments = kernel.arguments
         self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
         self._scalar_types = [slot.type.dtype.type for slot in kernel.scalars]
@@ -167,6 +170,9 @@ class PythonExecutable(Executable):
         previous = (thread_state.dispatch_id, thread_state.dispatch_size)
         thread_state.dispatch_size = Int3(np.int32(size_x), np.int32(size_y), np.int32(size_z))
         function = self._function
+        watching = cancel is not None and self._loops and sys.gettrace() is None
+        if watching:
+            sys.settrace(self._cancel_watch(cancel))
         try:
             with np.errstate(all="ignore"):
                 for z in range(size_z):
@@ -179,4 +185,22 @@ class PythonExecutable(Executable):
                             thread_state.dispatch_id = Int3(np.int32(x), np.int32(y), np.int32(z))
                             function(*arguments)
         finally:
+            if watching:
+                sys.settrace(None)
             thread_state.dispatch_id, thread_state.dispatch_size = previous
+
+    def _cancel_watch(self, cancel: CancelFlag) -> Callable[..., Any]:
+        """A trace function that raises :class:`KernelCancelledError` on the next line of
+        the kernel once ``cancel`` is set, so that a loop that never ends stops too."""
+
+        kernel_code = self._function.__code__
+
+        def watch_line(frame: types.FrameType, event: str, argument: Any) -> Callable[..., Any]:
+            if cancel.is_set:
+                raise KernelCancelledError(f"kernel {self.name!r}: the launch was cancelled")
+            return watch_line
+
+        def watch_call(frame: types.FrameType, event: str, argument: Any) -> Any:
+            return watch_line if frame.f_code is kernel_code else None
+
+        return watch_call
