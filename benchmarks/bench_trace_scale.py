@@ -4,8 +4,8 @@
 
 The program is a simulation loop as a user writes it: each iteration uploads its
 parameters, runs a kernel, downloads the result and synchronizes (three commands and a
-sync point); every 1000th iteration skips the synchronize and re-uploads the downloaded
-array, so the trace holds a few real hazards. Timed: recording (running the program
+sync point); every 1000th iteration skips the synchronize, and the next one uploads the
+array just downloaded, so the trace holds a few real hazards. Timed: recording (running the program
 under ``lnb.trace()``), building the columns, finding hazards, ``save`` and
 ``load_trace`` (then finding hazards in the loaded trace). Memory: the process's
 resident size grown by recording (the trace, logs and columns), and the peak of resident
@@ -54,16 +54,17 @@ def run(commands: int) -> tuple[lnb.ViewableTrace, float]:
 
     start = time.perf_counter()
     with lnb.trace() as trace:
+        unsynchronized = False
         for iteration in range(commands // 3):
-            stale = iteration % 1000 == 999
             stream.submit(
                 [
-                    state.copy_from_async(result if stale else parameters),
+                    state.copy_from_async(result if unsynchronized else parameters),
                     step.dispatch_async(ELEMENTS, state),
                     state.copy_to_async(result),
                 ]
             )
-            if not stale:
+            unsynchronized = iteration % 1000 == 999
+            if not unsynchronized:
                 stream.synchronize()
         stream.synchronize()
     return trace, time.perf_counter() - start

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -31,10 +32,12 @@ from pathlib import Path
 from timing import print_table
 
 from luisa_nb.report import report_html
-from luisa_nb.testing.browser import launch_chromium
 from luisa_nb.widgets.model import BYTES_PER_RECORD, Analysis, build_timeline
 from luisa_nb.widgets.pages import timeline_state
-from luisa_nb.widgets.synthetic import synthetic_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from helpers.browser import launch_chromium  # the test suite's helpers
+from helpers.synthetic import synthetic_trace
 
 
 def measure_page(browser, path: Path, width: int) -> dict[str, float]:

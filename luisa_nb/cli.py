@@ -19,7 +19,7 @@ import numpy as np
 from luisa_nb.analysis import HazardKind
 from luisa_nb.errors import LuisaNbError, RemoteError, TraceError
 from luisa_nb.remote.options import add_serve_options
-from luisa_nb.runtime import STAGING_POLICIES, create_device
+from luisa_nb.runtime import DeviceConfig, StagingPolicy
 from luisa_nb.seed import expected_rows, run_seed
 
 ROW_ELEMENTS = 16
@@ -32,7 +32,7 @@ def _row(values: np.ndarray) -> str:
 
 
 def demo(arguments: argparse.Namespace) -> int:
-    device = create_device(arguments.backend, staging=arguments.staging)
+    device = demo_config(arguments).create()
     run = run_seed(device)
     trace = run.trace
     expected = expected_rows(run.x.size)
@@ -59,6 +59,16 @@ def demo(arguments: argparse.Namespace) -> int:
         trace.to_chrome_trace(arguments.chrome)
         print(f"Chrome/Perfetto trace written to {arguments.chrome}")
     return 0
+
+
+def demo_config(arguments: argparse.Namespace) -> DeviceConfig:
+    """The device of ``demo``: ``--backend`` as :meth:`DeviceConfig.parse` reads it, under
+    ``--staging``, else the policy ``--backend`` names, else ``submit`` (the bug)."""
+    options = {} if arguments.token is None else {"token": arguments.token}
+    config = DeviceConfig.parse(arguments.backend, staging=arguments.staging, **options)
+    if config.staging is None:
+        config = DeviceConfig.parse(config, staging=StagingPolicy.SUBMIT)
+    return config
 
 
 def _print_difference(check) -> None:
@@ -129,12 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser = commands.add_parser(
         "demo", help="run the program of LuisaCompute #143 and show what went wrong"
     )
-    demo_parser.add_argument("--backend", default="cpu", help="backend name (default: cpu)")
+    demo_parser.add_argument(
+        "--backend",
+        default="cpu",
+        help="device: a backend name, remote://HOST:PORT, or either with :STAGING, e.g. "
+        "cpu:execute (default: cpu)",
+    )
     demo_parser.add_argument(
         "--staging",
-        choices=STAGING_POLICIES,
-        default="submit",
-        help="when uploads read host memory (default: submit, which reproduces the bug)",
+        choices=list(StagingPolicy),
+        help="when uploads read host memory (default: the one --backend names, else submit, "
+        "which reproduces the bug)",
+    )
+    demo_parser.add_argument(
+        "--token", help="the token of a remote://HOST:PORT device, as `luisa-nb serve` printed"
     )
     demo_parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
     demo_parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")

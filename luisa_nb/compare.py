@@ -18,7 +18,6 @@ every buffer and host array the cell's trace touched (:func:`touched_arrays`).
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,7 +27,6 @@ import numpy as np
 
 from luisa_nb.analysis import AnalyzedTrace
 from luisa_nb.analysis.differences import differing_values, largest_errors
-from luisa_nb.backends import load_backend
 from luisa_nb.errors import (
     BackendNotFoundError,
     ConfigurationError,
@@ -36,10 +34,9 @@ from luisa_nb.errors import (
     RecordNotFoundError,
 )
 from luisa_nb.runtime import (
-    STAGING_POLICIES,
     BufferView,
     Device,
-    create_device,
+    DeviceConfig,
     default_device,
     set_default_device,
 )
@@ -51,62 +48,13 @@ FIRST_INDICES = 8
 Program = Callable[[Device], Mapping[str, object]]
 
 
-@dataclass(frozen=True)
-class Config:
-    """A backend name and a staging policy (``None``: the backend's default)."""
-
-    backend: str
-    staging: str | None = None
-
-    @property
-    def label(self) -> str:
-        return self.backend if self.staging is None else f"{self.backend}:{self.staging}"
-
-    def create_device(self) -> Device:
-        return create_device(self.backend, staging=self.staging)
-
-    def __str__(self) -> str:
-        return self.label
-
-
-def parse_config(text: str) -> Config:
-    """``"cpu:submit"`` → ``Config("cpu", "submit")``; ``"dx"`` keeps dx's default policy.
-
-    ``remote://HOST:PORT`` and ``remote://HOST:PORT:POLICY`` are understood. Raises
-    :class:`ConfigurationError` naming the bad part, with a suggestion when one is close.
-    """
-    shape = f"configuration {text!r} is not of the form BACKEND:STAGING, e.g. 'cpu:submit'"
-    if not isinstance(text, str):
-        raise ConfigurationError(shape)
-    text = text.strip()
-    backend, separator, staging = text.rpartition(":")
-    if not separator:
-        backend, staging = text, ""
-    elif "://" in text and (staging.isdigit() or staging.startswith("//")):
-        backend, staging = text, ""  # remote://HOST:PORT without a policy
-    elif not staging:
-        backend = ""
-    if not backend:
-        raise ConfigurationError(shape)
-    if staging and staging not in STAGING_POLICIES:
-        close = difflib.get_close_matches(staging, STAGING_POLICIES, n=1)
-        hint = f"; did you mean {backend}:{close[0]}?" if close else "."
-        raise ConfigurationError(
-            f"configuration {text!r}: {staging!r} is not a staging policy{hint} "
-            f"Use BACKEND:submit or BACKEND:execute"
-        )
-    try:
-        load_backend(backend.split("://", 1)[0])
-    except BackendNotFoundError as error:
-        raise ConfigurationError(f"configuration {text!r}: {error}") from None
-    return Config(backend, staging or None)
-
-
-def parse_configs(texts: Sequence[str]) -> list[Config]:
-    """Every configuration parsed; at least two, all different."""
+def parse_configs(texts: Sequence[str | DeviceConfig] | str) -> list[DeviceConfig]:
+    """Every configuration (text such as ``"cpu:submit"``, or a :class:`DeviceConfig`)
+    parsed by :meth:`DeviceConfig.parse`; at least two, all different. Text may also be
+    one string of configurations separated by spaces."""
     if isinstance(texts, str):
         texts = texts.split()
-    configs = [text if isinstance(text, Config) else parse_config(text) for text in texts]
+    configs = [_parse_config(text) for text in texts]
     if len(configs) < 2:
         raise ConfigurationError(
             f"a comparison needs two or more configurations, got {len(configs)}; "
@@ -119,6 +67,15 @@ def parse_configs(texts: Sequence[str]) -> list[Config]:
             f"configuration {repeated[0]!r} appears more than once; list each one once"
         )
     return configs
+
+
+def _parse_config(value: str | DeviceConfig) -> DeviceConfig:
+    """:meth:`DeviceConfig.parse`, with an unknown backend a :class:`ConfigurationError`
+    that names the configuration."""
+    try:
+        return DeviceConfig.parse(value)
+    except BackendNotFoundError as error:
+        raise ConfigurationError(f"configuration {value!r}: {error}") from None
 
 
 @contextmanager
@@ -347,9 +304,12 @@ class Comparison:
         return comparison_html(self)
 
 
-def compare(program: Program, configs: Sequence[str], *, trace: bool = True) -> Comparison:
+def compare(
+    program: Program, configs: Sequence[str | DeviceConfig], *, trace: bool = True
+) -> Comparison:
     """Run ``program(device)`` under each configuration (``"backend:staging"``, e.g.
-    ``"cpu:execute"``, ``"dx:submit"``, ``"metal:execute"``) and diff every array it
+    ``"cpu:execute"``, ``"dx:submit"``, ``"metal:execute"``, or a :class:`DeviceConfig`,
+    e.g. ``DeviceConfig.parse("remote://HOST:PORT", token=...)``) and diff every array it
     returns against the first configuration's.
 
     ``program`` returns a dict of name → numpy array or buffer (buffers are read after the
@@ -360,7 +320,7 @@ def compare(program: Program, configs: Sequence[str], *, trace: bool = True) -> 
     """
     runs = []
     for config in parse_configs(configs):
-        device = config.create_device()
+        device = config.create()
         returned: dict[str, object] = {}
         recorded = AnalyzedTrace() if trace else None
         with using_device(device), traced(recorded, returned):

@@ -1,9 +1,10 @@
 """The luisa_nb pytest plugin, loaded through the ``pytest11`` entry point.
 
 - ``luisa_device``: a device, and every test that asks for it runs once per backend and
-  staging policy (ids such as ``test_x[cpu-execute]``); narrow the set with
-  ``--luisa-backend`` and ``--luisa-staging`` (or the ini options ``luisa_backends`` and
-  ``luisa_staging``).
+  staging policy (ids are the device's label, as in ``test_x[cpu:execute]``); narrow the
+  set with ``--luisa-backend`` and ``--luisa-staging`` (or the ini options
+  ``luisa_backends`` and ``luisa_staging``). Devices are named as
+  :meth:`~luisa_nb.runtime.DeviceConfig.parse` reads them.
 - ``luisa_trace``: an :class:`~luisa_nb.analysis.AnalyzedTrace` (``capture="full"``)
   recording while the test runs. When the test fails, the trace is saved under the
   test session's temporary directory and the report says where.
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from luisa_nb.runtime.staging import StagingPolicy
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -32,7 +35,6 @@ DEVICES_KEY: pytest.StashKey[SessionDevices] = pytest.StashKey()
 TRACED_KEY: pytest.StashKey[TracedTest] = pytest.StashKey()
 KINDS_KEY: pytest.StashKey[frozenset[HazardKind] | None] = pytest.StashKey()
 MARKER = "luisa_no_hazards"
-STAGING_CHOICES = ("execute", "submit")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,15 +44,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         dest="luisa_backends",
         metavar="NAME",
-        help="run tests that use luisa_device on backend NAME; repeat for several "
-        "(default: every available backend, or the ini option luisa_backends)",
+        help="run tests that use luisa_device on backend NAME (or NAME:POLICY for one "
+        "staging policy only); repeat for several (default: every available backend, or "
+        "the ini option luisa_backends)",
     )
     group.addoption(
         "--luisa-staging",
         action="append",
         dest="luisa_staging",
         metavar="POLICY",
-        choices=STAGING_CHOICES,
+        choices=list(StagingPolicy),
         help="staging policy of luisa_device: execute or submit; repeat for both "
         "(default: execute and submit, or the ini option luisa_staging)",
     )
@@ -114,13 +117,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "luisa_device" not in metafunc.fixturenames or _parametrized_by_user(metafunc):
         return
     params = _devices(metafunc.config).selection.params()
-    metafunc.parametrize("luisa_device", params, ids=[p.id for p in params], indirect=True)
+    metafunc.parametrize("luisa_device", params, ids=[p.label for p in params], indirect=True)
 
 
 @pytest.fixture
 def luisa_device(request: pytest.FixtureRequest) -> Iterator[Device]:
     """A device of one backend and staging policy; the test runs once per pair."""
-    from luisa_nb.testing import DeviceParam, SelectionError
+    from luisa_nb.testing import SelectionError, device_config
 
     message = (
         "luisa_device was not parametrized; ask for it as a test argument (not through "
@@ -129,7 +132,7 @@ def luisa_device(request: pytest.FixtureRequest) -> Iterator[Device]:
     param = None
     if hasattr(request, "param"):
         try:
-            param = DeviceParam.parse(request.param)
+            param = device_config(request.param)
         except SelectionError as error:
             message = str(error)
     if param is None:

@@ -33,6 +33,26 @@ def test_demo_under_execute_is_correct_and_warns(capsys):
     assert "  LATENT_STALE_UPLOAD: #" in out and "  STALE_UPLOAD:" not in out
 
 
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ([], "on 'cpu', staging='submit'"),
+        (["--backend", "cpu:execute"], "on 'cpu', staging='execute'"),
+        (["--backend", "dx:execute", "--staging", "submit"], "on 'dx', staging='submit'"),
+    ],
+)
+def test_demo_reads_the_device_as_device_config_does(capsys, arguments, expected):
+    assert main(["demo", *arguments]) == 0
+    assert expected in capsys.readouterr().out
+
+
+def test_demo_names_a_bad_device_in_one_line(capsys):
+    assert main(["demo", "--backend", "cpu:sumbit"]) == 2
+    assert "did you mean cpu:submit?" in capsys.readouterr().err
+    assert main(["demo", "--token", "secret"]) == 2
+    assert "backend 'cpu' does not take these options" in capsys.readouterr().err
+
+
 def test_console_script_runs():
     done = subprocess.run(
         [sys.executable, "-m", "luisa_nb.cli", "demo", "--backend", "cpux"],

@@ -33,7 +33,7 @@ class AnalyzedTrace(Trace):
 
     def __init__(self, capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> None:
         super().__init__(capture, capture_bytes)
-        self._results: dict[str, tuple[tuple[int, int | None], Any]] = {}
+        self._results: dict[str, tuple[tuple[tuple[int, int], int | None], Any]] = {}
 
     @property
     def hazards(self) -> list[Hazard]:
@@ -51,7 +51,7 @@ class AnalyzedTrace(Trace):
         raise RecordNotFoundError(f"#{command_id} is not an upload with a host array in this trace")
 
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
-        state = (len(self.records), self.metadata.stopped)
+        state = (self.counts, self.metadata.stopped)
         entry = self._results.get(name)
         if entry is None or entry[0] != state:
             entry = (state, compute(self))

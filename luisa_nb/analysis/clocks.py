@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from luisa_nb.trace import CommandRecord, Status, SyncKind, SyncRecord
+from luisa_nb.trace import Status, SyncKind, SyncRecord
 
 Clock = tuple[int, ...]
 
@@ -34,17 +34,23 @@ class VectorClocks:
         zero = (0,) * len(self.index)
         self.host: Clock = zero
         self._streams: list[Clock] = [zero] * len(self.index)
+        self._joined_host: list[Clock | None] = [None] * len(self.index)
         self._events: dict[int, Clock] = {}
         self._seqs: list[list[int]] = [[] for _ in self.index]
         self._clocks: list[list[Clock]] = [[] for _ in self.index]
 
-    def command(self, record: CommandRecord) -> Clock:
-        position = self.index[record.stream]
-        clock = list(join(self._streams[position], self.host))
+    def command(self, stream: int, seq: int) -> Clock:
+        """The clock of the command with ``seq`` on ``stream``."""
+        position = self.index[stream]
+        current = self._streams[position]
+        if self._joined_host[position] is not self.host:  # else joined already
+            current = join(current, self.host)
+            self._joined_host[position] = self.host
+        clock = list(current)
         clock[position] += 1
         result = tuple(clock)
         self._streams[position] = result
-        self._seqs[position].append(record.seq)
+        self._seqs[position].append(seq)
         self._clocks[position].append(result)
         return result
 

@@ -2,15 +2,17 @@
 
 One pass over the records in issue (``seq``) order keeps vector clocks (see
 :mod:`luisa_nb.analysis.clocks`), an interval map of host addresses to the last download
-that wrote them and that no host sync has covered yet ("pending"), one to the last
-download by ``seq`` whatever its sync state, and per buffer and stream the device
-accesses seen so far. Failed, skipped or unfinished commands have missing times: a
-download without ``host_write`` never wrote host memory and an upload without
-``host_read`` never read it, so neither takes part in host hazards.
+that wrote them and that no host sync has covered yet ("pending"), and per buffer and
+stream the device accesses seen so far. It visits only the commands that can take part
+in a hazard, as table rows, and makes records only for those in a finding. Failed,
+skipped or unfinished commands have missing times: a download without ``host_write``
+never wrote host memory and an upload without ``host_read`` never read it, so neither
+takes part in host hazards.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 from enum import Enum
@@ -19,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.analysis.clocks import Clock, VectorClocks
+from luisa_nb.analysis.formatting import device_slice, duration, host_slice
 from luisa_nb.analysis.intervals import IntervalMap
-from luisa_nb.analysis.naming import device_slice, duration, host_slice
 from luisa_nb.trace import (
     CommandKind,
     CommandRecord,
@@ -31,9 +33,11 @@ from luisa_nb.trace import (
 )
 from luisa_nb.trace.naming import describe, stream_name
 from luisa_nb.trace.records import record_to_dict
-from luisa_nb.trace.table import KIND_CODES, MISSING, CommandTable
+from luisa_nb.trace.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
 
 _SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
+_UPLOAD, _DOWNLOAD = KIND_CODES[CommandKind.UPLOAD], KIND_CODES[CommandKind.DOWNLOAD]
+_SKIPPED = STATUS_CODES[Status.SKIPPED]
 
 
 class HazardKind(str, Enum):
@@ -87,36 +91,48 @@ def _times(**moments: int | None) -> dict[str, int]:
 
 
 class _Finder:
+    """Works on table rows; a :class:`CommandRecord` is made only for a command that
+    takes part in a finding (:meth:`record`)."""
+
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        table = trace.table
-        self.commands = table.records()
+        table = self.table = trace.table
         self.syncs = trace.syncs
         streams = {*table.numbers["stream"].tolist(), *(sync.stream for sync in self.syncs)}
         self.clocks = VectorClocks(stream for stream in streams if stream is not None)
-        self.pending: IntervalMap[CommandRecord] = IntervalMap()
-        self.writers: IntervalMap[CommandRecord] = IntervalMap()
-        self.pending_by_stream: list[deque[tuple[int, CommandRecord]]] = [
-            deque() for _ in self.clocks.index
-        ]
-        self.accesses: dict[int, dict[int, list[tuple[int, CommandRecord, DeviceRange]]]] = {}
+        self.pending: IntervalMap[int] = IntervalMap()
+        self.pending_by_stream: list[deque[tuple[int, int]]] = [deque() for _ in self.clocks.index]
+        self.accesses: dict[int, dict[int, list[tuple[int, int, DeviceRange]]]] = {}
         self.shared_buffers = _buffers_of_several_streams(table)
         self.hazards: list[Hazard] = []
+        self.hosts = table.objects["host"]
+        self._records: dict[int, CommandRecord] = {}
+
+    def record(self, row: int) -> CommandRecord:
+        found = self._records.get(row)
+        if found is None:
+            found = self._records[row] = self.table.record(row)
+        return found
 
     def run(self) -> list[Hazard]:
         rows = self._relevant_rows()
-        seqs = self.trace.table.numbers["seq"][rows]
-        commands = self.commands
+        numbers = self.table.numbers
+        columns = [
+            numbers[name][rows].tolist()
+            for name in ("stream", "seq", "kind", "status", "host_read", "host_write")
+        ]
+        commands = list(zip(rows.tolist(), *columns, strict=True))
+        seqs = columns[1]
         position = 0
         for sync in self.syncs:
-            before = int(np.searchsorted(seqs, sync.seq))
-            for row in rows[position:before].tolist():
-                self._command(commands[row])
+            before = bisect_left(seqs, sync.seq, position)
+            for command in commands[position:before]:
+                self._command(*command)
             position = before
             if self.clocks.sync(sync):
                 self._release_covered()
-        for row in rows[position:].tolist():
-            self._command(commands[row])
+        for command in commands[position:]:
+            self._command(*command)
         return self.hazards
 
     def _relevant_rows(self) -> np.ndarray:
@@ -138,26 +154,24 @@ class _Finder:
         rows = np.flatnonzero(relevant)
         return rows[np.argsort(numbers["seq"][rows], kind="stable")]
 
-    def _command(self, record: CommandRecord) -> None:
-        clock = self.clocks.command(record)
-        if record.host is not None:
-            self._host_access(record, record.host, clock)
-        if self.shared_buffers and record.status is not Status.SKIPPED:
-            self._check_device(record, clock)
+    def _command(
+        self, row: int, stream: int, seq: int, kind: int, status: int, read: int, written: int
+    ) -> None:
+        clock = self.clocks.command(stream, seq)
+        host = self.hosts[row]
+        if host is not None:
+            if kind == _UPLOAD and read != MISSING and status != _SKIPPED:
+                self._check_upload(row, host)  # a skipped upload sent nothing
+            elif kind == _DOWNLOAD and written != MISSING:
+                self._add_download(row, stream, host, clock)
+        if self.shared_buffers and status != _SKIPPED:
+            self._check_device(row, stream, clock)
 
     # -- host memory ---------------------------------------------------------------------
 
-    def _host_access(self, command: CommandRecord, host: HostRange, clock: Clock) -> None:
-        if command.kind is CommandKind.UPLOAD and command.host_read is not None:
-            if command.status is not Status.SKIPPED:  # a skipped upload sent nothing
-                self._check_upload(command, host)
-        elif command.kind is CommandKind.DOWNLOAD and command.host_write is not None:
-            self._add_download(command, host, clock)
-
-    def _add_download(self, download: CommandRecord, host: HostRange, clock: Clock) -> None:
+    def _add_download(self, download: int, stream: int, host: HostRange, clock: Clock) -> None:
         self.pending.assign(host.address, host.end, download)
-        self.writers.assign(host.address, host.end, download)
-        position = self.clocks.index[download.stream]
+        position = self.clocks.index[stream]
         self.pending_by_stream[position].append((clock[position], download))
 
     def _release_covered(self) -> None:
@@ -165,19 +179,27 @@ class _Finder:
         for position, queue in enumerate(self.pending_by_stream):
             while queue and queue[0][0] <= self.clocks.host[position]:
                 download = queue.popleft()[1]
-                self.pending.remove(download.host.address, download.host.end, download)
+                host = self.hosts[download]
+                self.pending.remove(host.address, host.end, download)
 
-    def _check_upload(self, upload: CommandRecord, host: HostRange) -> None:
-        spans: dict[int, tuple[int, int, CommandRecord]] = {}
+    def _check_upload(self, row: int, host: HostRange) -> None:
+        spans: dict[int, tuple[int, int, int]] = {}
         for start, end, download in self.pending.query(host.address, host.end):
-            first = spans.get(id(download), (start, end, download))[0]
-            spans[id(download)] = (first, end, download)
-        for start, end, download in sorted(spans.values(), key=lambda span: span[2].seq):
-            for low, high, read in _reads_within(upload, host, start, end, download.host_write):
-                overlap = HostRange(low, high - low, host.dtype, host.shape, host.name)
-                self.hazards.append(self._stale(download, upload, overlap, read))
-        if not spans and self._bytes_changed_unexplained(upload, host):
-            self.hazards.append(self._in_flight(upload, host))
+            first = spans.get(download, (start, end))[0]
+            spans[download] = (first, end, download)
+        if spans:
+            upload = self.record(row)
+            found = sorted(
+                ((self.record(download), start, end) for start, end, download in spans.values()),
+                key=lambda item: item[0].seq,
+            )
+            for download, start, end in found:
+                written = download.host_write
+                for low, high, read in _reads_within(upload, host, start, end, written):
+                    overlap = HostRange(low, high - low, host.dtype, host.shape, host.name)
+                    self.hazards.append(self._stale(download, upload, overlap, read))
+        elif self._bytes_changed_unexplained(row, host):
+            self.hazards.append(self._in_flight(self.record(row), host))
 
     def _stale(
         self, download: CommandRecord, upload: CommandRecord, overlap: HostRange, read: int
@@ -227,18 +249,23 @@ class _Finder:
             kind = HazardKind.LATENT_STALE_UPLOAD
         return Hazard(kind, (download.id, upload.id), overlap, None, times, message, fix)
 
-    def _bytes_changed_unexplained(self, upload: CommandRecord, host: HostRange) -> bool:
+    def _bytes_changed_unexplained(self, row: int, host: HostRange) -> bool:
         """Whether the bytes the upload sent differ from those at enqueue, with no
         download issued before it having written them since the enqueue."""
-        before, after = upload.enqueue_capture, upload.data_capture
+        objects = self.table.objects
+        before, after = objects["enqueue_capture"][row], objects["data_capture"][row]
         if before is None or after is None or before.digest is None or after.digest is None:
             return False
         if before.digest == after.digest:
             return False
-        return not any(
-            download.host_write > upload.enqueued
-            for _, _, download in self.writers.query(host.address, host.end)
+        numbers = self.table.numbers
+        downloads = np.flatnonzero(
+            (numbers["kind"] == _DOWNLOAD)
+            & (numbers["seq"] < numbers["seq"][row])
+            & (numbers["host_write"] > numbers["enqueued"][row])
         )
+        hosts = self.hosts
+        return not any(hosts[download].overlaps(host) for download in downloads.tolist())
 
     def _in_flight(self, upload: CommandRecord, host: HostRange) -> Hazard:
         changed = _changed_region(self.trace, upload, host)
@@ -259,10 +286,10 @@ class _Finder:
 
     # -- device memory ---------------------------------------------------------------------
 
-    def _check_device(self, command: CommandRecord, clock: Clock) -> None:
-        position = self.clocks.index[command.stream]
+    def _check_device(self, row: int, stream: int, clock: Clock) -> None:
+        position = self.clocks.index[stream]
         reported: set[int] = set()
-        for touched in command.device_ranges:
+        for touched in self.table.objects["device_ranges"][row]:
             if touched.buffer not in self.shared_buffers:
                 continue
             by_stream = self.accesses.setdefault(touched.buffer, {})
@@ -274,13 +301,14 @@ class _Finder:
                     if component <= horizon:
                         break
                     if (
-                        other.id not in reported
+                        other not in reported
                         and (other_range.access.writes or touched.access.writes)
                         and other_range.overlaps(touched)
                     ):
-                        reported.add(other.id)
-                        self.hazards.append(self._race(other, other_range, command, touched))
-            by_stream.setdefault(position, []).append((clock[position], command, touched))
+                        reported.add(other)
+                        first, second = self.record(other), self.record(row)
+                        self.hazards.append(self._race(first, other_range, second, touched))
+            by_stream.setdefault(position, []).append((clock[position], row, touched))
 
     def _race(
         self,

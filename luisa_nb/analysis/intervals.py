@@ -10,7 +10,7 @@ Owner = TypeVar("Owner")
 
 class IntervalMap(Generic[Owner]):
     """Half-open ranges ``[start, end)`` with an owner each; assigning a range takes it
-    over from whatever owned those integers before. Owners are compared by identity.
+    over from whatever owned those integers before. Owners are compared with ``==``.
     """
 
     def __init__(self) -> None:
@@ -32,6 +32,10 @@ class IntervalMap(Generic[Owner]):
     def assign(self, start: int, end: int, owner: Owner) -> None:
         if start >= end:
             return
+        index = self._exact(start, end)
+        if index is not None:  # the common case: the same host array again
+            self._owners[index] = owner
+            return
         first, last = self._cut(start, end)
         self._starts[first:last] = [start]
         self._ends[first:last] = [end]
@@ -39,14 +43,26 @@ class IntervalMap(Generic[Owner]):
 
     def remove(self, start: int, end: int, owner: Owner) -> None:
         """Forget the pieces of ``[start, end)`` that ``owner`` still owns."""
+        index = self._exact(start, end)
+        if index is not None:
+            if self._owners[index] == owner:
+                del self._starts[index], self._ends[index], self._owners[index]
+            return
         first, last = self._span(start, end)
-        if not any(self._owners[i] is owner for i in range(first, last)):
+        if not any(self._owners[i] == owner for i in range(first, last)):
             return
         first, last = self._cut(start, end)
-        keep = [i for i in range(first, last) if self._owners[i] is not owner]
+        keep = [i for i in range(first, last) if self._owners[i] != owner]
         self._starts[first:last] = [self._starts[i] for i in keep]
         self._ends[first:last] = [self._ends[i] for i in keep]
         self._owners[first:last] = [self._owners[i] for i in keep]
+
+    def _exact(self, start: int, end: int) -> int | None:
+        """The index of the piece that is exactly ``[start, end)``, if there is one."""
+        index = bisect_left(self._starts, start)
+        if index < len(self._starts) and self._starts[index] == start and self._ends[index] == end:
+            return index
+        return None
 
     def _span(self, start: int, end: int) -> tuple[int, int]:
         """Indices ``[first, last)`` of the pieces that overlap ``[start, end)``."""

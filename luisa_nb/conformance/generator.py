@@ -20,13 +20,13 @@ from luisa_nb.conformance.program import (
     MAIN_STREAM,
     ArraySpec,
     Callback,
-    Command,
     Copy,
     Dispatch,
     Download,
     Fill,
     HostSlice,
     Program,
+    ProgramCommand,
     Submit,
     Synchronize,
     Upload,
@@ -64,7 +64,7 @@ class _Generator:
         steps = []
         lists = rng.randint(1, 3)
         for number in range(1, lists + 1):
-            commands: list[Command] = []
+            commands: list[ProgramCommand] = []
             wanted = rng.randint(2, 7)
             while len(commands) < wanted:
                 command = self._command(rng.choices(KINDS, WEIGHTS)[0])
@@ -99,7 +99,7 @@ class _Generator:
 
     # -- commands and the origins they move ---------------------------------------------
 
-    def _command(self, kind: str) -> Command | None:
+    def _command(self, kind: str) -> ProgramCommand | None:
         length = self._length()
         if kind == "upload":
             view, host = self._view(length), self._host(length)

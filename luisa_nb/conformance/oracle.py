@@ -34,13 +34,13 @@ from luisa_nb.conformance.program import (
     DTYPE,
     FINAL_SYNC,
     Callback,
-    Command,
     Copy,
     Dispatch,
     Download,
     Fill,
     HostSlice,
     Program,
+    ProgramCommand,
     Signal,
     Submit,
     Synchronize,
@@ -190,7 +190,7 @@ class _Interpreter:
             statuses.append("ok")
             self._command(step.stream, command, at_submit.get(position))
 
-    def _command(self, stream: str, command: Command, at_submit: np.ndarray | None) -> None:
+    def _command(self, stream: str, command: ProgramCommand, at_submit: np.ndarray | None) -> None:
         if isinstance(command, Upload):
             self._upload(command, at_submit)
         elif isinstance(command, Download):
@@ -258,6 +258,6 @@ class _Interpreter:
         return hosts[part.array][part.start : part.stop]
 
 
-def fails_on_worker(command: Command) -> bool:
+def fails_on_worker(command: ProgramCommand) -> bool:
     """Whether ``command`` fails on the worker: a ``trap`` dispatch with threads."""
     return isinstance(command, Dispatch) and command.kernel == "trap" and command.views[0].size > 0

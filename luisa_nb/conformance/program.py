@@ -165,12 +165,14 @@ class Dispatch:
         return f"dispatch {self.kernel}({', '.join(map(str, self.views))})"
 
 
-Command = Upload | Download | Copy | Fill | Dispatch
+ProgramCommand = Upload | Download | Copy | Fill | Dispatch
+"""One command of a submitted list, as data (the runtime's own is
+:class:`luisa_nb.runtime.commands.Command`)."""
 
 
 @dataclass(frozen=True)
 class Submit:
-    commands: tuple[Command, ...]
+    commands: tuple[ProgramCommand, ...]
     stream: str = MAIN_STREAM
 
     def __str__(self) -> str:
@@ -281,7 +283,7 @@ class Program:
             else:
                 yield (index,), step
 
-    def commands(self) -> Iterator[Command]:
+    def commands(self) -> Iterator[ProgramCommand]:
         """The commands in the order the oracle runs them."""
         for _, step in self.serial_steps():
             if isinstance(step, Submit):

@@ -25,7 +25,6 @@ from luisa_nb.conformance.program import (
     FINAL_SYNC,
     MAIN_STREAM,
     Callback,
-    Command,
     Concurrent,
     Copy,
     Dispatch,
@@ -33,6 +32,7 @@ from luisa_nb.conformance.program import (
     Fill,
     HostSlice,
     Program,
+    ProgramCommand,
     SerialStep,
     Signal,
     Submit,
@@ -44,7 +44,7 @@ from luisa_nb.conformance.program import (
 )
 from luisa_nb.errors import CommandFailedError
 from luisa_nb.runtime import Buffer, BufferView, Device, Event, Stream
-from luisa_nb.runtime.commands import Command as RuntimeCommand
+from luisa_nb.runtime.commands import Command
 from luisa_nb.trace import Status, recorder
 
 BRANCH_TIMEOUT_SECONDS = 60.0
@@ -233,7 +233,7 @@ class _Runner:
             raise errors[0]
         return ordinal
 
-    def _command(self, command: Command) -> RuntimeCommand:
+    def _command(self, command: ProgramCommand) -> Command:
         if isinstance(command, Upload):
             return self._view(command.target).copy_from_async(self._host(command.source))
         if isinstance(command, Download):

@@ -35,7 +35,6 @@ from luisa_nb.conformance.program import (
     MAIN_STREAM,
     ArraySpec,
     Callback,
-    Command,
     Concurrent,
     Copy,
     Dispatch,
@@ -43,6 +42,7 @@ from luisa_nb.conformance.program import (
     Fill,
     HostSlice,
     Program,
+    ProgramCommand,
     SerialStep,
     Signal,
     Step,
@@ -261,7 +261,7 @@ class _Builder:
     def _submit(self, stream: str, buffers: list[ArraySpec], hosts: list[ArraySpec]) -> Submit:
         """A command list on ``stream``. The commands after a ``trap`` with threads are
         skipped: they count as accesses, but move no values."""
-        commands: list[Command] = []
+        commands: list[ProgramCommand] = []
         failed = False
         kinds = COMMAND_KINDS + (("trap",) if self.traps else ())
         for _ in self._repeat(1, MAX_COMMANDS):
@@ -279,7 +279,7 @@ class _Builder:
         return Submit(tuple(commands), stream)
 
     def _may_issue(
-        self, stream: str, command: Command, reads: list[Key], writes: list[Key]
+        self, stream: str, command: ProgramCommand, reads: list[Key], writes: list[Key]
     ) -> bool:
         """Whether ``command`` keeps the program race-free and decidable."""
         if not self.order.allows(stream, reads, writes):
@@ -319,7 +319,7 @@ class _Builder:
 
     def _command(
         self, kind: str, buffers: list[ArraySpec], hosts: list[ArraySpec]
-    ) -> tuple[Command | None, list[Key], list[Key]]:
+    ) -> tuple[ProgramCommand | None, list[Key], list[Key]]:
         """A command of ``kind`` and the elements it reads and writes."""
         draw = self.draw
         if kind in ("upload", "download"):
@@ -351,7 +351,7 @@ class _Builder:
             return Dispatch("scale", (view,)), _view_keys(view), _view_keys(view)
         return Dispatch("trap", (view,)), _view_keys(view), []
 
-    def _apply(self, command: Command) -> None:
+    def _apply(self, command: ProgramCommand) -> None:
         """Move origins as ``command`` moves values."""
         origins = self.origins
         if isinstance(command, Upload):

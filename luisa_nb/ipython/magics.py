@@ -31,12 +31,15 @@ from luisa_nb.compare import (
 from luisa_nb.errors import LuisaNbError
 from luisa_nb.ipython.display import HazardTable, show_comparison, show_trace
 from luisa_nb.ipython.state import STATE, ExtensionState, InstalledHooks, last_trace
-from luisa_nb.runtime import STAGING_POLICIES, Device, create_device, default_device
+from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy, default_device
 from luisa_nb.runtime import set_default_device as _set_default_device
 from luisa_nb.trace import Trace, recorder
 from luisa_nb.trace.trace import CAPTURE_POLICIES
 
 _BACKENDS = ", ".join(backend_names())
+_TOKEN_HELP = (
+    "the token of a remote://HOST:PORT device (the one `luisa-nb serve` printed); default: none"
+)
 
 
 class CellError(Exception):
@@ -62,16 +65,18 @@ class LuisaMagics(Magics):
     @argument(
         "--backend",
         metavar="NAME",
-        help=f"run the cell on a new device of this backend ({_BACKENDS}); default: the "
-        "session's default device, lnb.default_device()",
+        help=f"run the cell on a new device of this backend ({_BACKENDS}, remote://HOST:PORT "
+        "or NAME:STAGING, e.g. cpu:submit); default: the session's default device, "
+        "lnb.default_device()",
     )
     @argument(
         "--staging",
-        choices=STAGING_POLICIES,
+        choices=list(StagingPolicy),
         help="when uploads read host memory: at submit() (what LuisaCompute's CPU, DX, Metal "
         "and remote backends do) or when they execute, in stream order; default: the "
         "backend's",
     )
+    @argument("--token", help=_TOKEN_HELP)
     @argument(
         "--capture",
         choices=CAPTURE_POLICIES,
@@ -94,7 +99,7 @@ class LuisaMagics(Magics):
             line, cell = _split_statement(line)
         arguments = parse_argstring(self.luisa_trace, line)
         save = _save_path(arguments.save)
-        device = self._device(arguments.backend, arguments.staging)
+        device = self._device(arguments.backend, arguments.staging, arguments.token)
         _check_no_trace_recording()
         trace = AnalyzedTrace(capture=arguments.capture)
         with using_device(device), traced(trace, self.shell.user_ns):
@@ -115,22 +120,24 @@ class LuisaMagics(Magics):
         "name",
         nargs="?",
         metavar="NAME",
-        help=f"backend name ({_BACKENDS}, or one another package registered); without it, "
-        "show the default device",
+        help=f"backend name ({_BACKENDS}, or one another package registered), "
+        "remote://HOST:PORT, or either with :STAGING (e.g. cpu:submit); without it, show "
+        "the default device",
     )
     @argument(
         "--staging",
-        choices=STAGING_POLICIES,
+        choices=list(StagingPolicy),
         help="staging policy of the new device; default: the backend's",
     )
+    @argument("--token", help=_TOKEN_HELP)
     @line_magic
     def luisa_device(self, line: str) -> None:
         """Set the device that lnb.default_device() returns for the rest of the session."""
         arguments = parse_argstring(self.luisa_device, line)
-        if arguments.name is None and arguments.staging is None:
+        if arguments.name is None and arguments.staging is None and arguments.token is None:
             print(f"lnb.default_device() is {_describe_device(default_device())}")
             return
-        device = self._device(arguments.name, arguments.staging)
+        device = self._device(arguments.name, arguments.staging, arguments.token)
         _set_default_device(device)
         print(f"lnb.default_device() is now {_describe_device(device)}")
 
@@ -142,8 +149,10 @@ class LuisaMagics(Magics):
         nargs="*",
         metavar="CONFIG",
         help="two or more BACKEND:STAGING, e.g. cpu:execute cpu:submit dx:submit "
-        "metal:execute; a bare BACKEND keeps its default staging. The first is the reference",
+        "metal:execute remote://HOST:PORT:submit; a bare BACKEND keeps its default staging. "
+        "The first is the reference",
     )
+    @argument("--token", help=_TOKEN_HELP + "; given to every remote://HOST:PORT")
     @cell_magic
     def luisa_compare(self, line: str, cell: str) -> None:
         """Run the cell once per configuration, each time with that configuration's device
@@ -156,12 +165,14 @@ class LuisaMagics(Magics):
         arguments = parse_argstring(self.luisa_compare, line)
         try:
             configs = parse_configs(arguments.configs)
+            if arguments.token is not None:
+                configs = _with_token(configs, arguments.token)
         except LuisaNbError as error:
             raise UsageError(str(error)) from None
         _check_no_trace_recording()
         runs = []
         for config in configs:
-            device = self._device(config.backend, config.staging)
+            device = _create(config)
             trace = AnalyzedTrace()
             with using_device(device), traced(trace, self.shell.user_ns):
                 result = self.shell.run_cell(cell)
@@ -206,15 +217,42 @@ class LuisaMagics(Magics):
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _device(self, backend: str | None, staging: str | None) -> Device | None:
-        """A new device for ``--backend``/``--staging`` (``None`` when neither is given)."""
-        if backend is None and staging is None:
+    def _device(
+        self, backend: str | None, staging: str | None, token: str | None = None
+    ) -> Device | None:
+        """A new device for ``--backend``/``--staging``/``--token`` (``None`` when none is
+        given), configured by :meth:`DeviceConfig.parse`."""
+        if backend is None and staging is None and token is None:
             return None
         name = backend if backend is not None else default_device().name
+        options = {} if token is None else {"token": token}
         try:
-            return create_device(name, staging=staging)
+            config = DeviceConfig.parse(name, staging=staging, **options)
         except LuisaNbError as error:
             raise UsageError(str(error)) from None
+        return _create(config)
+
+
+def _create(config: DeviceConfig) -> Device:
+    """A new device of ``config``; a failure to create it is a one-line ``UsageError``."""
+    try:
+        return config.create()
+    except LuisaNbError as error:
+        raise UsageError(str(error)) from None
+
+
+def _with_token(configs: list[DeviceConfig], token: str) -> list[DeviceConfig]:
+    """``configs`` with ``token`` given to each ``remote://HOST:PORT``."""
+    remote = [config.backend == "remote" and "address" in config.option_dict for config in configs]
+    if not any(remote):
+        raise UsageError(
+            "--token is for remote://HOST:PORT configurations, and none is listed; drop "
+            "--token or add one"
+        )
+    return [
+        DeviceConfig.parse(config, token=token) if is_remote else config
+        for config, is_remote in zip(configs, remote, strict=True)
+    ]
 
 
 def _split_statement(line: str) -> tuple[str, str]:

@@ -13,7 +13,6 @@ from luisa_nb.runtime.commands import (
 )
 from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.device import (
-    STAGING_POLICIES,
     Device,
     create_device,
     default_device,
@@ -37,7 +36,6 @@ def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
 recorder.register_namer(_name_buffers)
 
 __all__ = [
-    "STAGING_POLICIES",
     "Buffer",
     "BufferView",
     "Command",

@@ -39,12 +39,17 @@ _buffer_ids = itertools.count(1)
 
 
 class BufferView:
-    """Elements ``[start, start + size)`` of a buffer."""
+    """Elements ``[start, start + size)`` of a buffer, on the buffer's device and of its
+    dtype."""
 
     __lnb_buffer__ = True
+    device: Device
+    dtype: np.dtype
 
     def __init__(self, buffer: Buffer, start: int, size: int) -> None:
         self.buffer = buffer
+        self.device = buffer.device
+        self.dtype = buffer.dtype
         self.start = start
         self.size = size
         itemsize = buffer.dtype.itemsize
@@ -54,14 +59,6 @@ class BufferView:
         self._kernel_buffer: KernelBuffer | None = None
 
     # -- geometry --------------------------------------------------------------------
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.buffer.dtype
-
-    @property
-    def device(self) -> Device:
-        return self.buffer.device
 
     @property
     def allocation(self) -> Allocation:
@@ -206,18 +203,10 @@ class Buffer(BufferView):
     def __init__(self, device: Device, size: int, dtype: Any, name: str | None = None) -> None:
         self.id = next(_buffer_ids)
         self.name = name
-        self._device = device
-        self._dtype = np.dtype(dtype)
-        self._allocation: Allocation | None = device.backend.allocate(size * self._dtype.itemsize)
+        self.device = device
+        self.dtype = np.dtype(dtype)
+        self._allocation: Allocation | None = device.backend.allocate(size * self.dtype.itemsize)
         super().__init__(self, 0, size)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._dtype
-
-    @property
-    def device(self) -> Device:
-        return self._device
 
     @property
     def allocation(self) -> Allocation:

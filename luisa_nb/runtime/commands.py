@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from luisa_nb.backends.base import DeviceSpan
+from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.runtime.host import host_range
 from luisa_nb.trace.recorder import active_recorder
 from luisa_nb.trace.records import Access, Capture, CommandKind, DeviceRange, HostRange
@@ -76,7 +76,7 @@ class UploadCommand(Command):
     __slots__ = ("enqueue_capture", "host", "memory", "source", "staged", "target")
 
     def __init__(self, target: BufferView, host: np.ndarray, source: np.ndarray) -> None:
-        super().__init__(target.device, (target,))
+        Command.__init__(self, target.device, (target,))
         self.target = target
         self.memory = target.kernel_buffer
         self.host = host
@@ -105,7 +105,7 @@ class DownloadCommand(Command):
     __slots__ = ("host", "memory", "readback", "source", "target")
 
     def __init__(self, source: BufferView, host: np.ndarray, target: np.ndarray) -> None:
-        super().__init__(source.device, (source,))
+        Command.__init__(self, source.device, (source,))
         self.source = source
         self.memory = source.kernel_buffer
         self.host = host
@@ -132,7 +132,7 @@ class CopyCommand(Command):
     __slots__ = ("memory", "source", "target")
 
     def __init__(self, source: BufferView, target: BufferView) -> None:
-        super().__init__(source.device, (source, target))
+        Command.__init__(self, source.device, (source, target))
         self.source = source
         self.target = target
         self.memory = (source.kernel_buffer, target.kernel_buffer)
@@ -159,7 +159,7 @@ class FillCommand(Command):
     __slots__ = ("element", "memory", "target")
 
     def __init__(self, target: BufferView, element: np.ndarray) -> None:
-        super().__init__(target.device, (target,))
+        Command.__init__(self, target.device, (target,))
         self.target = target
         self.element = element
         self.memory = target.kernel_buffer
@@ -177,39 +177,74 @@ class FillCommand(Command):
         return transfers.backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
 
 
-class DispatchCommand(Command):
-    """A kernel launch over ``dims`` threads."""
+class DispatchArguments:
+    """What a dispatch runs besides its size: ``executable`` on ``device``, the buffer
+    ``views`` it touches with the device memory it holds of each (``buffers``, made while
+    every view was alive) and how it accesses each, and its ``scalars``. Commands may share
+    one (a kernel dispatched again on the same buffers does)."""
 
-    kind = CommandKind.DISPATCH
-    __slots__ = ("accesses", "buffers", "dims", "executable", "label", "scalars")
+    __slots__ = (
+        "__weakref__",
+        "_device_ranges",
+        "accesses",
+        "buffers",
+        "device",
+        "executable",
+        "scalars",
+        "views",
+    )
 
     def __init__(
         self,
         device: Device,
-        name: str,
         executable: Any,
-        dims: tuple[int, int, int],
-        targets: Sequence[BufferView],
+        views: Sequence[BufferView],
+        buffers: Sequence[KernelBuffer],
         accesses: Sequence[Access | None],
         scalars: Sequence[Any],
     ) -> None:
-        super().__init__(device, targets)
-        self.label = name
+        self.device = device
         self.executable = executable
-        self.dims = dims
+        self.views = views
+        self.buffers = buffers
         self.accesses = accesses
         self.scalars = scalars
-        self.buffers = tuple(view.kernel_buffer for view in targets)
+        self._device_ranges: tuple[DeviceRange, ...] | None = None
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
-        return tuple(
-            view.device_ranges(access)[0]
-            for view, access in zip(self.views, self.accesses, strict=True)
-            if access is not None
-        )
+        """The views as device ranges of a trace record (made once)."""
+        ranges = self._device_ranges
+        if ranges is None:
+            ranges = self._device_ranges = tuple(
+                [
+                    view.device_ranges(access)[0]
+                    for view, access in zip(self.views, self.accesses, strict=True)
+                    if access is not None
+                ]
+            )
+        return ranges
+
+
+class DispatchCommand(Command):
+    """A kernel launch over ``dims`` threads with ``arguments``."""
+
+    kind = CommandKind.DISPATCH
+    __slots__ = ("arguments", "dims", "label")
+
+    def __init__(self, name: str, dims: tuple[int, int, int], arguments: DispatchArguments) -> None:
+        Command.__init__(self, arguments.device, arguments.views)
+        self.label = name
+        self.dims = dims
+        self.arguments = arguments
+
+    def device_ranges(self) -> tuple[DeviceRange, ...]:
+        return self.arguments.device_ranges()
 
     def describe(self) -> str:
         return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
-        return transfers.backend.dispatch(self.executable, self.dims, self.buffers, self.scalars)
+        arguments = self.arguments
+        return transfers.backend.dispatch(
+            arguments.executable, self.dims, arguments.buffers, arguments.scalars
+        )

@@ -15,23 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError
+from luisa_nb.kernels.checks import check_setting
 from luisa_nb.runtime.staging import StagingPolicy
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
 
 REMOTE_PREFIX = "remote://"
-CHECKS = (True, False, "nan")
-
-
-def check_kernel_checks(checks: object, where: str = "checks") -> bool | str:
-    """``checks`` if it is a kernel-check setting: ``True``, ``False`` or ``"nan"``."""
-    if checks in CHECKS and type(checks) in (bool, str):
-        return checks
-    raise ConfigurationError(
-        f"{where}={checks!r} is not a kernel-check setting; use True (indices checked), "
-        "False (no checks) or 'nan' (indices, and every value written must be finite)"
-    )
 
 
 @dataclass(frozen=True)
@@ -70,7 +60,7 @@ class DeviceConfig:
         return cls(
             config.backend,
             config.staging if staging is None else StagingPolicy.parse(staging),
-            config.checks if checks is None else check_kernel_checks(checks),
+            config.checks if checks is None else check_setting(checks),
             tuple(sorted(merged.items())),
         )._checked_options()
 

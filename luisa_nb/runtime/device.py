@@ -13,12 +13,12 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
+from luisa_nb.kernels.checks import check_setting
 from luisa_nb.runtime.buffer import Buffer
-from luisa_nb.runtime.config import DeviceConfig, check_kernel_checks
+from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.staging import Staging, StagingHeap, StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
-STAGING_POLICIES = tuple(policy.value for policy in StagingPolicy)
 BUFFER_DTYPES = tuple(
     np.dtype(t)
     for t in (np.bool_, np.int32, np.uint32, np.int64, np.uint64, np.float32, np.float64)
@@ -67,7 +67,7 @@ class Device:
         policy = StagingPolicy.parse(backend.default_staging if staging is None else staging)
         self.backend = backend
         self.staging = policy
-        self.kernel_checks = check_kernel_checks(checks)
+        self.kernel_checks = check_setting(checks)
         capacity = backend.staging_capacity
         self.transfers = Staging.create(policy, None if capacity is None else StagingHeap(capacity))
         self.closed = False

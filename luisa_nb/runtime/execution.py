@@ -60,27 +60,31 @@ class Executor:
         self.transfers = Transfers(backend, staging)
 
     def execute(self, run: Run) -> None:
+        """Run the steps of ``run`` in the backend's order, then free their staging memory."""
         try:
             self._execute(run)
         finally:
-            self.staging.release(run.blocks)
+            if run.blocks:
+                self.staging.release(run.blocks)
 
     def _execute(self, run: Run) -> None:
-        backend, transfers = self.backend, self.transfers
+        backend, transfers, recorder = self.backend, self.transfers, run.recorder
         order = backend.schedule(run.steps)
-        timer = run.recorder.run_timer(order)
-        transfers.recorder = run.recorder
+        timer = recorder.run_timer(order)
+        tick = timer.tick
+        transfers.recorder = recorder
         spans: list[tuple[int, DeviceSpan]] = []
         position = 0
         try:
             for position, step in enumerate(order):
-                timer.tick()
+                tick()
                 span = step.run(transfers)
                 if span is not None:
                     spans.append((position, span))
             position = len(order)
-            timer.tick()
-            transfers.land()
+            tick()
+            if transfers.pending:
+                transfers.land()
             backend.flush()
         except OperationFailed as error:
             failed = next(index for index, span in spans if span is error.span)

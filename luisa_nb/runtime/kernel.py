@@ -8,8 +8,10 @@ Calling styles follow luisa-python and the LuisaCompute Rust/C++ frontends alike
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from operator import is_
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,10 +19,14 @@ from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.runtime.buffer import BufferView
-from luisa_nb.runtime.commands import DispatchCommand
+from luisa_nb.runtime.commands import DispatchArguments, DispatchCommand
 from luisa_nb.runtime.device import default_device
 from luisa_nb.runtime.stream import Stream
 from luisa_nb.trace.records import Access
+
+if TYPE_CHECKING:
+    from luisa_nb.backends.base import KernelBuffer
+    from luisa_nb.runtime.device import Device
 
 MAX_AXIS = 2**31 - 1  # dispatch_id() and dispatch_size() components are int32
 MAX_THREADS = 2**63 - 1  # the C entry counts threads in an int64
@@ -59,7 +65,8 @@ def dispatch_dims(size: Any, kernel_name: str) -> tuple[int, int, int]:
 class _DispatchPlan:
     """What a dispatch with one argument signature and checks setting needs, worked out
     once: the executable, which arguments are buffers and scalars, the captured buffers,
-    and which buffers' element counts follow the scalars (checked C kernels)."""
+    and which buffers' element counts follow the scalars (checked C kernels). When every
+    argument is a buffer and nothing is captured, the views are the arguments tuple."""
 
     __slots__ = (
         "accesses",
@@ -68,19 +75,36 @@ class _DispatchPlan:
         "count_positions",
         "executable",
         "scalar_positions",
+        "views_are_arguments",
     )
 
     def __init__(self, executable: Any, args: Sequence[Any]) -> None:
         self.executable = executable
-        self.buffer_positions = [i for i, a in enumerate(args) if isinstance(a, BufferView)]
-        self.scalar_positions = [i for i, a in enumerate(args) if not isinstance(a, BufferView)]
+        self.buffer_positions = tuple(i for i, a in enumerate(args) if isinstance(a, BufferView))
+        self.scalar_positions = tuple(
+            i for i, a in enumerate(args) if not isinstance(a, BufferView)
+        )
         self.captures = tuple(
             p.capture for p in executable.buffer_parameters if p.capture is not None
         )
         self.accesses = tuple(_ACCESSES[p.access] for p in executable.buffer_parameters)
-        self.count_positions = [
+        self.count_positions = tuple(
             p.count_of for p in executable.scalar_parameters if p.count_of is not None
-        ]
+        )
+        self.views_are_arguments = not self.scalar_positions and not self.captures
+
+    def views(self, args: tuple[Any, ...]) -> tuple[BufferView, ...]:
+        """The buffer arguments, then the captured buffers."""
+        if self.views_are_arguments:
+            return args
+        return (*[args[i] for i in self.buffer_positions], *self.captures)
+
+    def scalars(self, args: tuple[Any, ...], views: Sequence[BufferView]) -> tuple[Any, ...]:
+        """The scalar arguments, then the element counts of a checked kernel."""
+        scalars = [args[i] for i in self.scalar_positions] if self.scalar_positions else []
+        if self.count_positions:
+            scalars += [views[i].size for i in self.count_positions]
+        return tuple(scalars)
 
 
 _ACCESSES = {
@@ -91,8 +115,25 @@ _ACCESSES = {
 }
 
 
-def _signature(args: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(a.dtype if isinstance(a, BufferView) else argument_type(a) for a in args)
+class _BoundArguments(DispatchArguments):
+    """Dispatch arguments made for a call whose arguments (``call``) are all buffer views,
+    under the checks setting ``checks``."""
+
+    __slots__ = ("call", "checks")
+
+    def __init__(
+        self,
+        call: tuple[BufferView, ...],
+        checks: bool | str,
+        device: Device,
+        plan: _DispatchPlan,
+        views: tuple[BufferView, ...],
+        buffers: tuple[KernelBuffer, ...],
+        scalars: tuple[Any, ...],
+    ) -> None:
+        super().__init__(device, plan.executable, views, buffers, plan.accesses, scalars)
+        self.call = call
+        self.checks = checks
 
 
 class Kernel:
@@ -110,15 +151,20 @@ class Kernel:
         self.checks = check_setting(checks, allow_default=True)
         self._definition = KernelDefinition(function, mode=mode)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
+        self._latest: weakref.ref[_BoundArguments] | None = None
         self.name = self._definition.name
         functools.update_wrapper(self, function)
 
-    def _plan(self, args: Sequence[Any]) -> _DispatchPlan:
-        signature = _signature(args)
+    def _checks_for(self, args: tuple[Any, ...]) -> bool | str:
+        """The checks setting of a dispatch with ``args``."""
         checks = self.checks
-        if checks is None:
-            checks = self._device_of(args).kernel_checks
-        key = (*signature, checks)
+        return self._device_of(args).kernel_checks if checks is None else checks
+
+    def _plan(self, args: tuple[Any, ...], checks: bool | str) -> _DispatchPlan:
+        key = (
+            *[a.dtype if isinstance(a, BufferView) else argument_type(a) for a in args],
+            checks,
+        )
         plan = self._plans.get(key)
         if plan is None:
             types = tuple(argument_type(a) for a in args)
@@ -141,12 +187,37 @@ class Kernel:
     def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand:
         """A command that runs this kernel over ``size`` threads with ``args``."""
         dims = dispatch_dims(size, self.name)
-        plan = self._plan(args)
-        views = [args[i] for i in plan.buffer_positions]
-        if plan.captures:
-            views += plan.captures
-        for view in views:
+        arguments = self._latest_arguments(args)
+        if arguments is None:
+            arguments = self._arguments(args)
+        return DispatchCommand(self.name, dims, arguments)
+
+    def _latest_arguments(self, args: tuple[Any, ...]) -> DispatchArguments | None:
+        """The arguments of the latest dispatch on buffers only, if ``args`` are the same
+        buffers, the checks setting is the same, and a command still holds them (the
+        kernel holds them weakly, never keeping a buffer alive); checked as ``_arguments``
+        checks new ones. A buffer's device memory changes only when it is destroyed, so
+        that of live buffers is still theirs."""
+        latest = self._latest() if self._latest is not None else None
+        if (
+            latest is None
+            or len(args) != len(latest.call)
+            or not all(map(is_, args, latest.call))
+            or (latest.device.kernel_checks if self.checks is None else self.checks)
+            != latest.checks
+        ):
+            return None
+        for view in latest.views:
             view.buffer.check_alive()
+        latest.device.backend.check_executable(latest.executable)
+        return latest
+
+    def _arguments(self, args: tuple[Any, ...]) -> DispatchArguments:
+        """Check ``args`` and make the arguments of a dispatch with them."""
+        checks = self._checks_for(args)
+        plan = self._plan(args, checks)
+        views = plan.views(args)
+        buffers = tuple([view.kernel_buffer for view in views])  # raises for a destroyed buffer
         device = views[0].device if views else default_device()
         device.backend.check_executable(plan.executable)
         for view in views:
@@ -156,12 +227,13 @@ class Kernel:
                     f"kernel {self.name!r} uses buffers of several devices ({names}); a "
                     f"dispatch runs on one device"
                 )
-        scalars = [args[i] for i in plan.scalar_positions]
-        if plan.count_positions:
-            scalars += [views[i].size for i in plan.count_positions]
-        return DispatchCommand(
-            device, self.name, plan.executable, dims, views, plan.accesses, scalars
-        )
+        scalars = plan.scalars(args, views)
+        if plan.scalar_positions or not args:
+            executable, accesses = plan.executable, plan.accesses
+            return DispatchArguments(device, executable, views, buffers, accesses, scalars)
+        arguments = _BoundArguments(args, checks, device, plan, views, buffers, scalars)
+        self._latest = weakref.ref(arguments)
+        return arguments
 
     def dispatch(
         self, size: Any, *args: Any, stream: Stream | None = None, sync: bool = False
@@ -174,11 +246,13 @@ class Kernel:
             stream.synchronize()
 
     def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
-        self.dispatch(dispatch_size, *args, stream=stream)
+        """``dispatch(dispatch_size, *args, stream=stream)``."""
+        command = self.dispatch_async(dispatch_size, *args)
+        (stream or command.device.default_stream).submit([command])
 
     def source(self, *args: Any) -> str:
         """The generated code for these arguments (C, or Python in python mode)."""
-        return self._plan(args).executable.source
+        return self._plan(args, self._checks_for(args)).executable.source
 
     def __repr__(self) -> str:
         return f"<Kernel {self.name}>"

@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.errors import ConfigurationError
+from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend, DeviceSpan
-    from luisa_nb.runtime.commands import Command, DownloadCommand, UploadCommand
+    from luisa_nb.runtime.commands import Command, DownloadCommand
     from luisa_nb.trace.recorder import Recorder
 
 
@@ -177,7 +178,7 @@ class Run:
     __slots__ = ("blocks", "executor", "recorder", "steps")
 
     def __init__(
-        self, steps: list[Step], blocks: list[StagingBlock], recorder: Recorder, executor: Any
+        self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder, executor: Any
     ) -> None:
         self.steps = steps
         self.blocks = blocks
@@ -188,7 +189,7 @@ class Run:
         self.executor.execute(self)
 
 
-Enqueue = Callable[[list[Step], list[StagingBlock], "Recorder"], None]
+Enqueue = Callable[[list[Step], Sequence[StagingBlock], "Recorder"], None]
 """Hands the steps of one run, the staging blocks they hold and their submission's
 recorder to the worker."""
 
@@ -215,17 +216,15 @@ class Staging:
         """Run ``upload`` on the worker."""
         raise NotImplementedError
 
-    def release(self, blocks: list[StagingBlock]) -> None:
-        if blocks:
-            self.heap.release(blocks)
+    def release(self, blocks: Sequence[StagingBlock]) -> None:
+        """Free the staging blocks a finished run held (only a heap hands them out)."""
+        self.heap.release(blocks)
 
 
 class SubmitStaging(Staging):
     policy = StagingPolicy.SUBMIT
 
     def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
-        from luisa_nb.runtime.commands import UploadCommand
-
         heap = self.heap
         steps: list[Step] = []
         blocks: list[StagingBlock] = []
@@ -266,10 +265,11 @@ class ExecuteStaging(Staging):
     policy = StagingPolicy.EXECUTE
 
     def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
-        enqueue(commands, [], recorder)
+        enqueue(commands, (), recorder)
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
-        transfers.land()
+        if transfers.pending:
+            transfers.land()
         memory = upload.memory
         with HOST_MEMORY:
             span = transfers.backend.upload(memory.allocation, memory.offset, upload.source)
@@ -282,7 +282,9 @@ def _read(
 ) -> np.ndarray:
     """Copy host bytes ``[offset, offset + nbytes)`` of ``upload`` now, into ``into`` or a
     new array."""
-    source = upload.source[offset : offset + nbytes]
+    source = upload.source
+    if nbytes != source.nbytes:
+        source = source[offset : offset + nbytes]
     with HOST_MEMORY:
         if into is None:
             staged = source.copy()

@@ -13,7 +13,7 @@ import itertools
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -125,6 +125,7 @@ class Stream:
                 f"stream {self.name!r}: submit takes a list of commands (from the *_async "
                 f"methods), got {type(commands).__name__}"
             ) from None
+        device = self.device
         seen: set[int] = set()
         for command in commands:
             if not isinstance(command, Command):
@@ -138,11 +139,11 @@ class Stream:
                     f"its *_async method again to make a new command"
                 )
             seen.add(command.id)
-            if command.device is not self.device:
+            if command.device is not device:
                 raise DeviceMismatchError(
                     f"command #{command.id} ({command.describe()}) belongs to device "
                     f"{command.device.name!r}, not to stream {self.name!r}'s device "
-                    f"{self.device.name!r}"
+                    f"{device.name!r}"
                 )
             for view in command.views:
                 view.buffer.check_alive()
@@ -152,15 +153,17 @@ class Stream:
         """Run ``commands`` in order after everything submitted before; returns at once
         (under ``staging="submit"`` after reading every upload's host bytes)."""
         commands = self._checked(commands)
-        self.device.check_open()
+        device = self.device
+        device.check_open()
+        stream_id = self.id
         for command in commands:
-            command.stream_id = self.id
+            command.stream_id = stream_id
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        self.device.transfers.submit(commands, recorder, self._enqueue_run)
+        device.transfers.submit(commands, recorder, self._enqueue_run)
 
     def _enqueue_run(
-        self, steps: list[Step], blocks: list[StagingBlock], recorder: Recorder
+        self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder
     ) -> None:
         self._enqueue(Run(steps, blocks, recorder, self._executor))
 

@@ -3,11 +3,11 @@ devices a session tests on, and the trace a test records."""
 
 from luisa_nb.testing.devices import (
     DEFAULT_STAGING,
-    DeviceParam,
     DevicePool,
     DeviceSelection,
     SelectionError,
     SessionDevices,
+    device_config,
 )
 from luisa_nb.testing.traced import (
     TRACE_FILE_NAME,
@@ -21,12 +21,12 @@ from luisa_nb.testing.traced import (
 __all__ = [
     "DEFAULT_STAGING",
     "TRACE_FILE_NAME",
-    "DeviceParam",
     "DevicePool",
     "DeviceSelection",
     "SelectionError",
     "SessionDevices",
     "TracedTest",
+    "device_config",
     "hazard_kinds",
     "hazard_report",
     "locals_at_return",

@@ -2,81 +2,68 @@
 
 The pytest plugin turns ``--luisa-backend`` and ``--luisa-staging`` into a
 :class:`DeviceSelection`; tests that ask for ``luisa_device`` run once per
-:class:`DeviceParam` of it, on devices a :class:`DevicePool` creates once per session.
+:class:`~luisa_nb.runtime.DeviceConfig` of it (ids are the configuration's label, e.g.
+``cpu:submit``), on devices a :class:`DevicePool` creates once per session.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
 
-from luisa_nb.backends import available_backends, load_backend
-from luisa_nb.errors import BackendNotFoundError
-from luisa_nb.runtime import STAGING_POLICIES, Device, create_device
+from luisa_nb.backends import available_backends
+from luisa_nb.errors import BackendNotFoundError, ConfigurationError
+from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy
 
-DEFAULT_STAGING = ("execute", "submit")
+DEFAULT_STAGING = (StagingPolicy.EXECUTE, StagingPolicy.SUBMIT)
 
 
 class SelectionError(ValueError):
     """A backend or staging policy asked for on the command line does not exist."""
 
 
-@dataclass(frozen=True)
-class DeviceParam:
-    """One ``luisa_device`` parameter: a backend name and a staging policy."""
-
-    backend: str
-    staging: str
-
-    @property
-    def id(self) -> str:
-        return f"{self.backend}-{self.staging}"
-
-    @classmethod
-    def parse(cls, value: object) -> DeviceParam:
-        """A parameter from a :class:`DeviceParam`, ``"cpu-submit"``, or ``("cpu", "submit")``."""
-        if isinstance(value, DeviceParam):
-            return value
-        if isinstance(value, str):
-            backend, _, staging = value.rpartition("-")
-            if backend and staging in STAGING_POLICIES:
-                return cls(backend, staging)
-        if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, str) for v in value):
-            return cls(*value)
+def device_config(value: object) -> DeviceConfig:
+    """The configuration of one ``luisa_device`` parameter: a :class:`DeviceConfig`, text
+    such as ``"cpu:submit"`` or a ``("cpu", "submit")`` pair (see :meth:`DeviceConfig.parse`)."""
+    try:
+        return DeviceConfig.parse(value)
+    except (ConfigurationError, BackendNotFoundError) as error:
+        reason = str(error) if str(error).endswith((".", "?")) else f"{error}."
         raise SelectionError(
-            f"luisa_device parameter {value!r} is not 'BACKEND-STAGING' (e.g. 'cpu-submit') or "
-            f"a (backend, staging) pair"
-        )
+            f"luisa_device parameter {value!r}: {reason} Name a device as BACKEND:STAGING "
+            "(e.g. 'cpu:submit'), a (backend, staging) pair or a DeviceConfig"
+        ) from None
 
 
-def _unique(values: Sequence[str]) -> list[str]:
+def _unique(values: Sequence[Any]) -> list[Any]:
     return list(dict.fromkeys(values))
 
 
-def check_backends(names: Sequence[str]) -> list[str]:
-    """``names`` without repeats, after checking each is a backend that loads here; the
-    error is the registry's own (it offers "did you mean" and lists the backends)."""
+def check_backends(names: Sequence[str]) -> list[DeviceConfig]:
+    """The configuration of each of ``names`` (parsed by :meth:`DeviceConfig.parse`, so
+    ``cpu`` and ``cpu:submit`` both work), without repeats; an unknown backend's error is
+    the registry's own (it offers "did you mean" and lists the backends)."""
+    configs = []
     for name in names:
         try:
-            load_backend(name)
-        except BackendNotFoundError as error:
+            configs.append(DeviceConfig.parse(name))
+        except (ConfigurationError, BackendNotFoundError) as error:
             raise SelectionError(f"--luisa-backend {name!r}: {error}") from None
-    return _unique(names)
+    return _unique(configs)
 
 
-def check_stagings(policies: Sequence[str]) -> list[str]:
-    for policy in policies:
-        if policy not in STAGING_POLICIES:
-            raise SelectionError(
-                f"--luisa-staging {policy!r} is not a staging policy; use "
-                f"{' or '.join(STAGING_POLICIES)}"
-            )
-    return _unique(policies)
+def check_stagings(policies: Sequence[str]) -> list[StagingPolicy]:
+    """Each of ``policies`` as a :class:`StagingPolicy`, without repeats."""
+    try:
+        return _unique([StagingPolicy.parse(policy) for policy in policies])
+    except ConfigurationError as error:
+        raise SelectionError(f"--luisa-staging: {error}") from None
 
 
 class DeviceSelection:
-    """The backends and staging policies of a session. Backends asked for by name are
+    """The devices of a session: each backend asked for (``cpu``, or ``cpu:submit`` for
+    one policy only) under each staging policy asked for. Backends asked for by name are
     checked at once; the default, every available backend, is found on first use."""
 
     def __init__(self, backends: Sequence[str] | None, stagings: Sequence[str] | None) -> None:
@@ -84,29 +71,40 @@ class DeviceSelection:
         self.stagings = check_stagings(stagings) if stagings else list(DEFAULT_STAGING)
 
     @property
-    def backends(self) -> list[str]:
+    def backends(self) -> list[DeviceConfig]:
         if self._backends is None:
-            self._backends = available_backends()
+            self._backends = [DeviceConfig.parse(name) for name in available_backends()]
         return self._backends
 
-    def params(self) -> list[DeviceParam]:
-        return [DeviceParam(b, s) for b in self.backends for s in self.stagings]
+    def params(self) -> list[DeviceConfig]:
+        """One configuration per device; a backend named with a policy keeps that one."""
+        configs = []
+        for backend in self.backends:
+            if backend.staging is not None:
+                configs.append(backend)
+            else:
+                configs.extend(DeviceConfig.parse(backend, staging=s) for s in self.stagings)
+        return _unique(configs)
 
     def describe(self) -> str:
-        backends = ", ".join(self._backends) if self._backends else "every available one"
-        return f"backends {backends}; staging {', '.join(self.stagings)}"
+        backends = (
+            ", ".join(config.label for config in self._backends)
+            if self._backends
+            else "every available one"
+        )
+        return f"backends {backends}; staging {', '.join(map(str, self.stagings))}"
 
 
 class DevicePool:
-    """One device per backend and staging policy, created when first asked for."""
+    """One device per configuration, created when first asked for."""
 
     def __init__(self) -> None:
-        self._devices: dict[DeviceParam, Device] = {}
+        self._devices: dict[DeviceConfig, Device] = {}
 
-    def get(self, param: DeviceParam) -> Device:
-        device = self._devices.get(param)
+    def get(self, config: DeviceConfig) -> Device:
+        device = self._devices.get(config)
         if device is None:
-            device = self._devices[param] = create_device(param.backend, staging=param.staging)
+            device = self._devices[config] = config.create()
         return device
 
     @staticmethod

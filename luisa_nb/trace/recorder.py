@@ -126,7 +126,7 @@ class RunLog(RunTimer):
 
     __slots__ = ("device_spans", "ended", "failure", "rows", "times")
 
-    def __init__(self, rows: list[int]) -> None:
+    def __init__(self, rows: Sequence[int]) -> None:
         self.rows = rows
         self.times = array("q")
         self.failure: tuple[int, Status, str, int] | None = None
@@ -140,7 +140,7 @@ class RunLog(RunTimer):
         self.failure = (position, status, error, now())
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
-        self.device_spans = spans
+        self.device_spans = spans or ()
         self.ended = True
 
 
@@ -156,43 +156,37 @@ class TraceRecorder(Recorder):
         self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
         self.syncs: list[SyncRecord] = []
         self._last_seq: dict[int, int] = {}
+        self._policies: dict[int, str] = {}
         self._lock = threading.Lock()
 
     def capture_at_enqueue(self, data: np.ndarray) -> Capture | None:
         return self.trace.capture(data)
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
-        trace = self.trace
-        device = stream.device
-        policy = device.staging.value
-        buffers = trace.buffers
+        buffers = self.trace.buffers
+        stream_id = stream.id
         with self._lock:
             submitted = now()
             submission = next(_submissions)
-            if stream.id not in trace.streams:
-                trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
+            policy = self._policies.get(stream_id)
+            if policy is None:
+                policy = self._first_submission_of(stream)
             rows = self.commands
+            row = len(rows)
             seq = 0
             for index, command in enumerate(commands):
                 for view in command.views:
-                    buffer = view.buffer
-                    if buffer.id not in buffers:
-                        buffers[buffer.id] = BufferInfo(
-                            buffer.id,
-                            buffer.nbytes,
-                            buffer.dtype.str,
-                            buffer.size,
-                            device.name,
-                            buffer.name,
-                        )
+                    if view.buffer.id not in buffers:
+                        self._first_use(view.buffer, stream.device)
                 seq = next(_sequence)
-                command.row = len(rows)
+                command.row = row
+                row += 1
                 rows.append(
                     (
                         command.id,
                         seq,
                         command.kind,
-                        stream.id,
+                        stream_id,
                         submission,
                         index,
                         command.enqueued,
@@ -205,10 +199,25 @@ class TraceRecorder(Recorder):
                     )
                 )
             if seq:
-                self._last_seq[stream.id] = seq
+                self._last_seq[stream_id] = seq
+
+    def _first_submission_of(self, stream: Any) -> str:
+        """Note ``stream`` in the trace; returns its device's staging policy as rows record
+        it (``device.staging.value``, looked up once per stream: an enum's value is slow)."""
+        device = stream.device
+        if stream.id not in self.trace.streams:
+            self.trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
+        policy = self._policies[stream.id] = device.staging.value
+        return policy
+
+    def _first_use(self, buffer: Any, device: Any) -> None:
+        """Note ``buffer`` (of ``device``) in the trace."""
+        self.trace.buffers[buffer.id] = BufferInfo(
+            buffer.id, buffer.nbytes, buffer.dtype.str, buffer.size, device.name, buffer.name
+        )
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        log = RunLog([step.row for step in steps])
+        log = RunLog(tuple([step.row for step in steps]))
         self.runs.append(log)
         return log
 

@@ -34,7 +34,7 @@ KINDS = tuple(CommandKind)
 STATUSES = tuple(Status)
 POLICIES = ("submit", "execute")
 KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
-_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
 _POLICY_CODES = {policy: code for code, policy in enumerate(POLICIES)}
 
 NUMBER_COLUMNS = (
@@ -103,6 +103,18 @@ class CommandTable:
             self._records = self._make_records()
         return self._records
 
+    def record(self, row: int) -> CommandRecord:
+        """The :class:`CommandRecord` of one row (without making the others)."""
+        if self._records is not None:
+            return self._records[row]
+        fields: dict[str, Any] = {name: int(column[row]) for name, column in self.numbers.items()}
+        fields.update((name, column[row]) for name, column in self.objects.items())
+        fields.update((name, _optional(fields[name])) for name in TIME_COLUMNS)
+        fields["kind"] = KINDS[fields["kind"]]
+        fields["staging"] = POLICIES[fields["staging"]]
+        fields["status"] = STATUSES[fields["status"]]
+        return CommandRecord(**fields, host_pieces=self.host_pieces.get(row))
+
     def _make_records(self) -> list[CommandRecord]:
         numbers = self._lists()
         objects = self.objects
@@ -157,7 +169,7 @@ class CommandTable:
                 if name == "kind":
                     value = KIND_CODES[value]
                 elif name == "status":
-                    value = _STATUS_CODES[value]
+                    value = STATUS_CODES[value]
                 elif name == "staging":
                     value = _POLICY_CODES[value]
                 numbers[name].append(MISSING if value is None else value)
@@ -180,7 +192,7 @@ class CommandTable:
         logged = dict(zip(COMMAND_ROW, zip(*rows, strict=True), strict=True))
         started = [MISSING] * count
         finished = [MISSING] * count
-        status = [_STATUS_CODES[Status.PENDING]] * count
+        status = [STATUS_CODES[Status.PENDING]] * count
         errors: list[str | None] = [None] * count
         device_started = [MISSING] * count
         device_finished = [MISSING] * count
@@ -238,7 +250,7 @@ def _apply_runs(
 ) -> None:
     """Times and outcomes of each step: ``times[i]`` is when step ``i`` started and
     ``times[i + 1]`` when it finished; a step of several pieces spans all of them."""
-    ok, skipped = _STATUS_CODES[Status.OK], _STATUS_CODES[Status.SKIPPED]
+    ok, skipped = STATUS_CODES[Status.OK], STATUS_CODES[Status.SKIPPED]
     for run in runs:
         times = run.times[:]
         ticks = len(times)
@@ -253,7 +265,7 @@ def _apply_runs(
         if failure is not None:
             position, failed_status, error, when = failure
             row = rows[position]
-            finished[row], status[row], errors[row] = when, _STATUS_CODES[failed_status], error
+            finished[row], status[row], errors[row] = when, STATUS_CODES[failed_status], error
             for later in rows[position + 1 :]:
                 if later != row:
                     status[later] = skipped

@@ -97,6 +97,11 @@ class Trace:
         self._captures[digest] = captured
         return captured
 
+    def blob_snapshot(self) -> dict[str, np.ndarray]:
+        """The blobs captured so far (a copy of the dict; the arrays are never changed)."""
+        with self._capture_lock:
+            return dict(self.blobs)
+
     def combine_captures(self, pieces: list[Capture]) -> Capture:
         """One capture of bytes read in consecutive pieces: complete (with a digest) when
         every piece was captured whole, else the first piece's head."""
@@ -164,6 +169,12 @@ class Trace:
     def version(self) -> tuple[int, ...]:
         """Equal for two reads of the trace exactly when nothing was recorded between."""
         return () if self._loaded is not None else self._progress()
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """How many commands and sync points the trace holds (making no records)."""
+        table = self._read()
+        return len(table), len(self._snapshot[2])
 
     @property
     def table(self) -> CommandTable:

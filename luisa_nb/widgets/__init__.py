@@ -78,9 +78,9 @@ def show(obj: Any, actual: Any = None, **options: Any) -> Any:
 
 
 def _static_html(obj: Any, actual: Any, **options: Any) -> str:
-    from luisa_nb.widgets.comparison import Comparison
+    from luisa_nb.widgets.array_diff import ArrayDiff
     from luisa_nb.widgets.pages import (
-        comparison_state,
+        array_diff_state,
         diff_fallback,
         trace_fragment,
         view_fragment,
@@ -88,8 +88,8 @@ def _static_html(obj: Any, actual: Any, **options: Any) -> str:
 
     if actual is None:
         return trace_fragment(obj)
-    comparison = Comparison(obj, actual, **options)
-    state, buffers = comparison_state(comparison, embed=True)
+    comparison = ArrayDiff(obj, actual, **options)
+    state, buffers = array_diff_state(comparison, embed=True)
     return view_fragment("diff", state, buffers, diff_fallback(comparison))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import anywidget
 
-from luisa_nb.widgets.static import STATIC
+from luisa_nb.widgets.html_page import STATIC
 
 
 class StaticFallbackWidget(anywidget.AnyWidget):

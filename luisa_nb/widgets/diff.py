@@ -16,14 +16,14 @@ from traitlets import Bytes, Dict, Int, TraitError, observe, validate
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.trace import Trace
 from luisa_nb.trace.naming import describe
+from luisa_nb.widgets.array_diff import DEFAULT_PAGE_SIZE, ArrayDiff, upload_array_diff
 from luisa_nb.widgets.base import StaticFallbackWidget
-from luisa_nb.widgets.comparison import DEFAULT_PAGE_SIZE, Comparison, upload_comparison
+from luisa_nb.widgets.html_page import module_source
 from luisa_nb.widgets.model import Analysis
-from luisa_nb.widgets.pages import comparison_state, diff_fallback, view_fragment
-from luisa_nb.widgets.static import module_source
+from luisa_nb.widgets.pages import array_diff_state, diff_fallback, view_fragment
 
 
-class ComparisonWidget(StaticFallbackWidget):
+class ArrayDiffWidget(StaticFallbackWidget):
     """Shared by :class:`DiffView` and :class:`StagingInspector`."""
 
     _esm = module_source("diff")
@@ -32,7 +32,7 @@ class ComparisonWidget(StaticFallbackWidget):
     )
     heatmap = Bytes(help="uint8 heatmap cells of where values differ").tag(sync=True)
 
-    comparison: Comparison | None = None
+    comparison: ArrayDiff | None = None
     _title = ""
     _reason = ""
 
@@ -40,10 +40,10 @@ class ComparisonWidget(StaticFallbackWidget):
         super().__init__(**kwargs)
         self.on_msg(self._on_message)
 
-    def _show(self, comparison: Comparison | None, title: str = "", reason: str = "") -> None:
+    def _show(self, comparison: ArrayDiff | None, title: str = "", reason: str = "") -> None:
         self.comparison = comparison
         self._title, self._reason = title, reason
-        state, buffers = comparison_state(comparison, title, reason)
+        state, buffers = array_diff_state(comparison, title, reason)
         with self.hold_sync():
             self.heatmap = buffers["heatmap"]
             self.summary = state["summary"]
@@ -96,12 +96,12 @@ class ComparisonWidget(StaticFallbackWidget):
             self.send(reply, buffers)
 
     def _repr_html_(self) -> str:
-        state, buffers = comparison_state(self.comparison, self._title, self._reason, embed=True)
+        state, buffers = array_diff_state(self.comparison, self._title, self._reason, embed=True)
         fallback = diff_fallback(self.comparison, self._title, self._reason)
         return view_fragment("diff", state, buffers, fallback)
 
 
-class DiffView(ComparisonWidget):
+class DiffView(ArrayDiffWidget):
     """``expected`` against ``actual`` (arrays, sequences, or buffers with ``.numpy()``):
     side by side with differing elements highlighted, a heatmap of differences (2-D data
     as rows x last axis), the count, the first differing indices, and the largest
@@ -118,7 +118,7 @@ class DiffView(ComparisonWidget):
         page_size: int = DEFAULT_PAGE_SIZE,
         **kwargs: Any,
     ) -> None:
-        comparison = Comparison(expected, actual, names=names, title=title, page_size=page_size)
+        comparison = ArrayDiff(expected, actual, names=names, title=title, page_size=page_size)
         super().__init__(**kwargs)
         self._show(comparison, title)
 
@@ -126,12 +126,12 @@ class DiffView(ComparisonWidget):
         """Compare new arrays (same names, title and page size)."""
         old = self.comparison
         self._show(
-            Comparison(expected, actual, names=old.names, title=old.title, page_size=old.page_size),
+            ArrayDiff(expected, actual, names=old.names, title=old.title, page_size=old.page_size),
             old.title,
         )
 
 
-class StagingInspector(ComparisonWidget):
+class StagingInspector(ArrayDiffWidget):
     """The bytes upload ``command_id`` staged against the bytes stream order says it
     should send, as typed values in the host array's dtype and shape."""
 
@@ -181,7 +181,7 @@ class StagingInspector(ComparisonWidget):
             return
         command = self.trace.command(command_id)
         check = self.analysis.uploads[command_id]
-        comparison = upload_comparison(self.trace, check, command, self.page_size)
+        comparison = upload_array_diff(self.trace, check, command, self.page_size)
         title = f"{describe(self.trace, command)}: staged bytes against stream order"
         reason = (
             f"the trace holds no bytes of #{command_id} (capture="

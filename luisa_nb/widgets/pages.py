@@ -9,15 +9,15 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.trace import Trace
-from luisa_nb.widgets.comparison import (
+from luisa_nb.widgets.array_diff import (
     FIRST_INDICES,
-    Comparison,
+    ArrayDiff,
     unavailable,
-    upload_comparison,
+    upload_array_diff,
 )
+from luisa_nb.widgets.html_page import StaticPage, escape
 from luisa_nb.widgets.model import UPLOAD_HAZARDS, Analysis, TimelineModel, build_timeline
 from luisa_nb.widgets.raster import timeline_png
-from luisa_nb.widgets.static import StaticPage, escape
 
 #: Uploads whose staged-vs-expected values a static trace page embeds, at most.
 STATIC_UPLOAD_LIMIT = 200
@@ -36,8 +36,8 @@ def timeline_state(model: TimelineModel) -> tuple[dict[str, Any], dict[str, byte
     return {"summary": model.summary(), "hazards": model.hazards}, {"data": model.pack()}
 
 
-def comparison_state(
-    comparison: Comparison | None, title: str = "", reason: str = "", embed: bool = False
+def array_diff_state(
+    comparison: ArrayDiff | None, title: str = "", reason: str = "", embed: bool = False
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Traits of a diff view; ``embed`` adds the values a static page pages through."""
     if comparison is None:
@@ -48,13 +48,13 @@ def comparison_state(
     return {"summary": comparison.summary()}, buffers
 
 
-def upload_comparisons(
+def upload_array_diffs(
     trace: Trace, analysis: Analysis, limit: int = STATIC_UPLOAD_LIMIT
-) -> dict[int, Comparison]:
-    """Comparisons of the uploads a trace page embeds: those in hazards, then stale ones."""
+) -> dict[int, ArrayDiff]:
+    """Array diffs of the uploads a trace page embeds: those in hazards, then stale ones."""
     wanted = [h.command_ids[-1] for h in analysis.hazards if h.kind in UPLOAD_HAZARDS]
     wanted += [i for i, check in analysis.uploads.items() if check.stale]
-    out: dict[int, Comparison] = {}
+    out: dict[int, ArrayDiff] = {}
     candidates = list(dict.fromkeys(wanted))[:limit]
     if not candidates:
         return out
@@ -63,7 +63,7 @@ def upload_comparisons(
         check = analysis.uploads.get(command_id)
         if check is None or command_id not in by_id:
             continue
-        comparison = upload_comparison(trace, check, by_id[command_id])
+        comparison = upload_array_diff(trace, check, by_id[command_id])
         if comparison is not None:
             out[command_id] = comparison
     return out
@@ -113,7 +113,7 @@ def table_fallback(model: TimelineModel, limit: int = FALLBACK_ROWS) -> str:
     )
 
 
-def diff_fallback(comparison: Comparison | None, title: str = "", reason: str = "") -> str:
+def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "") -> str:
     if comparison is None:
         return f"<p><b>{escape(title)}</b></p><p class='lnb-note'>{escape(reason)}</p>"
     summary = comparison.summary()
@@ -187,10 +187,10 @@ def trace_body(
     state, buffers = timeline_state(model)
     trace_model = page.add_model(state, buffers)
     page.hazards = model.hazards
-    comparisons = upload_comparisons(trace, analysis)
+    comparisons = upload_array_diffs(trace, analysis)
     uploads = {}
     for command_id, comparison in comparisons.items():
-        state, buffers = comparison_state(comparison, embed=True)
+        state, buffers = array_diff_state(comparison, embed=True)
         uploads[command_id] = page.add_model(state, buffers)
     page.uploads_note = (
         "no staged-vs-expected values for this command in this page (it embeds uploads "

@@ -16,6 +16,7 @@ from traitlets import Bytes, Dict, List
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.trace import Trace
 from luisa_nb.widgets.base import StaticFallbackWidget
+from luisa_nb.widgets.html_page import module_source
 from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline
 from luisa_nb.widgets.pages import (
     hazards_fallback,
@@ -25,7 +26,6 @@ from luisa_nb.widgets.pages import (
     view_fragment,
 )
 from luisa_nb.widgets.selection import SelectionMixin, selection_traits
-from luisa_nb.widgets.static import module_source
 
 
 class TraceView(SelectionMixin, StaticFallbackWidget):

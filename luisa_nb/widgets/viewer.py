@@ -12,10 +12,10 @@ from traitlets import observe
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.trace import Trace
 from luisa_nb.widgets.diff import StagingInspector
+from luisa_nb.widgets.html_page import escape
 from luisa_nb.widgets.model import Analysis, build_timeline
 from luisa_nb.widgets.pages import trace_fragment
 from luisa_nb.widgets.selection import SelectionMixin, link_selection
-from luisa_nb.widgets.static import escape
 from luisa_nb.widgets.trace_views import CommandTable, HazardList, TimelineWidget
 
 

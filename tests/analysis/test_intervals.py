@@ -36,12 +36,25 @@ def test_remove_forgets_only_what_the_owner_still_holds():
     assert len(pieces) == 2
 
 
-def test_owners_are_compared_by_identity():
-    first, second = [1], [1]
+def test_owners_are_compared_by_value():
     pieces = IntervalMap()
-    pieces.assign(0, 10, first)
-    pieces.remove(0, 10, second)
-    assert pieces.query(0, 10) == [(0, 10, first)]
+    pieces.assign(0, 10, 1000)
+    pieces.remove(0, 10, 1001)
+    assert pieces.query(0, 10) == [(0, 10, 1000)]
+    pieces.remove(0, 10, int("1000"))  # equal, though another int object
+    assert pieces.query(0, 10) == []
+
+
+def test_exact_pieces_are_taken_over_and_removed_in_place():
+    pieces = IntervalMap()
+    pieces.assign(0, 10, 1)
+    pieces.assign(10, 20, 2)
+    pieces.assign(0, 10, 3)
+    assert pieces.query(0, 20) == [(0, 10, 3), (10, 20, 2)]
+    pieces.remove(10, 20, 2)
+    assert pieces.query(0, 20) == [(0, 10, 3)]
+    pieces.assign(5, 15, 4)
+    assert pieces.query(0, 20) == [(0, 5, 3), (5, 15, 4)]
 
 
 def test_empty_assign_is_ignored():

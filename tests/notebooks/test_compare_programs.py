@@ -11,15 +11,14 @@ import luisa_nb as lnb
 from luisa_nb.analysis import HazardKind
 from luisa_nb.compare import (
     Comparison,
-    Config,
     Run,
     compare,
     diff_arrays,
-    parse_config,
     parse_configs,
     using_device,
 )
 from luisa_nb.errors import ConfigurationError, InvalidArgumentError, LuisaNbError
+from luisa_nb.runtime import DeviceConfig
 from luisa_nb.seed import expected_rows, run_seed
 
 
@@ -78,33 +77,53 @@ def test_compare_checks_what_the_program_returns():
         compare(lambda device: {"rows": [1, 2]}, ["cpu:execute", "cpu:submit"])
 
 
+REMOTE = (("address", "127.0.0.1:5555"),)
+
+
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("text", "expected", "label"),
     [
-        ("cpu:submit", Config("cpu", "submit")),
-        (" dx:execute ", Config("dx", "execute")),
-        ("metal", Config("metal", None)),
-        ("remote://127.0.0.1:5555", Config("remote://127.0.0.1:5555", None)),
-        ("remote://127.0.0.1:5555:submit", Config("remote://127.0.0.1:5555", "submit")),
+        ("cpu:submit", DeviceConfig("cpu", "submit"), "cpu:submit"),
+        (" dx:execute ", DeviceConfig("dx", "execute"), "dx:execute"),
+        ("metal", DeviceConfig("metal", None), "metal"),
+        (
+            "remote://127.0.0.1:5555",
+            DeviceConfig("remote", None, options=REMOTE),
+            "remote://127.0.0.1:5555",
+        ),
+        (
+            "remote://127.0.0.1:5555:submit",
+            DeviceConfig("remote", "submit", options=REMOTE),
+            "remote://127.0.0.1:5555:submit",
+        ),
     ],
 )
-def test_compare_parses_configurations(text, expected):
-    assert parse_config(text) == expected
+def test_compare_parses_configurations_as_device_configs(text, expected, label):
+    config = parse_configs([text, "cpu"])[0]
+    assert (config, config.label) == (expected, label)
+
+
+def test_compare_takes_device_configs_with_options():
+    token = DeviceConfig.parse("remote://127.0.0.1:5555", token="secret")
+    configs = parse_configs([token, "cpu"])
+    assert configs[0] == token and configs[0].option_dict["token"] == "secret"
+    assert configs[0].label == "remote://127.0.0.1:5555"  # the token stays out of labels
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("cpu:sumbit", "'sumbit' is not a staging policy; did you mean cpu:submit?"),
-        ("cpu:later", "'later' is not a staging policy. Use BACKEND:submit or BACKEND:execute"),
-        ("cdu:submit", "no backend named 'cdu'; did you mean 'cpu'?"),
-        ("", "is not of the form BACKEND:STAGING"),
-        (":submit", "is not of the form BACKEND:STAGING"),
+        ("cpu:later", "'later' is not a staging policy. Use BACKEND, BACKEND:submit or"),
+        ("cdu:submit", "configuration 'cdu:submit': no backend named 'cdu'; did you mean 'cpu'?"),
+        (":submit", "a device name is empty; use e.g. 'cpu' or 'cpu:submit'"),
+        (" ", "a device name is empty"),
+        (3, "a device is named by text such as 'cpu' or 'cpu:submit', got int 3"),
     ],
 )
 def test_compare_rejects_bad_configurations(text, message):
     with pytest.raises(ConfigurationError) as raised:
-        parse_config(text)
+        parse_configs([text, "cpu"])
     assert message in str(raised.value)
     assert isinstance(raised.value, LuisaNbError) and isinstance(raised.value, ValueError)
 

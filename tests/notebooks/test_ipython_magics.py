@@ -57,7 +57,8 @@ def test_ipython_trace_hands_the_trace_to_the_viewer(ipython, monkeypatch):
 def test_ipython_trace_help_lists_the_options(ipython):
     for query in ("%luisa_trace?", "%%luisa_trace?"):
         shown = ipython.run(query)
-        for option in ("--backend NAME", "--staging", "--capture", "--save PATH", "submit"):
+        options = ("--backend NAME", "--staging", "--token", "--capture", "--save PATH", "submit")
+        for option in options:
             assert option in shown.stdout, (query, shown.stdout)
 
 
@@ -74,6 +75,11 @@ def test_ipython_trace_help_lists_the_options(ipython):
         ("%%luisa_compare cpu:execute gpu:submit", "no backend named 'gpu'"),
         ("%luisa_device cdu", "did you mean 'cpu'?"),
         ("%luisa_device cpu --staging later", "invalid choice: 'later'"),
+        ("%luisa_device cpu:later", "'later' is not a staging policy"),
+        ("%luisa_device cpu --token secret", "backend 'cpu' does not take these options"),
+        ("%luisa_device remote://127.0.0.1:1", "remote://127.0.0.1:1 needs token=..."),
+        ("%%luisa_trace --backend cpu-submit", "no backend named 'cpu-submit'"),
+        ("%%luisa_compare cpu:execute cpu:submit --token secret", "--token is for remote://"),
         ("%luisa_hazards no_such_variable", "is not a variable holding a luisa_nb trace"),
     ],
 )
@@ -138,6 +144,9 @@ def test_ipython_device_magic_sets_the_default_device(ipython):
     assert "lnb.default_device() is now <Device 'dx' staging='execute'>" in shown.stdout
     assert "model of LuisaCompute's DX12 backend" in shown.stdout
     assert "<Device 'dx'" in ipython.run("%luisa_device").stdout
+    shown = ipython.run("%luisa_device metal:submit")
+    assert shown.success, shown.stderr
+    assert (lnb.default_device().name, lnb.default_device().staging) == ("metal", "submit")
 
 
 def test_ipython_compare_marks_the_arrays_that_differ(ipython):

@@ -14,9 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
 from notebook_support import WIRED
-
-from luisa_nb.testing.browser import jupyter_lab, launch_chromium, missing_browser_reason
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "01_seed_bug.ipynb"
 SERVER_START_S = 90

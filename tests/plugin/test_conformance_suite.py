@@ -75,7 +75,7 @@ def test_a_backend_with_the_bug_fails_naming_the_stale_upload(test_backends):
     assert outcomes["failed"] > 100
     result.stdout.fnmatch_lines(
         [
-            "*_ test_program[[]uploads_first-execute-copy_only[]] _*",
+            "*_ test_program[[]uploads_first:execute-copy_only[]] _*",
             "conformance program 'copy_only' on backend 'uploads_first' (staging='execute'): "
             "2 problem(s)",
             "- #* upload b <- h2 went stale: 64 of 64 elements differ from what stream order "
@@ -92,5 +92,5 @@ def test_a_backend_with_the_bug_fails_naming_the_stale_upload(test_backends):
         ]
     )
     result.stdout.fnmatch_lines(
-        ["FAILED *test_conformance_seed.py::test_seed[[]uploads_first-execute[]] - *"]
+        ["FAILED *test_conformance_seed.py::test_seed[[]uploads_first:execute[]] - *"]
     )

@@ -70,18 +70,18 @@ def test_marker_passes_clean_tests_and_fails_the_seed_with_hazards_in_words(pyte
     result = pytester.runpytest_subprocess("--luisa-backend", "cpu", "-v")
     result.stdout.fnmatch_lines_random(
         [
-            "*test_clean[[]cpu-execute[]] PASSED*",
-            "*test_clean[[]cpu-submit[]] PASSED*",
-            "*test_seed_stale[[]cpu-execute[]] PASSED*",
-            "*test_seed_stale[[]cpu-submit[]] FAILED*",
-            "*test_seed_any[[]cpu-execute[]] FAILED*",
-            "*test_seed_any[[]cpu-submit[]] FAILED*",
+            "*test_clean[[]cpu:execute[]] PASSED*",
+            "*test_clean[[]cpu:submit[]] PASSED*",
+            "*test_seed_stale[[]cpu:execute[]] PASSED*",
+            "*test_seed_stale[[]cpu:submit[]] FAILED*",
+            "*test_seed_any[[]cpu:execute[]] FAILED*",
+            "*test_seed_any[[]cpu:submit[]] FAILED*",
         ]
     )
     result.assert_outcomes(passed=3, failed=3)
     result.stdout.fnmatch_lines(
         [
-            "*_ test_seed_stale[[]cpu-submit[]] _*",
+            "*_ test_seed_stale[[]cpu:submit[]] _*",
             "luisa_no_hazards: the trace of this test has 1 hazard of kind STALE_UPLOAD:",
             "STALE_UPLOAD: #* upload z <- z_data read z_data[[]0:1024[]] * before "
             "#* download z -> z_data wrote it, so it sent the old bytes",
@@ -92,7 +92,7 @@ def test_marker_passes_clean_tests_and_fails_the_seed_with_hazards_in_words(pyte
     )
     result.stdout.fnmatch_lines(
         [
-            "*_ test_seed_any[[]cpu-execute[]] _*",
+            "*_ test_seed_any[[]cpu:execute[]] _*",
             "luisa_no_hazards: the trace of this test has 1 hazard:",
             "LATENT_STALE_UPLOAD: #* upload z <- z_data reads z_data[[]0:1024[]]*",
         ]
@@ -100,7 +100,7 @@ def test_marker_passes_clean_tests_and_fails_the_seed_with_hazards_in_words(pyte
     result.stdout.fnmatch_lines(
         [
             "*= luisa_nb traces of failed tests =*",
-            "test_seed.py::test_seed_stale[[]cpu-submit[]]: *luisa-trace.lnbtrace",
+            "test_seed.py::test_seed_stale[[]cpu:submit[]]: *luisa-trace.lnbtrace",
         ]
     )
     saved = _saved_traces(result.stdout.str())

@@ -14,7 +14,7 @@ def test_default_runs_every_available_backend_under_both_policies(pytester):
     pytester.makepyfile(test_ids=DEVICE_TEST)
     result = pytester.runpytest_subprocess("--collect-only", "-q")
     expected = [
-        f"test_ids.py::test_x[[]{backend}-{staging}[]]"
+        f"test_ids.py::test_x[[]{backend}:{staging}[]]"
         for backend in available_backends()
         for staging in ("execute", "submit")
     ]
@@ -29,22 +29,22 @@ def test_options_narrow_the_devices_and_show_in_the_header(pytester):
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["luisa_nb: backends cpu; staging submit", "test_ids.py::test_x[[]cpu-submit[]] PASSED*"]
+        ["luisa_nb: backends cpu; staging submit", "test_ids.py::test_x[[]cpu:submit[]] PASSED*"]
     )
-    result.stdout.no_fnmatch_line("*cpu-execute*")
+    result.stdout.no_fnmatch_line("*cpu:execute*")
 
 
 def test_repeated_options_and_ini_defaults(pytester):
     pytester.makeini("[pytest]\nluisa_backends = cpu\nluisa_staging = execute\n")
     pytester.makepyfile(test_ids=DEVICE_TEST)
     result = pytester.runpytest_subprocess("-v")
-    result.stdout.fnmatch_lines(["test_ids.py::test_x[[]cpu-execute[]] PASSED*"])
+    result.stdout.fnmatch_lines(["test_ids.py::test_x[[]cpu:execute[]] PASSED*"])
     result.assert_outcomes(passed=1)
     result = pytester.runpytest_subprocess(
         "-v", "--luisa-staging", "submit", "--luisa-staging", "execute"
     )
     result.stdout.fnmatch_lines(
-        ["*test_x[[]cpu-submit[]] PASSED*", "*test_x[[]cpu-execute[]] PASSED*"]
+        ["*test_x[[]cpu:submit[]] PASSED*", "*test_x[[]cpu:execute[]] PASSED*"]
     )
 
 
@@ -53,14 +53,55 @@ def test_a_test_can_parametrize_the_device_itself(pytester):
         test_own="""
         import pytest
 
-        @pytest.mark.parametrize("luisa_device", ["cpu-submit"], indirect=True)
+        @pytest.mark.parametrize("luisa_device", ["cpu:submit"], indirect=True)
         def test_own(luisa_device):
             assert (luisa_device.name, luisa_device.staging) == ("cpu", "submit")
         """
     )
     result = pytester.runpytest_subprocess("-v")
-    result.stdout.fnmatch_lines(["*test_own[[]cpu-submit[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*test_own[[]cpu:submit[]] PASSED*"])
     result.assert_outcomes(passed=1)
+
+
+def test_a_backend_named_with_a_policy_runs_under_that_policy_only(pytester):
+    pytester.makepyfile(test_ids=DEVICE_TEST)
+    result = pytester.runpytest_subprocess(
+        "-v", "--luisa-backend", "cpu:submit", "--luisa-backend", "dx"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "luisa_nb: backends cpu:submit, dx; staging execute, submit",
+            "*test_x[[]cpu:submit[]] PASSED*",
+            "*test_x[[]dx:execute[]] PASSED*",
+            "*test_x[[]dx:submit[]] PASSED*",
+        ]
+    )
+    result.assert_outcomes(passed=3)
+
+
+def test_a_device_parameter_is_read_as_device_config_reads_it(pytester):
+    pytester.makepyfile(
+        test_own="""
+        import pytest
+
+        from luisa_nb.runtime import DeviceConfig
+
+        @pytest.mark.parametrize(
+            "luisa_device", [("dx", "submit"), DeviceConfig.parse("metal:execute")], indirect=True
+        )
+        def test_own(luisa_device):
+            assert luisa_device.name in ("dx", "metal")
+
+        @pytest.mark.parametrize("luisa_device", ["cpu-submit"], indirect=True)
+        def test_old_form(luisa_device):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-v")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*luisa_device parameter 'cpu-submit': no backend named 'cpu-submit'*'cpu:submit'*"]
+    )
 
 
 @pytest.mark.parametrize(

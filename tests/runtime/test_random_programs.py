@@ -81,11 +81,11 @@ def _settings(examples: int) -> settings:
     )
 
 
-def _create_device(backend: str, staging: str, **options: object) -> Device:
+def _create_device(name: str, staging: str | None = None, **options: object) -> Device:
     try:
-        return lnb.create_device(backend, staging=staging, **options)
+        return lnb.create_device(name, staging=staging, **options)
     except (BackendNotFoundError, RemoteError) as error:
-        pytest.skip(f"backend {backend!r} does not start here: {error}")
+        pytest.skip(f"device {name!r} does not start here: {error}")
 
 
 @contextlib.contextmanager
@@ -97,10 +97,9 @@ def _open(device: Device) -> Iterator[Device]:
             device.close()
 
 
-@pytest.fixture(scope="module", params=[f"{b}-{s}" for b in BACKENDS for s in STAGINGS], ids=str)
+@pytest.fixture(scope="module", params=[f"{b}:{s}" for b in BACKENDS for s in STAGINGS], ids=str)
 def backend_device(request: pytest.FixtureRequest) -> Iterator[Device]:
-    backend, staging = request.param.split("-")
-    with _open(_create_device(backend, staging)) as device:
+    with _open(_create_device(request.param)) as device:
         yield device
 
 

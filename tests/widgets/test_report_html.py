@@ -9,8 +9,8 @@ import re
 import numpy as np
 
 from luisa_nb.report import report_html, write_report
+from luisa_nb.widgets.html_page import STATIC
 from luisa_nb.widgets.model import build_timeline
-from luisa_nb.widgets.static import STATIC
 
 EXTERNAL = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 

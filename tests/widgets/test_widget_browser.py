@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.browser import launch_chromium, missing_browser_reason
+from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
-from luisa_nb.testing.browser import launch_chromium, missing_browser_reason
 from luisa_nb.widgets import DiffView
+from luisa_nb.widgets.html_page import MODULE_TYPE, module_source
 from luisa_nb.widgets.model import KINDS
-from luisa_nb.widgets.static import MODULE_TYPE, module_source
-from luisa_nb.widgets.synthetic import synthetic_trace
 
 COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KINDS}
 

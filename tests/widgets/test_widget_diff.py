@@ -9,7 +9,7 @@ import pytest
 from traitlets import TraitError
 
 from luisa_nb.widgets import DiffView, StagingInspector
-from luisa_nb.widgets.comparison import Comparison
+from luisa_nb.widgets.array_diff import ArrayDiff
 
 
 def values(raw: bytes, dtype: str) -> list:
@@ -59,7 +59,7 @@ def test_large_heatmap_is_pooled():
     expected = np.zeros((1000, 2000), np.float32)
     actual = expected.copy()
     actual[999, 1999] = 1.0
-    comparison = Comparison(expected, actual)
+    comparison = ArrayDiff(expected, actual)
     grid = comparison.heatmap()
     assert grid.shape == (128, 512)
     assert np.count_nonzero(grid) == 1 and grid[-1, -1] > 0

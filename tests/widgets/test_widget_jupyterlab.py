@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-
-from luisa_nb.testing.browser import jupyter_lab, launch_chromium, missing_browser_reason
+from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
 
 if reason := missing_browser_reason(lab=True):
     pytest.skip(reason, allow_module_level=True)

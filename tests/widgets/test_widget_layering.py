@@ -25,7 +25,6 @@ from luisa_nb.widgets import (
     CommandTable, DiffView, HazardList, StagingInspector, TimelineWidget, TraceViewer,
 )
 import luisa_nb.report
-import luisa_nb.widgets.synthetic
 print(json.dumps(sorted(sys.modules)))
 """
 

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers.synthetic import synthetic_trace
 
 from luisa_nb.trace import CommandKind
 from luisa_nb.widgets.model import (
@@ -17,7 +18,6 @@ from luisa_nb.widgets.model import (
     Analysis,
     build_timeline,
 )
-from luisa_nb.widgets.synthetic import synthetic_trace
 
 
 def unpack(model):

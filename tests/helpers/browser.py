@@ -1,5 +1,6 @@
 """Headless Debian chromium (driven by Playwright) and a throwaway JupyterLab server, for
-the browser tests and benchmarks. Playwright is imported only when a browser is launched."""
+the browser tests and the widget benchmark (a test helper, not part of the package).
+Playwright is imported only when a browser is launched."""
 
 from __future__ import annotations
 

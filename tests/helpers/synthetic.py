@@ -1,5 +1,6 @@
-"""Traces made by hand, record by record: for the widget benchmark and tests, and to try
-the viewer at scale with no device (``TraceViewer(synthetic_trace(100_000))``)."""
+"""Traces made by hand, record by record: for the widget tests and benchmark, and to try
+the viewer at scale with no device (``TraceViewer(synthetic_trace(100_000))``, with the
+repository's ``tests/`` on ``sys.path``). A test helper, not part of the package."""
 
 from __future__ import annotations
 

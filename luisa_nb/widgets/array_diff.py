@@ -1,7 +1,7 @@
 """Expected against actual values: statistics, a heatmap of differences, and pages of
 values as binary buffers. Shared by ``DiffView``, ``StagingInspector`` and the static page.
 
-No widget code here: a :class:`Comparison` is plain numpy, so the report and the tests
+No widget code here: an :class:`ArrayDiff` is plain numpy, so the report and the tests
 use it without a notebook.
 """
 
@@ -70,7 +70,7 @@ def _json_number(value: float) -> float | str:
     return value if math.isfinite(value) else repr(value)
 
 
-class Comparison:
+class ArrayDiff:
     """``expected`` against ``actual`` (same shape), element by element.
 
     ``differing`` (flat indices) overrides the element comparison, e.g. with an upload
@@ -263,12 +263,12 @@ class Comparison:
         return np.ascontiguousarray(values, "<" + transport_dtype(values.dtype)).tobytes()
 
 
-def upload_comparison(
+def upload_array_diff(
     trace: Trace,
     check: UploadCheck,
     command: CommandRecord | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
-) -> Comparison | None:
+) -> ArrayDiff | None:
     """Staged against expected bytes of an upload, as typed values in the host array's
     shape when every element was captured; ``None`` when the bytes were not captured."""
     if check.expected is None or check.staged is None:
@@ -294,7 +294,7 @@ def upload_comparison(
     if known == elements and int(np.prod(shape)) == known:
         expected, staged = expected.reshape(shape), staged.reshape(shape)
     differing = check.differing_indices[check.differing_indices < known]
-    return Comparison(
+    return ArrayDiff(
         expected,
         staged,
         names=("expected", "staged"),

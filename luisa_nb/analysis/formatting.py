@@ -1,4 +1,4 @@
-"""Element ranges and durations as they appear in finding messages."""
+"""Element ranges and durations as text, as they appear in finding messages."""
 
 from __future__ import annotations
 

@@ -1,0 +1,4 @@
+"""Helpers shared by the tests (and the widget benchmark), kept out of the installed
+package: a headless browser and JupyterLab server (:mod:`helpers.browser`) and traces
+made by hand (:mod:`helpers.synthetic`). ``tests/`` is on ``sys.path`` while pytest runs
+(``tests/conftest.py`` puts it there), so tests import them as ``helpers.browser``."""
