@@ -33,6 +33,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     RecordNotFoundError,
 )
+from luisa_nb.recording import Trace, recorder
 from luisa_nb.runtime import (
     BufferView,
     Device,
@@ -40,7 +41,6 @@ from luisa_nb.runtime import (
     default_device,
     set_default_device,
 )
-from luisa_nb.trace import Trace, recorder
 
 FIRST_INDICES = 8
 """How many differing indices a difference keeps (and the HTML view shows)."""

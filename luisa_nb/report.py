@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from luisa_nb.trace import Trace
-from luisa_nb.trace.archive import atomic_write
+from luisa_nb.recording import Trace
+from luisa_nb.recording.archive import atomic_write
 from luisa_nb.widgets.pages import trace_page
 
 

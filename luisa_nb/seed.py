@@ -14,8 +14,8 @@ import numpy as np
 
 from luisa_nb.analysis import AnalyzedTrace
 from luisa_nb.kernels import dispatch_id
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
 from luisa_nb.runtime import Buffer, Device, kernel
-from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
 
 SEED_SIZE = 1024
 SEED_FILL = 123.0

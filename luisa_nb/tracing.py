@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
 
 
 class ViewableTrace(AnalyzedTrace):

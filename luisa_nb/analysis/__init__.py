@@ -1,4 +1,4 @@
-"""Analysis of a :class:`~luisa_nb.trace.Trace`, live or loaded: hazards (DESIGN §5) and
+"""Analysis of a :class:`~luisa_nb.recording.Trace`, live or loaded: hazards (DESIGN §5) and
 expected-vs-staged bytes of uploads. Reads only the trace layer, never the runtime."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads
 from luisa_nb.errors import RecordNotFoundError
-from luisa_nb.trace import Trace
-from luisa_nb.trace.naming import describe
-from luisa_nb.trace.trace import DEFAULT_CAPTURE_BYTES
+from luisa_nb.recording import Trace
+from luisa_nb.recording.naming import describe
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
 
 __all__ = [
     "AnalyzedTrace",

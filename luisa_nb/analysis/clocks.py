@@ -13,7 +13,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from luisa_nb.trace import Status, SyncKind, SyncRecord
+from luisa_nb.recording import Status, SyncKind, SyncRecord
 
 Clock = tuple[int, ...]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from luisa_nb.trace import DeviceRange, HostRange, Trace
-from luisa_nb.trace.naming import host_name
+from luisa_nb.recording import DeviceRange, HostRange, Trace
+from luisa_nb.recording.naming import host_name
 
 
 def host_slice(base: HostRange, part: HostRange) -> str:

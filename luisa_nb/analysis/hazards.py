@@ -23,7 +23,7 @@ import numpy as np
 from luisa_nb.analysis.clocks import Clock, VectorClocks
 from luisa_nb.analysis.formatting import device_slice, duration, host_slice
 from luisa_nb.analysis.intervals import IntervalMap
-from luisa_nb.trace import (
+from luisa_nb.recording import (
     CommandKind,
     CommandRecord,
     DeviceRange,
@@ -31,9 +31,9 @@ from luisa_nb.trace import (
     Status,
     Trace,
 )
-from luisa_nb.trace.naming import describe, stream_name
-from luisa_nb.trace.records import record_to_dict
-from luisa_nb.trace.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
+from luisa_nb.recording.naming import describe, stream_name
+from luisa_nb.recording.records import record_to_dict
+from luisa_nb.recording.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
 
 _SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
 _UPLOAD, _DOWNLOAD = KIND_CODES[CommandKind.UPLOAD], KIND_CODES[CommandKind.DOWNLOAD]

@@ -17,7 +17,7 @@ import numpy as np
 
 from luisa_nb.analysis.differences import differing_bits
 from luisa_nb.analysis.intervals import IntervalMap
-from luisa_nb.trace import CommandKind, CommandRecord, HostRange, Trace
+from luisa_nb.recording import CommandKind, CommandRecord, HostRange, Trace
 
 
 class Source(NamedTuple):

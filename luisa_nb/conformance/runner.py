@@ -43,9 +43,9 @@ from luisa_nb.conformance.program import (
     Wait,
 )
 from luisa_nb.errors import CommandFailedError
+from luisa_nb.recording import Status, recorder
 from luisa_nb.runtime import Buffer, BufferView, Device, Event, Stream
 from luisa_nb.runtime.commands import Command
-from luisa_nb.trace import Status, recorder
 
 BRANCH_TIMEOUT_SECONDS = 60.0
 """How long the threads of a :class:`Concurrent` step may take to issue their steps."""

@@ -52,9 +52,9 @@ from luisa_nb.conformance.program import (
 )
 from luisa_nb.conformance.runner import ProgramRun, run_program
 from luisa_nb.errors import CommandFailedError
+from luisa_nb.recording import CommandKind, Status, SyncKind
+from luisa_nb.recording.naming import describe
 from luisa_nb.runtime import Device
-from luisa_nb.trace import CommandKind, Status, SyncKind
-from luisa_nb.trace.naming import describe
 
 UNEXPECTED_HAZARDS = (HazardKind.DEVICE_RACE, HazardKind.HOST_WRITE_IN_FLIGHT)
 """Hazards no conformance program has (see rule 6)."""

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.compare import Comparison
-from luisa_nb.trace import CommandKind, CommandRecord
-from luisa_nb.trace.naming import describe, stream_name
+from luisa_nb.recording import CommandKind, CommandRecord
+from luisa_nb.recording.naming import describe, stream_name
 
 DIFF_ROWS = 8
 """How many differing elements of a stale upload the summary lists."""

@@ -31,10 +31,10 @@ from luisa_nb.compare import (
 from luisa_nb.errors import LuisaNbError
 from luisa_nb.ipython.display import HazardTable, show_comparison, show_trace
 from luisa_nb.ipython.state import STATE, ExtensionState, InstalledHooks, last_trace
+from luisa_nb.recording import Trace, recorder
+from luisa_nb.recording.trace import CAPTURE_POLICIES
 from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy, default_device
 from luisa_nb.runtime import set_default_device as _set_default_device
-from luisa_nb.trace import Trace, recorder
-from luisa_nb.trace.trace import CAPTURE_POLICIES
 
 _BACKENDS = ", ".join(backend_names())
 _TOKEN_HELP = (

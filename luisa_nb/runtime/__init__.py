@@ -2,6 +2,8 @@
 
 from collections.abc import Mapping
 
+from luisa_nb.recording import recorder
+from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime.buffer import Buffer, BufferView
 from luisa_nb.runtime.commands import (
     Command,
@@ -21,8 +23,6 @@ from luisa_nb.runtime.device import (
 from luisa_nb.runtime.kernel import Kernel, kernel
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
-from luisa_nb.trace import recorder
-from luisa_nb.trace.trace import Trace
 
 
 def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:

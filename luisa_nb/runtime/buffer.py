@@ -21,6 +21,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     ViewRangeError,
 )
+from luisa_nb.recording.records import Access, DeviceRange
 from luisa_nb.runtime.commands import (
     Command,
     CopyCommand,
@@ -29,7 +30,6 @@ from luisa_nb.runtime.commands import (
     UploadCommand,
 )
 from luisa_nb.runtime.host import host_bytes
-from luisa_nb.trace.records import Access, DeviceRange
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
+from luisa_nb.recording.recorder import active_recorder
+from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
+from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
-from luisa_nb.trace.recorder import active_recorder
-from luisa_nb.trace.records import Access, Capture, CommandKind, DeviceRange, HostRange
-from luisa_nb.trace.trace import now
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.buffer import BufferView

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
+from luisa_nb.recording.recorder import RunTimer
+from luisa_nb.recording.records import Status
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
-from luisa_nb.trace.recorder import RunTimer
-from luisa_nb.trace.records import Status
 
 
 def exception_text(error: BaseException) -> str:

@@ -16,7 +16,7 @@ from luisa_nb.errors import (
     HostReadOnlyError,
     HostSizeError,
 )
-from luisa_nb.trace.records import HostRange
+from luisa_nb.recording.records import HostRange
 
 HOST_MEMORY = threading.Lock()
 """Held across every read and write of host memory by the runtime (and the recorder's

@@ -18,11 +18,11 @@ import numpy as np
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
+from luisa_nb.recording.records import Access
 from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.commands import DispatchArguments, DispatchCommand
 from luisa_nb.runtime.device import default_device
 from luisa_nb.runtime.stream import Stream
-from luisa_nb.trace.records import Access
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import KernelBuffer

@@ -35,8 +35,8 @@ from luisa_nb.runtime.host import HOST_MEMORY
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend, DeviceSpan
+    from luisa_nb.recording.recorder import Recorder
     from luisa_nb.runtime.commands import Command, DownloadCommand
-    from luisa_nb.trace.recorder import Recorder
 
 
 class StagingPolicy(str, Enum):

@@ -24,11 +24,11 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
+from luisa_nb.recording.recorder import Recorder, active_recorder
+from luisa_nb.recording.records import Status, SyncKind
 from luisa_nb.runtime.commands import Command, next_id
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
 from luisa_nb.runtime.staging import Run, StagingBlock, Step
-from luisa_nb.trace.recorder import Recorder, active_recorder
-from luisa_nb.trace.records import Status, SyncKind
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device

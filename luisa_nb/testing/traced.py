@@ -12,7 +12,7 @@ from typing import Any
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.errors import ConfigurationError
-from luisa_nb.trace import recorder
+from luisa_nb.recording import recorder
 
 TRACE_FILE_NAME = "luisa-trace.lnbtrace"
 

@@ -1,7 +1,7 @@
 """Visual debugger widgets: a trace's timeline, command table, hazard list, the staged
 bytes of an upload against stream order, and expected-vs-actual diffs of any arrays.
 
-Widgets read a :class:`~luisa_nb.trace.Trace` plus analysis results only, never the
+Widgets read a :class:`~luisa_nb.recording.Trace` plus analysis results only, never the
 runtime, so a saved trace opens with no device. Each widget is an anywidget (a Python
 class plus one ES module in ``static/``) with a self-contained ``text/html`` fallback.
 The widget classes load on first use, so ``luisa_nb.report`` works without ipywidgets.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from luisa_nb.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
-    from luisa_nb.trace import Trace
+    from luisa_nb.recording import Trace
     from luisa_nb.widgets.diff import DiffView, StagingInspector
     from luisa_nb.widgets.trace_views import CommandTable, HazardList, TimelineWidget
     from luisa_nb.widgets.viewer import TraceViewer
@@ -54,7 +54,7 @@ def show(obj: Any, actual: Any = None, **options: Any) -> Any:
     views as a static HTML page and returns ``None``."""
     from IPython.display import HTML, display
 
-    from luisa_nb.trace import Trace
+    from luisa_nb.recording import Trace
 
     if actual is None and not isinstance(obj, Trace):
         raise InvalidArgumentError(

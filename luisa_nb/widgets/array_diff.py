@@ -15,8 +15,8 @@ import numpy as np
 from luisa_nb.analysis.differences import differing_values, largest_errors
 from luisa_nb.analysis.uploads import UploadCheck
 from luisa_nb.errors import BufferMismatchError, ConfigurationError, HostDtypeError
-from luisa_nb.trace import CommandRecord, Trace
-from luisa_nb.trace.naming import describe
+from luisa_nb.recording import CommandRecord, Trace
+from luisa_nb.recording.naming import describe
 
 DEFAULT_PAGE_SIZE = 256
 FIRST_INDICES = 16

@@ -14,8 +14,8 @@ import numpy as np
 from traitlets import Bytes, Dict, Int, TraitError, observe, validate
 
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.trace import Trace
-from luisa_nb.trace.naming import describe
+from luisa_nb.recording import Trace
+from luisa_nb.recording.naming import describe
 from luisa_nb.widgets.array_diff import DEFAULT_PAGE_SIZE, ArrayDiff, upload_array_diff
 from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.html_page import module_source

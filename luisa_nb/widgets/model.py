@@ -3,7 +3,7 @@ JSON summaries (lanes, kinds, colours, hazards, command texts).
 
 The live widgets and the static HTML page read the same :class:`TimelineModel`, so a
 notebook, a saved report and a headless browser draw the same picture. Reads a
-:class:`~luisa_nb.trace.Trace` and analysis results only; never the runtime.
+:class:`~luisa_nb.recording.Trace` and analysis results only; never the runtime.
 
 Per record the buffer holds 28 bytes, one column after another (each padded to 8 bytes):
 
@@ -34,8 +34,8 @@ import numpy as np
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads
 from luisa_nb.errors import RecordNotFoundError
-from luisa_nb.trace import CommandKind, CommandRecord, Status, SyncKind, Trace
-from luisa_nb.trace.naming import describe, stream_name
+from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
+from luisa_nb.recording.naming import describe, stream_name
 
 #: Record kinds in code order, with their colours (commands first, then sync points).
 KINDS: tuple[tuple[str, str], ...] = (

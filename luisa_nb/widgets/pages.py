@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.trace import Trace
+from luisa_nb.recording import Trace
 from luisa_nb.widgets.array_diff import (
     FIRST_INDICES,
     ArrayDiff,

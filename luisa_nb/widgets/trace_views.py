@@ -14,7 +14,7 @@ from typing import Any
 from traitlets import Bytes, Dict, List
 
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.trace import Trace
+from luisa_nb.recording import Trace
 from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.html_page import module_source
 from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline

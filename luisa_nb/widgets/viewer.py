@@ -10,7 +10,7 @@ import ipywidgets
 from traitlets import observe
 
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.trace import Trace
+from luisa_nb.recording import Trace
 from luisa_nb.widgets.diff import StagingInspector
 from luisa_nb.widgets.html_page import escape
 from luisa_nb.widgets.model import Analysis, build_timeline

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.trace import (
+from luisa_nb.recording import (
     Access,
     BufferInfo,
     Capture,

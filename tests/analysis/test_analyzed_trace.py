@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.analysis import AnalyzedTrace, HazardKind
-from luisa_nb.trace import Access, CommandKind
+from luisa_nb.recording import Access, CommandKind
 
 
 def test_load_returns_an_analyzed_trace_with_the_same_findings(seed, tmp_path):

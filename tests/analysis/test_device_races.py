@@ -3,7 +3,7 @@
 import pytest
 
 from luisa_nb.analysis import HazardKind, find_hazards
-from luisa_nb.trace import Access, CommandKind, DeviceRange, SyncKind
+from luisa_nb.recording import Access, CommandKind, DeviceRange, SyncKind
 
 
 @pytest.fixture

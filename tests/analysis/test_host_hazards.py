@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.analysis import HazardKind, Source, find_hazards
-from luisa_nb.trace import Access, CommandKind, Status, SyncKind
+from luisa_nb.recording import Access, CommandKind, Status, SyncKind
 
 OLD = np.full(1024, 123.0, np.float32)
 NEW = np.arange(1024, dtype=np.float32)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from luisa_nb.analysis import HazardKind, find_hazards
-from luisa_nb.trace import Access, CommandKind, SyncKind
+from luisa_nb.recording import Access, CommandKind, SyncKind
 
 STREAMS = 4
 ROUNDS = 8000

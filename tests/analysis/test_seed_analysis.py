@@ -6,7 +6,7 @@ import json
 import numpy as np
 
 from luisa_nb.analysis import HazardKind, Source, describe
-from luisa_nb.trace import Access, CommandKind
+from luisa_nb.recording import Access, CommandKind
 
 EXPECTED = np.arange(1024, dtype=np.float32) * np.float32(1001.0)
 

@@ -5,7 +5,7 @@ repository's ``tests/`` on ``sys.path``). A test helper, not part of the package
 from __future__ import annotations
 
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.trace import (
+from luisa_nb.recording import (
     Access,
     BufferInfo,
     CommandKind,

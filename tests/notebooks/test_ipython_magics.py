@@ -13,7 +13,7 @@ from luisa_nb.analysis import HazardKind
 from luisa_nb.compare import Comparison
 from luisa_nb.ipython import display as extension_display
 from luisa_nb.ipython.state import STATE, last_trace
-from luisa_nb.trace import recorder
+from luisa_nb.recording import recorder
 
 pytest.importorskip("IPython")
 

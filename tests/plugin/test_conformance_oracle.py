@@ -29,9 +29,9 @@ from luisa_nb.conformance.program import (
 )
 from luisa_nb.conformance.runner import ConformanceError, run_program
 from luisa_nb.conformance.verify import failure_report, verify_run
+from luisa_nb.recording import Status, recorder
 from luisa_nb.runtime import Device
 from luisa_nb.seed import expected_rows
-from luisa_nb.trace import Status, recorder
 
 
 def _initial(program, name):

@@ -8,7 +8,7 @@ TEST_BACKENDS = '''
 """Backends registered by a distribution that exists only in this test's directory."""
 
 from luisa_nb.backends.cpu import CpuBackend
-from luisa_nb.trace import CommandKind
+from luisa_nb.recording import CommandKind
 
 
 class UploadsFirstBackend(CpuBackend):

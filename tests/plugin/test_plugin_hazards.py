@@ -123,7 +123,7 @@ def test_luisa_trace_records_the_test_and_is_saved_when_it_fails(pytester):
         import numpy as np
         import pytest
 
-        from luisa_nb.trace import recorder
+        from luisa_nb.recording import recorder
 
         def test_records(luisa_trace, luisa_device):
             assert recorder.active_trace() is luisa_trace

@@ -9,8 +9,8 @@ pytest.importorskip("zmq")
 
 import luisa_nb as lnb
 from luisa_nb.errors import CommandFailedError, ConfigurationError
+from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import FillCommand
-from luisa_nb.trace.records import Status
 
 
 @lnb.kernel(mode="c")

@@ -15,8 +15,8 @@ pytest.importorskip("zmq")
 
 import luisa_nb as lnb
 from luisa_nb.errors import CommandFailedError, ConfigurationError, LuisaNbError, RemoteError
+from luisa_nb.recording.records import Status
 from luisa_nb.remote.launcher import LocalServer
-from luisa_nb.trace.records import Status
 
 from .helpers import running, wait_gone
 

@@ -12,7 +12,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.kernels import compiler_available
-from luisa_nb.trace.records import Status
+from luisa_nb.recording.records import Status
 
 
 def spin_forever(out):

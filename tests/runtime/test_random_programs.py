@@ -53,8 +53,8 @@ from luisa_nb.conformance.runner import run_program
 from luisa_nb.conformance.strategies import programs
 from luisa_nb.conformance.verify import failure_report, verify_run
 from luisa_nb.errors import BackendNotFoundError, CommandFailedError, RemoteError
+from luisa_nb.recording import Status
 from luisa_nb.runtime import Device
-from luisa_nb.trace import Status
 
 EXAMPLES_VARIABLE = "LUISA_NB_HYPOTHESIS_EXAMPLES"
 EXAMPLES = int(os.environ.get(EXAMPLES_VARIABLE, "0")) or None

@@ -5,7 +5,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.analysis import HazardKind
-from luisa_nb.trace import CommandKind
+from luisa_nb.recording import CommandKind
 
 N = 1024
 

@@ -5,7 +5,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb import errors
-from luisa_nb.trace import Status, SyncKind
+from luisa_nb.recording import Status, SyncKind
 
 
 def _gate(stream):

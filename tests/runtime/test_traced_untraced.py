@@ -14,9 +14,9 @@ import xxhash
 import luisa_nb as lnb
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.runner import run_program
+from luisa_nb.recording import recorder as recorder_module
+from luisa_nb.recording.recorder import Recorder, TraceRecorder
 from luisa_nb.runtime.host import HOST_MEMORY
-from luisa_nb.trace import recorder as recorder_module
-from luisa_nb.trace.recorder import Recorder, TraceRecorder
 
 HostAccess = tuple[str, str, int, str]
 

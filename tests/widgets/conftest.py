@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 import luisa_nb as lnb
+from luisa_nb.recording import CommandKind
 from luisa_nb.seed import run_seed
-from luisa_nb.trace import CommandKind
 
 
 def _seed(staging: str) -> SimpleNamespace:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers.synthetic import synthetic_trace
 
-from luisa_nb.trace import CommandKind
+from luisa_nb.recording import CommandKind
 from luisa_nb.widgets.model import (
     BYTES_PER_RECORD,
     COLUMNS,
@@ -129,7 +129,7 @@ def test_texts_are_shared_between_records(seed_trace):
 
 def test_plain_trace_is_analysed_on_the_fly(seed):
     seed_trace = seed.trace
-    from luisa_nb.trace import Trace
+    from luisa_nb.recording import Trace
 
     plain = Trace()
     plain.set_contents(seed_trace.table, seed_trace.syncs)

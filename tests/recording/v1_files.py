@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from luisa_nb.trace import Trace
-from luisa_nb.trace.records import CommandRecord, record_to_dict
-from luisa_nb.trace.storage import FORMAT
+from luisa_nb.recording import Trace
+from luisa_nb.recording.records import CommandRecord, record_to_dict
+from luisa_nb.recording.storage import FORMAT
 
 
 def save_v1(trace: Trace, path: Path) -> Path:

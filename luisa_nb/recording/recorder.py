@@ -6,7 +6,7 @@ hook and takes the same locks, in the same order, as a traced one.
 
 A :class:`TraceRecorder` appends what it hears to logs (a row per command at submit, a
 :class:`RunLog` per run, host reads and writes, sync points) without building an object
-per field; :mod:`luisa_nb.trace.table` turns the logs into columns when the trace is read.
+per field; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.errors import TraceError
-from luisa_nb.trace.clock import now
-from luisa_nb.trace.records import (
+from luisa_nb.recording.clock import now
+from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
     Status,
@@ -31,7 +31,7 @@ from luisa_nb.trace.records import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.trace.trace import Trace
+    from luisa_nb.recording.trace import Trace
 
 Namer = Callable[["Trace", Mapping[str, object]], None]
 
@@ -145,7 +145,7 @@ class RunLog(RunTimer):
 
 
 class TraceRecorder(Recorder):
-    """Appends to the logs of one :class:`~luisa_nb.trace.trace.Trace`."""
+    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`."""
 
     recording = True
 

@@ -38,8 +38,8 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from luisa_nb.errors import TraceFormatError
-from luisa_nb.trace.archive import DAMAGED, ArchiveReader
-from luisa_nb.trace.records import (
+from luisa_nb.recording.archive import DAMAGED, ArchiveReader
+from luisa_nb.recording.records import (
     Access,
     Capture,
     DeviceRange,
@@ -47,7 +47,7 @@ from luisa_nb.trace.records import (
     SyncKind,
     SyncRecord,
 )
-from luisa_nb.trace.table import (
+from luisa_nb.recording.table import (
     KINDS,
     MISSING,
     NUMBER_COLUMNS,

@@ -5,8 +5,8 @@ from collections import defaultdict
 
 import pytest
 
-from luisa_nb.trace.chrome import chrome_trace
-from luisa_nb.trace.naming import describe
+from luisa_nb.recording.chrome import chrome_trace
+from luisa_nb.recording.naming import describe
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import TraceFormatError
-from luisa_nb.trace import Access, CommandKind, HostRange, Status, Trace
-from luisa_nb.trace.storage import FORMAT, VERSION
+from luisa_nb.recording import Access, CommandKind, HostRange, Status, Trace
+from luisa_nb.recording.storage import FORMAT, VERSION
 
 from .v1_files import save_v1
 

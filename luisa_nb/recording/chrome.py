@@ -15,8 +15,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from luisa_nb.trace.naming import describe, describe_sync, stream_name
-from luisa_nb.trace.records import (
+from luisa_nb.recording.naming import describe, describe_sync, stream_name
+from luisa_nb.recording.records import (
     CommandKind,
     CommandRecord,
     Record,
@@ -26,7 +26,7 @@ from luisa_nb.trace.records import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.trace.trace import Trace
+    from luisa_nb.recording.trace import Trace
 
 PROCESS_ID = 1
 HOST_THREAD = 0

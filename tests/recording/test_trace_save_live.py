@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 import luisa_nb as lnb
-from luisa_nb.trace import Trace
+from luisa_nb.recording import Trace
 
 SUBMISSIONS = 2000
 

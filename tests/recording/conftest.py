@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from luisa_nb.trace import (
+from luisa_nb.recording import (
     Access,
     BufferInfo,
     Capture,

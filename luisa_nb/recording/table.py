@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.trace.recorder import COMMAND_ROW, HOST_READ
-from luisa_nb.trace.records import (
+from luisa_nb.recording.recorder import COMMAND_ROW, HOST_READ
+from luisa_nb.recording.records import (
     Capture,
     CommandKind,
     CommandRecord,
@@ -26,8 +26,8 @@ from luisa_nb.trace.records import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.trace.recorder import TraceRecorder
-    from luisa_nb.trace.trace import Trace
+    from luisa_nb.recording.recorder import TraceRecorder
+    from luisa_nb.recording.trace import Trace
 
 MISSING = -1
 KINDS = tuple(CommandKind)

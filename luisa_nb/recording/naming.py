@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from luisa_nb.trace.records import (
+from luisa_nb.recording.records import (
     CommandKind,
     DeviceRange,
     HostRange,
@@ -17,7 +17,7 @@ from luisa_nb.trace.records import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.trace.trace import Trace
+    from luisa_nb.recording.trace import Trace
 
 
 def stream_name(trace: Trace, stream: int | None) -> str:

@@ -12,9 +12,9 @@ import numpy as np
 import xxhash
 
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
-from luisa_nb.trace.clock import now
-from luisa_nb.trace.recorder import HOST_FIELD, TraceRecorder
-from luisa_nb.trace.records import (
+from luisa_nb.recording.clock import now
+from luisa_nb.recording.recorder import HOST_FIELD, TraceRecorder
+from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
     CommandRecord,
@@ -24,7 +24,7 @@ from luisa_nb.trace.records import (
     SyncRecord,
     TraceMetadata,
 )
-from luisa_nb.trace.table import CommandTable
+from luisa_nb.recording.table import CommandTable
 
 __all__ = ["CAPTURE_POLICIES", "DEFAULT_CAPTURE_BYTES", "Trace", "digest_bytes", "now"]
 
@@ -113,13 +113,13 @@ class Trace:
     # -- recording scope -------------------------------------------------------------
 
     def __enter__(self) -> Trace:
-        from luisa_nb.trace import recorder
+        from luisa_nb.recording import recorder
 
         recorder.start(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        from luisa_nb.trace import recorder
+        from luisa_nb.recording import recorder
 
         caller = sys._getframe(1)
         recorder.stop(self, {**caller.f_globals, **caller.f_locals})
@@ -247,19 +247,19 @@ class Trace:
 
     def save(self, path: str | Path) -> Path:
         """Write the trace to a zip file (versioned JSON plus ``.npy`` blobs)."""
-        from luisa_nb.trace.storage import save_trace
+        from luisa_nb.recording.storage import save_trace
 
         return save_trace(self, Path(path))
 
     @classmethod
     def load(cls, path: str | Path) -> Trace:
         """Read a trace written by :meth:`save` (no pickle is ever loaded)."""
-        from luisa_nb.trace.storage import load_trace
+        from luisa_nb.recording.storage import load_trace
 
         return load_trace(Path(path), cls)
 
     def to_chrome_trace(self, path: str | Path | None = None) -> dict[str, Any]:
         """Chrome Trace Event JSON (opens in Perfetto); written to ``path`` if given."""
-        from luisa_nb.trace.chrome import chrome_trace
+        from luisa_nb.recording.chrome import chrome_trace
 
         return chrome_trace(self, None if path is None else Path(path))

@@ -1,11 +1,11 @@
 """Trace files: a zip holding ``trace.json`` (versioned JSON) and ``.npy`` arrays.
 
 Version 2 (written now) keeps commands and sync points in columns
-(:mod:`luisa_nb.trace.columnar`), so a million commands save and load in seconds.
+(:mod:`luisa_nb.recording.columnar`), so a million commands save and load in seconds.
 Version 1 files (every record a JSON object, captured bytes as ``blobs/<key>.npy``)
 still load.
 
-Reading goes through :mod:`luisa_nb.trace.archive`, which bounds what a file may make
+Reading goes through :mod:`luisa_nb.recording.archive`, which bounds what a file may make
 this process read, inflate and allocate. Loading never unpickles, and any file that is
 not a trace, or one from a newer writer, fails with a :class:`TraceFormatError` that says
 what is wrong. Saving writes a consistent snapshot of a trace, even one still recording,
@@ -22,7 +22,7 @@ from typing import Any, TypedDict, TypeVar
 import numpy as np
 
 from luisa_nb.errors import ConfigurationError, TraceFormatError
-from luisa_nb.trace.archive import (
+from luisa_nb.recording.archive import (
     DAMAGED,
     DEFAULT_LIMITS,
     ArchiveLimits,
@@ -33,9 +33,9 @@ from luisa_nb.trace.archive import (
     short_repr,
     write_archive,
 )
-from luisa_nb.trace.columnar import ColumnReader, command_entries, read_contents
-from luisa_nb.trace.json_records import build, build_list, check_dtype
-from luisa_nb.trace.records import (
+from luisa_nb.recording.columnar import ColumnReader, command_entries, read_contents
+from luisa_nb.recording.json_records import build, build_list, check_dtype
+from luisa_nb.recording.records import (
     BufferInfo,
     CommandRecord,
     HostRange,
@@ -44,10 +44,10 @@ from luisa_nb.trace.records import (
     TraceMetadata,
     record_to_dict,
 )
-from luisa_nb.trace.table import POLICIES, CommandTable
+from luisa_nb.recording.table import POLICIES, CommandTable
 
 if typing.TYPE_CHECKING:
-    from luisa_nb.trace.trace import Trace
+    from luisa_nb.recording.trace import Trace
 
 FORMAT = "luisa_nb.trace"
 VERSION = 2

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import TraceError, TraceFormatError
-from luisa_nb.trace.archive import (
+from luisa_nb.recording.archive import (
     ArchiveLimits,
     atomic_write,
     check_json,

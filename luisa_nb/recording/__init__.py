@@ -1,8 +1,8 @@
 """Trace layer: records, captured bytes, save/load and Chrome export. Never imports the
 runtime, so a saved trace opens with no device."""
 
-from luisa_nb.trace.clock import now
-from luisa_nb.trace.records import (
+from luisa_nb.recording.clock import now
+from luisa_nb.recording.records import (
     Access,
     BufferInfo,
     Capture,
@@ -15,7 +15,7 @@ from luisa_nb.trace.records import (
     SyncKind,
     SyncRecord,
 )
-from luisa_nb.trace.trace import Trace
+from luisa_nb.recording.trace import Trace
 
 __all__ = [
     "Access",
