@@ -36,6 +36,12 @@ class IntervalMap(Generic[Owner]):
         if index is not None:  # the common case: the same host array again
             self._owners[index] = owner
             return
+        first, last = self._span(start, end)
+        if first == last:  # nothing owned there yet
+            self._starts.insert(first, start)
+            self._ends.insert(first, end)
+            self._owners.insert(first, owner)
+            return
         first, last = self._cut(start, end)
         self._starts[first:last] = [start]
         self._ends[first:last] = [end]

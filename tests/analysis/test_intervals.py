@@ -1,5 +1,8 @@
 """The interval map of host addresses to their last writer."""
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from luisa_nb.analysis.intervals import IntervalMap
 
 A, B, C = "a", "b", "c"
@@ -61,3 +64,26 @@ def test_empty_assign_is_ignored():
     pieces = IntervalMap()
     pieces.assign(5, 5, A)
     assert len(pieces) == 0
+
+
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 40), st.integers(0, 3)),
+        max_size=40,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_the_map_agrees_with_one_owner_per_integer(operations):
+    pieces, model = IntervalMap(), {}
+    for assign, a, b, owner in operations:
+        start, end = min(a, b), max(a, b)
+        if assign:
+            pieces.assign(start, end, owner)
+            model.update(dict.fromkeys(range(start, end), owner))
+        else:
+            pieces.remove(start, end, owner)
+            for point in range(start, end):
+                if model.get(point) == owner:
+                    del model[point]
+    seen = {point: owner for s, e, owner in pieces.query(0, 41) for point in range(s, e)}
+    assert seen == model
