@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,20 @@ class CancelFlag:
 
     def __repr__(self) -> str:
         return f"<CancelFlag {'set' if self.is_set else 'clear'}>"
+
+
+NEVER_CANCELLED = CancelFlag()
+"""The flag of launches nobody can cancel (it is never set)."""
+
+
+def run_launch(
+    function: Callable[[bytes, Any], None], packed: bytes, cancel: CancelFlag | None
+) -> LaunchRecord | None:
+    """Call a compiled ``lnb_<name>_launch`` entry with the packed arguments; the launch
+    record if a check or ``cancel`` stopped it early, else ``None``."""
+    record = LaunchRecord(cancel=(cancel or NEVER_CANCELLED).address)
+    function(packed, ctypes.byref(record))
+    return record if record.status else None
 
 
 @dataclass(frozen=True)
@@ -155,7 +169,6 @@ class CExecutable(Executable):
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
         self._pack = argument_struct(kernel, checks).pack
-        self._never_cancelled = CancelFlag()
 
     def launch(
         self,
@@ -164,10 +177,9 @@ class CExecutable(Executable):
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        record = LaunchRecord(cancel=(cancel or self._never_cancelled).address)
-        self._function(self._pack(*dims, *buffers, *scalars), ctypes.byref(record))
-        if record.status:
-            raise self.failure(record, dims, scalars)
+        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), cancel)
+        if stopped is not None:
+            raise self.failure(stopped, dims, scalars)
 
     def failure(
         self, record: LaunchRecord, dims: tuple[int, int, int], scalars: Sequence[Any]

@@ -15,7 +15,6 @@ the payload there only for batches with uploads); the worker answers
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import logging
 import os
@@ -34,7 +33,7 @@ from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
 from luisa_nb.kernels.c_emitter import STRUCT_CODES
 from luisa_nb.kernels.checks import LaunchRecord
-from luisa_nb.kernels.executable import CancelFlag
+from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.remote.protocol import (
@@ -81,7 +80,6 @@ class ServedKernel:
         # the layout of the generated argument struct (see c_emitter.argument_struct)
         codes = "".join(STRUCT_CODES[ScalarType(name)] for name in definition["scalars"])
         self._pack = struct.Struct(f"@3q{'P' * len(self.buffer_dtypes)}{codes}0q").pack
-        self._never_cancelled = CancelFlag()
 
     def launch(
         self,
@@ -90,10 +88,9 @@ class ServedKernel:
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        record = LaunchRecord(cancel=(cancel or self._never_cancelled).address)
-        self._function(self._pack(*dims, *buffers, *scalars), ctypes.byref(record))
-        if record.status:
-            raise LaunchStoppedHere(self.name, record)
+        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), cancel)
+        if stopped is not None:
+            raise LaunchStoppedHere(self.name, stopped)
 
 
 class SessionWorker:

@@ -9,20 +9,11 @@ import time
 
 import numpy as np
 import pytest
+from kernels.checked_kernels import spin_forever
 
 import luisa_nb as lnb
 from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
-
-
-def spin_forever(out):
-    i = lnb.dispatch_id().x
-    n = 0
-    while True:
-        n += 1
-        if n == -1:
-            break
-    out.write(i, n)
 
 
 def double(out):
