@@ -184,7 +184,8 @@ class _Finder:
 
     def _check_upload(self, row: int, host: HostRange) -> None:
         spans: dict[int, tuple[int, int, int]] = {}
-        for start, end, download in self.pending.query(host.address, host.end):
+        pending = self.pending.query(host.address, host.end) if len(self.pending) else ()
+        for start, end, download in pending:
             first = spans.get(download, (start, end))[0]
             spans[download] = (first, end, download)
         if spans:
