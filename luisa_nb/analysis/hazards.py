@@ -29,6 +29,8 @@ from luisa_nb.recording import (
     DeviceRange,
     HostRange,
     Status,
+    SyncKind,
+    SyncRecord,
     Trace,
 )
 from luisa_nb.recording.naming import describe, stream_name
@@ -94,8 +96,9 @@ class _Finder:
     """Works on table rows; a :class:`CommandRecord` is made only for a command that
     takes part in a finding (:meth:`record`)."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, narrow: bool = True) -> None:
         self.trace = trace
+        self.narrow = narrow
         table = self.table = trace.table
         self.syncs = trace.syncs
         streams = {*table.numbers["stream"].tolist(), *(sync.stream for sync in self.syncs)}
@@ -152,7 +155,56 @@ class _Finder:
                 len(ranges),
             )
         rows = np.flatnonzero(relevant)
-        return rows[np.argsort(numbers["seq"][rows], kind="stable")]
+        rows = rows[np.argsort(numbers["seq"][rows], kind="stable")]
+        if self.narrow and len(self.clocks.index) == 1 and _host_syncs_only(self.syncs):
+            return self._rows_that_meet(rows)
+        return rows
+
+    def _rows_that_meet(self, rows: np.ndarray) -> np.ndarray:
+        """Of a one-stream trace's ``rows``, the downloads that an upload reads while they
+        are pending, those uploads, and the uploads whose bytes changed after enqueue.
+
+        On one stream whose only sync points are host synchronizes, a download is
+        pending from its ``seq`` until the first synchronize that covers it. A download
+        with no upload in that window, and an upload in no download's window whose bytes
+        did not change, change nothing the pass finds: leaving them out only saves time.
+        """
+        numbers = self.table.numbers
+        seqs = numbers["seq"][rows]
+        kinds = numbers["kind"][rows]
+        has_host = np.fromiter((self.hosts[row] is not None for row in rows.tolist()), bool)
+        downloads = (kinds == _DOWNLOAD) & (numbers["host_write"][rows] != MISSING) & has_host
+        uploads = (
+            (kinds == _UPLOAD)
+            & (numbers["host_read"][rows] != MISSING)
+            & (numbers["status"][rows] != _SKIPPED)
+            & has_host
+        )
+        sync_seqs, covered = _covered_seqs(self.syncs)
+        upload_seqs = seqs[uploads]
+        download_seqs = seqs[downloads]
+        released = np.searchsorted(covered, download_seqs, side="left")
+        release_seqs = np.append(sync_seqs, np.iinfo(np.int64).max)[released]
+        first = np.searchsorted(upload_seqs, download_seqs, side="right")
+        last = np.searchsorted(upload_seqs, release_seqs, side="left")
+        seen = last > first
+        windows = np.zeros(len(upload_seqs) + 1, np.int64)
+        np.add.at(windows, first[seen], 1)
+        np.add.at(windows, last[seen], -1)
+        in_window = np.cumsum(windows[:-1]) > 0
+        objects = self.table.objects
+        changed = np.fromiter(
+            (
+                not in_window[index] and _digests_differ(objects, row)
+                for index, row in enumerate(rows[uploads].tolist())
+            ),
+            bool,
+            len(upload_seqs),
+        )
+        keep = np.zeros(len(rows), bool)
+        keep[np.flatnonzero(downloads)[seen]] = True
+        keep[np.flatnonzero(uploads)[in_window | changed]] = True
+        return rows[keep]
 
     def _command(
         self, row: int, stream: int, seq: int, kind: int, status: int, read: int, written: int
@@ -253,11 +305,7 @@ class _Finder:
     def _bytes_changed_unexplained(self, row: int, host: HostRange) -> bool:
         """Whether the bytes the upload sent differ from those at enqueue, with no
         download issued before it having written them since the enqueue."""
-        objects = self.table.objects
-        before, after = objects["enqueue_capture"][row], objects["data_capture"][row]
-        if before is None or after is None or before.digest is None or after.digest is None:
-            return False
-        if before.digest == after.digest:
+        if not _digests_differ(self.table.objects, row):
             return False
         numbers = self.table.numbers
         downloads = np.flatnonzero(
@@ -344,6 +392,41 @@ class _Finder:
         return Hazard(
             HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
         )
+
+
+def _host_syncs_only(syncs: list[SyncRecord]) -> bool:
+    """Whether every sync point that moves clocks is a host synchronize."""
+    return all(
+        sync.kind in (SyncKind.SYNCHRONIZE, SyncKind.CALLBACK) or sync.status is Status.SKIPPED
+        for sync in syncs
+    )
+
+
+def _covered_seqs(syncs: list[SyncRecord]) -> tuple[np.ndarray, np.ndarray]:
+    """For one-stream traces: each sync point's ``seq``, and the highest command ``seq``
+    that it or an earlier host synchronize covers (``-1`` for none)."""
+    sync_seqs = np.array([sync.seq for sync in syncs], np.int64)
+    covers = np.array([_covers(sync) for sync in syncs], np.int64)
+    return sync_seqs, np.maximum.accumulate(covers) if len(covers) else covers
+
+
+def _covers(sync: SyncRecord) -> int:
+    if sync.kind is not SyncKind.SYNCHRONIZE or sync.status is Status.SKIPPED:
+        return -1
+    if sync.covers is None:
+        return sync.seq - 1
+    return min(sync.covers, sync.seq - 1)
+
+
+def _digests_differ(objects: dict[str, list[Any]], row: int) -> bool:
+    before, after = objects["enqueue_capture"][row], objects["data_capture"][row]
+    return (
+        before is not None
+        and after is not None
+        and before.digest is not None
+        and after.digest is not None
+        and before.digest != after.digest
+    )
 
 
 def _buffers_of_several_streams(table: CommandTable) -> set[int]:
