@@ -38,7 +38,7 @@ def buffer_dtype(dtype: Any) -> np.dtype:
         except TypeError:
             known = False
     resolved = np.dtype(dtype) if known else None
-    if resolved not in BUFFER_DTYPES:
+    if resolved is None or resolved not in BUFFER_DTYPES:  # dtype == None holds for float64
         raise InvalidArgumentError(
             f"buffers hold one of {_DTYPE_NAMES}; got dtype {dtype!r}. Pass e.g. np.float32"
         )

@@ -119,6 +119,20 @@ def test_create_buffer_rejects_bad_size_and_dtype(size, dtype):
         device.create_buffer(size, dtype)
 
 
+@pytest.mark.parametrize("dtype", ["nonsense", 5, object(), None, "f16", [np.float32]])
+def test_a_dtype_that_is_not_one_is_rejected_not_turned_into_float64(dtype):
+    device = lnb.create_device("cpu")
+    with pytest.raises(errors.InvalidArgumentError, match="buffers hold one of"):
+        device.create_buffer(4, dtype)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "expected"), [("float32", np.float32), ("<i4", np.int32), (np.uint64, np.uint64)]
+)
+def test_dtype_names_and_types_are_accepted(dtype, expected):
+    assert lnb.create_device("cpu").create_buffer(4, dtype).dtype == np.dtype(expected)
+
+
 def test_unknown_backend_and_staging_say_what_to_do():
     with pytest.raises(errors.BackendNotFoundError, match="did you mean 'cpu'"):
         lnb.create_device("cpux")
