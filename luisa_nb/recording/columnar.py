@@ -30,6 +30,7 @@ entry                                  holds
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import pairwise
 from typing import Any, NoReturn
@@ -87,19 +88,9 @@ def npy_entry(name: str, array: np.ndarray) -> Entry:
 def _npy_header(dtype: np.dtype, length: int) -> bytes:
     header = {"descr": npy_format.dtype_to_descr(dtype), "fortran_order": False}
     header["shape"] = (length,)
-    stream = _BytesSink()
+    stream = io.BytesIO()
     npy_format.write_array_header_1_0(stream, header)
-    return stream.data
-
-
-class _BytesSink:
-    """The file-like object ``write_array_header_1_0`` writes to."""
-
-    def __init__(self) -> None:
-        self.data = b""
-
-    def write(self, data: bytes) -> None:
-        self.data += data
+    return stream.getvalue()
 
 
 class Interner:

@@ -107,17 +107,15 @@ class CommandTable:
         """The :class:`CommandRecord` of one row (without making the others)."""
         if self._records is not None:
             return self._records[row]
-        fields: dict[str, Any] = {name: int(column[row]) for name, column in self.numbers.items()}
-        fields.update((name, column[row]) for name, column in self.objects.items())
-        fields.update((name, _optional(fields[name])) for name in TIME_COLUMNS)
-        fields["kind"] = KINDS[fields["kind"]]
-        fields["staging"] = POLICIES[fields["staging"]]
-        fields["status"] = STATUSES[fields["status"]]
-        return CommandRecord(**fields, host_pieces=self.host_pieces.get(row))
+        return self._make_records([row])[0]
 
-    def _make_records(self) -> list[CommandRecord]:
-        numbers = self._lists()
-        objects = self.objects
+    def _make_records(self, rows: list[int] | None = None) -> list[CommandRecord]:
+        """Records of ``rows`` (default: every row, in order)."""
+        if rows is None:
+            numbers, objects, rows = self._lists(), self.objects, range(len(self))
+        else:
+            numbers = {name: column[rows].tolist() for name, column in self.numbers.items()}
+            objects = {name: [column[row] for row in rows] for name, column in self.objects.items()}
         optional = [
             [None if value == MISSING else value for value in numbers[name]]
             for name in TIME_COLUMNS
@@ -143,7 +141,7 @@ class CommandTable:
                 objects["data_capture"],
                 [STATUSES[code] for code in numbers["status"]],
                 objects["error"],
-                [pieces.get(row) for row in range(len(self))],
+                [pieces.get(row) for row in rows],
                 strict=True,
             )
         ]
@@ -233,10 +231,6 @@ class CommandTable:
             for row, read in pieces.items()
         }
         return cls(numbers, objects, host_pieces)
-
-
-def _optional(value: int) -> int | None:
-    return None if value == MISSING else value
 
 
 def _apply_runs(
