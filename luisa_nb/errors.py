@@ -208,5 +208,13 @@ class TraceFormatError(TraceError, ValueError):
     """A trace file is not a luisa_nb trace, or has an unsupported version."""
 
 
+class UnsupportedFeatureError(LuisaNbError, NotImplementedError):
+    """A luisa-python feature that luisa_nb does not have (ray tracing, autodiff, GUI)."""
+
+
+class NotInitializedError(LuisaNbError, RuntimeError):
+    """``luisa_nb.luisa`` was used before ``luisa.init()``."""
+
+
 class LuisaNbWarning(UserWarning):
     """Warnings from luisa_nb, e.g. falling back to the per-thread Python kernel mode."""

@@ -45,6 +45,13 @@ def buffer_dtype(dtype: Any) -> np.dtype:
     return resolved
 
 
+def buffer_size(size: Any) -> int:
+    """``size`` as an element count; only positive integers are accepted."""
+    if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
+        raise InvalidArgumentError(f"buffer size must be a positive integer, got {size!r}")
+    return int(size)
+
+
 class Device:
     """One backend instance.
 
@@ -94,13 +101,12 @@ class Device:
         self, size: int, dtype: Any = np.float32, *, name: str | None = None
     ) -> Buffer:
         """A buffer of ``size`` elements of ``dtype`` (contents undefined until written)."""
-        if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
-            raise InvalidArgumentError(f"buffer size must be a positive integer, got {size!r}")
+        size = buffer_size(size)
         if name is not None and not isinstance(name, str):
             raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
         resolved = buffer_dtype(dtype)
         self.check_open()
-        return Buffer(self, int(size), resolved, name)
+        return Buffer(self, size, resolved, name)
 
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()

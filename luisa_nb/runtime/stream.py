@@ -2,9 +2,16 @@
 
 ``Stream.submit`` checks the whole command list, tells the recorder, lets the device's
 staging policy plan it (:mod:`luisa_nb.runtime.staging`) and hands the runs to the worker;
-it returns before any command runs. A step that raises on the worker fails only itself
-and the rest of its run; the error is raised by the next ``synchronize()``, and the stream
-keeps working. Nothing user code raises, on the worker or in a callback, stops a worker.
+it returns before any command runs.
+
+A stream also holds an implicit command list, as luisa-python's streams do: ``add``
+appends a checked command to it and ``execute`` submits it as one list. Everything that
+orders work on the stream (``submit``, ``synchronize``, ``signal``, ``wait`` and
+``add_callback``) first executes that list, so stream order is always program order.
+
+A step that raises on the worker fails only itself and the rest of its run; the error is
+raised by the next ``synchronize()``, and the stream keeps working. Nothing user code
+raises, on the worker or in a callback, stops a worker.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from luisa_nb.errors import (
+    BufferDestroyedError,
     CommandFailedError,
     CommandReuseError,
     DeviceMismatchError,
@@ -96,6 +104,8 @@ class Stream:
         self._executor = Executor(device.backend, device.transfers, self._failures)
         self._worker: threading.Thread | None = None
         self._worker_lock = threading.Lock()
+        self._pending: list[Command] = []
+        self._pending_lock = threading.Lock()
 
     def _enqueue(self, item: Callable[[], None]) -> None:
         if self._worker is None:
@@ -150,17 +160,54 @@ class Stream:
         return commands
 
     def submit(self, commands: Iterable[Command]) -> None:
-        """Run ``commands`` in order after everything submitted before; returns at once
-        (under ``staging="submit"`` after reading every upload's host bytes)."""
+        """Run ``commands`` in order after everything submitted or added before; returns at
+        once (under ``staging="submit"`` after reading every upload's host bytes)."""
         commands = self._checked(commands)
-        device = self.device
-        device.check_open()
+        self.device.check_open()
+        if self._pending:
+            self.execute()
         stream_id = self.id
         for command in commands:
             command.stream_id = stream_id
+        self._submit(commands)
+
+    def add(self, command: Command) -> None:
+        """Append ``command`` to this stream's implicit command list, which ``execute()``
+        (or anything else that orders the stream) submits. Under ``staging="submit"`` its
+        host memory is read then, not now."""
+        (command,) = self._checked((command,))
+        self.device.check_open()
+        command.stream_id = self.id
+        with self._pending_lock:
+            self._pending.append(command)
+
+    @property
+    def pending(self) -> tuple[Command, ...]:
+        """The commands added since the last ``execute()``."""
+        return tuple(self._pending)
+
+    def execute(self) -> None:
+        """Submit the implicit command list as one list; nothing happens if it is empty."""
+        with self._pending_lock:
+            commands, self._pending = self._pending, []
+        if not commands:
+            return
+        try:
+            for command in commands:
+                for view in command.views:
+                    view.buffer.check_alive()
+        except BufferDestroyedError as error:
+            raise BufferDestroyedError(
+                f"{error}. The {len(commands)} command(s) added to stream {self.name!r} since "
+                f"the last execute() were dropped, none of them ran"
+            ) from None
+        self.device.check_open()
+        self._submit(commands)
+
+    def _submit(self, commands: Sequence[Command]) -> None:
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        device.transfers.submit(commands, recorder, self._enqueue_run)
+        self.device.transfers.submit(commands, recorder, self._enqueue_run)
 
     def _enqueue_run(
         self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder
@@ -170,6 +217,7 @@ class Stream:
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the
         last synchronize. Interrupting the wait (Ctrl-C) cancels the running kernels."""
+        self.execute()
         recorder = active_recorder()
         token = recorder.sync_issued(SyncKind.SYNCHRONIZE, self, None, next_id())
         self._drain(recorder, token)
@@ -202,6 +250,7 @@ class Stream:
     def signal(self, event: Event) -> None:
         """Mark this point of the stream on ``event``."""
         self._check_event(event)
+        self.execute()
         event._signalled += 1
         value = event._signalled
         recorder = active_recorder()
@@ -216,6 +265,7 @@ class Stream:
     def wait(self, event: Event) -> None:
         """Make this stream's later commands wait for ``event``'s latest signal."""
         self._check_event(event)
+        self.execute()
         value = event._signalled
         recorder = active_recorder()
         token = recorder.sync_issued(SyncKind.WAIT, self, event.id, next_id())
@@ -231,6 +281,7 @@ class Stream:
         raises is raised by the next ``synchronize()``."""
         if not callable(function):
             raise InvalidArgumentError(f"add_callback needs a callable, got {function!r}")
+        self.execute()
         recorder = active_recorder()
         callback_id = next_id()
         token = recorder.sync_issued(SyncKind.CALLBACK, self, None, callback_id)

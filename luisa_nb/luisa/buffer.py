@@ -1,0 +1,112 @@
+"""luisa-python's ``Buffer`` on luisa_nb: copies join the stream's command list.
+
+As in luisa-python, ``copy_from`` and ``copy_to`` add a command to the stream's implicit
+list, which ``luisa.execute()`` or ``luisa.synchronize()`` submits (``copy_to`` defaults to
+``sync=True``, ``copy_from`` to ``sync=False``). Under ``staging="submit"`` an upload
+therefore reads host memory at that later submission, as real LuisaCompute's CPU
+backend does. A host array needs only the buffer's byte size, any dtype or shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from luisa_nb import runtime
+from luisa_nb.errors import HostArrayError, HostSizeError
+from luisa_nb.luisa import session
+from luisa_nb.luisa.types import element_dtype, element_type_of
+from luisa_nb.runtime import Stream
+from luisa_nb.runtime.device import buffer_size
+
+
+class Buffer(runtime.Buffer):
+    """``size`` elements of ``dtype`` (``float``, ``int``, ``uint``, ``bool``, a numpy
+    dtype, ...) on the device of ``luisa.init()``."""
+
+    def __init__(self, size: int, dtype: Any) -> None:
+        device = session.device()
+        device.check_open()
+        super().__init__(device, buffer_size(size), element_dtype(dtype))
+
+    @property
+    def stride(self) -> int:
+        """Bytes per element."""
+        return self.dtype.itemsize
+
+    @property
+    def bytesize(self) -> int:
+        return self.nbytes
+
+    @staticmethod
+    def empty(size: int, dtype: Any) -> Buffer:
+        return Buffer(size, dtype)
+
+    @staticmethod
+    def zeros(size: int, dtype: Any) -> Buffer:
+        """A buffer whose zero fill is added to the stream's command list."""
+        created = Buffer(size, dtype)
+        session.stream().add(created.fill_async(0))
+        return created
+
+    @staticmethod
+    def from_array(array: np.ndarray) -> Buffer:
+        """A buffer of ``array``'s elements, uploaded through the stream's command list."""
+        array = np.asarray(array)
+        created = Buffer(array.size, array.dtype)
+        created.copy_from(array)
+        return created
+
+    @staticmethod
+    def from_list(values: list[Any]) -> Buffer:
+        if not values:
+            raise HostArrayError("Buffer.from_list needs at least one element")
+        dtype = element_dtype(element_type_of(values[0]))
+        return Buffer.from_array(np.asarray(values, dtype=dtype))
+
+    @staticmethod
+    def buffer(values: np.ndarray | list[Any]) -> Buffer:
+        return Buffer.from_list(values) if isinstance(values, list) else Buffer.from_array(values)
+
+    def _host_array(self, values: Any, action: str, *, writes: bool) -> np.ndarray:
+        """``values`` as an array of this buffer's dtype over the same bytes."""
+        if isinstance(values, list) and not writes:
+            values = np.asarray(values, dtype=self.dtype)
+        if (
+            isinstance(values, np.ndarray)
+            and values.dtype != self.dtype
+            and values.flags.c_contiguous
+            and values.ndim
+        ):
+            if values.nbytes != self.nbytes:
+                raise HostSizeError(
+                    f"{action} {self._name()}: the host array has {values.nbytes} bytes, the "
+                    f"buffer {self.nbytes}; pass an array of the buffer's byte size"
+                )
+            values = values.reshape(-1).view(np.uint8).view(self.dtype)
+        return values
+
+    def copy_from(self, array: Any, sync: bool = False, stream: Stream | None = None) -> None:
+        """Add an upload of ``array`` (an array or a list) to the stream's command list."""
+        chosen = session.stream(stream)
+        chosen.add(self.copy_from_async(self._host_array(array, "copy_from", writes=False)))
+        if sync:
+            chosen.synchronize()
+
+    def copy_to(self, array: np.ndarray, sync: bool = True, stream: Stream | None = None) -> None:
+        """Add a download into ``array`` to the stream's command list; with ``sync`` (the
+        default) synchronize the stream, so ``array`` holds the data on return."""
+        chosen = session.stream(stream)
+        chosen.add(self.copy_to_async(self._host_array(array, "copy_to", writes=True)))
+        if sync:
+            chosen.synchronize()
+
+    def numpy(self, stream: Stream | None = None) -> np.ndarray:
+        """A new host array with the contents, after the stream's earlier work."""
+        out = np.empty(self.size, dtype=self.dtype)
+        self.copy_to(out, sync=True, stream=stream)
+        return out
+
+    def to_list(self, stream: Stream | None = None) -> list[Any]:
+        return self.numpy(stream).tolist()

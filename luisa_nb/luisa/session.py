@@ -1,0 +1,47 @@
+"""The device and stream that ``luisa.init()`` chose, as luisa-python keeps them."""
+
+from __future__ import annotations
+
+import os
+
+from luisa_nb.errors import NotInitializedError
+from luisa_nb.runtime import Device, Stream, create_device, set_default_device
+
+DEVICE_VARIABLE = "LUISA_NB_DEVICE"
+"""Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""
+
+_device: Device | None = None
+
+
+def init(backend_name: str | None = None) -> None:
+    """Create the session's device unless one exists: ``backend_name`` (a luisa_nb device
+    name such as ``"cpu"``, ``"dx"`` or ``"cpu:submit"``), else ``$LUISA_NB_DEVICE``,
+    else ``"cpu"``. It also becomes luisa_nb's default device."""
+    global _device
+    if _device is not None:
+        return
+    name = backend_name or os.environ.get(DEVICE_VARIABLE) or "cpu"
+    device = create_device(name)
+    set_default_device(device)
+    _device = device
+
+
+def close() -> None:
+    """Finish the session's work and forget its device; ``init()`` may then make another."""
+    global _device
+    device, _device = _device, None
+    if device is not None:
+        device.close()
+
+
+def device() -> Device:
+    if _device is None:
+        raise NotInitializedError(
+            "luisa_nb.luisa has no device yet; call luisa.init() (e.g. luisa.init('cpu')) first"
+        )
+    return _device
+
+
+def stream(chosen: Stream | None = None) -> Stream:
+    """``chosen``, else the session's stream (its device's default stream)."""
+    return device().default_stream if chosen is None else chosen

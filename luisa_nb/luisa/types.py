@@ -1,0 +1,69 @@
+"""luisa-python's type names, and the numpy dtype of a buffer of each.
+
+``int``, ``float`` and ``bool`` are Python's own and mean int32, float32 and bool;
+``uint``, ``long`` and ``ulong`` are uint32, int64 and uint64. The 16-bit types
+(``half``, ``short``, ``ushort``) are not supported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.luisa.missing import MISSING, Missing
+from luisa_nb.runtime.device import buffer_dtype
+
+
+class uint:
+    """luisa-python's 32-bit unsigned integer type."""
+
+
+class long:
+    """luisa-python's 64-bit signed integer type."""
+
+
+class ulong:
+    """luisa-python's 64-bit unsigned integer type."""
+
+
+half, short, ushort = MISSING["half"], MISSING["short"], MISSING["ushort"]
+
+_SCALAR_DTYPES: dict[Any, np.dtype] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int32),
+    float: np.dtype(np.float32),
+    uint: np.dtype(np.uint32),
+    long: np.dtype(np.int64),
+    ulong: np.dtype(np.uint64),
+}
+
+
+def element_dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype of a buffer element of luisa type ``dtype`` (or of a numpy dtype)."""
+    known = _SCALAR_DTYPES.get(dtype)
+    if known is not None:
+        return known
+    if isinstance(dtype, Missing):
+        dtype.fail()
+    try:
+        return buffer_dtype(dtype)
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"a luisa buffer holds int, uint, long, ulong, float, bool or a numpy dtype; got "
+            f"{dtype!r}"
+        ) from None
+
+
+def element_type_of(value: Any) -> Any:
+    """The luisa type of a host value, as ``Buffer.from_list`` infers it."""
+    if isinstance(value, np.generic):
+        return value.dtype
+    for python_type in (bool, int, float):
+        if isinstance(value, python_type):
+            return python_type
+    raise InvalidArgumentError(
+        f"cannot tell the luisa type of {type(value).__name__} {value!r:.40}; pass a numpy "
+        "array to Buffer.from_array"
+    )

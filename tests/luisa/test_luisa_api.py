@@ -1,0 +1,119 @@
+"""The luisa-python surface of ``luisa_nb.luisa``: init, buffers, functions, streams, and
+clear errors for what luisa_nb does not have."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import luisa_nb as lnb
+import luisa_nb.luisa as luisa
+from luisa_nb.errors import (
+    HostSizeError,
+    InvalidArgumentError,
+    NotInitializedError,
+    UnsupportedFeatureError,
+)
+from luisa_nb.luisa.mathtypes import dispatch_id
+
+
+def test_buffers_of_luisa_types_have_numpy_dtypes(device_name):
+    expected = {
+        float: np.float32,
+        int: np.int32,
+        bool: np.bool_,
+        luisa.uint: np.uint32,
+        luisa.long: np.int64,
+        luisa.ulong: np.uint64,
+    }
+    for luisa_type, dtype in expected.items():
+        buffer = luisa.Buffer(10, luisa_type)
+        assert buffer.dtype == np.dtype(dtype)
+        assert buffer.stride == np.dtype(dtype).itemsize
+        assert buffer.bytesize == 10 * np.dtype(dtype).itemsize
+
+
+def test_constructors_fill_through_the_command_list(device_name):
+    values = np.arange(5, dtype=np.int32) * 3
+    np.testing.assert_array_equal(luisa.Buffer.from_array(values).numpy(), values)
+    assert luisa.Buffer.from_list([1.5, 2.5]).to_list() == [1.5, 2.5]
+    assert luisa.Buffer.from_list([1, 2, 3]).dtype == np.int32
+    assert luisa.buffer([True, False]).to_list() == [True, False]
+    np.testing.assert_array_equal(luisa.Buffer.zeros(4, float).numpy(), np.zeros(4, np.float32))
+
+
+def test_copies_need_the_byte_size_only(device_name):
+    buffer = luisa.Buffer(8, luisa.uint)
+    source = np.arange(8, dtype=np.float32).reshape(2, 4)
+    buffer.copy_from(source)
+    out = np.zeros((4, 2), np.float32)
+    buffer.copy_to(out)
+    np.testing.assert_array_equal(out.reshape(-1), source.reshape(-1))
+    np.testing.assert_array_equal(buffer.numpy(), source.reshape(-1).view(np.uint32))
+    with pytest.raises(HostSizeError, match="16 bytes, the buffer 32"):
+        buffer.copy_from(np.zeros(4, np.float32))
+
+
+def test_functions_join_the_list_of_the_stream_they_are_given(device_name):
+    stream = luisa.Stream()
+    buffer = luisa.Buffer(16, int)
+
+    @luisa.func
+    def iota(target, offset):
+        target.write(dispatch_id().x, dispatch_id().x + offset)
+
+    iota(buffer, 100, dispatch_size=16, stream=stream)
+    assert len(stream.pending) == 1
+    luisa.synchronize(stream)
+    assert stream.pending == ()
+    np.testing.assert_array_equal(buffer.numpy(), np.arange(16) + 100)
+
+
+def test_events_order_two_streams(device_name):
+    first, second = luisa.Stream(), luisa.Stream()
+    event = luisa.Event()
+    buffer = luisa.Buffer(32, float)
+    buffer.copy_from(np.full(32, 4.0, np.float32), stream=first)
+    first.signal(event)
+    second.wait(event)
+    out = np.zeros(32, np.float32)
+    buffer.copy_to(out, stream=second)
+    np.testing.assert_array_equal(out, np.full(32, 4.0, np.float32))
+
+
+def test_init_once_and_by_environment(fresh_session, monkeypatch):
+    monkeypatch.setenv("LUISA_NB_DEVICE", "metal")
+    luisa.init()
+    device = lnb.default_device()
+    assert device.name == "metal"
+    luisa.init("dx")  # as in luisa-python, a second init changes nothing
+    assert lnb.default_device() is device
+    luisa.del_device()
+    luisa.init("cpu:submit", support_gui=False)
+    assert lnb.default_device().staging.value == "submit"
+
+
+def test_use_before_init_says_to_call_init(fresh_session):
+    with pytest.raises(NotInitializedError, match=r"call luisa.init\(\)"):
+        luisa.Buffer(4, float)
+
+
+def test_unsupported_features_name_themselves(fresh_session):
+    with pytest.raises(UnsupportedFeatureError, match=r"luisa.Accel \(ray tracing\)"):
+        luisa.Accel()
+    with pytest.raises(UnsupportedFeatureError, match="GUI"):
+        luisa.GUI("window", resolution=(4, 4))
+    with pytest.raises(UnsupportedFeatureError, match="16-bit"):
+        luisa.half.anything  # noqa: B018
+    luisa.init("cpu")
+    with pytest.raises(UnsupportedFeatureError, match="16-bit"):
+        luisa.Buffer(4, luisa.half)
+    with pytest.raises(InvalidArgumentError, match="a luisa buffer holds"):
+        luisa.Buffer(4, "pixels")
+
+
+def test_star_import_gives_the_whole_surface():
+    namespace: dict[str, object] = {}
+    exec("from luisa_nb.luisa import *", namespace)
+    for name in ("init", "Buffer", "func", "execute", "synchronize", "dispatch_id", "Accel"):
+        assert name in namespace
