@@ -21,7 +21,57 @@ from luisa_nb.runtime import Stream
 from luisa_nb.runtime.device import buffer_size
 
 
-class Buffer(runtime.Buffer):
+class ListedCopies(runtime.BufferView):
+    """luisa-python's copy methods for a buffer or an image: each adds a command to the
+    stream's command list."""
+
+    host_shape: tuple[int, ...]
+
+    @property
+    def bytesize(self) -> int:
+        return self.nbytes
+
+    def _host_array(self, values: Any, action: str, *, writes: bool) -> Any:
+        """``values`` as an array of this resource's dtype over the same bytes."""
+        if isinstance(values, list) and not writes:
+            values = np.asarray(values, dtype=self.dtype)
+        if (
+            isinstance(values, np.ndarray)
+            and values.dtype != self.dtype
+            and values.flags.c_contiguous
+            and values.ndim
+        ):
+            if values.nbytes != self.nbytes:
+                raise HostSizeError(
+                    f"{action} {self._name()}: the host array has {values.nbytes} bytes, the "
+                    f"{type(self).__name__} {self.nbytes}; pass an array of that byte size"
+                )
+            values = values.reshape(-1).view(np.uint8).view(self.dtype)
+        return values
+
+    def copy_from(self, array: Any, sync: bool = False, stream: Stream | None = None) -> None:
+        """Add an upload of ``array`` (an array or a list) to the stream's command list."""
+        chosen = session.stream(stream)
+        chosen.add(self.copy_from_async(self._host_array(array, "copy_from", writes=False)))
+        if sync:
+            chosen.synchronize()
+
+    def copy_to(self, array: np.ndarray, sync: bool = True, stream: Stream | None = None) -> None:
+        """Add a download into ``array`` to the stream's command list; with ``sync`` (the
+        default) synchronize the stream, so ``array`` holds the data on return."""
+        chosen = session.stream(stream)
+        chosen.add(self.copy_to_async(self._host_array(array, "copy_to", writes=True)))
+        if sync:
+            chosen.synchronize()
+
+    def numpy(self, stream: Stream | None = None) -> np.ndarray:
+        """A new host array with the contents, after the stream's earlier work."""
+        out = np.empty(self.host_shape, dtype=self.dtype)
+        self.copy_to(out, sync=True, stream=stream)
+        return out
+
+
+class Buffer(ListedCopies, runtime.Buffer):
     """``size`` elements of ``dtype`` (``float``, ``int``, ``uint``, ``bool``, a numpy
     dtype, ...) on the device of ``luisa.init()``."""
 
@@ -29,15 +79,12 @@ class Buffer(runtime.Buffer):
         device = session.device()
         device.check_open()
         super().__init__(device, buffer_size(size), element_dtype(dtype))
+        self.host_shape = (self.size,)
 
     @property
     def stride(self) -> int:
         """Bytes per element."""
         return self.dtype.itemsize
-
-    @property
-    def bytesize(self) -> int:
-        return self.nbytes
 
     @staticmethod
     def empty(size: int, dtype: Any) -> Buffer:
@@ -68,45 +115,6 @@ class Buffer(runtime.Buffer):
     @staticmethod
     def buffer(values: np.ndarray | list[Any]) -> Buffer:
         return Buffer.from_list(values) if isinstance(values, list) else Buffer.from_array(values)
-
-    def _host_array(self, values: Any, action: str, *, writes: bool) -> np.ndarray:
-        """``values`` as an array of this buffer's dtype over the same bytes."""
-        if isinstance(values, list) and not writes:
-            values = np.asarray(values, dtype=self.dtype)
-        if (
-            isinstance(values, np.ndarray)
-            and values.dtype != self.dtype
-            and values.flags.c_contiguous
-            and values.ndim
-        ):
-            if values.nbytes != self.nbytes:
-                raise HostSizeError(
-                    f"{action} {self._name()}: the host array has {values.nbytes} bytes, the "
-                    f"buffer {self.nbytes}; pass an array of the buffer's byte size"
-                )
-            values = values.reshape(-1).view(np.uint8).view(self.dtype)
-        return values
-
-    def copy_from(self, array: Any, sync: bool = False, stream: Stream | None = None) -> None:
-        """Add an upload of ``array`` (an array or a list) to the stream's command list."""
-        chosen = session.stream(stream)
-        chosen.add(self.copy_from_async(self._host_array(array, "copy_from", writes=False)))
-        if sync:
-            chosen.synchronize()
-
-    def copy_to(self, array: np.ndarray, sync: bool = True, stream: Stream | None = None) -> None:
-        """Add a download into ``array`` to the stream's command list; with ``sync`` (the
-        default) synchronize the stream, so ``array`` holds the data on return."""
-        chosen = session.stream(stream)
-        chosen.add(self.copy_to_async(self._host_array(array, "copy_to", writes=True)))
-        if sync:
-            chosen.synchronize()
-
-    def numpy(self, stream: Stream | None = None) -> np.ndarray:
-        """A new host array with the contents, after the stream's earlier work."""
-        out = np.empty(self.size, dtype=self.dtype)
-        self.copy_to(out, sync=True, stream=stream)
-        return out
 
     def to_list(self, stream: Stream | None = None) -> list[Any]:
         return self.numpy(stream).tolist()

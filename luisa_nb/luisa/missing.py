@@ -54,17 +54,7 @@ _FEATURES = {
         "MeshFormat",
     ),
     "automatic differentiation": ("autodiff",),
-    "images (not yet in luisa_nb)": (
-        "Image2D",
-        "Texture2D",
-        "Image3D",
-        "Volume",
-        "image2d",
-        "image3d",
-        "Texture2DType",
-        "Texture3DType",
-        "PixelStorage",
-    ),
+    "3D images (not yet in luisa_nb)": ("Image3D", "Volume", "image3d", "Texture3DType"),
     "bindless arrays (not yet in luisa_nb)": ("BindlessArray", "bindless_array"),
     "structs and arrays (not yet in luisa_nb)": (
         "StructType",

@@ -213,7 +213,13 @@ class TraceRecorder(Recorder):
     def _first_use(self, buffer: Any, device: Any) -> None:
         """Note ``buffer`` (of ``device``) in the trace."""
         self.trace.buffers[buffer.id] = BufferInfo(
-            buffer.id, buffer.nbytes, buffer.dtype.str, buffer.size, device.name, buffer.name
+            buffer.id,
+            buffer.nbytes,
+            buffer.dtype.str,
+            buffer.size,
+            device.name,
+            buffer.name,
+            buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
         )
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:

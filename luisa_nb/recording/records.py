@@ -176,12 +176,16 @@ class SyncRecord:
 
 @dataclass(slots=True)
 class BufferInfo:
+    """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image, whose
+    channels are the buffer's elements."""
+
     id: int
     nbytes: int
     dtype: str
     size: int
     device: str
     name: str | None = None
+    image: tuple[int, int, int] | None = None
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from luisa_nb.runtime.device import (
     default_device,
     set_default_device,
 )
+from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.kernel import Kernel, kernel
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
@@ -46,6 +47,7 @@ __all__ = [
     "DownloadCommand",
     "Event",
     "FillCommand",
+    "Image",
     "Kernel",
     "StagingPolicy",
     "Stream",

@@ -16,6 +16,7 @@ from luisa_nb.errors import (
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.config import DeviceConfig
+from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.staging import Staging, StagingHeap, StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
@@ -107,6 +108,22 @@ class Device:
         resolved = buffer_dtype(dtype)
         self.check_open()
         return Buffer(self, size, resolved, name)
+
+    def create_image(
+        self,
+        width: int,
+        height: int,
+        channels: int = 4,
+        kind: str = "float",
+        storage: str | None = None,
+        *,
+        name: str | None = None,
+    ) -> Image:
+        """A ``width`` x ``height`` image of ``channels`` channels of ``kind`` (``"float"``,
+        ``"int"``, ``"uint"``), stored as ``storage`` (default: the kind's own 32 bits;
+        ``"byte"`` or ``"short"`` store float channels normalized)."""
+        self.check_open()
+        return Image(self, width, height, channels, kind, storage, name)
 
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()

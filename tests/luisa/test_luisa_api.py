@@ -50,7 +50,7 @@ def test_copies_need_the_byte_size_only(device_name):
     buffer.copy_to(out)
     np.testing.assert_array_equal(out.reshape(-1), source.reshape(-1))
     np.testing.assert_array_equal(buffer.numpy(), source.reshape(-1).view(np.uint32))
-    with pytest.raises(HostSizeError, match="16 bytes, the buffer 32"):
+    with pytest.raises(HostSizeError, match="16 bytes, the Buffer 32"):
         buffer.copy_from(np.zeros(4, np.float32))
 
 

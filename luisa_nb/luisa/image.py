@@ -1,0 +1,151 @@
+"""luisa-python's ``Image2D`` (``Texture2D`` in older programs) on luisa_nb.
+
+Arrays are ``(height, width, channels)`` of the storage's dtype both ways, as
+``Image2D.numpy()`` returns them (luisa-python's ``from_array`` reads the first axis as
+the width; here it is the height, so ``from_array(image.numpy())`` round-trips).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from luisa_nb import runtime
+from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+from luisa_nb.luisa import session
+from luisa_nb.luisa.buffer import ListedCopies
+from luisa_nb.luisa.types import uint
+from luisa_nb.runtime import Stream
+
+_KINDS = {float: "float", int: "int", uint: "uint"}
+_PNG_COLOUR_TYPES = {1: 0, 2: 4, 4: 6}  # grey, grey + alpha, RGBA
+
+
+class Image2D(ListedCopies, runtime.Image):
+    """``width`` x ``height`` texels of ``channel`` channels of ``dtype`` (float, int or
+    uint), stored as ``storage`` ("byte", "short", "int", "uint", "float"; default: the
+    dtype's own)."""
+
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        channel: int,
+        dtype: Any = float,
+        mip: int = 1,
+        storage: str | None = None,
+    ) -> None:
+        if mip != 1:
+            raise UnsupportedFeatureError(
+                f"Image2D with {mip} mip levels: luisa_nb images have one level; pass mip=1"
+            )
+        kind = _KINDS.get(dtype)
+        if kind is None:
+            raise InvalidArgumentError(f"Image2D holds float, int or uint texels, got {dtype!r}")
+        device = session.device()
+        device.check_open()
+        super().__init__(device, width, height, channel, kind, storage)
+        self.host_shape = self.shape
+
+    @property
+    def channel(self) -> int:
+        return self.channels
+
+    @staticmethod
+    def empty(
+        width: int, height: int, channel: int, dtype: Any = float, storage: str | None = None
+    ) -> Image2D:
+        return Image2D(width, height, channel, dtype, 1, storage)
+
+    @staticmethod
+    def zeros(
+        width: int, height: int, channel: int, dtype: Any = float, storage: str | None = None
+    ) -> Image2D:
+        """An image whose zero fill is added to the stream's command list."""
+        created = Image2D(width, height, channel, dtype, 1, storage)
+        session.stream().add(created.fill_async(0))
+        return created
+
+    @staticmethod
+    def from_array(array: np.ndarray) -> Image2D:
+        """An image of a ``(height, width, channels)`` array: uint8 is byte storage of
+        float texels, float32 float texels, int32 int texels, uint32 uint texels."""
+        array = np.asarray(array)
+        formats = {
+            np.dtype(np.uint8): (float, "byte"),
+            np.dtype(np.float32): (float, "float"),
+            np.dtype(np.int32): (int, "int"),
+            np.dtype(np.uint32): (uint, "uint"),
+        }
+        if array.ndim != 3 or array.dtype not in formats:
+            raise InvalidArgumentError(
+                f"Image2D.from_array needs a (height, width, channels) array of uint8, "
+                f"float32, int32 or uint32; got shape {array.shape} of {array.dtype}"
+            )
+        dtype, storage = formats[array.dtype]
+        height, width, channels = array.shape
+        created = Image2D(width, height, channels, dtype, 1, storage)
+        created.copy_from(array)
+        return created
+
+    def copy_from(self, source: Any, sync: bool = False, stream: Stream | None = None) -> None:
+        """Add an upload of an array, or a copy from another image, to the command list."""
+        if isinstance(source, runtime.Image):
+            self.copy_from_tex(source, sync, stream)
+        else:
+            super().copy_from(source, sync, stream)
+
+    def copy_from_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of ``other`` (same size and storage) into this image."""
+        chosen = session.stream(stream)
+        chosen.add(other.copy_to_buffer_async(self))
+        if sync:
+            chosen.synchronize()
+
+    def copy_to_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of this image into ``other`` (same size and storage)."""
+        chosen = session.stream(stream)
+        chosen.add(self.copy_to_buffer_async(other))
+        if sync:
+            chosen.synchronize()
+
+    def to_image(self, path: str | Path) -> None:
+        """Save a byte-stored image as PNG, after the stream's earlier work."""
+        if self.storage != "byte":
+            raise UnsupportedFeatureError(
+                f"to_image of {self.storage}-stored images (luisa saves HDR files); save "
+                f"image.numpy() with a library of your choice"
+            )
+        write_png(Path(path), self.numpy())
+
+
+def write_png(path: Path, pixels: np.ndarray) -> None:
+    """Write ``(height, width, channels)`` uint8 ``pixels`` (1, 2 or 4 channels) as PNG."""
+    height, width, channels = pixels.shape
+    rows = np.concatenate(
+        [np.zeros((height, 1), np.uint8), pixels.reshape(height, width * channels)], axis=1
+    )
+    header = struct.pack(">IIBBBBB", width, height, 8, _PNG_COLOUR_TYPES[channels], 0, 0, 0)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
+        + chunk(b"IEND", b"")
+    )
+
+
+Texture2D = Image2D
+image2d = Image2D.from_array

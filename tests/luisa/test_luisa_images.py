@@ -1,0 +1,104 @@
+"""Images: luisa-python's Image2D on luisa_nb, copied through the command list, traced as
+buffers of channels, and found stale like buffers."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import luisa_nb as lnb
+import luisa_nb.luisa as luisa
+from luisa_nb.analysis import AnalyzedTrace, HazardKind
+from luisa_nb.analysis.uploads import check_uploads
+from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+
+
+def pixels(height: int, width: int, channels: int = 4, seed: int = 3) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (height, width, channels), np.uint8)
+
+
+def test_storage_sets_the_channel_dtype(device_name):
+    cases = {
+        (float, None): np.float32,
+        (float, "BYTE"): np.uint8,
+        (float, "short"): np.uint16,
+        (int, "byte"): np.int8,
+        (int, None): np.int32,
+        (luisa.uint, "int"): np.uint32,
+    }
+    for (dtype, storage), expected in cases.items():
+        image = luisa.Image2D(5, 3, 2, dtype, storage=storage)
+        assert image.dtype == np.dtype(expected)
+        assert image.shape == (3, 5, 2)
+        assert image.bytesize == 5 * 3 * 2 * np.dtype(expected).itemsize
+    with pytest.raises(InvalidArgumentError, match="can be stored as byte, short, float"):
+        luisa.Image2D(4, 4, 4, float, storage="int")
+    with pytest.raises(InvalidArgumentError, match="1, 2 or 4 channels"):
+        luisa.Image2D(4, 4, 3, float)
+    with pytest.raises(UnsupportedFeatureError, match="mip levels"):
+        luisa.Image2D(4, 4, 4, float, mip=2)
+
+
+def test_arrays_round_trip_as_height_width_channels(device_name):
+    source = pixels(6, 10)
+    image = luisa.Image2D.from_array(source)
+    assert (image.width, image.height, image.channel) == (10, 6, 4)
+    np.testing.assert_array_equal(image.numpy(), source)
+    copy = luisa.Texture2D.zeros(10, 6, 4, float, "byte")
+    np.testing.assert_array_equal(copy.numpy(), np.zeros((6, 10, 4), np.uint8))
+    copy.copy_from(image)
+    np.testing.assert_array_equal(copy.numpy(), source)
+
+
+def test_to_image_writes_a_png_of_the_pixels(device_name, tmp_path):
+    source = pixels(7, 9)
+    luisa.Image2D.from_array(source).to_image(tmp_path / "out.png")
+    data = (tmp_path / "out.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    assert (width, height, depth, colour) == (9, 7, 8, 6)
+    start = data.index(b"IDAT") + 4
+    (length,) = struct.unpack(">I", data[start - 8 : start - 4])
+    rows = np.frombuffer(zlib.decompress(data[start : start + length]), np.uint8)
+    rows = rows.reshape(7, 1 + 9 * 4)
+    assert not rows[:, 0].any()  # filter type 0 on every row
+    np.testing.assert_array_equal(rows[:, 1:].reshape(7, 9, 4), source)
+    with pytest.raises(UnsupportedFeatureError, match=r"save image\.numpy"):
+        luisa.Image2D(2, 2, 4, float).to_image(tmp_path / "hdr.png")
+
+
+def test_a_stale_image_upload_is_found_and_its_pixels_compared(device_name):
+    h1, h2 = pixels(16, 16, seed=1), np.zeros((16, 16, 4), np.uint8)
+    a = luisa.Image2D(16, 16, 4, float, storage="byte")
+    b = luisa.Image2D(16, 16, 4, float, storage="byte")
+    with AnalyzedTrace(capture="full") as trace:
+        a.copy_from(h1)
+        a.copy_to(h2, sync=False)
+        b.copy_from(h2)
+        luisa.synchronize()
+    submit = lnb.default_device().staging is lnb.runtime.StagingPolicy.SUBMIT
+    np.testing.assert_array_equal(b.numpy(), np.zeros_like(h1) if submit else h1)
+    stale = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+    assert bool(stale) == submit
+    info = trace.buffers[b.id]
+    assert info.image == (16, 16, 4)
+    checks = {check.command_id: check for check in check_uploads(trace)}
+    check = checks[stale[0].command_ids[-1]] if submit else None
+    if check is not None:
+        np.testing.assert_array_equal(check.staged, np.zeros(h1.size, np.uint8))
+        np.testing.assert_array_equal(check.expected, h1.reshape(-1))
+        assert check.stale and len(check.differing_indices) == np.count_nonzero(h1)
+
+
+def test_a_saved_trace_keeps_the_image_shape(fresh_session, tmp_path):
+    luisa.init("cpu:submit")
+    image = luisa.Image2D(8, 4, 2, luisa.uint, storage="short")
+    with lnb.trace() as trace:
+        image.copy_from(np.arange(64, dtype=np.uint16))
+        luisa.synchronize()
+    loaded = lnb.load_trace(trace.save(tmp_path / "image.lnbtrace"))
+    info = loaded.buffers[image.id]
+    assert (info.image, info.dtype, info.size) == ((4, 8, 2), "<u2", 64)
