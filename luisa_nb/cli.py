@@ -4,7 +4,8 @@
 rows the issue prints, the hazards found, and where staged and expected bytes differ.
 ``luisa-nb serve`` serves a local backend to ``create_device("remote://HOST:PORT")``.
 ``luisa-nb report TRACE -o report.html`` writes the trace viewer of a saved trace as one
-self-contained page.
+self-contained page. ``luisa-nb run PROGRAM.py`` runs an unchanged luisa-python program on
+luisa_nb (``import luisa`` gives ``luisa_nb.luisa``) under a trace and prints its hazards.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
+import types
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -46,6 +50,12 @@ def demo(arguments: argparse.Namespace) -> int:
         print(f"{name:>6} = {_row(values)}  ({verdict})")
     print(f"expect = {_row(expected)}\n")
 
+    _print_hazards(trace)
+    _save(trace, arguments)
+    return 0
+
+
+def _print_hazards(trace) -> None:
     hazards = trace.hazards
     print(f"hazards: {len(hazards)}")
     for hazard in hazards:
@@ -53,12 +63,65 @@ def demo(arguments: argparse.Namespace) -> int:
         print(f"    fix: {hazard.fix}")
         if hazard.kind is HazardKind.STALE_UPLOAD:
             _print_difference(trace.upload(hazard.command_ids[-1]))
+
+
+def _save(trace, arguments: argparse.Namespace) -> None:
     if arguments.trace:
         print(f"\ntrace saved to {trace.save(arguments.trace)}")
     if arguments.chrome:
         trace.to_chrome_trace(arguments.chrome)
         print(f"Chrome/Perfetto trace written to {arguments.chrome}")
-    return 0
+
+
+def run_program(arguments: argparse.Namespace) -> int:
+    """Run a luisa-python program as ``__main__``, with ``luisa`` standing for
+    ``luisa_nb.luisa`` on the ``--device`` device, under a trace that names buffers and
+    arrays after the program's variables. Its exit status is this command's; a program
+    that raises prints its traceback, and the hazards found so far are printed either way."""
+    from luisa_nb.analysis import AnalyzedTrace
+    from luisa_nb.luisa import session
+    from luisa_nb.luisa.alias import as_luisa
+    from luisa_nb.recording import recorder
+
+    program = Path(arguments.program)
+    if not program.is_file():
+        raise LuisaNbError(f"no program at {program}; pass the path of a .py file")
+    options = {} if arguments.token is None else {"token": arguments.token}
+    try:
+        code = compile(program.read_bytes(), str(program), "exec")
+    except SyntaxError:
+        traceback.print_exc(limit=0)
+        return 1
+    main_module = types.ModuleType("__main__")
+    main_module.__file__ = str(program)
+    saved = sys.argv, list(sys.path), sys.modules["__main__"]
+    sys.argv = [str(program), *arguments.arguments]
+    sys.path.insert(0, str(program.resolve().parent))
+    sys.modules["__main__"] = main_module
+    session.close()
+    session.forced_device = DeviceConfig.parse(arguments.device, **options)
+    trace = AnalyzedTrace(capture=arguments.capture)
+    recorder.start(trace)
+    status = 0
+    try:
+        with as_luisa():
+            exec(code, main_module.__dict__)
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    except Exception:
+        traceback.print_exc()
+        status = 1
+    finally:
+        try:
+            session.close()  # what luisa-python does at exit: submit and synchronize
+        finally:
+            recorder.stop(trace, main_module.__dict__)
+            sys.argv, sys.path[:], sys.modules["__main__"] = saved
+            session.forced_device = None
+    print(f"\n{program.name}: {len(trace.commands)} commands traced on {arguments.device}")
+    _print_hazards(trace)
+    _save(trace, arguments)
+    return status
 
 
 def demo_config(arguments: argparse.Namespace) -> DeviceConfig:
@@ -131,6 +194,11 @@ def report(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
+    parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="luisa-nb", description="Make host-memory staging bugs of GPU runtimes visible."
@@ -154,9 +222,31 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.add_argument(
         "--token", help="the token of a remote://HOST:PORT device, as `luisa-nb serve` printed"
     )
-    demo_parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
-    demo_parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
+    _add_output_options(demo_parser)
     demo_parser.set_defaults(run=demo)
+    run_parser = commands.add_parser(
+        "run",
+        help="run a luisa-python program unchanged on luisa_nb, traced, and show its hazards",
+    )
+    run_parser.add_argument("program", metavar="PROGRAM", help="the program's .py file")
+    run_parser.add_argument(
+        "arguments", nargs=argparse.REMAINDER, metavar="ARGS", help="the program's arguments"
+    )
+    run_parser.add_argument(
+        "--device",
+        default="cpu:submit",
+        help="the device luisa.init() gets, whatever the program asks for (default: "
+        "cpu:submit, which stages as real LuisaCompute's CPU backend does)",
+    )
+    run_parser.add_argument("--token", help="the token of a remote://HOST:PORT device")
+    run_parser.add_argument(
+        "--capture",
+        default="head",
+        choices=["none", "head", "full"],
+        help="how many bytes of each transfer the trace keeps (default: head)",
+    )
+    _add_output_options(run_parser)
+    run_parser.set_defaults(run=run_program)
     serve_parser = commands.add_parser(
         "serve", help="serve a local backend to remote clients until interrupted"
     )

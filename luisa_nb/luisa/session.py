@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 
 from luisa_nb.errors import NotInitializedError
-from luisa_nb.runtime import Device, Stream, create_device, set_default_device
+from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"
 """Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""
 
 _device: Device | None = None
+forced_device: DeviceConfig | None = None
+"""A device name that wins over the one a program passes to ``init()`` (``luisa-nb run
+--device``)."""
 
 
 def init(backend_name: str | None = None) -> None:
-    """Create the session's device unless one exists: ``backend_name`` (a luisa_nb device
-    name such as ``"cpu"``, ``"dx"`` or ``"cpu:submit"``), else ``$LUISA_NB_DEVICE``,
-    else ``"cpu"``. It also becomes luisa_nb's default device."""
+    """Create the session's device unless one exists: :data:`forced_device`, else
+    ``backend_name`` (a luisa_nb device name such as ``"cpu"``, ``"dx"`` or
+    ``"cpu:submit"``), else ``$LUISA_NB_DEVICE``, else ``"cpu"``. It also becomes luisa_nb's
+    default device. At exit its streams are synchronized, as luisa-python's are."""
     global _device
     if _device is not None:
         return
-    name = backend_name or os.environ.get(DEVICE_VARIABLE) or "cpu"
+    name = forced_device or backend_name or os.environ.get(DEVICE_VARIABLE) or "cpu"
     device = create_device(name)
     set_default_device(device)
     _device = device
@@ -32,6 +37,9 @@ def close() -> None:
     device, _device = _device, None
     if device is not None:
         device.close()
+
+
+atexit.register(close)
 
 
 def device() -> Device:

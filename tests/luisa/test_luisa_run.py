@@ -1,0 +1,89 @@
+"""``luisa-nb run``: unchanged luisa-python programs on luisa_nb, traced, and the same
+results as on real luisa-python."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from luisa_nb.cli import main
+from luisa_nb.luisa.alias import as_luisa
+from tests.luisa.real_luisa import require_real_luisa, run_on_real_luisa
+
+PROGRAMS = Path(__file__).parent / "programs"
+SEED = PROGRAMS / "seed.py"
+
+
+def result_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith(("z_data ", "x "))]
+
+
+def test_the_seed_program_runs_unchanged_and_its_stale_upload_is_named(capsys):
+    assert main(["run", str(SEED)]) == 0
+    output = capsys.readouterr().out
+    assert result_lines(output) == [
+        "z_data [   0. 1001. 2002. 3003.]",
+        "x [123. 123. 123. 123.]",
+    ]
+    assert "seed.py: 8 commands traced on cpu:submit" in output
+    assert "STALE_UPLOAD: #" in output and "upload z <- z_data read z_data[0:1024]" in output
+
+
+def test_the_device_option_wins_over_the_programs_choice(capsys):
+    assert main(["run", "--device", "cpu:execute", str(SEED), "dx"]) == 0
+    output = capsys.readouterr().out
+    assert "x [   0. 1001. 2002. 3003.]" in output
+    assert "LATENT_STALE_UPLOAD" in output and " STALE_UPLOAD" not in output
+
+
+def test_a_failing_program_keeps_its_trace(tmp_path, capsys):
+    program = tmp_path / "fails.py"
+    program.write_text(
+        SEED.read_text().replace('print("z_data", z_data[:4])', 'raise RuntimeError("late failure")')
+    )
+    trace_path = tmp_path / "fails.lnbtrace"
+    assert main(["run", "--trace", str(trace_path), str(program)]) == 1
+    captured = capsys.readouterr()
+    assert "RuntimeError: late failure" in captured.err
+    assert "STALE_UPLOAD" in captured.out and trace_path.is_file()
+
+
+def test_a_missing_program_is_one_error_line(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "absent.py")]) == 2
+    assert "no program at" in capsys.readouterr().err
+
+
+def test_a_syntax_error_is_reported_as_python_reports_it(tmp_path, capsys):
+    program = tmp_path / "broken.py"
+    program.write_text("import luisa\nluisa.init(\n")
+    assert main(["run", str(program)]) == 1
+    assert "SyntaxError" in capsys.readouterr().err
+
+
+def test_the_alias_restores_what_luisa_named_before():
+    before = sys.modules.get("luisa")
+    with as_luisa():
+        import luisa
+
+        assert luisa.__name__ == "luisa_nb.luisa"
+        assert sys.modules["luisa.mathtypes"].__name__ == "luisa_nb.luisa.mathtypes"
+    assert sys.modules.get("luisa") is before
+
+
+def test_real_luisa_gives_the_same_rows():
+    require_real_luisa()
+    assert result_lines(run_on_real_luisa(SEED, "cpu")) == [
+        "z_data [   0. 1001. 2002. 3003.]",
+        "x [123. 123. 123. 123.]",
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _no_session_left():
+    yield
+    from luisa_nb.luisa import session
+
+    assert session.forced_device is None
+    session.close()
