@@ -3,37 +3,75 @@
 from __future__ import annotations
 
 import ast
+import math
 from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.captures import Unresolved, builtin_name
 from luisa_nb.kernels.expressions import is_weak
-from luisa_nb.kernels.type_system import INT3, ScalarType, assignable, fits
+from luisa_nb.kernels.type_system import (
+    INT3,
+    ScalarType,
+    VectorType,
+    assignable,
+    fits,
+    is_composite,
+)
+from luisa_nb.kernels.vectors import VECTOR_CLASSES
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.typer import KernelTyper
 
-FLOAT_FUNCTIONS = ("sqrt", "sin", "cos", "tan", "exp", "log", "floor", "ceil")
+FLOAT_FUNCTIONS = (
+    "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh",
+    "acosh", "atanh", "exp", "exp2", "exp10", "log", "log2", "log10", "rsqrt", "floor",
+    "ceil", "trunc", "round", "fract", "sign", "radians", "degrees", "saturate",
+    "pow", "atan2", "copysign", "fmod", "mod", "step", "lerp", "smoothstep", "fma",
+)  # fmt: skip
+TEST_FUNCTIONS = ("isnan", "isinf")
+NUMERIC_FUNCTIONS = ("abs", "min", "max", "clamp")
+VECTOR_FUNCTIONS = {  # name: (operand lengths allowed, result is a scalar)
+    "dot": ((2, 3, 4), True),
+    "length": ((2, 3, 4), True),
+    "length_squared": ((2, 3, 4), True),
+    "distance": ((2, 3, 4), True),
+    "distance_squared": ((2, 3, 4), True),
+    "normalize": ((2, 3, 4), False),
+    "cross": ((3,), False),
+    "reflect": ((3,), False),
+    "faceforward": ((3,), False),
+}
+THREE = ("clamp", "lerp", "smoothstep", "fma", "faceforward", "select")
+TWO = ("pow", "atan2", "copysign", "fmod", "mod", "step", "dot", "distance")
+TWO += ("distance_squared", "cross", "reflect")
+CONSTRUCTORS: dict[str, VectorType] = {
+    **{cls.__name__: cls.__lnb_type__ for cls in VECTOR_CLASSES},
+    **{f"make_{cls.__name__}": cls.__lnb_type__ for cls in VECTOR_CLASSES},
+}
 ARITIES = {
-    **dict.fromkeys(FLOAT_FUNCTIONS, (1, 1)),
+    **dict.fromkeys((*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *VECTOR_FUNCTIONS), (1, 1)),
+    **dict.fromkeys(TWO, (2, 2)),
+    **dict.fromkeys(THREE, (3, 3)),
+    **dict.fromkeys(CONSTRUCTORS, (0, 16)),
     "math_floor": (1, 1),
     "math_ceil": (1, 1),
     "abs": (1, 1),
+    "any": (1, 1),
+    "all": (1, 1),
     "int": (1, 1),
     "float": (1, 1),
     "bool": (1, 1),
-    "pow": (2, 2),
     "power": (2, 2),
-    "clamp": (3, 3),
     "min": (2, 64),
     "max": (2, 64),
     "dispatch_id": (0, 0),
     "dispatch_size": (0, 0),
 }
+SCALE_FACTORS = {"radians": math.pi / 180, "degrees": 180 / math.pi}
 CAST_TYPES = {"int": ScalarType.INT32, "float": ScalarType.FLOAT32}
 UNKNOWN_CALL_HINT = (
-    "kernels can call luisa_nb builtins (dispatch_id, sqrt, clamp, ...), math functions, "
-    "abs/min/max/pow/int/float/bool, and range() in for loops"
+    "kernels can call luisa_nb builtins (dispatch_id, sqrt, clamp, float3, length, ...), "
+    "math functions, abs/min/max/pow/int/float/bool, and range() in for loops"
 )
 
 
@@ -73,7 +111,18 @@ class BuiltinCallTyping:
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
         if name in ("dispatch_id", "dispatch_size"):
             return ir.DispatchValue(INT3, "id" if name == "dispatch_id" else "size")
-        arguments = [self.scalar(self.visit(argument), argument) for argument in node.args]
+        arguments = [self.visit(argument) for argument in node.args]
+        if name in CONSTRUCTORS:
+            return self.construct(CONSTRUCTORS[name], arguments, node)
+        composite = [a for a in arguments if is_composite(a.type)]
+        if composite and getattr(self.resolve(node.func), "__module__", None) == "math":
+            self.fail(node, f"{label}() takes scalars; call luisa_nb's {name}() for vectors")
+        if name in VECTOR_FUNCTIONS or name in ("any", "all", "select"):
+            return self.vector_builtin(name, arguments, node)
+        if composite:
+            return self.elementwise_builtin(name, arguments, node)
+        for argument, argument_node in zip(arguments, node.args, strict=True):
+            self.scalar(argument, argument_node)
         return self.builtin(name, arguments, node)
 
     def builtin(
@@ -96,19 +145,137 @@ class BuiltinCallTyping:
         common = self.common_type(arguments, node, what)
         if common is ScalarType.BOOL:
             self.fail(node, f"{what}: bool arguments are not numbers; convert with int(...)")
-        float_result = name in FLOAT_FUNCTIONS or name in ("pow", "math_floor", "math_ceil")
+        float_result = name in (*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, "math_floor", "math_ceil")
         if float_result and not common.is_float:
             common = ScalarType.FLOAT32
         converted = tuple(self.convert(argument, common, node) for argument in arguments)
         if name in ("math_floor", "math_ceil"):
             rounded = ir.Call(common, name.removeprefix("math_"), converted)
             return ir.Cast(ScalarType.INT32, rounded)
+        return self.typed_call(name, common, converted)
+
+    def typed_call(
+        self: KernelTyper, name: str, operand: ScalarType | VectorType, arguments: tuple
+    ) -> ir.Expression:
+        """The call of ``name`` on ``arguments`` converted to ``operand`` (a scalar type or
+        a vector type); a few builtins become simpler operations here."""
+        element = operand.element if isinstance(operand, VectorType) else operand
+        if name in SCALE_FACTORS:
+            factor = self.broadcast_to(ir.Constant(element, SCALE_FACTORS[name]), operand)
+            return ir.Binary(operand, "mul", arguments[0], factor)
+        if name == "saturate":
+            zero, one = (self.broadcast_to(ir.Constant(element, v), operand) for v in (0.0, 1.0))
+            return ir.Call(operand, "clamp", (arguments[0], zero, one))
+        if name in TEST_FUNCTIONS:
+            result = (
+                VectorType(ScalarType.BOOL, operand.length)
+                if operand != element
+                else (ScalarType.BOOL)
+            )
+            return ir.Call(result, name, arguments)
         if name not in ("min", "max"):
-            return ir.Call(common, name, converted)
-        result = converted[0]
-        for argument in converted[1:]:
-            result = ir.Call(common, name, (result, argument))
+            return ir.Call(operand, name, arguments)
+        result = arguments[0]
+        for argument in arguments[1:]:
+            result = ir.Call(operand, name, (result, argument))
         return result
+
+    def broadcast_to(
+        self: KernelTyper, scalar: ir.Constant, operand: ScalarType | VectorType
+    ) -> ir.Expression:
+        return ir.Construct(operand, (scalar,)) if isinstance(operand, VectorType) else scalar
+
+    def elementwise_builtin(
+        self: KernelTyper, name: str, arguments: list[ir.Expression], node: ast.Call
+    ) -> ir.Expression:
+        """A math builtin with a vector argument: component-wise, scalars broadcast."""
+        label = ast.unparse(node.func)
+        if name not in (*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *NUMERIC_FUNCTIONS, "power"):
+            self.fail(node, f"{label}() takes scalars")
+        if name == "power":
+            return self.arithmetic("pow", "**", arguments[0], arguments[1], node)
+        if len(arguments) == 1:
+            operand = arguments[0].type
+            if isinstance(operand, VectorType) is False:
+                self.fail(node, f"{label}() takes scalars and vectors, got {operand}")
+        else:
+            operand, _, _ = self.elementwise("select", arguments, node)
+        if operand.element is ScalarType.BOOL:
+            self.fail(node, f"{label}() takes numbers, got {operand}")
+        if name not in NUMERIC_FUNCTIONS:
+            operand = VectorType(ScalarType.FLOAT32, operand.length)
+        converted = tuple(self.broadcast(argument, operand, node) for argument in arguments)
+        return self.typed_call(name, operand, converted)
+
+    def vector_builtin(
+        self: KernelTyper, name: str, arguments: list[ir.Expression], node: ast.Call
+    ) -> ir.Expression:
+        """Geometry (dot, length, cross, ...), any/all, and select(false, true, cond)."""
+        label = ast.unparse(node.func)
+        kinds = ", ".join(str(a.type) for a in arguments)
+        if name in ("any", "all"):
+            kind = arguments[0].type
+            if not (isinstance(kind, VectorType) and kind.element is ScalarType.BOOL):
+                self.fail(node, f"{label}() takes a bool vector, got {kind}")
+            return ir.Call(ScalarType.BOOL, name, tuple(arguments))
+        if name == "select":
+            return self.select(arguments, node)
+        lengths, scalar_result = VECTOR_FUNCTIONS[name]
+        for argument, argument_node in zip(arguments, node.args, strict=True):
+            kind = argument.type
+            if not isinstance(kind, VectorType) or kind.length not in lengths:
+                wanted = "float3" if lengths == (3,) else "float vectors"
+                self.fail(argument_node, f"{label}() takes {wanted}, got {kinds}")
+        if len(arguments) > 1:
+            operand, _, _ = self.elementwise("select", arguments, node)
+        else:
+            operand = arguments[0].type
+        if operand.element is not ScalarType.FLOAT32:
+            self.fail(node, f"{label}() takes float vectors, got {kinds}")
+        converted = tuple(self.broadcast(argument, operand, node) for argument in arguments)
+        if name in ("distance", "distance_squared"):
+            difference = ir.Binary(operand, "sub", *converted)
+            function = name.replace("distance", "length")
+            return ir.Call(ScalarType.FLOAT32, function, (difference,))
+        return ir.Call(ScalarType.FLOAT32 if scalar_result else operand, name, converted)
+
+    def select(self: KernelTyper, arguments: list[ir.Expression], node: ast.Call) -> ir.Expression:
+        """``select(if_false, if_true, condition)``, luisa-python's order."""
+        if_false, if_true, condition = arguments
+        if not isinstance(condition.type, VectorType):
+            if condition.type is not ScalarType.BOOL:
+                self.fail(node.args[2], f"select()'s condition must be bool, got {condition.type}")
+            if is_composite(if_true.type) or is_composite(if_false.type):
+                return self.composite_select(condition, if_true, if_false, node)
+            what = f"select() of {if_false.type} and {if_true.type}"
+            common = self.common_type([if_false, if_true], node, what)
+            return ir.Select(
+                common,
+                condition,
+                self.convert(if_true, common, node),
+                self.convert(if_false, common, node),
+            )
+        if condition.type.element is not ScalarType.BOOL:
+            self.fail(node.args[2], f"select()'s condition must be bool, got {condition.type}")
+        values = [if_false, if_true]
+        if not any(isinstance(v.type, VectorType) for v in values):
+            values = [self.broadcast_scalar(v, condition.type.length, node) for v in values]
+        operand, _, values = self.elementwise("select", values, node)
+        if operand.length != condition.type.length:
+            self.fail(node, f"select() of {operand} values with a {condition.type} condition")
+        return ir.Call(operand, "select", (*values, condition))
+
+    def broadcast_scalar(
+        self: KernelTyper, value: ir.Expression, length: int, node: ast.AST
+    ) -> ir.Expression:
+        """A scalar as a vector of ``length`` copies (its type promoted as a literal's)."""
+        if value.type is ScalarType.BOOL or (is_weak(value) and isinstance(value.value, bool)):
+            element = ScalarType.BOOL
+        elif is_weak(value):
+            element = ScalarType.FLOAT32 if isinstance(value.value, float) else ScalarType.INT32
+        else:
+            element = value.type
+        return self.broadcast(value, VectorType(element, length), node)
 
     def buffer_method(
         self: KernelTyper, node: ast.Call, statement: bool
@@ -135,7 +302,16 @@ class BuiltinCallTyping:
             return ir.BufferRead(element, slot, index, node.lineno)
         if not statement:
             self.fail(node, f"{buffer_name}.write(...) returns nothing; use it as a statement")
-        value = self.scalar(self.visit(node.args[1]), node.args[1])
+        value = self.visit(node.args[1])
+        if is_composite(element) or is_composite(value.type):
+            if not self.storable(element, value):
+                self.fail(
+                    node.args[1],
+                    f"cannot write a {value.type} value into {buffer_name!r}, a buffer of "
+                    f"{element}; convert it explicitly ({element}(...))",
+                )
+            value = value if value.type == element else ir.Cast(element, value)
+            return ir.BufferWrite(slot, index, value, node.lineno)
         if not assignable(element, value.type, is_weak(value)):
             self.fail(
                 node.args[1],

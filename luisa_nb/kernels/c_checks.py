@@ -12,6 +12,8 @@ and a block that failed re-runs its threads one by one with ``details`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_INDEX_ERROR,
@@ -19,7 +21,7 @@ from luisa_nb.kernels.checks import (
     STATUS_NON_FINITE,
     STATUS_OK,
 )
-from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.kernels.type_system import KernelType, ScalarType
 
 LAUNCH_PRELUDE = f"""\
 enum {{
@@ -131,7 +133,7 @@ READ = """\
         int32_t line, int32_t slot, lnb_thread *state) {{
     const _Bool ok = {in_range};
     lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, (int64_t)index, {unsigned}, 0.0);
-    return ok ? buffer[index] : 0;
+    return ok ? buffer[index] : {zero};
 }}"""
 
 WRITE = """\
@@ -146,10 +148,10 @@ WRITE_FINITE = """\
 {prefix} void lnb_write_finite_{element}_{index_name}({T} *buffer, uint64_t count,
         {I} index, {T} value, int32_t line, int32_t slot, lnb_thread *state) {{
     const _Bool ok = {in_range};
-    const _Bool finite = __builtin_isfinite(value);
+    const _Bool finite = {finite};
     lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, {unsigned}, 0.0);
     lnb_note(state, finite | !ok, LNB_NON_FINITE, line, slot, 1, (int64_t)index, {unsigned},
-             (double)value);
+             (double){reported});
     if (ok & finite & !state->skip_writes) buffer[index] = value;
 }}"""
 
@@ -163,25 +165,43 @@ def in_range_test(index_type: ScalarType) -> str:
     return "(uint64_t)index < count"
 
 
-def access_function_name(access: str, element: ScalarType, index_type: ScalarType) -> str:
+def access_function_name(access: str, element: KernelType, index_type: ScalarType) -> str:
     """The helper for ``access`` ("read", "write", "write_finite") of one buffer/index type."""
-    return f"lnb_{access}_{element.value}_{index_type.value}"
+    return f"lnb_{access}_{_label(element)}_{index_type.value}"
+
+
+def _label(kind: KernelType) -> str:
+    return kind.value if isinstance(kind, ScalarType) else str(kind)
 
 
 def access_function(
     access: str,
-    element: ScalarType,
+    element: KernelType,
     index_type: ScalarType,
-    type_name: dict[ScalarType, str],
+    type_name: Callable[[KernelType], str],
     prefix: str,
+    components: list[str] | None = None,
 ) -> str:
-    """The C definition of one checked access helper."""
+    """The C definition of one checked access helper; ``components`` are the C
+    expressions of the scalar components of ``value`` for vector and matrix elements
+    (all must be finite; the first that is not is reported)."""
+    finite, reported = "__builtin_isfinite(value)", "value"
+    zero = "0"
+    if components is not None:
+        zero = f"({type_name(element)}){{0}}"
+        finite = " & ".join(f"__builtin_isfinite({c})" for c in components)
+        reported = components[-1]
+        for component in reversed(components[:-1]):
+            reported = f"(__builtin_isfinite({component}) ? {reported} : {component})"
     return ACCESS_TEMPLATES[access].format(
         prefix=prefix,
-        T=type_name[element],
-        I=type_name[index_type],
-        element=element.value,
+        T=type_name(element),
+        I=type_name(index_type),
+        element=_label(element),
         index_name=index_type.value,
         in_range=in_range_test(index_type),
         unsigned=1 if index_type is ScalarType.UINT64 else 0,
+        zero=zero,
+        finite=finite,
+        reported=reported,
     )

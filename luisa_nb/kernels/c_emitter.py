@@ -20,7 +20,8 @@ from luisa_nb.kernels.c_checks import (
 )
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
 from luisa_nb.kernels.c_launch import LaunchEmission
-from luisa_nb.kernels.type_system import KernelType, ScalarType, VectorType
+from luisa_nb.kernels.c_vectors import VectorEmission
+from luisa_nb.kernels.type_system import KernelType, MatrixType, ScalarType, is_composite
 
 ARITHMETIC_SYMBOLS = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitand": "&", "bitor": "|",
@@ -29,6 +30,10 @@ ARITHMETIC_SYMBOLS = {
 }  # fmt: skip
 UNARY_SYMBOLS = {"neg": "-", "not": "!", "invert": "~"}
 HELPER_OPERATIONS = ("floordiv", "mod", "min", "max", "abs")
+FLOAT_HELPERS = {  # builtins with a C helper (luisa.util's mod is `lnb_floormod_*`)
+    "rsqrt": "rsqrt", "fract": "fract", "exp10": "exp10", "sign": "sign", "fmod": "fmod",
+    "mod": "floormod", "step": "step", "lerp": "lerp", "smoothstep": "smoothstep",
+}  # fmt: skip
 STRUCT_CODES = {
     ScalarType.BOOL: "?",
     ScalarType.INT32: "i",
@@ -42,10 +47,21 @@ STRUCT_CODES = {
 
 def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
     """Packs (dims x3, buffer addresses, scalars, and with checks one int64 element count
-    per buffer) exactly like the C argument struct."""
-    scalar_codes = "".join(STRUCT_CODES[slot.type] for slot in kernel.scalars)
+    per buffer) exactly like the C argument struct. A vector or matrix scalar takes its
+    components (column-major), padded as the C struct pads them."""
+    layout = f"@3q{'P' * len(kernel.buffers)}"
+    for slot in kernel.scalars:
+        kind = slot.type
+        if not is_composite(kind):
+            layout += STRUCT_CODES[kind]
+            continue
+        layout += "x" * (-struct.calcsize(layout) % kind.alignment)
+        column = kind.column if isinstance(kind, MatrixType) else kind
+        columns = kind.size if isinstance(kind, MatrixType) else 1
+        padding = "x" * (column.alignment - column.length * column.element.dtype.itemsize)
+        layout += (STRUCT_CODES[column.element] * column.length + padding) * columns
     counts = "q" * len(kernel.buffers) if checks else ""
-    return struct.Struct(f"@3q{'P' * len(kernel.buffers)}{scalar_codes}{counts}0q")
+    return struct.Struct(f"{layout}{counts}0q")
 
 
 def c_identifier(name: str) -> str:
@@ -53,7 +69,7 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter(LaunchEmission):
+class CEmitter(VectorEmission, LaunchEmission):
     """Emits one kernel as C11 for the host compiler.
 
     ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
@@ -86,8 +102,10 @@ class CEmitter(LaunchEmission):
         self.kernel = kernel
         self.checks = checks
         self.access = kernel.buffer_access()
-        self.helpers: dict[tuple[str, ScalarType], None] = {}
-        self.access_helpers: dict[tuple[str, ScalarType, ScalarType], None] = {}
+        self.helper_names: set[str] = set()
+        self.helper_texts: list[str] = []  # in dependency order
+        self.composite_types: set[KernelType] = set()
+        self.access_helpers: dict[tuple[str, KernelType, ScalarType], None] = {}
         self.uses_math = False
         self.loop_counter = 0
 
@@ -103,30 +121,37 @@ class CEmitter(LaunchEmission):
     def emit(self) -> str:
         """The complete C translation unit."""
         body = self.body_function()
+        run = () if self.kernel.has_control_flow else (self.run_function(),)
+        entry = self.entry()
+        arguments = self.argument_struct()
+        accesses = [
+            access_function(
+                access, element, index, self.type_name, self.function_prefix,
+                self.components(element, "value") if is_composite(element) else None,
+            )
+            for access, element, index in self.access_helpers
+        ]  # fmt: skip
         includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
         checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
         parts = [
             f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
             f"{checks[self.checks]}. */",
             "\n".join(f"#include <{name}>" for name in includes),
-            "typedef struct { int32_t x, y, z; } lnb_int3;",
+            "\n".join(self.type_definitions()),
             LAUNCH_PRELUDE,
-            self.argument_struct(),
-            *(self.helper(operation, scalar_type) for operation, scalar_type in self.helpers),
+            arguments,
+            *self.helper_texts,
             *((NOTE_FUNCTION,) if self.access_helpers else ()),
-            *(
-                access_function(access, element, index, self.type_names, self.function_prefix)
-                for access, element, index in self.access_helpers
-            ),
+            *accesses,
             body,
-            *(() if self.kernel.has_control_flow else (self.run_function(),)),
-            self.entry(),
+            *run,
+            entry,
         ]
         return "\n\n".join(parts) + "\n"
 
     def type_name(self, kernel_type: KernelType) -> str:
-        if isinstance(kernel_type, VectorType):
-            return "lnb_int3"
+        if is_composite(kernel_type):
+            return self.composite_name(kernel_type)
         return self.type_names[kernel_type]
 
     def buffer_name(self, index: int) -> str:
@@ -171,11 +196,11 @@ class CEmitter(LaunchEmission):
         )
 
     def use_helper(self, operation: str, scalar_type: ScalarType) -> str:
-        self.helpers[(operation, scalar_type)] = None
         self.uses_math |= needs_math_header(operation, scalar_type)
-        return f"lnb_{operation}_{scalar_type.value}"
+        name = f"lnb_{operation}_{scalar_type.value}"
+        return self.define_helper(name, lambda: self.helper(operation, scalar_type))
 
-    def use_access_helper(self, access: str, element: ScalarType, index: ScalarType) -> str:
+    def use_access_helper(self, access: str, element: KernelType, index: ScalarType) -> str:
         self.access_helpers[(access, element, index)] = None
         return access_function_name(access, element, index)
 
@@ -204,7 +229,7 @@ class CEmitter(LaunchEmission):
         parameters = ", ".join(self.body_parameters())
         lines = [f"{self.function_prefix} void {self.entry_name}_thread({parameters}) {{"]
         for name, kernel_type in self.kernel.locals.items():
-            zero = "{0, 0, 0}" if isinstance(kernel_type, VectorType) else "0"
+            zero = "{0}" if is_composite(kernel_type) else "0"
             lines.append(f"    {self.type_name(kernel_type)} {self.variable_name(name)} = {zero};")
         lines += self.statements(self.kernel.body, 1)
         lines.append("}")
@@ -223,6 +248,8 @@ class CEmitter(LaunchEmission):
             return [f"{indent}{self.variable_name(statement.name)} = {value};"]
         if isinstance(statement, ir.BufferWrite):
             return [f"{indent}{self.buffer_write(statement)};"]
+        if isinstance(statement, ir.Store):
+            return self.store(statement, indent)
         if isinstance(statement, ir.Evaluate):
             return [f"{indent}(void){self.expression(statement.value)};"]
         if isinstance(statement, ir.If):
@@ -336,7 +363,15 @@ class CEmitter(LaunchEmission):
         return "dispatch_id" if expression.which == "id" else "dispatch_size"
 
     def expression_member(self, expression: ir.Member) -> str:
+        if len(expression.field) > 1:
+            return self.swizzle(expression)
         return f"{self.expression(expression.operand)}.{expression.field}"
+
+    def expression_element(self, expression: ir.Element) -> str:
+        return self.element(expression)
+
+    def expression_construct(self, expression: ir.Construct) -> str:
+        return self.construct(expression)
 
     def expression_bufferread(self, expression: ir.BufferRead) -> str:
         buffer = self.buffer_name(expression.buffer)
@@ -350,16 +385,27 @@ class CEmitter(LaunchEmission):
         return f"{function}({buffer}, {count}, {index}, {site}, lnb_state)"
 
     def expression_unary(self, expression: ir.Unary) -> str:
+        if is_composite(expression.type):
+            return self.vector_unary(expression)
         return f"({UNARY_SYMBOLS[expression.operator]}{self.expression(expression.operand)})"
 
     def expression_binary(self, expression: ir.Binary) -> str:
+        if is_composite(expression.type) or is_composite(expression.left.type):
+            return self.composite_binary(expression)
         left, right = self.expression(expression.left), self.expression(expression.right)
-        operator = expression.operator
+        return self.scalar_binary(
+            expression.operator, expression.type, expression.left.type, left, right
+        )
+
+    def scalar_binary(
+        self, operator: str, result: ScalarType, operand: ScalarType, left: str, right: str
+    ) -> str:
+        """``left <operator> right`` on scalars of type ``operand``."""
         if operator in ARITHMETIC_SYMBOLS:
             return f"({left} {ARITHMETIC_SYMBOLS[operator]} {right})"
         if operator == "pow":
-            return self.call("pow", expression.type, [left, right])
-        return f"{self.use_helper(operator, expression.type)}({left}, {right})"
+            return self.call("pow", result, [left, right])
+        return f"{self.use_helper(operator, result)}({left}, {right})"
 
     def expression_select(self, expression: ir.Select) -> str:
         condition = self.expression(expression.condition)
@@ -370,14 +416,32 @@ class CEmitter(LaunchEmission):
         return f"({condition} ? {if_true} : {if_false})"
 
     def expression_cast(self, expression: ir.Cast) -> str:
+        if is_composite(expression.type):
+            return self.vector_cast(expression)
         return f"(({self.type_name(expression.type)}){self.expression(expression.operand)})"
 
     def expression_call(self, expression: ir.Call) -> str:
+        if any(is_composite(argument.type) for argument in expression.arguments):
+            return self.vector_call(expression)
         arguments = [self.expression(argument) for argument in expression.arguments]
-        return self.call(expression.function, expression.type, arguments)
+        operand = expression.arguments[0].type
+        return self.call(expression.function, expression.type, arguments, operand)
 
-    def call(self, function: str, result_type: ScalarType, arguments: list[str]) -> str:
-        """A math builtin; float functions map to ``math.h``, the rest to helpers."""
+    def call(
+        self,
+        function: str,
+        result_type: ScalarType,
+        arguments: list[str],
+        operand: ScalarType | None = None,
+    ) -> str:
+        """A math builtin on scalars of type ``operand`` (the result's type when None);
+        float functions map to ``math.h``, the rest to helpers."""
+        if function in ("isnan", "isinf"):
+            self.uses_math = True
+            return f"{function}({arguments[0]})"
+        if function in FLOAT_HELPERS:
+            helper = self.use_helper(FLOAT_HELPERS[function], result_type)
+            return f"{helper}({', '.join(arguments)})"
         if function == "clamp":
             low = f"{self.use_helper('max', result_type)}({arguments[0]}, {arguments[1]})"
             return f"{self.use_helper('min', result_type)}({low}, {arguments[2]})"
@@ -386,8 +450,7 @@ class CEmitter(LaunchEmission):
                 return arguments[0]
             return f"{self.use_helper(function, result_type)}({', '.join(arguments)})"
         if function == "pow" and result_type.is_integer:
-            self.helpers[("pow", result_type)] = None
-            return f"lnb_pow_{result_type.value}({', '.join(arguments)})"
+            return f"{self.use_helper('pow', result_type)}({', '.join(arguments)})"
         self.uses_math = True
         suffix = "f" if result_type is ScalarType.FLOAT32 else ""
         return f"{function}{suffix}({', '.join(arguments)})"

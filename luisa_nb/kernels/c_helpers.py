@@ -96,8 +96,37 @@ FLOAT_ABS = """\
 }}"""
 
 
+FLOAT_FUNCTION_TEMPLATES = {
+    "rsqrt": "return 1 / sqrt{f}(a);",
+    "fract": "return a - floor{f}(a);",
+    "exp10": "return pow{f}(10, a);",
+    "sign": "return copysign{f}(1, a);",
+    "fmod": "return a - b * trunc{f}(a / b);",
+    "floormod": "return a - b * floor{f}(a / b);",
+    "step": "return b < a ? 0 : 1;",
+    "lerp": "return a + c * (b - a);",
+    "smoothstep": (
+        "{T} t = (c - a) / (b - a);\n"
+        "    t = t < 0 ? 0 : (t > 1 ? 1 : t);\n"
+        "    return t * t * (3 - 2 * t);"
+    ),
+}
+FLOAT_FUNCTION_ARITIES = {"step": 2, "fmod": 2, "floormod": 2, "lerp": 3, "smoothstep": 3}
+MATH_HEADER_FUNCTIONS = ("floordiv", "mod", "abs", "rsqrt", "fract", "exp10", "sign", "fmod")
+
+
+def float_function_template(operation: str) -> str:
+    """A one-line float helper (luisa-python builtins C lacks): rsqrt, fract, lerp, ..."""
+    names = ("a", "b", "c")[: FLOAT_FUNCTION_ARITIES.get(operation, 1)]
+    parameters = ", ".join(f"{{T}} {name}" for name in names)
+    body = FLOAT_FUNCTION_TEMPLATES[operation]
+    return f"{{prefix}} {{T}} lnb_{operation}_{{name}}({parameters}) {{{{\n    {body}\n}}}}"
+
+
 def helper_template(operation: str, scalar_type: ScalarType) -> str:
     """The template of helper ``operation`` ("floordiv", "mod", "pow", ...) for a type."""
+    if operation in FLOAT_FUNCTION_TEMPLATES:
+        return float_function_template(operation)
     if scalar_type.is_float:
         return {
             "floordiv": FLOAT_FLOORDIV,
@@ -119,4 +148,4 @@ def helper_template(operation: str, scalar_type: ScalarType) -> str:
 
 def needs_math_header(operation: str, scalar_type: ScalarType) -> bool:
     """Whether the helper calls functions from ``math.h``."""
-    return scalar_type.is_float and operation in ("floordiv", "mod", "abs")
+    return scalar_type.is_float and operation in (*MATH_HEADER_FUNCTIONS, "floormod")

@@ -12,11 +12,18 @@ from collections.abc import Callable
 from typing import Any
 
 from luisa_nb.kernels import builtins as kernel_builtins
+from luisa_nb.kernels.math_builtins import MATH_BUILTINS
+from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 
+LANGUAGE_OBJECTS = (
+    kernel_builtins.dispatch_id,
+    kernel_builtins.dispatch_size,
+    *MATH_BUILTINS,
+    *VECTOR_CLASSES,
+    *MAKE_FUNCTIONS,
+)
 _BUILTIN_TABLE: list[tuple[Any, str]] = [
-    (kernel_builtins.dispatch_id, "dispatch_id"),
-    (kernel_builtins.dispatch_size, "dispatch_size"),
-    *((function, function.__name__) for function in kernel_builtins.MATH_BUILTINS),
+    *((function, function.__name__) for function in LANGUAGE_OBJECTS),
     (math.sqrt, "sqrt"),
     (math.sin, "sin"),
     (math.cos, "cos"),
@@ -33,6 +40,8 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (python_builtins.int, "int"),
     (python_builtins.float, "float"),
     (python_builtins.bool, "bool"),
+    (python_builtins.any, "any"),
+    (python_builtins.all, "all"),
     (python_builtins.range, "range"),
     (python_builtins.print, "print"),
     (python_builtins.breakpoint, "breakpoint"),
@@ -40,14 +49,7 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
 _BUILTIN_NAMES: dict[int, str] = {id(function): name for function, name in _BUILTIN_TABLE}
 # luisa-python resolves its builtins by name, so kernels written for it call a bare
 # `dispatch_id()` that no import defines; such unbound names mean the same here.
-_UNBOUND_BUILTINS: dict[str, Any] = {
-    function.__name__: function
-    for function in (
-        kernel_builtins.dispatch_id,
-        kernel_builtins.dispatch_size,
-        *kernel_builtins.MATH_BUILTINS,
-    )
-}
+_UNBOUND_BUILTINS: dict[str, Any] = {function.__name__: function for function in LANGUAGE_OBJECTS}
 
 
 def builtin_name(value: Any) -> str | None:

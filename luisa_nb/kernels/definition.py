@@ -22,7 +22,13 @@ from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH, call_with_room, deepe
 from luisa_nb.kernels.python_mode import PythonExecutable
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import compiler_available
-from luisa_nb.kernels.type_system import BufferType, ScalarType
+from luisa_nb.kernels.type_system import (
+    BufferType,
+    KernelType,
+    MatrixType,
+    ScalarType,
+    VectorType,
+)
 from luisa_nb.kernels.typer import KernelTyper
 from luisa_nb.kernels.validation import SyntaxValidator
 
@@ -75,7 +81,7 @@ class KernelDefinition:
         self.name: str = function.__name__
         self.parameter_names = [argument.arg for argument in self.kernel_source.tree.args.args]
         self._captures: CaptureResolver | None = None
-        self._typed_kernels: dict[tuple[ScalarType | BufferType, ...], tuple[str, ir.KernelIR]] = {}
+        self._typed_kernels: dict[tuple[KernelType | BufferType, ...], tuple[str, ir.KernelIR]] = {}
         self._executables: dict[tuple[Any, ...], Executable] = {}
         self._lock = threading.Lock()
 
@@ -94,7 +100,7 @@ class KernelDefinition:
         return depth
 
     def executable(
-        self, argument_types: Sequence[ScalarType | BufferType], checks: bool | str = True
+        self, argument_types: Sequence[KernelType | BufferType], checks: bool | str = True
     ) -> Executable:
         """The executable for these argument types and ``checks`` setting (True, False or
         "nan"), compiled on first use and cached."""
@@ -117,13 +123,13 @@ class KernelDefinition:
                 self._executables[key] = executable
         return executable
 
-    def captured_buffers(self, argument_types: Sequence[ScalarType | BufferType]) -> list[Any]:
+    def captured_buffers(self, argument_types: Sequence[KernelType | BufferType]) -> list[Any]:
         """The buffers the kernel captures when specialised on these types (typing only)."""
         with self._lock:
             _, kernel = self._typed(tuple(argument_types))
         return [slot.capture for slot in kernel.buffers if slot.capture is not None]
 
-    def _typed(self, types: tuple[ScalarType | BufferType, ...]) -> tuple[str, ir.KernelIR]:
+    def _typed(self, types: tuple[KernelType | BufferType, ...]) -> tuple[str, ir.KernelIR]:
         """The target ("c" or "python") and typed IR for ``types``; call under the lock."""
         typed = self._typed_kernels.get(types)
         if typed is None:
@@ -147,10 +153,11 @@ class KernelDefinition:
                 f"but {len(argument_types)} were given"
             )
         for name, argument_type in zip(names, argument_types, strict=True):
-            if not isinstance(argument_type, (ScalarType, BufferType)):
+            if not isinstance(argument_type, (ScalarType, VectorType, MatrixType, BufferType)):
                 raise KernelArgumentError(
-                    f"kernel {self.name!r}, parameter {name!r}: expected a ScalarType or "
-                    f"BufferType, got {type(argument_type).__name__} {argument_type!r}"
+                    f"kernel {self.name!r}, parameter {name!r}: expected a ScalarType, "
+                    f"VectorType, MatrixType or BufferType, got {type(argument_type).__name__} "
+                    f"{argument_type!r}"
                 )
 
     def _target(self) -> str:

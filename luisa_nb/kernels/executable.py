@@ -28,6 +28,7 @@ from luisa_nb.kernels.checks import (
 )
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.type_system import is_composite
 
 
 class CancelFlag:
@@ -149,6 +150,18 @@ class Executable:
         return f"<{type(self).__name__} {self.name} mode={self.mode} checks={self.checks!r}>"
 
 
+def flatten_scalars(scalars: Sequence[Any], composites: frozenset[int]) -> list[Any]:
+    """``scalars`` with each vector or matrix at a position in ``composites`` replaced by
+    its components in column-major order, as the argument struct holds them."""
+    flat: list[Any] = []
+    for position, value in enumerate(scalars):
+        if position in composites:
+            flat.extend(np.asarray(value).ravel(order="F").tolist())
+        else:
+            flat.append(value)
+    return flat
+
+
 class CExecutable(Executable):
     """Compiled C; ``launch`` takes the address of element 0 of each buffer."""
 
@@ -169,6 +182,9 @@ class CExecutable(Executable):
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
         self._pack = argument_struct(kernel, checks).pack
+        self._composites = frozenset(
+            position for position, slot in enumerate(kernel.scalars) if is_composite(slot.type)
+        )
 
     def launch(
         self,
@@ -177,7 +193,8 @@ class CExecutable(Executable):
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), cancel)
+        packed_scalars = flatten_scalars(scalars, self._composites) if self._composites else scalars
+        stopped = run_launch(self._function, self._pack(*dims, *buffers, *packed_scalars), cancel)
         if stopped is not None:
             raise self.failure(stopped, dims, scalars)
 

@@ -12,11 +12,13 @@ from luisa_nb.kernels.folding import INT64_RANGE, FoldError, fold, foldable
 from luisa_nb.kernels.type_system import (
     INT32_RANGE,
     KernelType,
+    MatrixType,
     PromotionError,
     ScalarType,
     VectorType,
     fits,
     is_buffer_like,
+    is_composite,
     promote,
     true_division_type,
 )
@@ -37,6 +39,7 @@ BINARY_OPERATORS: dict[type[ast.operator], tuple[str, str]] = {
     ast.BitXor: ("bitxor", "^"),
     ast.LShift: ("lshift", "<<"),
     ast.RShift: ("rshift", ">>"),
+    ast.MatMult: ("matmul", "@"),
 }
 COMPARISONS: dict[type[ast.cmpop], tuple[str, str]] = {
     ast.Eq: ("eq", "=="),
@@ -72,8 +75,8 @@ class ExpressionTyping:
         return ir.Constant(ScalarType.FLOAT32, float(value), weak=True)
 
     def scalar(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
-        if isinstance(expression.type, VectorType):
-            self.fail(node, f"{expression.type} values support only .x, .y and .z")
+        if is_composite(expression.type):
+            self.fail(node, f"a {expression.type} value is used where a scalar is needed")
         return expression
 
     def convert(
@@ -82,6 +85,8 @@ class ExpressionTyping:
         """``expression`` as type ``target``; weak literals are re-typed, others cast."""
         if expression.type == target:
             return expression
+        if isinstance(target, VectorType):
+            return self.broadcast(expression, target, node)
         if is_weak(expression):
             if not fits(expression.value, target):
                 self.fail(node, f"the literal {expression.value!r} does not fit {target.value}")
@@ -91,7 +96,11 @@ class ExpressionTyping:
 
     def to_bool(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
         """Python truthiness: numbers compare with zero."""
-        expression = self.scalar(expression, node)
+        if is_composite(expression.type):
+            self.fail(
+                node,
+                f"a {expression.type} value is not a single condition; use any(...) or all(...)",
+            )
         if expression.type is ScalarType.BOOL:
             return expression
         zero = ir.Constant(expression.type, 0.0 if expression.type.is_float else 0)
@@ -121,7 +130,8 @@ class ExpressionTyping:
         node: ast.AST,
     ) -> ir.Expression:
         """Type ``left <symbol> right``, folding operations on two literals."""
-        left, right = self.scalar(left, node), self.scalar(right, node)
+        if operator == "matmul" or is_composite(left.type) or is_composite(right.type):
+            return self.composite_arithmetic(operator, left, right, node)
         if is_weak(left) and is_weak(right) and foldable(operator, left.value, right.value):
             return self.literal(self.folded(operator, symbol, left, right, node), node)
         both_bool = left.type is ScalarType.BOOL and right.type is ScalarType.BOOL
@@ -158,7 +168,8 @@ class ExpressionTyping:
         right: ir.Expression,
         node: ast.AST,
     ) -> ir.Expression:
-        left, right = self.scalar(left, node), self.scalar(right, node)
+        if is_composite(left.type) or is_composite(right.type):
+            return self.vector_arithmetic(operator, left, right, node)
         if is_weak(left) and is_weak(right):
             return self.literal(self.folded(operator, symbol, left, right, node), node)
         if (left.type is ScalarType.BOOL) != (right.type is ScalarType.BOOL):
@@ -191,6 +202,12 @@ class ExpressionTyping:
             return ir.Constant(scalar_type, value.item())
         if isinstance(value, (bool, int, float, np.bool_)):
             return self.literal(value, node)
+        value_type = getattr(type(value), "__lnb_type__", None)
+        if isinstance(value_type, (VectorType, MatrixType)):
+            element = value_type.element
+            components = np.asarray(value, dtype=element.dtype).ravel(order="F").tolist()
+            constants = tuple(ir.Constant(element, c) for c in components)
+            return ir.Construct(value_type, constants)
         self.fail(
             node,
             f"{name!r} is a {type(value).__name__}, which kernels cannot use as a value; "
@@ -218,8 +235,8 @@ class ExpressionTyping:
         if self.is_capture_chain(node):
             return self.captured_value(self.resolve(node), ast.unparse(node), node)
         operand = self.visit(node.value)
-        if isinstance(operand.type, VectorType) and node.attr in operand.type.fields:
-            return ir.Member(operand.type.element, operand, node.attr)
+        if isinstance(operand.type, VectorType):
+            return self.swizzle(operand, node.attr, node)
         self.fail(node, f"{operand.type} values have no attribute {node.attr!r}")
 
     def visit_BinOp(self: KernelTyper, node: ast.BinOp) -> ir.Expression:
@@ -229,7 +246,9 @@ class ExpressionTyping:
         )
 
     def visit_UnaryOp(self: KernelTyper, node: ast.UnaryOp) -> ir.Expression:
-        operand = self.scalar(self.visit(node.operand), node)
+        operand = self.visit(node.operand)
+        if is_composite(operand.type):
+            return self.vector_unary(node.op, operand, node)
         if isinstance(node.op, ast.Not):
             return ir.Unary(ScalarType.BOOL, "not", self.to_bool(operand, node))
         if operand.type is ScalarType.BOOL:
@@ -270,14 +289,17 @@ class ExpressionTyping:
             right = self.visit(right_node)
             operator, symbol = COMPARISONS[type(operator_node)]
             test = self.comparison(operator, symbol, left, right, node)
+            if len(node.ops) > 1 and is_composite(test.type):
+                self.fail(node, "chained comparisons need scalars; combine vector tests with &")
             result = test if result is None else ir.Binary(ScalarType.BOOL, "and", result, test)
             left = right
         return result
 
     def visit_IfExp(self: KernelTyper, node: ast.IfExp) -> ir.Expression:
         condition = self.to_bool(self.visit(node.test), node.test)
-        if_true = self.scalar(self.visit(node.body), node.body)
-        if_false = self.scalar(self.visit(node.orelse), node.orelse)
+        if_true, if_false = self.visit(node.body), self.visit(node.orelse)
+        if is_composite(if_true.type) or is_composite(if_false.type):
+            return self.composite_select(condition, if_true, if_false, node)
         if (if_true.type is ScalarType.BOOL) != (if_false.type is ScalarType.BOOL):
             self.fail(
                 node,

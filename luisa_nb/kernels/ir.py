@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from luisa_nb.kernels.type_system import KernelType, ScalarType
+from luisa_nb.kernels.type_system import KernelType, MatrixType, ScalarType, VectorType
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,27 @@ class DispatchValue(Expression):
 
 @dataclass(frozen=True)
 class Member(Expression):
+    """A vector component (``field`` is "x" ...) or a swizzle ("xy", "zyx", ...)."""
+
     operand: Expression
     field: str
+
+
+@dataclass(frozen=True)
+class Element(Expression):
+    """``operand[index]``: a vector component or a matrix column."""
+
+    operand: Expression
+    index: Expression
+
+
+@dataclass(frozen=True)
+class Construct(Expression):
+    """A vector or matrix from ``arguments`` of its element type: scalars and vectors
+    whose components fill it in order; a single scalar fills a vector and is the
+    diagonal of a matrix."""
+
+    arguments: tuple[Expression, ...]
 
 
 @dataclass(frozen=True)
@@ -86,6 +105,15 @@ class Statement:
 @dataclass(frozen=True)
 class Assign(Statement):
     name: str
+    value: Expression
+
+
+@dataclass(frozen=True)
+class Store(Statement):
+    """``place = value`` where ``place`` is a component or column of a local: a
+    :class:`Member` (one field) or :class:`Element` chain ending in a :class:`Local`."""
+
+    place: Expression
     value: Expression
 
 
@@ -151,14 +179,14 @@ class BufferSlot:
     """A buffer the kernel uses: an argument or a captured object."""
 
     name: str
-    element: ScalarType
+    element: KernelType
     capture: Any = None  # the captured buffer object, None for arguments
 
 
 @dataclass(frozen=True)
 class ScalarSlot:
     name: str
-    type: ScalarType
+    type: ScalarType | VectorType | MatrixType
 
 
 @dataclass
@@ -214,6 +242,8 @@ def statement_expressions(statement: Statement) -> tuple[Expression, ...]:
         return (statement.value,)
     if isinstance(statement, BufferWrite):
         return (statement.index, statement.value)
+    if isinstance(statement, Store):
+        return (statement.place, statement.value)
     if isinstance(statement, (If, While)):
         return (statement.condition,)
     if isinstance(statement, ForRange):
@@ -239,6 +269,10 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return (expression.operand,)
     if isinstance(expression, BufferRead):
         return (expression.index,)
+    if isinstance(expression, Element):
+        return (expression.operand, expression.index)
+    if isinstance(expression, Construct):
+        return expression.arguments
     if isinstance(expression, Binary):
         return (expression.left, expression.right)
     if isinstance(expression, Select):

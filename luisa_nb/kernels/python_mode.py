@@ -18,13 +18,15 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.errors import KernelCancelledError, KernelIndexError, KernelNonFiniteError
-from luisa_nb.kernels import builtins as kernel_builtins
-from luisa_nb.kernels import ir
-from luisa_nb.kernels.builtins import Int3, thread_state
+from luisa_nb.kernels import ir, math_builtins
+from luisa_nb.kernels.builtins import thread_state
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.checks import index_error, non_finite_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.source import KernelSource
+from luisa_nb.kernels.type_system import BufferType, is_composite
+from luisa_nb.kernels.value_copies import copying_function, value_class
+from luisa_nb.kernels.vectors import int3
 
 
 class BufferShim:
@@ -41,6 +43,8 @@ class BufferShim:
         self.check_finite = False
 
     def bind(self, array: np.ndarray) -> BufferShim:
+        if array.dtype.names is not None:
+            return CompositeBufferShim(self.name, self.executable).bind(array)
         self.array = array
         self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
         return self
@@ -78,10 +82,38 @@ class BufferShim:
         self.array[index] = value
 
 
+class CompositeBufferShim(BufferShim):
+    """A buffer of vectors or matrices: reads give new values, writes copy components
+    into the elements' (padded) layout."""
+
+    __slots__ = ("components", "value_type")
+
+    def bind(self, array: np.ndarray) -> BufferShim:
+        self.array = array
+        kind = BufferType.of_dtype(array.dtype).element
+        self.value_type = value_class(kind)
+        self.components = self.value_type.component_view(array)
+        self.check_finite = self.executable.checks == "nan" and kind.element.is_float
+        return self
+
+    def read(self, index: Any) -> Any:
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "reads")
+        return self.value_type.wrap(self.components[index].copy())
+
+    def write(self, index: Any, value: Any) -> None:
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "writes")
+        if self.check_finite and not np.isfinite(value._values).all():
+            bad = value._values[~np.isfinite(value._values)].flat[0]
+            raise self._non_finite_error(index, bad)
+        self.components[index] = value._values
+
+
 def current_thread() -> tuple[int, int, int]:
     """The dispatch id of the Python-mode thread running now, as plain ints."""
-    x, y, z = thread_state.dispatch_id
-    return (int(x), int(y), int(z))
+    x, y, z = thread_state.dispatch_id._values.tolist()
+    return (x, y, z)
 
 
 def kernel_int(value: Any) -> np.int32:
@@ -106,8 +138,8 @@ KERNEL_BUILTINS = {
     "int": kernel_int,
     "float": kernel_float,
     "range": kernel_range,
-    "min": kernel_builtins.min,
-    "max": kernel_builtins.max,
+    "min": math_builtins.min,
+    "max": math_builtins.max,
 }
 
 
@@ -133,16 +165,28 @@ class PythonExecutable(Executable):
         self._loops = kernel.has_control_flow
         self._arguments = kernel.arguments
         self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
-        self._scalar_types = [slot.type.dtype.type for slot in kernel.scalars]
+        self._scalar_types = [
+            value_class(slot.type) if is_composite(slot.type) else slot.type.dtype.type
+            for slot in kernel.scalars
+        ]
+        self._copied_arguments = [
+            position
+            for position, (_, kind, index) in enumerate(kernel.arguments)
+            if kind == "scalar" and is_composite(kernel.scalars[index].type)
+        ]
         self._capture_shims = [
             BufferShim(slot.name, self) for slot in kernel.buffers if slot.capture is not None
         ]
         replacements = {shim.name: shim for shim in self._capture_shims}
         namespace, closure = captures.python_mode_namespaces(replacements)
         namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
-        self._function = types.FunctionType(
-            function.__code__, namespace, function.__name__, None, closure
-        )
+        composite_locals = any(is_composite(t) for t in kernel.locals.values())
+        if composite_locals or self._copied_arguments:
+            self._function = copying_function(source, namespace, closure, captures)
+        else:
+            self._function = types.FunctionType(
+                function.__code__, namespace, function.__name__, None, closure
+            )
 
     def launch(
         self,
@@ -168,8 +212,10 @@ class PythonExecutable(Executable):
     ) -> None:
         size_x, size_y, size_z = (int(size) for size in dims)
         previous = (thread_state.dispatch_id, thread_state.dispatch_size)
-        thread_state.dispatch_size = Int3(np.int32(size_x), np.int32(size_y), np.int32(size_z))
+        thread_state.dispatch_size = int3(size_x, size_y, size_z)
         function = self._function
+        copied = self._copied_arguments
+        originals = list(arguments)
         watching = cancel is not None and self._loops and sys.gettrace() is None
         if watching:
             sys.settrace(self._cancel_watch(cancel))
@@ -182,7 +228,10 @@ class PythonExecutable(Executable):
                                 raise KernelCancelledError(
                                     f"kernel {self.name!r}: the launch was cancelled"
                                 )
-                            thread_state.dispatch_id = Int3(np.int32(x), np.int32(y), np.int32(z))
+                            thread_state.dispatch_id = int3(x, y, z)
+                            if copied:
+                                for position in copied:
+                                    arguments[position] = originals[position].copy()
                             function(*arguments)
         finally:
             if watching:

@@ -78,9 +78,20 @@ INTEGER_TYPES = frozenset(
 )
 
 
+VECTOR_ELEMENTS = (ScalarType.BOOL, ScalarType.INT32, ScalarType.UINT32, ScalarType.FLOAT32)
+ELEMENT_NAMES = {
+    ScalarType.BOOL: "bool",
+    ScalarType.INT32: "int",
+    ScalarType.UINT32: "uint",
+    ScalarType.FLOAT32: "float",
+}
+
+
 @dataclass(frozen=True)
 class VectorType:
-    """A small vector such as the ``int3`` that ``dispatch_id()`` returns."""
+    """A vector of 2 to 4 components of bool, int32, uint32 or float32 (luisa-python's
+    ``float3`` ...). Laid out as in LuisaCompute: 3-component vectors take the room and
+    alignment of 4 (a ``float3`` is 16 bytes)."""
 
     element: ScalarType
     length: int
@@ -89,30 +100,99 @@ class VectorType:
     def fields(self) -> tuple[str, ...]:
         return ("x", "y", "z", "w")[: self.length]
 
+    @property
+    def padded_length(self) -> int:
+        return 4 if self.length == 3 else self.length
+
+    @property
+    def alignment(self) -> int:
+        return self.element.dtype.itemsize * self.padded_length
+
+    @property
+    def dtype(self) -> np.dtype:
+        """A structured dtype with fields x, y, ... and the LuisaCompute size."""
+        size = self.element.dtype.itemsize
+        return np.dtype(
+            {
+                "names": list(self.fields),
+                "formats": [self.element.dtype] * self.length,
+                "offsets": [size * index for index in range(self.length)],
+                "itemsize": self.alignment,
+                "aligned": True,
+            }
+        )
+
     def __str__(self) -> str:
-        return f"{self.element.value}x{self.length}"
+        return f"{ELEMENT_NAMES[self.element]}{self.length}"
 
 
+@dataclass(frozen=True)
+class MatrixType:
+    """A square float32 matrix of ``size`` columns (column-major, as in luisa-python)."""
+
+    size: int
+
+    @property
+    def element(self) -> ScalarType:
+        return ScalarType.FLOAT32
+
+    @property
+    def column(self) -> VectorType:
+        return VectorType(ScalarType.FLOAT32, self.size)
+
+    @property
+    def alignment(self) -> int:
+        return self.column.alignment
+
+    @property
+    def dtype(self) -> np.dtype:
+        """A structured dtype with one field, ``columns``: ``size`` column vectors."""
+        column = self.column
+        return np.dtype(
+            {
+                "names": ["columns"],
+                "formats": [(column.dtype, (self.size,))],
+                "itemsize": column.alignment * self.size,
+                "aligned": True,
+            }
+        )
+
+    def __str__(self) -> str:
+        return f"float{self.size}x{self.size}"
+
+
+VECTOR_TYPES = tuple(
+    VectorType(element, length) for element in VECTOR_ELEMENTS for length in (2, 3, 4)
+)
+MATRIX_TYPES = tuple(MatrixType(size) for size in (2, 3, 4))
 INT3 = VectorType(ScalarType.INT32, 3)
+
+KernelType = ScalarType | VectorType | MatrixType
 
 
 @dataclass(frozen=True)
 class BufferType:
     """The type of a buffer argument: a 1-D array of ``element``."""
 
-    element: ScalarType
+    element: KernelType
 
     @property
     def dtype(self) -> np.dtype:
         return self.element.dtype
 
+    @classmethod
+    def of_dtype(cls, dtype: np.dtype) -> BufferType:
+        """The buffer type of a numpy dtype; ``ValueError`` if kernels cannot use it."""
+        known = _BUFFER_TYPE_OF_DTYPE.get(dtype)
+        return known if known is not None else cls(ScalarType.from_dtype(dtype))
+
     def __str__(self) -> str:
-        return f"buffer[{self.element.value}]"
+        return f"buffer[{self.element}]"
 
 
-KernelType = ScalarType | VectorType
-
-_BUFFER_TYPE_OF_DTYPE = {t.dtype: BufferType(t) for t in ScalarType}
+_BUFFER_TYPE_OF_DTYPE = {
+    t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES, *MATRIX_TYPES)
+}
 
 INT32_RANGE = (-(2**31), 2**31 - 1)
 
@@ -124,23 +204,28 @@ def is_buffer_like(value: Any) -> bool:
     )
 
 
-def argument_type(value: Any) -> ScalarType | BufferType:
+def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferType:
     """The kernel type of a launch argument.
 
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
-    keep their dtype, buffer-like objects give a :class:`BufferType`.
+    keep their dtype, vectors and matrices (``float3(1, 2, 3)``) their type, buffer-like
+    objects give a :class:`BufferType` (of a vector or matrix type when the dtype is
+    ``dtype_of`` that type).
     """
     kind = type(value)
     if kind is float:
         return ScalarType.FLOAT32
+    value_type = getattr(kind, "__lnb_type__", None)
+    if isinstance(value_type, (VectorType, MatrixType)):
+        return value_type
     if is_buffer_like(value):
-        buffer_type = _BUFFER_TYPE_OF_DTYPE.get(value.dtype)
-        if buffer_type is not None:
-            return buffer_type
         try:
-            return BufferType(ScalarType.from_dtype(value.dtype))
+            return BufferType.of_dtype(value.dtype)
         except ValueError as error:
-            raise KernelArgumentError(f"buffer argument {value!r}: {error}") from None
+            raise KernelArgumentError(
+                f"buffer argument {value!r}: {error}, or a vector or matrix dtype made by "
+                f"dtype_of(float3) ..."
+            ) from None
     if isinstance(value, (bool, np.bool_)):
         return ScalarType.BOOL
     if isinstance(value, np.generic):
@@ -158,7 +243,7 @@ def argument_type(value: Any) -> ScalarType | BufferType:
     if isinstance(value, float):
         return ScalarType.FLOAT32
     raise KernelArgumentError(
-        f"kernel arguments must be buffers or bool/int/float scalars, got "
+        f"kernel arguments must be buffers, bool/int/float scalars, vectors or matrices, got "
         f"{type(value).__name__} {value!r:.60}"
     )
 
@@ -244,3 +329,80 @@ def true_division_type(operand: ScalarType) -> ScalarType:
     if operand.is_float:
         return operand
     return ScalarType.FLOAT64 if operand.bits == 64 else ScalarType.FLOAT32
+
+
+COMPARISON_OPERATORS = ("eq", "ne", "lt", "le", "gt", "ge")
+BOOL_OPERATORS = ("bitand", "bitor", "bitxor", "eq", "ne")
+BITWISE_OPERATORS = ("bitand", "bitor", "bitxor", "lshift", "rshift")
+OPERATOR_VERBS = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "divide",
+    "floordiv": "floor-divide",
+    "mod": "take the remainder of",
+    "pow": "raise",
+    "select": "select between",
+}
+
+
+def shape_of(kernel_type: KernelType, element: ScalarType) -> ScalarType | VectorType:
+    """A scalar or vector type shaped like ``kernel_type`` holding ``element``."""
+    if isinstance(kernel_type, VectorType):
+        return VectorType(element, kernel_type.length)
+    return element
+
+
+def is_composite(kernel_type: Any) -> bool:
+    """Whether ``kernel_type`` is a vector or a matrix."""
+    return isinstance(kernel_type, (VectorType, MatrixType))
+
+
+def element_of(kernel_type: KernelType) -> ScalarType:
+    return kernel_type if isinstance(kernel_type, ScalarType) else kernel_type.element
+
+
+def elementwise_types(
+    operator: str,
+    left: ScalarType | VectorType,
+    right: ScalarType | VectorType,
+    left_weak: bool = False,
+    right_weak: bool = False,
+) -> tuple[ScalarType | VectorType, ScalarType | VectorType]:
+    """(operand type, result type) of ``operator`` ("add", "lt", ...) applied component by
+    component to two operands of which at least one is a vector; a scalar is broadcast.
+    Elements promote as scalars do. :class:`PromotionError` says why they do not combine.
+    """
+    verb = OPERATOR_VERBS.get(operator, "compare" if operator in COMPARISON_OPERATORS else "")
+    what = f"cannot {verb or 'apply ' + operator + ' to'} {left} and {right}"
+    lengths = {t.length for t in (left, right) if isinstance(t, VectorType)}
+    if len(lengths) > 1:
+        raise PromotionError(f"{what}: the vectors have different lengths")
+    length = lengths.pop()
+    left_element, right_element = element_of(left), element_of(right)
+    if ScalarType.BOOL in (left_element, right_element):
+        if left_element == right_element and operator in (*BOOL_OPERATORS, "select"):
+            operand = VectorType(ScalarType.BOOL, length)
+            return operand, operand
+        raise PromotionError(f"{what}: bool values take no part in arithmetic; convert them")
+    try:
+        element = promote(left_element, right_element, left_weak, right_weak)
+    except PromotionError as error:
+        raise PromotionError(f"{what}: {error}") from None
+    if element not in VECTOR_ELEMENTS:
+        raise PromotionError(
+            f"{what}: vectors hold 32-bit elements and the result would be {element}; "
+            f"convert the scalar first (float(...), int(...))"
+        )
+    if operator in BITWISE_OPERATORS and not element.is_integer:
+        raise PromotionError(f"{what}: bitwise operators need integer operands")
+    if operator == "pow" and not element.is_float:
+        raise PromotionError(
+            f"{what}: ** on vectors needs float vectors; convert with float{length}(...)"
+        )
+    if operator == "truediv":
+        element = true_division_type(element)
+    operand = VectorType(element, length)
+    if operator in COMPARISON_OPERATORS:
+        return operand, VectorType(ScalarType.BOOL, length)
+    return operand, operand

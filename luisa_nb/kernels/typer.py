@@ -23,15 +23,16 @@ from luisa_nb.kernels.type_system import (
     assignable,
     is_buffer_like,
 )
+from luisa_nb.kernels.vector_typing import VectorTyping
 
 
-class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
+class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVisitor):
     """Builds the typed IR of one specialisation; ``target`` is "c" or "python"."""
 
     def __init__(
         self,
         source: KernelSource,
-        argument_types: tuple[ScalarType | BufferType, ...],
+        argument_types: tuple[KernelType | BufferType, ...],
         captures: CaptureResolver,
         target: str,
     ) -> None:
@@ -46,6 +47,7 @@ class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
         self.scalar_arguments: set[str] = set()
         self.captured_buffers: dict[int, int] = {}
         self.first_assignments: dict[str, int] = {}
+        self.temporaries: list[str] = []
         parameter_names = [argument.arg for argument in source.tree.args.args]
         for name, argument_type in zip(parameter_names, argument_types, strict=True):
             if isinstance(argument_type, BufferType):
@@ -86,10 +88,10 @@ class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
         """The argument given for parameter ``name`` does not suit how the kernel uses it."""
         if name in self.buffer_arguments:
             element = self.buffers[self.buffer_arguments[name]].element
-            usage, given = "a scalar value", f"a buffer of {element.value}"
+            usage, given = "a scalar value", f"a buffer of {element}"
         else:
             scalar_type = next(s.type for s in self.scalars if s.name == name)
-            usage, given = "a buffer", f"a {scalar_type.value} scalar"
+            usage, given = "a buffer", f"a {scalar_type} scalar"
         return KernelArgumentError(
             f"kernel {self.source.name!r}: parameter {name!r} is used as {usage} at line "
             f"{node.lineno} but the argument is {given}"
@@ -121,7 +123,7 @@ class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
         value = self.resolve(node)
         if id(value) not in self.captured_buffers:
             try:
-                element = ScalarType.from_dtype(value.dtype)
+                element = BufferType.of_dtype(value.dtype).element
             except ValueError as error:
                 self.fail(node, f"captured buffer {node.id!r}: {error}")
             self.captured_buffers[id(value)] = len(self.buffers)
@@ -181,20 +183,59 @@ class KernelTyper(ExpressionTyping, BuiltinCallTyping, ast.NodeVisitor):
         return ir.Print(tuple(values))
 
     def visit_Assign(self, node: ast.Assign) -> list[ir.Statement]:
+        if isinstance(node.targets[0], ast.Tuple):
+            return self.unpacking(node.targets[0], node.value)
         value = self.visit(node.value)
         first, *others = node.targets
-        statements = [self.assign(first.id, value, first)]
+        if others and not isinstance(first, ast.Name):
+            temporary = self.temporary(value.type)
+            statements: list[ir.Statement] = [ir.Assign(temporary, value)]
+            value = ir.Local(value.type, temporary)
+            return statements + [s for t in node.targets for s in self.assign_target(t, value)]
+        statements = self.assign_target(first, value)
         for target in others:
-            source = ir.Local(self.locals[first.id], first.id)
-            statements.append(self.assign(target.id, source, target))
+            statements += self.assign_target(target, ir.Local(self.locals[first.id], first.id))
+        return statements
+
+    def assign_target(self, target: ast.expr, value: ir.Expression) -> list[ir.Statement]:
+        """``target = value`` for a name, a component, a swizzle or an element."""
+        if isinstance(target, ast.Name):
+            return [self.assign(target.id, value, target)]
+        return self.store(target, value, target)
+
+    def unpacking(self, targets: ast.Tuple, values: ast.Tuple) -> list[ir.Statement]:
+        """``a, b = x, y``: every value is computed before any target is assigned."""
+        typed = [self.visit(value) for value in values.elts]
+        assigned = {n.id for n in ast.walk(targets) if isinstance(n, ast.Name)}
+        read = {
+            node.id
+            for value in values.elts
+            for node in ast.walk(value)
+            if isinstance(node, ast.Name)
+        }
+        statements: list[ir.Statement] = []
+        if assigned & read:
+            for index, value in enumerate(typed):
+                temporary = self.temporary(value.type)
+                statements.append(ir.Assign(temporary, value))
+                typed[index] = ir.Local(value.type, temporary)
+        for target, value in zip(targets.elts, typed, strict=True):
+            statements += self.assign_target(target, value)
         return statements
 
     def visit_AugAssign(self, node: ast.AugAssign) -> list[ir.Statement]:
-        name = node.target.id
-        current = self.visit_Name(ast.Name(name, ast.Load(), **_position(node.target)))
+        target = node.target
+        if isinstance(target, ast.Name):
+            current = self.visit_Name(ast.Name(target.id, ast.Load(), **_position(target)))
+        else:
+            current = self.place(target)
         operator, symbol = BINARY_OPERATORS[type(node.op)]
         value = self.arithmetic(operator, symbol, current, self.visit(node.value), node)
-        return [self.assign(name, value, node)]
+        return (
+            self.assign_target(target, value)
+            if not isinstance(target, ast.Name)
+            else [self.assign(target.id, value, node)]
+        )
 
     def visit_If(self, node: ast.If) -> list[ir.Statement]:
         condition = self.to_bool(self.visit(node.test), node.test)

@@ -14,14 +14,13 @@ REJECTED_CONSTRUCTS: dict[type[ast.AST], str] = {
     ast.ClassDef: "a class definition",
     ast.Lambda: "a lambda",
     ast.List: "a list",
-    ast.Tuple: "a tuple",
+    ast.Tuple: "a tuple outside an unpacking assignment (a, b = x, y)",
     ast.Dict: "a dict",
     ast.Set: "a set",
     ast.ListComp: "a list comprehension",
     ast.SetComp: "a set comprehension",
     ast.DictComp: "a dict comprehension",
     ast.GeneratorExp: "a generator expression",
-    ast.Subscript: "subscripting (use buf.read(i) and buf.write(i, value))",
     ast.Slice: "a slice",
     ast.Starred: "star unpacking",
     ast.Try: "a try statement",
@@ -41,7 +40,6 @@ REJECTED_CONSTRUCTS: dict[type[ast.AST], str] = {
     ast.Match: "a match statement",
     ast.NamedExpr: "an assignment expression (:=)",
     ast.AnnAssign: "an annotated assignment",
-    ast.MatMult: "the @ operator",
     ast.Is: "an `is` comparison (use ==)",
     ast.IsNot: "an `is not` comparison (use !=)",
     ast.In: "an `in` test",
@@ -70,6 +68,7 @@ ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     ast.IfExp,
     ast.Call,
     ast.Attribute,
+    ast.Subscript,
     ast.keyword,
     ast.JoinedStr,
     ast.FormattedValue,
@@ -123,11 +122,6 @@ class SyntaxValidator(ast.NodeVisitor):
                 self.reject(right, f"{construct} is not supported in kernels")
         self.generic_visit(node)
 
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        if isinstance(node.op, ast.MatMult):
-            self.reject(node, "the @ operator is not supported in kernels")
-        self.generic_visit(node)
-
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             self.reject(node.value, "kernels return nothing; write results with buf.write(i, v)")
@@ -148,21 +142,45 @@ class SyntaxValidator(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
+            if isinstance(target, ast.Tuple):
+                self.check_unpacking(target, node)
+                for element in node.value.elts:
+                    self.visit(element)
+                return
             self.check_target(target)
         self.visit(node.value)
 
+    def check_unpacking(self, target: ast.Tuple, node: ast.Assign) -> None:
+        """``a, b = x, y``: one target tuple and a tuple of as many values."""
+        if len(node.targets) > 1:
+            self.reject(target, "unpacking cannot be chained with other targets")
+        if not isinstance(node.value, ast.Tuple):
+            self.reject(node.value, "unpacking assignment needs a tuple of values (a, b = x, y)")
+        if len(node.value.elts) != len(target.elts):
+            self.reject(
+                node.value,
+                f"unpacking {len(node.value.elts)} values into {len(target.elts)} targets",
+            )
+        for element in [*target.elts, *node.value.elts]:
+            if isinstance(element, ast.Starred):
+                self.reject(element, "star unpacking is not supported in kernels")
+        for element in target.elts:
+            self.check_target(element)
+
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Tuple):
+            self.reject(node.target, "augmented assignment needs a single target")
         self.check_target(node.target)
         self.visit(node.op)
         self.visit(node.value)
 
     def check_target(self, target: ast.expr) -> None:
-        if isinstance(target, ast.Subscript):
-            self.reject(target, "element assignment is not supported; use buf.write(i, value)")
         if isinstance(target, (ast.Tuple, ast.List)):
-            self.reject(target, "unpacking assignment is not supported; assign one name at a time")
+            self.reject(target, "nested unpacking is not supported; unpack one level")
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            self.reject(target, "only names, vector components and elements can be assigned")
         if not isinstance(target, ast.Name):
-            self.reject(target, "only plain names can be assigned in kernels")
+            self.visit(target)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if not isinstance(node.value, (bool, int, float, str)):

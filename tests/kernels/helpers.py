@@ -99,3 +99,21 @@ def numpy_mandelbrot(width: int, height: int, max_iterations: int) -> np.ndarray
         zx, zy = np.where(active, t, zx), np.where(active, new_zy, zy)
         iterations += active
     return iterations.ravel()
+
+
+def numpy_vector_mandelbrot(width: int, height: int, max_iterations: int) -> np.ndarray:
+    """vector_kernels.mandelbrot in float32 numpy: iterations / max_iterations."""
+    f32 = np.float32
+    px, py = np.meshgrid(np.arange(width, dtype=f32), np.arange(height, dtype=f32))
+    cx = f32(2.5) * px / f32(width) - f32(2)
+    cy = f32(2.5) * py / f32(height) - f32(1.25)
+    zx, zy = np.zeros_like(cx), np.zeros_like(cy)
+    counts = np.zeros(cx.shape, np.int32)
+    active = np.ones(cx.shape, bool)
+    for _ in range(max_iterations):
+        active &= ~(np.sqrt(zx * zx + zy * zy) > f32(2))
+        new_x = zx * zx - zy * zy + cx
+        new_y = f32(2) * zx * zy + cy
+        zx, zy = np.where(active, new_x, zx), np.where(active, new_y, zy)
+        counts += active
+    return (counts.astype(f32) / f32(max_iterations)).ravel()

@@ -5,7 +5,8 @@ import math
 import numpy as np
 
 import luisa_nb as lnb
-from luisa_nb.kernels import builtins as kb
+from luisa_nb.kernels import math_builtins as kb
+from luisa_nb.kernels.builtins import dispatch_id
 
 from .helpers import FakeBuffer
 
@@ -101,7 +102,7 @@ def constants(out):
 
 
 def math_functions(out_float, out_int, scale):
-    i = kb.dispatch_id().x
+    i = dispatch_id().x
     v = float(i) * scale - 3.0
     out_float.write(i, kb.clamp(kb.sqrt(kb.abs(v)) + kb.sin(v) * kb.exp(-v * v), -1.0, 2.5))
     w = -i if i % 2 == 0 else i

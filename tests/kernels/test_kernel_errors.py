@@ -31,7 +31,7 @@ DEFINITION_ERRORS = [
     ("f = lambda: 1", 0, 9, "a lambda is not supported"),
     ("values = [1, 2]", 0, 14, "a list is not supported"),
     ("values = {1: 2}", 0, 14, "a dict is not supported"),
-    ("t = (1, 2)", 0, 9, "a tuple is not supported"),
+    ("t = (1, 2)", 0, 9, "a tuple outside an unpacking assignment (a, b = x, y) is not"),
     ("s = [v for v in range(3)]", 0, 9, "a list comprehension is not supported"),
     ("s = {v for v in range(3)}", 0, 9, "a set comprehension is not supported"),
     ("g = (v for v in range(3))", 0, 9, "a generator expression is not supported"),
@@ -43,16 +43,15 @@ DEFINITION_ERRORS = [
     ("del i", 0, 5, "a del statement is not supported"),
     ("import math", 0, 5, "an import statement is not supported"),
     ("raise ValueError()", 0, 5, "a raise statement is not supported"),
-    ("i += out[0]", 0, 10, "subscripting (use buf.read(i)"),
-    ("out[i] = 1", 0, 5, "element assignment is not supported; use buf.write"),
-    ("a, b = 1, 2", 0, 5, "unpacking assignment is not supported"),
+    ("a, b = 1", 0, 12, "unpacking assignment needs a tuple of values"),
+    ("a, b = 1, 2, 3", 0, 12, "unpacking 3 values into 2 targets"),
+    ("a, (b, c) = 1, (2, 3)", 0, 8, "nested unpacking is not supported"),
     ("if (m := 3) > 2:\n    pass", 0, 9, "an assignment expression (:=) is not supported"),
     ("m: int = 3", 0, 5, "an annotated assignment is not supported"),
     ("return 5", 0, 12, "kernels return nothing"),
     ("for j in [1, 2]:\n    pass", 0, 14, "for loops must iterate over range(...)"),
     ("for j in range(3):\n    pass\nelse:\n    pass", 0, 5, "for ... else is not supported"),
     ("while i < 3:\n    i += 1\nelse:\n    pass", 0, 5, "while ... else is not supported"),
-    ("v = i @ i", 0, 9, "the @ operator is not supported"),
     ("v = i is n", 0, 14, "an `is` comparison (use ==) is not supported"),
     ("v = i in n", 0, 14, "an `in` test is not supported"),
     ("v = None", 0, 9, "the constant None is not supported"),
@@ -99,6 +98,9 @@ SPECIALISATION_ERRORS = [
     ("v = 1 << -1", 0, 9, "1 << -1: negative shift count"),
     ("v = (-8) ** 0.5", 0, 9, "is a complex number"),
     ("out = 3", 0, 5, "cannot assign to buffer parameter 'out'"),
+    ("i += out[0]", 0, 10, "buffers are read with buf.read(i) and written with buf.write"),
+    ("out[i] = 1", 0, 5, "buffers are written with buf.write(i, value)"),
+    ("v = i @ i", 0, 9, "the @ operator needs a matrix operand, got int32 and int32"),
     ("v = 5000000000\nv = 3000000000 * i", 1, 9, "the literal 3000000000 does not fit int32"),
 ]
 
@@ -204,7 +206,8 @@ def test_error_message_golden(tmp_path, name) -> None:
         ((ScalarType.FLOAT32,), "kernel 'saxpy' takes 4 argument(s) (a, x, y, out) but 1 were"),
         (
             (ScalarType.FLOAT32, "float32", ScalarType.FLOAT32, ScalarType.FLOAT32),
-            "kernel 'saxpy', parameter 'x': expected a ScalarType or BufferType, got str",
+            "kernel 'saxpy', parameter 'x': expected a ScalarType, VectorType, MatrixType or "
+            "BufferType, got str",
         ),
         (
             (BufferType(ScalarType.FLOAT32),) * 4,

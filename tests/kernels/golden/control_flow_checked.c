@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { int32_t x, y, z; } lnb_int3;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 
 enum {
     LNB_OK = 0,
@@ -166,13 +166,13 @@ static inline void lnb_control_flow_thread(lnb_int3 dispatch_id, lnb_int3 dispat
         }
     }
     if (v_i == 7) {
-        lnb_write_int32_int32(b_out, n_out, v_i, (-1), 61, 0, lnb_state);
+        lnb_write_int32_int32(b_out, n_out, v_i, (-1), 62, 0, lnb_state);
         return;
     } else if (v_i == 8) {
     } else {
         v_total = (v_total + 1);
     }
-    lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 67, 0, lnb_state);
+    lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 68, 0, lnb_state);
 }
 
 static inline void lnb_control_flow_block(const lnb_control_flow_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {

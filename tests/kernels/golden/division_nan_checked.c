@@ -4,7 +4,7 @@
 #include <string.h>
 #include <math.h>
 
-typedef struct { int32_t x, y, z; } lnb_int3;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 
 enum {
     LNB_OK = 0,
@@ -184,12 +184,12 @@ static inline void lnb_division_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_s
     float v_fa = 0;
     float v_fb = 0;
     v_i = dispatch_id.x;
-    lnb_write_int32_int32(b_quotient, n_quotient, v_i, lnb_floordiv_int32(lnb_read_int32_int32(b_a, n_a, v_i, 82, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 82, 1, lnb_state)), 82, 2, lnb_state);
-    lnb_write_int32_int32(b_remainder, n_remainder, v_i, lnb_mod_int32(lnb_read_int32_int32(b_a, n_a, v_i, 83, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 83, 1, lnb_state)), 83, 3, lnb_state);
-    v_fa = (((float)lnb_read_int32_int32(b_a, n_a, v_i, 84, 0, lnb_state)) * 0.5f);
-    v_fb = ((float)lnb_read_int32_int32(b_b, n_b, v_i, 85, 1, lnb_state));
-    lnb_write_finite_float32_int32(b_float_quotient, n_float_quotient, v_i, lnb_floordiv_float32(v_fa, v_fb), 86, 4, lnb_state);
-    lnb_write_finite_float32_int32(b_float_remainder, n_float_remainder, v_i, lnb_mod_float32(v_fa, v_fb), 87, 5, lnb_state);
+    lnb_write_int32_int32(b_quotient, n_quotient, v_i, lnb_floordiv_int32(lnb_read_int32_int32(b_a, n_a, v_i, 83, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 83, 1, lnb_state)), 83, 2, lnb_state);
+    lnb_write_int32_int32(b_remainder, n_remainder, v_i, lnb_mod_int32(lnb_read_int32_int32(b_a, n_a, v_i, 84, 0, lnb_state), lnb_read_int32_int32(b_b, n_b, v_i, 84, 1, lnb_state)), 84, 3, lnb_state);
+    v_fa = (((float)lnb_read_int32_int32(b_a, n_a, v_i, 85, 0, lnb_state)) * 0.5f);
+    v_fb = ((float)lnb_read_int32_int32(b_b, n_b, v_i, 86, 1, lnb_state));
+    lnb_write_finite_float32_int32(b_float_quotient, n_float_quotient, v_i, lnb_floordiv_float32(v_fa, v_fb), 87, 4, lnb_state);
+    lnb_write_finite_float32_int32(b_float_remainder, n_float_remainder, v_i, lnb_mod_float32(v_fa, v_fb), 88, 5, lnb_state);
 }
 
 static inline int32_t lnb_division_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const int32_t *b_a, const int32_t *b_b, int32_t *b_quotient, int32_t *b_remainder, float *b_float_quotient, float *b_float_remainder, uint64_t n_a, uint64_t n_b, uint64_t n_quotient, uint64_t n_remainder, uint64_t n_float_quotient, uint64_t n_float_remainder, const int32_t *cancel) {

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { int32_t x, y, z; } lnb_int3;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 
 enum {
     LNB_OK = 0,

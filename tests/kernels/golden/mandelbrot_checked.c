@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { int32_t x, y, z; } lnb_int3;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 
 enum {
     LNB_OK = 0,
@@ -147,7 +147,7 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
         v_zx = v_t;
         v_iteration = (v_iteration + 1);
     }
-    lnb_write_int32_int32(b_image, n_image, ((v_py * v_width) + v_px), v_iteration, 42, 0, lnb_state);
+    lnb_write_int32_int32(b_image, n_image, ((v_py * v_width) + v_px), v_iteration, 43, 0, lnb_state);
 }
 
 static inline void lnb_mandelbrot_block(const lnb_mandelbrot_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {

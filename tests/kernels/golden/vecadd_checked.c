@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct { int32_t x, y, z; } lnb_int3;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 
 enum {
     LNB_OK = 0,
@@ -135,7 +135,7 @@ static inline void lnb_write_float32_int32(float *buffer, uint64_t count, int32_
 static inline void lnb_vecadd_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, float *b_buf_z, const float *b_x, const float *b_y, uint64_t n_buf_z, uint64_t n_x, uint64_t n_y, lnb_thread *lnb_state) {
     int32_t v_tid = 0;
     v_tid = dispatch_id.x;
-    lnb_write_float32_int32(b_buf_z, n_buf_z, v_tid, (lnb_read_float32_int32(b_x, n_x, v_tid, 21, 1, lnb_state) + lnb_read_float32_int32(b_y, n_y, v_tid, 21, 2, lnb_state)), 21, 0, lnb_state);
+    lnb_write_float32_int32(b_buf_z, n_buf_z, v_tid, (lnb_read_float32_int32(b_x, n_x, v_tid, 22, 1, lnb_state) + lnb_read_float32_int32(b_y, n_y, v_tid, 22, 2, lnb_state)), 22, 0, lnb_state);
 }
 
 static inline int32_t lnb_vecadd_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, float *b_buf_z, const float *b_x, const float *b_y, uint64_t n_buf_z, uint64_t n_x, uint64_t n_y, const int32_t *cancel) {
