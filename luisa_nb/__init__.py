@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.compare import Comparison, compare
-from luisa_nb.errors import LuisaNbError, LuisaNbWarning
+from luisa_nb.errors import InvalidArgumentError, LuisaNbError, LuisaNbWarning
 from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
 from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, not in __all__
     abs,  # noqa: F401
@@ -35,6 +37,7 @@ from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, n
     sqrt,
     tan,
 )
+from luisa_nb.recording.naming import give_name
 from luisa_nb.runtime import (
     Buffer,
     BufferView,
@@ -50,6 +53,24 @@ from luisa_nb.runtime import (
 from luisa_nb.tracing import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
+
+
+def name(obj: Any, label: str) -> Any:
+    """Name a host array or a buffer in traces, wherever it is held; returns ``obj``.
+
+    Without a name, an array is named after the variable that holds it in the code that
+    makes a command with it (``z_data``, or ``z_data[512:1024]`` for a view of it)."""
+    if not isinstance(label, str) or not label:
+        raise InvalidArgumentError(f"a name is a non-empty str, got {label!r}")
+    if isinstance(obj, Buffer):
+        obj.name = label
+    elif isinstance(obj, np.ndarray):
+        give_name(obj, label)
+    else:
+        raise InvalidArgumentError(
+            f"lnb.name names numpy arrays and buffers, not {type(obj).__name__}"
+        )
+    return obj
 
 
 def show(obj: Any, actual: Any = None, **options: Any) -> Any:
@@ -89,6 +110,7 @@ __all__ = [
     "load_ipython_extension",
     "load_trace",
     "log",
+    "name",
     "set_default_device",
     "show",
     "sin",

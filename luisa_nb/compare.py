@@ -95,11 +95,11 @@ def using_device(device: Device | None) -> Iterator[Device]:
 
 @contextmanager
 def traced(
-    trace: AnalyzedTrace | None, namespace: Mapping[str, object]
+    trace: AnalyzedTrace | None, namespace: Mapping[str, object], *, rename: bool = False
 ) -> Iterator[AnalyzedTrace | None]:
     """Record into ``trace`` inside the block; when it ends, name the trace's buffers and
-    host arrays after the variables ``namespace`` holds then (``with lnb.trace()`` names
-    them after the variables of the frame that holds the ``with``). ``None`` records
+    host arrays after the variables ``namespace`` holds then, if the code that made their
+    commands did not name them (with ``rename``, in any case). ``None`` records
     nothing."""
     if trace is None:
         yield None
@@ -108,7 +108,7 @@ def traced(
     try:
         yield trace
     finally:
-        recorder.stop(trace, namespace)
+        recorder.stop(trace, namespace, rename=rename)
 
 
 def touched_arrays(trace: Trace, namespace: Mapping[str, object]) -> dict[str, np.ndarray]:
@@ -323,7 +323,7 @@ def compare(
         device = config.create()
         returned: dict[str, object] = {}
         recorded = AnalyzedTrace() if trace else None
-        with using_device(device), traced(recorded, returned):
+        with using_device(device), traced(recorded, returned, rename=True):
             result = program(device)
             if not isinstance(result, Mapping):
                 raise InvalidArgumentError(

@@ -7,6 +7,7 @@ import os
 
 from luisa_nb.errors import NotInitializedError
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
+from luisa_nb.runtime.device import forget_default_device
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"
 """Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""
@@ -36,6 +37,7 @@ def close() -> None:
     global _device
     device, _device = _device, None
     if device is not None:
+        forget_default_device(device)
         device.close()
 
 

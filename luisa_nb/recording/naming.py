@@ -1,8 +1,17 @@
 """Readable names of records, streams, buffers and host ranges, shared by the Chrome
-export and the analysis messages: ``#3 download z -> z_data``."""
+export and the analysis messages: ``#3 download z -> z_data``; and how a host array gets
+its name: ``lnb.name(array, "z_data")``, else the variable of the user's code that holds
+it when a command is made, else one that holds it when the trace stops. A name always
+belongs to the array object itself (or the array it views), never to an address, which a
+freed array hands on to the next one.
+"""
 
 from __future__ import annotations
 
+import sys
+import weakref
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,3 +88,73 @@ def describe_sync(trace: Trace, record: SyncRecord) -> str:
     if record.kind is SyncKind.EVENT_SYNCHRONIZE:
         return f"synchronize event {record.event}"
     return f"callback on {stream}"
+
+
+_given_names: dict[int, tuple[weakref.ref, str]] = {}
+_PACKAGE = Path(__file__).resolve().parents[1]
+_LIBRARY_FOLDERS = tuple(str(_PACKAGE / folder) for folder in ("runtime", "recording", "luisa"))
+
+
+def give_name(array: np.ndarray, name: str) -> None:
+    """Name ``array`` in every trace, wherever it is held (a list, a dict, an attribute)."""
+    key = id(array)
+    _given_names[key] = (weakref.ref(array, lambda _, key=key: _given_names.pop(key, None)), name)
+
+
+def given_name(array: np.ndarray) -> str | None:
+    entry = _given_names.get(id(array))
+    return entry[1] if entry is not None and entry[0]() is array else None
+
+
+def user_namespaces() -> tuple[Mapping[str, object], ...]:
+    """The locals and globals of the innermost frame outside luisa_nb's runtime."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_FOLDERS):
+        frame = frame.f_back
+    return () if frame is None else (frame.f_locals, frame.f_globals)
+
+
+def array_name(array: np.ndarray, namespaces: Iterable[Mapping[str, object]]) -> str | None:
+    """``array``'s given name or the variable holding it; for a view, those of the array
+    it views, with the view's flat element range unless it covers that array
+    (``z_data[512:1024]``)."""
+    start = array.__array_interface__["data"][0]
+    return owner_name(owners(array), start, array.nbytes, tuple(namespaces))
+
+
+def owners(array: np.ndarray) -> list[np.ndarray]:
+    """``array`` and the arrays it views, innermost first."""
+    chain = []
+    owner: object = array
+    while isinstance(owner, np.ndarray):
+        chain.append(owner)
+        owner = owner.base
+    return chain
+
+
+def owner_name(
+    candidates: Iterable[np.ndarray],
+    address: int,
+    nbytes: int,
+    namespaces: tuple[Mapping[str, object], ...],
+) -> str | None:
+    """The name of the bytes ``[address, address + nbytes)`` after the first of
+    ``candidates`` (arrays holding them) that has a name."""
+    for owner in candidates:
+        name = given_name(owner) or _holder(owner, namespaces)
+        if name is None:
+            continue
+        start_address = owner.__array_interface__["data"][0]
+        if address == start_address and nbytes == owner.nbytes:
+            return name
+        start = (address - start_address) // owner.itemsize
+        return f"{name}[{start}:{start + nbytes // owner.itemsize}]"
+    return None
+
+
+def _holder(array: np.ndarray, namespaces: tuple[Mapping[str, object], ...]) -> str | None:
+    for namespace in namespaces:
+        for name, value in namespace.items():
+            if value is array and not name.startswith("_"):
+                return name
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import weakref
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,9 +22,11 @@ import numpy as np
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
+from luisa_nb.recording.naming import array_name, owner_name, owners, user_namespaces
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
+    HostRange,
     Status,
     StreamInfo,
     SyncKind,
@@ -82,16 +85,21 @@ NULL_TIMER = RunTimer()
 class Recorder:
     """The null recorder: every hook does nothing. Subclasses record.
 
-    Hooks, in the order the runtime calls them: ``capture_at_enqueue`` when an upload is
-    made; ``submitted`` when a command list is submitted (it sets each command's
-    ``row``); ``run_timer`` when a worker starts a run; ``host_read``/``host_write`` inside
-    the host-memory lock, right after the bytes moved; ``sync_issued`` and
-    ``sync_completed`` around sync points.
+    Hooks, in the order the runtime calls them: ``upload_enqueued`` and
+    ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
+    submitted (it sets each command's ``row``); ``run_timer`` when a worker starts a run;
+    ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
+    ``sync_issued`` and ``sync_completed`` around sync points.
     """
 
     recording = False
 
-    def capture_at_enqueue(self, data: np.ndarray) -> Capture | None:
+    def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
+        """An upload of ``host`` (whose bytes are ``data``) was made; returns the bytes'
+        capture."""
+        return None
+
+    def download_enqueued(self, host: np.ndarray) -> None:
         return None
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
@@ -158,9 +166,39 @@ class TraceRecorder(Recorder):
         self._last_seq: dict[int, int] = {}
         self._policies: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
+        self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
 
-    def capture_at_enqueue(self, data: np.ndarray) -> Capture | None:
+    def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
+        self._note_array(host)
         return self.trace.capture(data)
+
+    def download_enqueued(self, host: np.ndarray) -> None:
+        self._note_array(host)
+
+    def _note_array(self, array: np.ndarray) -> None:
+        """Remember the name ``array`` has where the user's code made the command."""
+        known = self._array_names.get(id(array))
+        if known is None or known[0]() is not array:
+            name = array_name(array, user_namespaces())
+            self._array_names[id(array)] = (weakref.ref(array), name)
+
+    def _name_host(self, host: HostRange, array: np.ndarray) -> None:
+        """Give ``host`` the name its array had when the command was made, and remember
+        the array and those it views (weakly) for :meth:`name_from`."""
+        known = self._array_names.get(id(array))
+        if host.name is None and known is not None and known[0]() is array:
+            host.name = known[1]
+        self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
+
+    def name_from(self, namespace: Mapping[str, object], *, replace: bool = False) -> None:
+        """Name host ranges after the variables of ``namespace`` that hold their arrays, or
+        arrays those view, while they are alive: the unnamed ones, or all with
+        ``replace``."""
+        for host, references in self._hosts.values():
+            if host.name is None or replace:
+                alive = [owner for owner in (ref() for ref in references) if owner is not None]
+                host.name = owner_name(alive, host.address, host.nbytes, (namespace,)) or host.name
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
         buffers = self.trace.buffers
@@ -181,6 +219,9 @@ class TraceRecorder(Recorder):
                 seq = next(_sequence)
                 command.row = row
                 row += 1
+                host = command.host_range()
+                if host is not None and id(host) not in self._hosts:
+                    self._name_host(host, command.host)
                 rows.append(
                     (
                         command.id,
@@ -194,7 +235,7 @@ class TraceRecorder(Recorder):
                         policy,
                         command.label,
                         command.device_ranges(),
-                        command.host_range(),
+                        host,
                         command.enqueue_capture,
                     )
                 )
@@ -285,35 +326,16 @@ def start(trace: Trace) -> None:
     _active = trace.recorder
 
 
-def stop(trace: Trace, namespace: Mapping[str, object] | None = None) -> None:
-    """Stop recording into ``trace``; name host arrays and buffers found in ``namespace``."""
+def stop(
+    trace: Trace, namespace: Mapping[str, object] | None = None, *, rename: bool = False
+) -> None:
+    """Stop recording into ``trace``; name host arrays and buffers found in ``namespace``
+    (with ``rename``, also those already named where their commands were made)."""
     global _active
     if _active is trace.recorder:
         _active = NULL_RECORDER
     trace.metadata.stopped = now()
     if namespace:
-        name_host_ranges(trace, namespace)
+        trace.recorder.name_from(namespace, replace=rename)
         for namer in _namers:
             namer(trace, namespace)
-
-
-def name_host_ranges(trace: Trace, namespace: Mapping[str, object]) -> None:
-    """Give each unnamed host range the name of the variable whose array holds it: the
-    whole array (``z_data``), else the flat elements of it (``z_data[512:1024]``)."""
-    arrays = [
-        (value.__array_interface__["data"][0], value.nbytes, value.itemsize, name)
-        for name, value in namespace.items()
-        if isinstance(value, np.ndarray) and not name.startswith("_") and value.nbytes
-    ]
-    arrays.sort(key=lambda array: array[1])
-    for host in trace.host_ranges():
-        if host.name is not None:
-            continue
-        for address, nbytes, itemsize, name in arrays:
-            if address <= host.address and host.end <= address + nbytes:
-                if host.address == address and host.nbytes == nbytes:
-                    host.name = name
-                else:
-                    start = (host.address - address) // itemsize
-                    host.name = f"{name}[{start}:{start + host.nbytes // itemsize}]"
-                break

@@ -82,7 +82,7 @@ class UploadCommand(Command):
         self.host = host
         self.source = source
         self.staged: np.ndarray | None = None
-        self.enqueue_capture = active_recorder().capture_at_enqueue(source)
+        self.enqueue_capture = active_recorder().upload_enqueued(host, source)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.target.device_ranges(Access.WRITE)
@@ -111,6 +111,7 @@ class DownloadCommand(Command):
         self.host = host
         self.target = target
         self.readback: np.ndarray | None = None
+        active_recorder().download_enqueued(host)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.source.device_ranges(Access.READ)

@@ -203,3 +203,11 @@ def set_default_device(device: Device) -> None:
         )
     global _default_device
     _default_device = device
+
+
+def forget_default_device(device: Device) -> None:
+    """If ``device`` is the default device, drop it: the next :func:`default_device` call
+    makes a new ``cpu`` device. For code that closes a device it made the default."""
+    global _default_device
+    if _default_device is device:
+        _default_device = None

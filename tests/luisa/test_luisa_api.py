@@ -117,3 +117,12 @@ def test_star_import_gives_the_whole_surface():
     exec("from luisa_nb.luisa import *", namespace)
     for name in ("init", "Buffer", "func", "execute", "synchronize", "dispatch_id", "Accel"):
         assert name in namespace
+
+
+def test_del_device_gives_luisa_nb_its_own_default_device_back(fresh_session):
+    luisa.init("dx")
+    session_device = lnb.default_device()
+    luisa.del_device()
+    assert session_device.closed
+    device = lnb.default_device()
+    assert device is not session_device and not device.closed

@@ -40,9 +40,8 @@ def test_the_device_option_wins_over_the_programs_choice(capsys):
 
 def test_a_failing_program_keeps_its_trace(tmp_path, capsys):
     program = tmp_path / "fails.py"
-    program.write_text(
-        SEED.read_text().replace('print("z_data", z_data[:4])', 'raise RuntimeError("late failure")')
-    )
+    failure = 'raise RuntimeError("late failure")'
+    program.write_text(SEED.read_text().replace('print("z_data", z_data[:4])', failure))
     trace_path = tmp_path / "fails.lnbtrace"
     assert main(["run", "--trace", str(trace_path), str(program)]) == 1
     captured = capsys.readouterr()
