@@ -21,7 +21,7 @@ from luisa_nb.kernels.c_checks import (
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
 from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.c_vectors import VectorEmission
-from luisa_nb.kernels.type_system import KernelType, MatrixType, ScalarType, is_composite
+from luisa_nb.kernels.type_system import KernelType, ScalarType, is_composite
 
 ARITHMETIC_SYMBOLS = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitand": "&", "bitor": "|",
@@ -47,8 +47,8 @@ STRUCT_CODES = {
 
 def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
     """Packs (dims x3, buffer addresses, scalars, and with checks one int64 element count
-    per buffer) exactly like the C argument struct. A vector or matrix scalar takes its
-    components (column-major), padded as the C struct pads them."""
+    per buffer) exactly like the C argument struct. A vector scalar takes its components,
+    padded as the C struct pads it."""
     layout = f"@3q{'P' * len(kernel.buffers)}"
     for slot in kernel.scalars:
         kind = slot.type
@@ -56,10 +56,8 @@ def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
             layout += STRUCT_CODES[kind]
             continue
         layout += "x" * (-struct.calcsize(layout) % kind.alignment)
-        column = kind.column if isinstance(kind, MatrixType) else kind
-        columns = kind.size if isinstance(kind, MatrixType) else 1
-        padding = "x" * (column.alignment - column.length * column.element.dtype.itemsize)
-        layout += (STRUCT_CODES[column.element] * column.length + padding) * columns
+        padding = "x" * (kind.alignment - kind.length * kind.element.dtype.itemsize)
+        layout += STRUCT_CODES[kind.element] * kind.length + padding
     counts = "q" * len(kernel.buffers) if checks else ""
     return struct.Struct(f"{layout}{counts}0q")
 
@@ -391,7 +389,7 @@ class CEmitter(VectorEmission, LaunchEmission):
 
     def expression_binary(self, expression: ir.Binary) -> str:
         if is_composite(expression.type) or is_composite(expression.left.type):
-            return self.composite_binary(expression)
+            return self.vector_binary(expression)
         left, right = self.expression(expression.left), self.expression(expression.right)
         return self.scalar_binary(
             expression.operator, expression.type, expression.left.type, left, right

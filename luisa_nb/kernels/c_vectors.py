@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.type_system import (
     INT3,
-    MATRIX_TYPES,
     VECTOR_TYPES,
     KernelType,
-    MatrixType,
     ScalarType,
     VectorType,
-    is_composite,
 )
 
 if TYPE_CHECKING:
@@ -35,14 +32,12 @@ def type_label(kind: KernelType) -> str:
 class VectorEmission:
     """Mixin of :class:`CEmitter` for vector and matrix types and operations."""
 
-    def composite_name(self: CEmitter, kind: VectorType | MatrixType) -> str:
+    def composite_name(self: CEmitter, kind: VectorType) -> str:
         self.composite_types.add(kind)
-        if isinstance(kind, MatrixType):
-            self.composite_types.add(kind.column)
         return f"lnb_{kind}"
 
     def type_definitions(self: CEmitter) -> list[str]:
-        """The struct of each vector and matrix type the kernel uses (int3 always)."""
+        """The struct of each vector type the kernel uses (int3 always)."""
         used = self.composite_types | {INT3}
         lines = []
         for kind in VECTOR_TYPES:
@@ -52,10 +47,6 @@ class VectorEmission:
                 members = f"_Alignas({kind.alignment}) {element} {first}; {element} "
                 members += ", ".join(rest)
                 lines.append(f"typedef struct {{ {members}; }} lnb_{kind};")
-        for kind in MATRIX_TYPES:
-            if kind in used:
-                columns = f"lnb_{kind.column} cols[{kind.size}];"
-                lines.append(f"typedef struct {{ {columns} }} lnb_{kind};")
         return lines
 
     def define_helper(self: CEmitter, name: str, build: Callable[[], str]) -> str:
@@ -67,15 +58,9 @@ class VectorEmission:
         return name
 
     def components(self: CEmitter, kind: KernelType, text: str) -> list[str]:
-        """C expressions for each scalar component of ``text`` (column-major)."""
+        """C expressions for each scalar component of ``text``."""
         if isinstance(kind, VectorType):
             return [f"{text}.{field}" for field in kind.fields]
-        if isinstance(kind, MatrixType):
-            return [
-                f"{text}.cols[{column}].{field}"
-                for column in range(kind.size)
-                for field in kind.column.fields
-            ]
         return [text]
 
     def componentwise(
@@ -120,12 +105,6 @@ class VectorEmission:
             f"{body}    return {expression};\n}}"
         )
 
-    def composite_binary(self: CEmitter, expression: ir.Binary) -> str:
-        kinds = (expression.left.type, expression.right.type)
-        if expression.operator == "matmul" or any(isinstance(k, MatrixType) for k in kinds):
-            return self.matrix_binary(expression)
-        return self.vector_binary(expression)
-
     def vector_binary(self: CEmitter, expression: ir.Binary) -> str:
         operand = expression.left.type
         name = f"lnb_{expression.operator}_{operand}"
@@ -140,8 +119,6 @@ class VectorEmission:
 
     def vector_unary(self: CEmitter, expression: ir.Unary) -> str:
         kind = expression.type
-        if isinstance(kind, MatrixType):
-            return self.matrix_negation(expression)
         name = f"lnb_{expression.operator}_{kind}"
         symbol = {"neg": "-", "invert": "~"}[expression.operator]
         helper = self.componentwise(name, kind, [kind], lambda a: f"{symbol}{a[0]}")
@@ -162,9 +139,7 @@ class VectorEmission:
 
         def build() -> str:
             values = [c for i, p in enumerate(parts) for c in self.components(p, f"a{i}")]
-            if isinstance(kind, MatrixType):
-                values = self.matrix_components(kind, values)
-            elif len(values) == 1:
+            if len(values) == 1:
                 values *= kind.length
             return self.helper_function(kind, name, parts, self.literal(kind, values))
 
@@ -184,25 +159,18 @@ class VectorEmission:
         return f"{self.define_helper(name, build)}({self.expression(expression.operand)})"
 
     def element(self: CEmitter, expression: ir.Element) -> str:
-        """``v[i]`` or ``m[i]`` read: an index outside the vector reads 0."""
+        """``v[i]`` read: an index outside the vector reads 0."""
         source = expression.operand.type
         operand, index = self.expression(expression.operand), self.expression(expression.index)
-        if isinstance(source, MatrixType) and isinstance(expression.index, ir.Constant):
-            return f"{operand}.cols[{index}]"
         name = f"lnb_at_{source}"
 
         def build() -> str:
-            count = source.length if isinstance(source, VectorType) else source.size
-            if isinstance(source, VectorType):
-                value = f"((const {self.type_name(source.element)} *)&a0)[a1]"
-            else:
-                value = "a0.cols[a1]"
-            zero = self.literal(expression.type, ["0"]) if is_composite(expression.type) else "0"
+            value = f"((const {self.type_name(source.element)} *)&a0)[a1]"
             return self.helper_function(
                 expression.type,
                 name,
                 [source, ScalarType.INT64],
-                f"(uint64_t)a1 < {count} ? {value} : {zero}",
+                f"(uint64_t)a1 < {source.length} ? {value} : 0",
             )
 
         return f"{self.define_helper(name, build)}({operand}, (int64_t){index})"
@@ -217,10 +185,7 @@ class VectorEmission:
         source = place.operand.type
         index = self.expression(place.index)
         if not isinstance(place.index, ir.Constant):
-            count = source.length if isinstance(source, VectorType) else source.size
-            guards = [*guards, f"(uint64_t)(int64_t)({index}) < {count}"]
-        if isinstance(source, MatrixType):
-            return f"{inner}.cols[{index}]", guards
+            guards = [*guards, f"(uint64_t)(int64_t)({index}) < {source.length}"]
         return f"(({self.type_name(source.element)} *)&{inner})[{index}]", guards
 
     def store(self: CEmitter, statement: ir.Store, indent: str) -> list[str]:
@@ -241,8 +206,6 @@ class VectorEmission:
         if special is not None:
             name = f"lnb_{function}_{kinds[0]}"
             return f"{self.define_helper(name, lambda: special(self, name, kinds[0]))}({arguments})"
-        if function in MATRIX_FUNCTIONS:
-            return self.matrix_call(expression)
         operand = kinds[0]
         name = f"lnb_{function}_{operand}"
         result_element = expression.type.element
@@ -349,4 +312,3 @@ GEOMETRY: dict[str, Callable[[CEmitter, str, VectorType], str]] = {
     "any": _any,
     "all": _all,
 }
-MATRIX_FUNCTIONS = ("transpose", "determinant", "inverse")

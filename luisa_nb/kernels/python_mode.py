@@ -25,8 +25,8 @@ from luisa_nb.kernels.checks import index_error, non_finite_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import BufferType, is_composite
-from luisa_nb.kernels.value_copies import copying_function, value_class
-from luisa_nb.kernels.vectors import int3
+from luisa_nb.kernels.value_copies import copying_function
+from luisa_nb.kernels.vectors import int3, vector_class
 
 
 class BufferShim:
@@ -83,15 +83,15 @@ class BufferShim:
 
 
 class CompositeBufferShim(BufferShim):
-    """A buffer of vectors or matrices: reads give new values, writes copy components
-    into the elements' (padded) layout."""
+    """A buffer of vectors: reads give new vectors, writes copy the components into the
+    elements' (padded) layout."""
 
     __slots__ = ("components", "value_type")
 
     def bind(self, array: np.ndarray) -> BufferShim:
         self.array = array
         kind = BufferType.of_dtype(array.dtype).element
-        self.value_type = value_class(kind)
+        self.value_type = vector_class(kind)
         self.components = self.value_type.component_view(array)
         self.check_finite = self.executable.checks == "nan" and kind.element.is_float
         return self
@@ -166,7 +166,7 @@ class PythonExecutable(Executable):
         self._arguments = kernel.arguments
         self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
         self._scalar_types = [
-            value_class(slot.type) if is_composite(slot.type) else slot.type.dtype.type
+            vector_class(slot.type) if is_composite(slot.type) else slot.type.dtype.type
             for slot in kernel.scalars
         ]
         self._copied_arguments = [

@@ -190,9 +190,7 @@ class BufferType:
         return f"buffer[{self.element}]"
 
 
-_BUFFER_TYPE_OF_DTYPE = {
-    t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES, *MATRIX_TYPES)
-}
+_BUFFER_TYPE_OF_DTYPE = {t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES)}
 
 INT32_RANGE = (-(2**31), 2**31 - 1)
 
@@ -208,22 +206,21 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     """The kernel type of a launch argument.
 
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
-    keep their dtype, vectors and matrices (``float3(1, 2, 3)``) their type, buffer-like
-    objects give a :class:`BufferType` (of a vector or matrix type when the dtype is
-    ``dtype_of`` that type).
+    keep their dtype, vectors (``float3(1, 2, 3)``) their type, buffer-like objects give a
+    :class:`BufferType` (of a vector type when the dtype is ``dtype_of`` that type).
     """
     kind = type(value)
     if kind is float:
         return ScalarType.FLOAT32
     value_type = getattr(kind, "__lnb_type__", None)
-    if isinstance(value_type, (VectorType, MatrixType)):
+    if isinstance(value_type, VectorType):
         return value_type
     if is_buffer_like(value):
         try:
             return BufferType.of_dtype(value.dtype)
         except ValueError as error:
             raise KernelArgumentError(
-                f"buffer argument {value!r}: {error}, or a vector or matrix dtype made by "
+                f"buffer argument {value!r}: {error}, or a vector dtype made by "
                 f"dtype_of(float3) ..."
             ) from None
     if isinstance(value, (bool, np.bool_)):
@@ -243,7 +240,7 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if isinstance(value, float):
         return ScalarType.FLOAT32
     raise KernelArgumentError(
-        f"kernel arguments must be buffers, bool/int/float scalars, vectors or matrices, got "
+        f"kernel arguments must be buffers, bool/int/float scalars or vectors, got "
         f"{type(value).__name__} {value!r:.60}"
     )
 

@@ -16,24 +16,13 @@ from typing import Any
 
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.type_system import MatrixType, VectorType
-from luisa_nb.kernels.vectors import vector_class
 
 COPY_NAME = "__lnb_copy__"
 SHARED_VALUES = (ast.Name, ast.IfExp, ast.Attribute, ast.Subscript)
 
 
-def value_class(kind: VectorType | MatrixType) -> Any:
-    """The Python class of a vector or matrix type."""
-    if isinstance(kind, VectorType):
-        return vector_class(kind)
-    from luisa_nb.kernels.matrices import matrix_class
-
-    return matrix_class(kind)
-
-
 def copy_value(value: Any) -> Any:
-    """A copy of a vector or matrix; any other value as it is."""
+    """A copy of a vector; any other value as it is."""
     return value.copy() if hasattr(type(value), "__lnb_type__") else value
 
 

@@ -279,7 +279,11 @@ class VectorTyping:
         right: ir.Expression,
         node: ast.AST,
     ) -> ir.Expression:
-        self.fail(node, f"the @ operator needs a matrix operand, got {left.type} and {right.type}")
+        self.fail(
+            node,
+            f"the @ operator multiplies matrices, which kernels do not support yet (got "
+            f"{left.type} and {right.type})",
+        )
 
     def composite_select(
         self: KernelTyper,
