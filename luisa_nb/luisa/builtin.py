@@ -1,7 +1,29 @@
-"""What ``from luisa.builtin import *`` gives a luisa-python program: the math functions
-and the dispatch builtins."""
+"""luisa-python's ``luisa.builtin``: the kernel functions (``length``, ``lerp``,
+``dispatch_id`` ...), for programs that import them by name. Those that share a name with
+a Python builtin (``abs``, ``min``, ``round`` ...) are left out of ``import *``, so that
+host code keeps Python's; kernels find them by name anyway."""
 
+import builtins
+
+from luisa_nb import kernels
 from luisa_nb.luisa import mathtypes
-from luisa_nb.luisa.mathtypes import *  # noqa: F403
 
-__all__ = list(mathtypes.__all__)
+_COMPILER_API = {
+    "BufferType",
+    "Executable",
+    "KernelDefinition",
+    "MatrixType",
+    "Parameter",
+    "ScalarType",
+    "VectorType",
+    "argument_type",
+    "compiler_available",
+    "dtype_of",
+}
+
+__all__ = [
+    name
+    for name in kernels.__all__
+    if name not in _COMPILER_API and name not in mathtypes.__all__ and not hasattr(builtins, name)
+]
+globals().update({name: getattr(kernels, name) for name in __all__})

@@ -1,7 +1,8 @@
 """luisa-python's type names, and the numpy dtype of a buffer of each.
 
 ``int``, ``float`` and ``bool`` are Python's own and mean int32, float32 and bool;
-``uint``, ``long`` and ``ulong`` are uint32, int64 and uint64. The 16-bit types
+``uint``, ``long`` and ``ulong`` are uint32, int64 and uint64; vectors (``float3``) are
+laid out as LuisaCompute lays them out (``float3`` takes 16 bytes). The 16-bit types
 (``half``, ``short``, ``ushort``) are not supported.
 """
 
@@ -12,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.kernels import dtype_of
+from luisa_nb.luisa import mathtypes
 from luisa_nb.luisa.missing import MISSING, Missing
 from luisa_nb.runtime.device import buffer_dtype
 
@@ -47,12 +50,14 @@ def element_dtype(dtype: Any) -> np.dtype:
         return known
     if isinstance(dtype, Missing):
         dtype.fail()
+    if hasattr(dtype, "__lnb_type__"):
+        return dtype_of(dtype)
     try:
         return buffer_dtype(dtype)
     except InvalidArgumentError:
         raise InvalidArgumentError(
-            f"a luisa buffer holds int, uint, long, ulong, float, bool or a numpy dtype; got "
-            f"{dtype!r}"
+            f"a luisa buffer holds int, uint, long, ulong, float, bool, a vector type such as "
+            f"float3, or a numpy dtype; got {dtype!r}"
         ) from None
 
 
@@ -60,6 +65,8 @@ def element_type_of(value: Any) -> Any:
     """The luisa type of a host value, as ``Buffer.from_list`` infers it."""
     if isinstance(value, np.generic):
         return value.dtype
+    if hasattr(type(value), "__lnb_type__"):
+        return type(value)
     for python_type in (bool, int, float):
         if isinstance(value, python_type):
             return python_type
@@ -67,3 +74,9 @@ def element_type_of(value: Any) -> Any:
         f"cannot tell the luisa type of {type(value).__name__} {value!r:.40}; pass a numpy "
         "array to Buffer.from_array"
     )
+
+
+VECTOR_TYPES = {name: getattr(mathtypes, name) for name in mathtypes.__all__ if "make_" not in name}
+globals().update(VECTOR_TYPES)
+
+__all__ = ["half", "long", "short", "uint", "ulong", "ushort", *VECTOR_TYPES]

@@ -12,6 +12,7 @@ per field; :mod:`luisa_nb.recording.table` turns the logs into columns when the 
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import weakref
 from array import array
@@ -31,6 +32,7 @@ from luisa_nb.recording.records import (
     StreamInfo,
     SyncKind,
     SyncRecord,
+    value_layout,
 )
 
 if TYPE_CHECKING:
@@ -253,11 +255,12 @@ class TraceRecorder(Recorder):
 
     def _first_use(self, buffer: Any, device: Any) -> None:
         """Note ``buffer`` (of ``device``) in the trace."""
+        dtype, shape = value_layout(buffer.dtype, (buffer.size,))
         self.trace.buffers[buffer.id] = BufferInfo(
             buffer.id,
             buffer.nbytes,
-            buffer.dtype.str,
-            buffer.size,
+            dtype,
+            math.prod(shape),
             device.name,
             buffer.name,
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,

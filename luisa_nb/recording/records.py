@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 
 class CommandKind(str, Enum):
     UPLOAD = "upload"
@@ -66,6 +68,19 @@ class DeviceRange:
             and self.offset < other.offset + other.nbytes
             and other.offset < self.offset + self.nbytes
         )
+
+
+def value_layout(dtype: np.dtype, shape: tuple[int, ...]) -> tuple[str, tuple[int, ...]]:
+    """How a trace records elements of ``dtype`` in an array of ``shape``: a plain dtype
+    as it is; a record such as a ``float3`` (three float32 fields, 16 bytes) as its one
+    field type, or else bytes, with a last axis counting those values per element."""
+    if dtype.fields is None and dtype.subdtype is None:
+        return dtype.str, shape
+    bases = {field[0].base for field in dtype.fields.values()} if dtype.fields else set()
+    base = bases.pop() if len(bases) == 1 else np.dtype(np.uint8)
+    if dtype.itemsize % base.itemsize:
+        base = np.dtype(np.uint8)
+    return base.str, (*shape, dtype.itemsize // base.itemsize)
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ from luisa_nb.errors import (
     StreamError,
 )
 from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.image import Image
@@ -28,7 +29,8 @@ _DTYPE_NAMES = ", ".join(d.name for d in BUFFER_DTYPES)
 
 
 def buffer_dtype(dtype: Any) -> np.dtype:
-    """``dtype`` as one of :data:`BUFFER_DTYPES`. Only real dtypes and numpy scalar types
+    """``dtype`` as one of :data:`BUFFER_DTYPES` or a kernel vector or matrix layout
+    (``dtype_of(float3)``). Only real dtypes and numpy scalar types
     are accepted: ``np.dtype(None)`` is float64, and a typo must not become that."""
     known = isinstance(dtype, np.dtype) or (
         isinstance(dtype, type) and issubclass(dtype, (np.generic, bool, int, float))
@@ -39,11 +41,23 @@ def buffer_dtype(dtype: Any) -> np.dtype:
         except TypeError:
             known = False
     resolved = np.dtype(dtype) if known else None
+    if resolved is not None and resolved.fields is not None and _kernel_type_of(resolved):
+        return resolved
     if resolved is None or resolved not in BUFFER_DTYPES:  # dtype == None holds for float64
         raise InvalidArgumentError(
-            f"buffers hold one of {_DTYPE_NAMES}; got dtype {dtype!r}. Pass e.g. np.float32"
+            f"buffers hold one of {_DTYPE_NAMES}, or a vector or matrix type as "
+            f"dtype_of(float3) gives it; got dtype {dtype!r}. Pass e.g. np.float32"
         )
     return resolved
+
+
+def _kernel_type_of(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is the layout of a kernel vector or matrix type."""
+    try:
+        BufferType.of_dtype(dtype)
+    except ValueError:
+        return False
+    return True
 
 
 def buffer_size(size: Any) -> int:

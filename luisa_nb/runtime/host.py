@@ -16,7 +16,7 @@ from luisa_nb.errors import (
     HostReadOnlyError,
     HostSizeError,
 )
-from luisa_nb.recording.records import HostRange
+from luisa_nb.recording.records import HostRange, value_layout
 
 HOST_MEMORY = threading.Lock()
 """Held across every read and write of host memory by the runtime (and the recorder's
@@ -90,8 +90,7 @@ def host_range(array: np.ndarray) -> HostRange:
         reference, known = entry
         if reference() is array and known.nbytes == array.nbytes and known.shape == array.shape:
             return known
-    known = HostRange(
-        array.__array_interface__["data"][0], array.nbytes, array.dtype.str, array.shape
-    )
+    dtype, shape = value_layout(array.dtype, array.shape)
+    known = HostRange(array.__array_interface__["data"][0], array.nbytes, dtype, shape)
     _host_ranges[key] = (weakref.ref(array, lambda _, key=key: _forget(key)), known)
     return known

@@ -124,7 +124,9 @@ class Stream:
                 daemon=True,
             )
             worker.start()
-            weakref.finalize(self, self._items.put, _STOP)
+            # Not at exit: work submitted by atexit handlers (luisa's final synchronize)
+            # still needs the worker; a daemon thread ends with the process anyway.
+            weakref.finalize(self, self._items.put, _STOP).atexit = False
             self._worker = worker
 
     def _checked(self, commands: Iterable[Command]) -> list[Command]:

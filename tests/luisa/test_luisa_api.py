@@ -14,7 +14,7 @@ from luisa_nb.errors import (
     NotInitializedError,
     UnsupportedFeatureError,
 )
-from luisa_nb.luisa.mathtypes import dispatch_id
+from luisa_nb.luisa.builtin import dispatch_id
 
 
 def test_buffers_of_luisa_types_have_numpy_dtypes(device_name):
@@ -115,8 +115,10 @@ def test_unsupported_features_name_themselves(fresh_session):
 def test_star_import_gives_the_whole_surface():
     namespace: dict[str, object] = {}
     exec("from luisa_nb.luisa import *", namespace)
-    for name in ("init", "Buffer", "func", "execute", "synchronize", "dispatch_id", "Accel"):
+    for name in ("init", "Buffer", "func", "execute", "synchronize", "float3", "Accel"):
         assert name in namespace
+    for python_builtin in ("round", "abs", "min", "max", "pow", "all", "any"):
+        assert python_builtin not in namespace  # as in luisa-python: kernels find them by name
 
 
 def test_del_device_gives_luisa_nb_its_own_default_device_back(fresh_session):
@@ -126,3 +128,22 @@ def test_del_device_gives_luisa_nb_its_own_default_device_back(fresh_session):
     assert session_device.closed
     device = lnb.default_device()
     assert device is not session_device and not device.closed
+
+
+def test_vector_buffers_round_trip_and_are_traced_as_their_components(fresh_session, tmp_path):
+    from luisa_nb.luisa.types import float3
+
+    luisa.init("cpu:submit")
+    buffer = luisa.Buffer(8, float3)
+    assert (buffer.stride, buffer.bytesize) == (16, 128)
+    host = np.arange(32, dtype=np.float32)  # x, y, z and the padding of 8 float3
+    with lnb.trace() as trace:
+        buffer.copy_from(host)
+        out = np.zeros(32, np.float32)
+        buffer.copy_to(out)
+    np.testing.assert_array_equal(out, host)
+    info = trace.buffers[buffer.id]
+    assert (info.dtype, info.size, info.nbytes) == ("<f4", 32, 128)
+    loaded = lnb.load_trace(trace.save(tmp_path / "vectors.lnbtrace"))
+    assert loaded.buffers[buffer.id].size == 32
+    assert [c.host.dtype for c in loaded.commands] == ["<f4", "<f4"]

@@ -9,7 +9,7 @@ import numpy as np
 import luisa_nb as lnb
 import luisa_nb.luisa as luisa
 from luisa_nb.analysis import AnalyzedTrace, HazardKind
-from luisa_nb.luisa.mathtypes import dispatch_id
+from luisa_nb.luisa.builtin import dispatch_id
 
 N = 1024
 

@@ -3,11 +3,15 @@ results as on real luisa-python."""
 
 from __future__ import annotations
 
+import runpy
+import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import luisa_nb.luisa as luisa
 from luisa_nb.cli import main
 from luisa_nb.luisa.alias import as_luisa
 from tests.luisa.real_luisa import require_real_luisa, run_on_real_luisa
@@ -86,3 +90,59 @@ def _no_session_left():
 
     assert session.forced_device is None
     session.close()
+
+
+MANDELBROT = PROGRAMS / "mandelbrot.py"
+
+
+def numpy_mandelbrot(width: int, height: int, iterations: int) -> np.ndarray:
+    """The escape values mandelbrot.py computes, in float32 as its kernel does."""
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
+    two = np.float32(2)
+    c = np.stack([two * xs / np.float32(height) - two, two * ys / np.float32(height) - 1])
+    z = np.zeros_like(c)
+    steps = np.zeros((height, width), np.int32)
+    running = np.ones((height, width), bool)
+    for _ in range(iterations):
+        zx, zy = z
+        z = np.where(running, np.stack([zx * zx - zy * zy, two * zx * zy]) + c, z)
+        steps += running
+        running &= ~(np.sqrt(z[0] * z[0] + z[1] * z[1]) > 20)
+    return (np.float32(1) - steps.astype(np.float32) / np.float32(iterations)).reshape(-1)
+
+
+def test_a_float2_mandelbrot_matches_numpy(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [str(MANDELBROT), "cpu"])
+    with as_luisa():
+        namespace = runpy.run_path(str(MANDELBROT), run_name="__main__")
+    luisa.del_device()
+    np.testing.assert_array_equal(namespace["values"], numpy_mandelbrot(256, 128, 50))
+    assert "checksum 22905.117" in capsys.readouterr().out
+
+
+def test_real_luisa_computes_the_same_mandelbrot():
+    require_real_luisa()
+    assert "checksum 22905.117" in run_on_real_luisa(MANDELBROT, "cpu")
+
+
+def test_commands_left_in_the_list_run_at_exit(tmp_path):
+    program = tmp_path / "exits.py"
+    program.write_text(
+        "import atexit\n"
+        "import numpy as np\n"
+        "out = np.zeros(4, np.float32)\n"
+        "atexit.register(lambda: print('at exit', out.tolist()))\n"
+        "import luisa_nb.luisa as luisa\n"
+        "luisa.init('cpu:submit')\n"
+        "b = luisa.Buffer(4, float)\n"
+        "b.copy_from(np.arange(4, dtype=np.float32))\n"
+        "b.copy_to(out, sync=False)\n"
+        "print('before exit', out.tolist())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(program)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.splitlines() == [
+        "before exit [0.0, 0.0, 0.0, 0.0]",
+        "at exit [0.0, 1.0, 2.0, 3.0]",
+    ]
