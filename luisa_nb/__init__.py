@@ -50,6 +50,7 @@ from luisa_nb.runtime import (
     kernel,
     set_default_device,
 )
+from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
 from luisa_nb.tracing import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
@@ -105,6 +106,7 @@ __all__ = [
     "dispatch_size",
     "exp",
     "floor",
+    "instrument_luisa",
     "kernel",
     "last_trace",
     "load_ipython_extension",
@@ -117,5 +119,6 @@ __all__ = [
     "sqrt",
     "tan",
     "trace",
+    "uninstrument_luisa",
     "unload_ipython_extension",
 ]

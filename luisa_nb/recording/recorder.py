@@ -74,6 +74,10 @@ class RunTimer:
     def tick(self) -> None:
         return None
 
+    def tick_at(self, time: int) -> None:
+        """``tick()`` for a moment measured elsewhere (a runtime that reports late)."""
+        return None
+
     def failed(self, position: int, status: Status, error: str) -> None:
         return None
 
@@ -110,10 +114,12 @@ class Recorder:
     def run_timer(self, steps: Sequence[Any]) -> RunTimer:
         return NULL_TIMER
 
-    def host_read(self, row: int, offset: int, data: np.ndarray) -> None:
+    def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
+        """Command ``row`` read ``data`` from its host memory at byte ``offset``, now or
+        ``at`` (a moment measured elsewhere)."""
         return None
 
-    def host_write(self, row: int, data: np.ndarray) -> None:
+    def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
         return None
 
     def sync_issued(
@@ -145,6 +151,9 @@ class RunLog(RunTimer):
 
     def tick(self) -> None:
         self.times.append(now())
+
+    def tick_at(self, time: int) -> None:
+        self.times.append(time)
 
     def failed(self, position: int, status: Status, error: str) -> None:
         self.failure = (position, status, error, now())
@@ -271,15 +280,15 @@ class TraceRecorder(Recorder):
         self.runs.append(log)
         return log
 
-    def host_read(self, row: int, offset: int, data: np.ndarray) -> None:
+    def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
+        time = now() if at is None else at
         self.host_accesses.append(
-            (row, HOST_READ, offset, data.nbytes, now(), self.trace.capture(data))
+            (row, HOST_READ, offset, data.nbytes, time, self.trace.capture(data))
         )
 
-    def host_write(self, row: int, data: np.ndarray) -> None:
-        self.host_accesses.append(
-            (row, HOST_WRITE, 0, data.nbytes, now(), self.trace.capture(data))
-        )
+    def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
+        time = now() if at is None else at
+        self.host_accesses.append((row, HOST_WRITE, 0, data.nbytes, time, self.trace.capture(data)))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int

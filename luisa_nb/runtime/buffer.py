@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 _buffer_ids = itertools.count(1)
 
 
+def next_buffer_id() -> int:
+    """A process-unique id for a buffer, or for another runtime's buffer in a trace."""
+    return next(_buffer_ids)
+
+
 class BufferView:
     """Elements ``[start, start + size)`` of a buffer, on the buffer's device and of its
     dtype."""
@@ -201,7 +206,7 @@ class Buffer(BufferView):
     """``size`` elements of ``dtype`` in one device's memory."""
 
     def __init__(self, device: Device, size: int, dtype: Any, name: str | None = None) -> None:
-        self.id = next(_buffer_ids)
+        self.id = next_buffer_id()
         self.name = name
         self.device = device
         self.dtype = np.dtype(dtype)

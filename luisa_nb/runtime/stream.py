@@ -49,6 +49,11 @@ _event_ids = itertools.count(1)
 _STOP = None
 
 
+def next_stream_id() -> int:
+    """A process-unique id for a stream, or for another runtime's stream in a trace."""
+    return next(_stream_ids)
+
+
 def _work(items: queue.SimpleQueue, failures: list[Failure]) -> None:
     while True:
         item = items.get()
@@ -96,7 +101,7 @@ class Stream:
     """An in-order queue of commands with its own worker thread."""
 
     def __init__(self, device: Device, name: str | None = None) -> None:
-        self.id = next(_stream_ids)
+        self.id = next_stream_id()
         self.device = device
         self.name = name or f"stream{self.id}"
         self._items: queue.SimpleQueue = queue.SimpleQueue()

@@ -1,0 +1,99 @@
+"""Scenarios on real luisa-python under lnb.instrument_luisa(); prints one JSON line per
+run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."""
+
+import json
+import sys
+
+import numpy as np
+
+import luisa
+import luisa_nb as lnb
+from luisa_nb.analysis import AnalyzedTrace
+from luisa_nb.analysis.uploads import check_uploads
+
+scenario = sys.argv[1]
+originals = (luisa.Buffer.copy_from, luisa.Buffer.copy_to, luisa.func.__call__, luisa.execute)
+lnb.instrument_luisa(shadow="--no-shadow" not in sys.argv)
+luisa.init("cpu", support_gui=False)
+N = 1024
+
+
+def report(trace, **extra):
+    checks = {check.command_id: check for check in check_uploads(trace)}
+    hazards = []
+    for hazard in trace.hazards:
+        check = checks.get(hazard.command_ids[-1])
+        hazards.append(
+            {
+                "kind": hazard.kind.value,
+                "message": hazard.message,
+                "staged": None if check is None else check.staged[:4].tolist(),
+                "expected": None if check is None else check.expected[:4].tolist(),
+            }
+        )
+    print(json.dumps({"hazards": hazards, **extra}))
+
+
+def seed():
+    x, y, z = (luisa.Buffer(N, float) for _ in range(3))
+    x.copy_from(np.arange(N, dtype=np.float32))
+    y.copy_from(np.arange(N, dtype=np.float32) * 1000)
+
+    @luisa.func
+    def vecadd(buf_z):
+        tid = dispatch_id().x
+        buf_z.write(tid, x.read(tid) + y.read(tid))
+
+    @luisa.func
+    def copy(source, target):
+        tid = dispatch_id().x
+        target.write(tid, source.read(tid))
+
+    with AnalyzedTrace() as trace:
+        z_data = np.full(N, 123.0, np.float32)
+        z.copy_from(z_data)
+        vecadd(z, dispatch_size=N)
+        z.copy_to(z_data, sync=False)
+        z.copy_from(z_data)
+        copy(z, x, dispatch_size=N)
+        luisa.synchronize()
+    report(trace, x=x.numpy()[:4].tolist(), commands=len(trace.commands))
+
+
+@luisa.func
+def busy(target, rounds):
+    tid = dispatch_id().x
+    value = target.read(tid)
+    for _ in range(rounds):
+        value = value * 0.5 + 0.25
+    target.write(tid, value)
+
+
+def copies(how):
+    a, b, scratch = luisa.Buffer(N, float), luisa.Buffer(N, float), luisa.Buffer(N, float)
+    h1 = np.random.default_rng().random(N, dtype=np.float32)
+    h2 = np.zeros(N, np.float32)
+    with AnalyzedTrace() as trace:
+        a.copy_from(h1)
+        if how == "slow lists":  # the download waits behind a long kernel
+            busy(scratch, 200_000, dispatch_size=N)
+        if how.endswith("lists"):
+            luisa.execute()
+        a.copy_to(h2, sync=how == "sync")
+        if how.endswith("lists"):
+            luisa.execute()
+        b.copy_from(h2)
+        luisa.synchronize()
+    report(trace, stale=bool(not np.array_equal(b.numpy(), h1)))
+
+
+if scenario == "seed":
+    seed()
+elif scenario.endswith("lists"):
+    for _ in range(5):
+        copies(scenario)
+else:
+    copies(scenario)
+lnb.uninstrument_luisa()
+restored = (luisa.Buffer.copy_from, luisa.Buffer.copy_to, luisa.func.__call__, luisa.execute)
+print(json.dumps({"restored": all(map(lambda a, b: a is b, originals, restored))}))

@@ -1,0 +1,70 @@
+"""Real LuisaCompute under the debugger: lnb.instrument_luisa() traces luisa-python and
+finds #143 on its real CPU backend. Each scenario runs in its own process, since
+luisa-python initializes once per process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.luisa.real_luisa import environment, require_real_luisa
+
+PROGRAM = Path(__file__).parent / "programs" / "instrumented.py"
+INDEX = [float(i) for i in range(4)]
+
+
+def run(*arguments: str) -> list[dict]:
+    require_real_luisa()
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), *arguments],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines[-1] == {"restored": True}, "uninstrument_luisa() left a wrapper behind"
+    return lines[:-1]
+
+
+@pytest.mark.parametrize("shadow", ["--shadow", "--no-shadow"])
+def test_the_seed_program_is_stale_on_real_luisa_and_says_so(shadow):
+    [result] = run("seed", shadow)
+    assert result["x"] == [123.0] * 4
+    assert result["commands"] == 5
+    [hazard] = result["hazards"]
+    assert hazard["kind"] == "STALE_UPLOAD"
+    assert "upload z <- z_data read z_data[0:1024]" in hazard["message"]
+    assert hazard["staged"] == [123.0] * 4
+    assert hazard["expected"] == [0.0, 1001.0, 2002.0, 3003.0]
+
+
+def test_up_down_up_in_one_list_is_stale():
+    [result] = run("list")
+    assert result["stale"]
+    assert [h["kind"] for h in result["hazards"]] == ["STALE_UPLOAD"]
+
+
+def test_a_synchronous_download_before_the_reupload_is_clean():
+    [result] = run("sync")
+    assert not result["stale"]
+    assert result["hazards"] == []
+
+
+@pytest.mark.parametrize("scenario", ["lists", "slow lists"])
+def test_three_lists_without_a_sync_are_reported_by_what_happened(scenario):
+    """Racy on real luisa: the re-upload is stale when its list is submitted before the
+    download has run. "slow lists" puts a long kernel before the download, so that it
+    usually is; each run must be reported as what happened to its bytes."""
+    outcomes = set()
+    for result in run(scenario):
+        kinds = [h["kind"] for h in result["hazards"]]
+        assert kinds == (["STALE_UPLOAD"] if result["stale"] else ["LATENT_STALE_UPLOAD"])
+        outcomes.add(result["stale"])
+    if scenario == "slow lists":
+        assert True in outcomes, "the long kernel should make at least one run stale"
