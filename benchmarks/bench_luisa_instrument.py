@@ -1,0 +1,90 @@
+"""What lnb.instrument_luisa() costs real luisa-python per command, in one run.
+
+    LUISA_CLANG_PATH=$(which clang++) python benchmarks/bench_luisa_instrument.py
+
+Two loops as luisa-python users write them, each ending with ``luisa.synchronize()``:
+``buf.copy_from(host)`` of 4 KiB, and ``tiny(buf, dispatch_size=1)``. Each runs
+uninstrumented (the reference), instrumented with no trace active, and instrumented
+under ``lnb.trace()`` with the shadow readback on and off. Needs luisa-python with
+Debian's clang and libvulkan1; prints why and exits when they are missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import numpy as np
+from timing import load_average, print_table, timings
+
+import luisa_nb as lnb
+
+UPLOAD_FLOATS = 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=5)
+    arguments = parser.parse_args()
+    try:
+        import luisa
+
+        luisa.init("cpu", support_gui=False)
+    except Exception as error:  # the wheel or its Debian libraries are missing
+        print(f"real luisa-python cannot run here: {error}")
+        sys.exit(0)
+    count = arguments.count
+    buffer = luisa.Buffer(UPLOAD_FLOATS, float)
+    host = np.ones(UPLOAD_FLOATS, np.float32)
+
+    @luisa.func
+    def tiny(target):
+        target.write(dispatch_id().x, 1.0)  # noqa: F821 - luisa-python resolves it by name
+
+    def uploads() -> None:
+        for _ in range(count):
+            buffer.copy_from(host)
+        luisa.synchronize()
+
+    def dispatches() -> None:
+        for _ in range(count):
+            tiny(buffer, dispatch_size=1)
+        luisa.synchronize()
+
+    def traced(loop):
+        def run() -> None:
+            with lnb.trace():
+                loop()
+
+        return run
+
+    setups = [
+        ("uninstrumented", None, False),
+        ("instrumented, no trace", True, False),
+        ("traced, shadow on", True, True),
+        ("traced, shadow off", False, True),
+    ]
+    rows = []
+    for loop_name, loop in (("4 KiB copy_from", uploads), ("tiny dispatch", dispatches)):
+        reference = None
+        for setup, shadow, trace in setups:
+            if shadow is None:
+                lnb.uninstrument_luisa()
+            else:
+                lnb.instrument_luisa(shadow=shadow)
+            median = statistics.median(timings(traced(loop) if trace else loop, arguments.repeats))
+            reference = reference or median
+            rows.append([loop_name, setup, median / count * 1e6, median / reference])
+        lnb.uninstrument_luisa()
+    print_table(
+        f"real luisa-python cpu, µs per command over {count:,} commands, median of "
+        f"{arguments.repeats} ({load_average()})",
+        ["loop", "setup", "µs per command", "vs uninstrumented"],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
