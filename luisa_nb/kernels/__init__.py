@@ -6,6 +6,7 @@ docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported 
 (``dispatch_id()``, ``sqrt``, ...).
 """
 
+from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.builtins import dispatch_id, dispatch_size
 from luisa_nb.kernels.definition import KernelDefinition
 from luisa_nb.kernels.executable import Executable, Parameter
@@ -105,12 +106,14 @@ from luisa_nb.kernels.vectors import (
 )
 
 __all__ = [
+    "ArrayType",
     "BufferType",
     "Executable",
     "KernelDefinition",
     "MatrixType",
     "Parameter",
     "ScalarType",
+    "StructType",
     "VectorType",
     "abs",
     "acos",

@@ -15,6 +15,7 @@ from luisa_nb.kernels.type_system import (
     VectorType,
     assignable,
     fits,
+    is_aggregate_type,
     is_composite,
 )
 from luisa_nb.kernels.vectors import VECTOR_CLASSES
@@ -97,8 +98,13 @@ class BuiltinCallTyping:
         self.check_buffer_call(node)
         if isinstance(node.func, ast.Attribute) and self.is_buffer(node.func.value):
             return self.buffer_method(node, statement=False)
-        name = self.callee(node)
         label = ast.unparse(node.func)
+        special = self.special_call(node)
+        if special is not None:
+            if special.type is None and node is not self.statement_call:
+                self.fail(node, f"{label}() returns nothing; call it as a statement")
+            return special
+        name = self.callee(node)
         if name in ("print", "breakpoint"):
             self.fail(node, f"{label}() is a statement; it returns no value")
         if name == "range":
@@ -303,6 +309,14 @@ class BuiltinCallTyping:
         if not statement:
             self.fail(node, f"{buffer_name}.write(...) returns nothing; use it as a statement")
         value = self.visit(node.args[1])
+        if is_aggregate_type(element) or is_aggregate_type(value.type):
+            if element != value.type:
+                self.fail(
+                    node.args[1],
+                    f"cannot write a {value.type} value into {buffer_name!r}, a buffer of "
+                    f"{element}",
+                )
+            return ir.BufferWrite(slot, index, value, node.lineno)
         if is_composite(element) or is_composite(value.type):
             if not self.storable(element, value):
                 self.fail(

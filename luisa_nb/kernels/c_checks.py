@@ -12,6 +12,7 @@ and a block that failed re-runs its threads one by one with ``details`` and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from luisa_nb.kernels.checks import (
@@ -171,7 +172,10 @@ def access_function_name(access: str, element: KernelType, index_type: ScalarTyp
 
 
 def _label(kind: KernelType) -> str:
-    return kind.value if isinstance(kind, ScalarType) else str(kind)
+    """A type's name as part of a C identifier."""
+    if isinstance(kind, ScalarType):
+        return kind.value
+    return re.sub(r"\W+", "_", str(kind)).strip("_")
 
 
 def access_function(

@@ -12,6 +12,7 @@ import struct
 import numpy as np
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.c_aggregates import AggregateEmission
 from luisa_nb.kernels.c_checks import (
     LAUNCH_PRELUDE,
     NOTE_FUNCTION,
@@ -21,7 +22,13 @@ from luisa_nb.kernels.c_checks import (
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
 from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.c_vectors import VectorEmission
-from luisa_nb.kernels.type_system import KernelType, ScalarType, is_composite
+from luisa_nb.kernels.type_system import (
+    KernelType,
+    ScalarType,
+    element_of,
+    is_aggregate_type,
+    is_composite,
+)
 
 ARITHMETIC_SYMBOLS = {
     "add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitand": "&", "bitor": "|",
@@ -52,6 +59,10 @@ def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
     layout = f"@3q{'P' * len(kernel.buffers)}"
     for slot in kernel.scalars:
         kind = slot.type
+        if is_aggregate_type(kind):
+            layout += "x" * (-struct.calcsize(layout) % kind.alignment)
+            layout += f"{kind.dtype.itemsize}s"
+            continue
         if not is_composite(kind):
             layout += STRUCT_CODES[kind]
             continue
@@ -67,7 +78,7 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter(VectorEmission, LaunchEmission):
+class CEmitter(VectorEmission, AggregateEmission, LaunchEmission):
     """Emits one kernel as C11 for the host compiler.
 
     ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
@@ -100,6 +111,16 @@ class CEmitter(VectorEmission, LaunchEmission):
         self.kernel = kernel
         self.checks = checks
         self.access = kernel.buffer_access()
+        self.aggregate_names: dict[object, str] = {}
+        self.aggregate_definitions: list[str] = []  # members' types first
+        self.references: set[str] = set()  # parameters of the callable being emitted
+        self.return_type: object = None  # its return type
+        self.sequence_counter = 0
+        names = [c_identifier(slot.name) for slot in kernel.buffers]
+        self.buffer_names = [
+            name if names.count(name) == 1 else f"{name}_{index}"
+            for index, name in enumerate(names)
+        ]
         self.helper_names: set[str] = set()
         self.helper_texts: list[str] = []  # in dependency order
         self.composite_types: set[KernelType] = set()
@@ -116,8 +137,11 @@ class CEmitter(VectorEmission, LaunchEmission):
         """The entry that takes a launch record: ``void name(const void *, lnb_launch *)``."""
         return f"{self.entry_name}_launch"
 
+    identifier = staticmethod(c_identifier)
+
     def emit(self) -> str:
         """The complete C translation unit."""
+        functions = [self.function_definition(i) for i in range(len(self.kernel.functions))]
         body = self.body_function()
         run = () if self.kernel.has_control_flow else (self.run_function(),)
         entry = self.entry()
@@ -125,7 +149,8 @@ class CEmitter(VectorEmission, LaunchEmission):
         accesses = [
             access_function(
                 access, element, index, self.type_name, self.function_prefix,
-                self.components(element, "value") if is_composite(element) else None,
+                self.components(element, "value")
+                if is_composite(element) or is_aggregate_type(element) else None,
             )
             for access, element, index in self.access_helpers
         ]  # fmt: skip
@@ -141,6 +166,7 @@ class CEmitter(VectorEmission, LaunchEmission):
             *self.helper_texts,
             *((NOTE_FUNCTION,) if self.access_helpers else ()),
             *accesses,
+            *functions,
             body,
             *run,
             entry,
@@ -150,13 +176,18 @@ class CEmitter(VectorEmission, LaunchEmission):
     def type_name(self, kernel_type: KernelType) -> str:
         if is_composite(kernel_type):
             return self.composite_name(kernel_type)
+        if is_aggregate_type(kernel_type):
+            return self.aggregate_name(kernel_type)
         return self.type_names[kernel_type]
 
     def buffer_name(self, index: int) -> str:
-        return f"b_{c_identifier(self.kernel.buffers[index].name)}"
+        return f"b_{self.buffer_names[index]}"
 
     def variable_name(self, name: str) -> str:
-        """A local or scalar parameter of the kernel, as a C variable."""
+        """A local or scalar parameter of the kernel, as a C variable (a callable's struct
+        and array parameters are pointers: the name dereferences them)."""
+        if name in self.references:
+            return f"(*v_{c_identifier(name)})"
         return f"v_{c_identifier(name)}"
 
     def scalar_field_name(self, name: str) -> str:
@@ -165,7 +196,7 @@ class CEmitter(VectorEmission, LaunchEmission):
 
     def count_name(self, index: int) -> str:
         """The element count of buffer ``index`` (only with checks)."""
-        return f"n_{c_identifier(self.kernel.buffers[index].name)}"
+        return f"n_{self.buffer_names[index]}"
 
     def buffer_declaration(self, index: int) -> str:
         slot = self.kernel.buffers[index]
@@ -227,7 +258,7 @@ class CEmitter(VectorEmission, LaunchEmission):
         parameters = ", ".join(self.body_parameters())
         lines = [f"{self.function_prefix} void {self.entry_name}_thread({parameters}) {{"]
         for name, kernel_type in self.kernel.locals.items():
-            zero = "{0}" if is_composite(kernel_type) else "0"
+            zero = "0" if isinstance(kernel_type, ScalarType) else "{0}"
             lines.append(f"    {self.type_name(kernel_type)} {self.variable_name(name)} = {zero};")
         lines += self.statements(self.kernel.body, 1)
         lines.append("}")
@@ -258,7 +289,9 @@ class CEmitter(VectorEmission, LaunchEmission):
             return [f"{indent}while ({condition}) {{", *body, f"{indent}}}"]
         if isinstance(statement, ir.ForRange):
             return self.for_range(statement, depth)
-        keyword = {ir.Break: "break", ir.Continue: "continue", ir.Return: "return"}
+        if isinstance(statement, ir.Return):
+            return [f"{indent}{self.return_statement(statement)}"]
+        keyword = {ir.Break: "break", ir.Continue: "continue"}
         return [f"{indent}{keyword[type(statement)]};"]
 
     def if_statement(self, statement: ir.If, depth: int, keyword: str = "if") -> list[str]:
@@ -308,7 +341,7 @@ class CEmitter(VectorEmission, LaunchEmission):
     def stop_check(self, depth: int) -> str:
         """First statement of every loop iteration: end the thread once a check failed or
         the launch was cancelled (so even ``while True`` loops can be stopped)."""
-        return f"{'    ' * depth}if (lnb_thread_stopped(lnb_state)) return;"
+        return f"{'    ' * depth}if (lnb_thread_stopped(lnb_state)) {self.stopped_return()}"
 
     def buffer_write(self, statement: ir.BufferWrite) -> str:
         slot = self.kernel.buffers[statement.buffer]
@@ -316,13 +349,17 @@ class CEmitter(VectorEmission, LaunchEmission):
         index, value = self.expression(statement.index), self.expression(statement.value)
         if not self.checks:
             return f"{buffer}[{index}] = {value}"
-        access = "write_finite" if self.checks == "nan" and slot.element.is_float else "write"
+        finite = not is_aggregate_type(slot.element) and element_of(slot.element).is_float
+        access = "write_finite" if self.checks == "nan" and finite else "write"
         function = self.use_access_helper(access, slot.element, statement.index.type)
         count = self.count_name(statement.buffer)
         site = f"{statement.line}, {statement.buffer}"
         return f"{function}({buffer}, {count}, {index}, {value}, {site}, lnb_state)"
 
     def expression(self, expression: ir.Expression) -> str:
+        sequenced = self.sequenced(expression)
+        if sequenced is not None:
+            return sequenced
         method = getattr(self, f"expression_{type(expression).__name__.lower()}")
         return method(expression)
 
@@ -366,9 +403,13 @@ class CEmitter(VectorEmission, LaunchEmission):
         return f"{self.expression(expression.operand)}.{expression.field}"
 
     def expression_element(self, expression: ir.Element) -> str:
+        if is_aggregate_type(expression.operand.type):
+            return self.array_element(expression)
         return self.element(expression)
 
     def expression_construct(self, expression: ir.Construct) -> str:
+        if is_aggregate_type(expression.type):
+            return self.aggregate_construct(expression)
         return self.construct(expression)
 
     def expression_bufferread(self, expression: ir.BufferRead) -> str:

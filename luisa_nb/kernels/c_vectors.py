@@ -16,6 +16,7 @@ from luisa_nb.kernels.type_system import (
     KernelType,
     ScalarType,
     VectorType,
+    is_aggregate_type,
 )
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ class VectorEmission:
         return f"lnb_{kind}"
 
     def type_definitions(self: CEmitter) -> list[str]:
-        """The struct of each vector type the kernel uses (int3 always)."""
+        """The struct of each vector type the kernel uses (int3 always), then those of
+        its structs and arrays."""
         used = self.composite_types | {INT3}
         lines = []
         for kind in VECTOR_TYPES:
@@ -47,7 +49,7 @@ class VectorEmission:
                 members = f"_Alignas({kind.alignment}) {element} {first}; {element} "
                 members += ", ".join(rest)
                 lines.append(f"typedef struct {{ {members}; }} lnb_{kind};")
-        return lines
+        return lines + self.aggregate_definitions
 
     def define_helper(self: CEmitter, name: str, build: Callable[[], str]) -> str:
         """``name``, defining the helper the first time; helpers that ``build`` uses are
@@ -182,8 +184,14 @@ class VectorEmission:
         inner, guards = self.place(place.operand)
         if isinstance(place, ir.Member):
             return f"{inner}.{place.field}", guards
+        if isinstance(place, ir.Field):
+            return f"{inner}.m_{place.name}", guards
         source = place.operand.type
         index = self.expression(place.index)
+        if is_aggregate_type(source):
+            if not isinstance(place.index, ir.Constant):
+                guards = [*guards, f"(uint64_t)(int64_t)({index}) < {source.size}"]
+            return f"{inner}.a[{index}]", guards
         if not isinstance(place.index, ir.Constant):
             guards = [*guards, f"(uint64_t)(int64_t)({index}) < {source.length}"]
         return f"(({self.type_name(source.element)} *)&{inner})[{index}]", guards

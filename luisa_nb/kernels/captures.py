@@ -121,6 +121,10 @@ class CaptureResolver:
                 ) from None
         raise Unresolved("this expression does not name a function")
 
+    def captured(self) -> dict[str, Any]:
+        """The names resolved so far from closure cells and globals, with their objects."""
+        return dict(self._enclosing)
+
     def python_mode_namespaces(
         self, replacements: dict[str, Any]
     ) -> tuple[dict[str, Any], tuple[Any, ...]]:

@@ -28,6 +28,7 @@ from luisa_nb.kernels.type_system import (
     MatrixType,
     ScalarType,
     VectorType,
+    is_aggregate_type,
 )
 from luisa_nb.kernels.typer import KernelTyper
 from luisa_nb.kernels.validation import SyntaxValidator
@@ -88,6 +89,17 @@ class KernelDefinition:
     def __repr__(self) -> str:
         return f"<KernelDefinition {self.name} mode={self.mode}>"
 
+    @property
+    def __lnb_kernel_definition__(self) -> KernelDefinition:
+        """A definition is a callable itself (kernel objects expose theirs)."""
+        return self
+
+    def capture_resolver(self) -> CaptureResolver:
+        """The resolver of the names the function does not assign (made once)."""
+        if self._captures is None:
+            self._captures = CaptureResolver(self.function)
+        return self._captures
+
     def _checked_depth(self) -> int:
         depth, expression = deepest_expression(self.kernel_source.tree)
         if depth > MAX_EXPRESSION_DEPTH:
@@ -135,9 +147,7 @@ class KernelDefinition:
         if typed is None:
             self._check_argument_types(types)
             target = self._target()
-            if self._captures is None:
-                self._captures = CaptureResolver(self.function)
-            typer = KernelTyper(self.kernel_source, types, self._captures, target)
+            typer = KernelTyper(self.kernel_source, types, self.capture_resolver(), target)
             try:
                 kernel = call_with_room(typer.run, self._expression_depth)
             except KernelCompileError as error:
@@ -153,10 +163,13 @@ class KernelDefinition:
                 f"but {len(argument_types)} were given"
             )
         for name, argument_type in zip(names, argument_types, strict=True):
-            if not isinstance(argument_type, (ScalarType, VectorType, MatrixType, BufferType)):
+            if not isinstance(
+                argument_type, (ScalarType, VectorType, MatrixType, BufferType)
+            ) and not is_aggregate_type(argument_type):
                 raise KernelArgumentError(
                     f"kernel {self.name!r}, parameter {name!r}: expected a ScalarType, "
-                    f"VectorType, MatrixType or BufferType, got {type(argument_type).__name__} "
+                    f"VectorType, MatrixType, StructType, ArrayType or BufferType, got "
+                    f"{type(argument_type).__name__} "
                     f"{argument_type!r}"
                 )
 

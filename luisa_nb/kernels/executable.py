@@ -16,6 +16,7 @@ from luisa_nb.errors import (
     KernelIndexError,
 )
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.aggregates import to_bytes
 from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
@@ -28,7 +29,7 @@ from luisa_nb.kernels.checks import (
 )
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.kernels.type_system import is_composite
+from luisa_nb.kernels.type_system import ScalarType, is_aggregate_type
 
 
 class CancelFlag:
@@ -150,15 +151,19 @@ class Executable:
         return f"<{type(self).__name__} {self.name} mode={self.mode} checks={self.checks!r}>"
 
 
-def flatten_scalars(scalars: Sequence[Any], composites: frozenset[int]) -> list[Any]:
+def flatten_scalars(scalars: Sequence[Any], composites: dict[int, Any]) -> list[Any]:
     """``scalars`` with each vector or matrix at a position in ``composites`` replaced by
-    its components in column-major order, as the argument struct holds them."""
+    its components in column-major order, and each struct or array by its bytes, as the
+    argument struct holds them."""
     flat: list[Any] = []
     for position, value in enumerate(scalars):
-        if position in composites:
-            flat.extend(np.asarray(value).ravel(order="F").tolist())
-        else:
+        kind = composites.get(position)
+        if kind is None:
             flat.append(value)
+        elif is_aggregate_type(kind):
+            flat.append(to_bytes(kind, value))
+        else:
+            flat.extend(np.asarray(value).ravel(order="F").tolist())
     return flat
 
 
@@ -182,9 +187,11 @@ class CExecutable(Executable):
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
         self._pack = argument_struct(kernel, checks).pack
-        self._composites = frozenset(
-            position for position, slot in enumerate(kernel.scalars) if is_composite(slot.type)
-        )
+        self._composites = {
+            position: slot.type
+            for position, slot in enumerate(kernel.scalars)
+            if not isinstance(slot.type, ScalarType)
+        }
 
     def launch(
         self,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.aggregates import StructType
 from luisa_nb.kernels.folding import INT64_RANGE, FoldError, fold, foldable
 from luisa_nb.kernels.type_system import (
     INT32_RANGE,
@@ -17,6 +18,7 @@ from luisa_nb.kernels.type_system import (
     ScalarType,
     VectorType,
     fits,
+    is_aggregate_type,
     is_buffer_like,
     is_composite,
     promote,
@@ -203,6 +205,8 @@ class ExpressionTyping:
         if isinstance(value, (bool, int, float, np.bool_)):
             return self.literal(value, node)
         value_type = getattr(type(value), "__lnb_type__", None)
+        if is_aggregate_type(value_type):
+            return self.aggregate_constant(value_type, value, node)
         if isinstance(value_type, (VectorType, MatrixType)):
             element = value_type.element
             components = np.asarray(value, dtype=element.dtype).ravel(order="F").tolist()
@@ -237,6 +241,8 @@ class ExpressionTyping:
         operand = self.visit(node.value)
         if isinstance(operand.type, VectorType):
             return self.swizzle(operand, node.attr, node)
+        if isinstance(operand.type, StructType):
+            return self.field(operand, node.attr, node)
         self.fail(node, f"{operand.type} values have no attribute {node.attr!r}")
 
     def visit_BinOp(self: KernelTyper, node: ast.BinOp) -> ir.Expression:

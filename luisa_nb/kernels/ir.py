@@ -43,8 +43,16 @@ class Member(Expression):
 
 
 @dataclass(frozen=True)
+class Field(Expression):
+    """A field of a struct."""
+
+    operand: Expression
+    name: str
+
+
+@dataclass(frozen=True)
 class Element(Expression):
-    """``operand[index]``: a vector component or a matrix column."""
+    """``operand[index]``: a vector component, a matrix column or an array element."""
 
     operand: Expression
     index: Expression
@@ -54,7 +62,8 @@ class Element(Expression):
 class Construct(Expression):
     """A vector or matrix from ``arguments`` of its element type: scalars and vectors
     whose components fill it in order; a single scalar fills a vector and is the
-    diagonal of a matrix."""
+    diagonal of a matrix. A struct from one value per field, in order, or a zeroed
+    struct or array from none."""
 
     arguments: tuple[Expression, ...]
 
@@ -95,6 +104,27 @@ class Cast(Expression):
 class Call(Expression):
     function: str  # a math builtin: "sqrt", "min", "clamp", ...
     arguments: tuple[Expression, ...]
+
+
+@dataclass(frozen=True)
+class FunctionCall(Expression):
+    """A call of callable ``function`` (an index into ``KernelIR.functions``); its type is
+    None when it returns nothing. Arguments whose ``references`` entry is true (structs
+    and arrays) are passed by reference: a place is changed by the callee."""
+
+    function: int
+    arguments: tuple[Expression, ...]
+    references: tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class InitCall(Expression):
+    """``S(arguments)`` for a struct type with an ``__init__`` method: a zeroed ``S``
+    passed by reference to callable ``function`` with ``arguments`` after it."""
+
+    function: int
+    arguments: tuple[Expression, ...]
+    references: tuple[bool, ...]
 
 
 @dataclass(frozen=True)
@@ -164,7 +194,9 @@ class Continue(Statement):
 
 @dataclass(frozen=True)
 class Return(Statement):
-    pass
+    """``return``: ends the thread in a kernel; returns ``value`` from a callable."""
+
+    value: Expression | None = None
 
 
 @dataclass(frozen=True)
@@ -189,6 +221,27 @@ class ScalarSlot:
     type: ScalarType | VectorType | MatrixType
 
 
+@dataclass(frozen=True)
+class BufferArgument:
+    """A buffer passed to a callable: the kernel's buffer slot it names."""
+
+    slot: int
+    element: Any
+
+
+@dataclass
+class FunctionIR:
+    """One specialisation of a callable: its parameters (``(name, type, by reference)``,
+    buffers excluded: callables use the kernel's buffer slots), locals and body."""
+
+    name: str
+    parameters: list[tuple[str, Any, bool]]
+    return_type: Any
+    locals: dict[str, Any] = field(default_factory=dict)
+    body: tuple[Statement, ...] = ()
+    definition: Any = None  # the callable's KernelDefinition, for Python mode
+
+
 @dataclass
 class KernelIR:
     """One specialisation of a kernel: parameters, typed locals and the body."""
@@ -199,17 +252,31 @@ class KernelIR:
     arguments: list[tuple[str, str, int]]  # (name, "buffer"|"scalar", slot index) in call order
     locals: dict[str, KernelType] = field(default_factory=dict)
     body: tuple[Statement, ...] = ()
+    functions: list[FunctionIR] = field(default_factory=list)  # callees before callers
 
     @property
     def has_control_flow(self) -> bool:
-        """Whether the body has loops or early returns (which rule out ``omp simd``)."""
-        return any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body))
+        """Whether the body has loops or early returns, or calls callables with loops
+        (which rule out ``omp simd``)."""
+        if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
+            return True
+        return any(
+            isinstance(s, (While, ForRange))
+            for function in self.functions
+            for s in walk_statements(function.body)
+        )
+
+    def all_statements(self) -> Iterator[Statement]:
+        """Every statement of the body and of the callables' bodies."""
+        yield from walk_statements(self.body)
+        for function in self.functions:
+            yield from walk_statements(function.body)
 
     def buffer_access(self) -> list[str]:
         """Per buffer slot: "read", "write", "read_write" or "none"."""
         reads: set[int] = set()
         writes: set[int] = set()
-        for statement in walk_statements(self.body):
+        for statement in self.all_statements():
             if isinstance(statement, BufferWrite):
                 writes.add(statement.buffer)
             for expression in statement_expressions(statement):
@@ -250,6 +317,8 @@ def statement_expressions(statement: Statement) -> tuple[Expression, ...]:
         return (statement.start, statement.stop, statement.step)
     if isinstance(statement, Print):
         return statement.arguments
+    if isinstance(statement, Return) and statement.value is not None:
+        return (statement.value,)
     return ()
 
 
@@ -265,7 +334,7 @@ def walk_expression(expression: Expression) -> Iterator[Expression]:
 
 def subexpressions(expression: Expression) -> tuple[Expression, ...]:
     """The direct operands of ``expression``, in evaluation order."""
-    if isinstance(expression, (Member, Unary, Cast)):
+    if isinstance(expression, (Member, Field, Unary, Cast)):
         return (expression.operand,)
     if isinstance(expression, BufferRead):
         return (expression.index,)
@@ -277,6 +346,6 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return (expression.left, expression.right)
     if isinstance(expression, Select):
         return (expression.condition, expression.if_true, expression.if_false)
-    if isinstance(expression, Call):
+    if isinstance(expression, (Call, FunctionCall, InitCall)):
         return expression.arguments
     return ()

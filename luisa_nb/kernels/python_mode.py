@@ -19,12 +19,14 @@ import numpy as np
 
 from luisa_nb.errors import KernelCancelledError, KernelIndexError, KernelNonFiniteError
 from luisa_nb.kernels import ir, math_builtins
+from luisa_nb.kernels.aggregate_typing import callable_definition
+from luisa_nb.kernels.aggregates import from_record, python_callables, to_record
 from luisa_nb.kernels.builtins import thread_state
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.checks import index_error, non_finite_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.type_system import BufferType, is_composite
+from luisa_nb.kernels.type_system import BufferType, ScalarType, is_aggregate_type
 from luisa_nb.kernels.value_copies import copying_function
 from luisa_nb.kernels.vectors import int3, vector_class
 
@@ -44,6 +46,8 @@ class BufferShim:
 
     def bind(self, array: np.ndarray) -> BufferShim:
         if array.dtype.names is not None:
+            if is_aggregate_type(BufferType.of_dtype(array.dtype).element):
+                return AggregateBufferShim(self.name, self.executable).bind(array)
             return CompositeBufferShim(self.name, self.executable).bind(array)
         self.array = array
         self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
@@ -110,6 +114,33 @@ class CompositeBufferShim(BufferShim):
         self.components[index] = value._values
 
 
+class AggregateBufferShim(BufferShim):
+    """A buffer of structs or arrays: reads give new values, writes store their fields."""
+
+    __slots__ = ("kind",)
+
+    def bind(self, array: np.ndarray) -> BufferShim:
+        self.array = array
+        self.kind = BufferType.of_dtype(array.dtype).element
+        return self
+
+    def read(self, index: Any) -> Any:
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "reads")
+        return from_record(self.kind, self.array[index])
+
+    def write(self, index: Any, value: Any) -> None:
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "writes")
+        self.array[index] = to_record(self.kind, value)
+
+
+def copy_vector(value: Any) -> Any:
+    """A vector or matrix argument of a callable is passed by value: a copy."""
+    kind = getattr(type(value), "__lnb_type__", None)
+    return value if kind is None or is_aggregate_type(kind) else value.copy()
+
+
 def current_thread() -> tuple[int, int, int]:
     """The dispatch id of the Python-mode thread running now, as plain ints."""
     x, y, z = thread_state.dispatch_id._values.tolist()
@@ -143,6 +174,15 @@ KERNEL_BUILTINS = {
 }
 
 
+def _argument_converter(kind: Any) -> Callable[[Any], Any]:
+    """How a scalar argument of type ``kind`` becomes a Python-mode value."""
+    if isinstance(kind, ScalarType):
+        return kind.dtype.type
+    if is_aggregate_type(kind):
+        return lambda value: value.copy()
+    return vector_class(kind)
+
+
 class PythonExecutable(Executable):
     """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays. A set
     :class:`CancelFlag` is noticed between threads and, in a kernel with loops, on every
@@ -165,28 +205,61 @@ class PythonExecutable(Executable):
         self._loops = kernel.has_control_flow
         self._arguments = kernel.arguments
         self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
-        self._scalar_types = [
-            vector_class(slot.type) if is_composite(slot.type) else slot.type.dtype.type
-            for slot in kernel.scalars
-        ]
+        self._scalar_types = [_argument_converter(slot.type) for slot in kernel.scalars]
         self._copied_arguments = [
             position
             for position, (_, kind, index) in enumerate(kernel.arguments)
-            if kind == "scalar" and is_composite(kernel.scalars[index].type)
+            if kind == "scalar" and not isinstance(kernel.scalars[index].type, ScalarType)
         ]
-        self._capture_shims = [
-            BufferShim(slot.name, self) for slot in kernel.buffers if slot.capture is not None
-        ]
-        replacements = {shim.name: shim for shim in self._capture_shims}
-        namespace, closure = captures.python_mode_namespaces(replacements)
-        namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
-        composite_locals = any(is_composite(t) for t in kernel.locals.values())
-        if composite_locals or self._copied_arguments:
+        self._capture_shims = {
+            id(slot.capture): BufferShim(slot.name, self)
+            for slot in kernel.buffers
+            if slot.capture is not None
+        }
+        self._python_functions: dict[int, Callable[..., Any]] = {}
+        self._definitions = [f.definition for f in kernel.functions]
+        namespace, closure = self._namespaces(captures)
+        value_locals = any(not isinstance(t, ScalarType) for t in kernel.locals.values())
+        if value_locals or self._copied_arguments:
             self._function = copying_function(source, namespace, closure, captures)
         else:
             self._function = types.FunctionType(
                 function.__code__, namespace, function.__name__, None, closure
             )
+
+    def _namespaces(self, captures: CaptureResolver) -> tuple[dict[str, Any], tuple[Any, ...]]:
+        """Globals and closure of a Python-mode function: captured buffers are shims,
+        callables their Python-mode functions, and builtins return numpy scalars."""
+        replacements = {}
+        for name, value in captures.captured().items():
+            if id(value) in self._capture_shims:
+                replacements[name] = self._capture_shims[id(value)]
+            elif callable_definition(value) is not None:
+                replacements[name] = self._python_function(callable_definition(value))
+        namespace, closure = captures.python_mode_namespaces(replacements)
+        namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
+        return namespace, closure
+
+    def _python_function(self, definition: Any) -> Callable[..., Any]:
+        """The Python-mode function of a callable: its vector arguments are copies."""
+        known = self._python_functions.get(id(definition))
+        if known is not None:
+            return known
+        self._definitions.append(definition)  # keeps the id valid
+        function: Callable[..., Any] | None = None
+
+        def call(*arguments: Any) -> Any:
+            return function(*map(copy_vector, arguments))
+
+        self._python_functions[id(definition)] = call
+        captures = definition.capture_resolver()
+        namespace, closure = self._namespaces(captures)
+        function = copying_function(definition.kernel_source, namespace, closure, captures)
+        return call
+
+    def _method_function(self, method: Any) -> Callable[..., Any]:
+        definition = callable_definition(method)
+        return method if definition is None else self._python_function(definition)
 
     def launch(
         self,
@@ -197,7 +270,7 @@ class PythonExecutable(Executable):
     ) -> None:
         with self._lock:
             count = self._argument_buffer_count
-            for shim, array in zip(self._capture_shims, buffers[count:], strict=True):
+            for shim, array in zip(self._capture_shims.values(), buffers[count:], strict=True):
                 shim.bind(array)
             arguments = []
             for name, kind, index in self._arguments:
@@ -219,6 +292,7 @@ class PythonExecutable(Executable):
         watching = cancel is not None and self._loops and sys.gettrace() is None
         if watching:
             sys.settrace(self._cancel_watch(cancel))
+        python_callables.resolvers.append(self._method_function)
         try:
             with np.errstate(all="ignore"):
                 for z in range(size_z):
@@ -234,6 +308,7 @@ class PythonExecutable(Executable):
                                     arguments[position] = originals[position].copy()
                             function(*arguments)
         finally:
+            python_callables.resolvers.pop()
             if watching:
                 sys.settrace(None)
             thread_state.dispatch_id, thread_state.dispatch_size = previous

@@ -182,7 +182,11 @@ class BufferType:
 
     @classmethod
     def of_dtype(cls, dtype: np.dtype) -> BufferType:
-        """The buffer type of a numpy dtype; ``ValueError`` if kernels cannot use it."""
+        """The buffer type of a numpy dtype; ``ValueError`` if kernels cannot use it. A
+        struct or array dtype carries its type in ``dtype.metadata["lnb_type"]``."""
+        aggregate = (dtype.metadata or {}).get("lnb_type")
+        if aggregate is not None:
+            return cls(aggregate)
         known = _BUFFER_TYPE_OF_DTYPE.get(dtype)
         return known if known is not None else cls(ScalarType.from_dtype(dtype))
 
@@ -213,7 +217,7 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if kind is float:
         return ScalarType.FLOAT32
     value_type = getattr(kind, "__lnb_type__", None)
-    if isinstance(value_type, VectorType):
+    if isinstance(value_type, VectorType) or is_aggregate_type(value_type):
         return value_type
     if is_buffer_like(value):
         try:
@@ -240,7 +244,7 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if isinstance(value, float):
         return ScalarType.FLOAT32
     raise KernelArgumentError(
-        f"kernel arguments must be buffers, bool/int/float scalars or vectors, got "
+        f"kernel arguments must be buffers, bool/int/float scalars, vectors or structs, got "
         f"{type(value).__name__} {value!r:.60}"
     )
 
@@ -348,6 +352,11 @@ def shape_of(kernel_type: KernelType, element: ScalarType) -> ScalarType | Vecto
     if isinstance(kernel_type, VectorType):
         return VectorType(element, kernel_type.length)
     return element
+
+
+def is_aggregate_type(kernel_type: Any) -> bool:
+    """Whether ``kernel_type`` is a struct or array type (``aggregates``)."""
+    return getattr(kernel_type, "aggregate", False) is True
 
 
 def is_composite(kernel_type: Any) -> bool:

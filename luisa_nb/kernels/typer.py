@@ -11,46 +11,64 @@ from typing import Any
 
 from luisa_nb.errors import KernelArgumentError
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
-from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.captures import CaptureResolver, builtin_name
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BufferType,
     KernelType,
     ScalarType,
-    VectorType,
     assignable,
+    is_aggregate_type,
     is_buffer_like,
 )
 from luisa_nb.kernels.vector_typing import VectorTyping
 
 
-class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVisitor):
-    """Builds the typed IR of one specialisation; ``target`` is "c" or "python"."""
+class KernelTyper(
+    ExpressionTyping, VectorTyping, AggregateTyping, BuiltinCallTyping, ast.NodeVisitor
+):
+    """Builds the typed IR of one specialisation; ``target`` is "c" or "python".
+
+    With ``context``, it types a callable called by the kernel that owns the context:
+    buffer arguments are then :class:`ir.BufferArgument` naming the kernel's slots.
+    """
 
     def __init__(
         self,
         source: KernelSource,
-        argument_types: tuple[KernelType | BufferType, ...],
+        argument_types: tuple[Any, ...],
         captures: CaptureResolver,
         target: str,
+        context: TypingContext | None = None,
     ) -> None:
         self.source = source
         self.captures = captures
         self.target = target
+        self.is_callable = context is not None
+        self.context = context or TypingContext()
         self.locals: dict[str, KernelType] = {}
-        self.buffers: list[ir.BufferSlot] = []
+        self.buffers: list[ir.BufferSlot] = self.context.buffers
         self.scalars: list[ir.ScalarSlot] = []
         self.arguments: list[tuple[str, str, int]] = []
         self.buffer_arguments: dict[str, int] = {}
         self.scalar_arguments: set[str] = set()
-        self.captured_buffers: dict[int, int] = {}
+        self.captured_buffers: dict[int, int] = self.context.captured_buffers
         self.first_assignments: dict[str, int] = {}
         self.temporaries: list[str] = []
+        self.statement_call: ast.Call | None = None
+        self.return_type: Any = None
+        self.returns_value: bool | None = None
         parameter_names = [argument.arg for argument in source.tree.args.args]
         for name, argument_type in zip(parameter_names, argument_types, strict=True):
-            if isinstance(argument_type, BufferType):
+            if isinstance(argument_type, ir.BufferArgument):
+                self.buffer_arguments[name] = argument_type.slot
+            elif self.is_callable:
+                self.scalar_arguments.add(name)
+                self.locals[name] = argument_type
+            elif isinstance(argument_type, BufferType):
                 self.buffer_arguments[name] = len(self.buffers)
                 self.arguments.append((name, "buffer", len(self.buffers)))
                 self.buffers.append(ir.BufferSlot(name, argument_type.element))
@@ -72,8 +90,27 @@ class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVis
         scalar_names = {slot.name for slot in self.scalars}
         local_types = {name: t for name, t in self.locals.items() if name not in scalar_names}
         return ir.KernelIR(
-            self.source.name, self.buffers, self.scalars, self.arguments, local_types, body
+            self.source.name,
+            self.buffers,
+            self.scalars,
+            self.arguments,
+            local_types,
+            body,
+            self.context.functions,
         )
+
+    def run_function(self, definition: Any) -> ir.FunctionIR:
+        """Type the body of a callable (its ``name`` is set by the caller)."""
+        body = self.block(self.source.tree.body)
+        parameters = [
+            (argument.arg, self.locals[argument.arg], is_aggregate_type(self.locals[argument.arg]))
+            for argument in self.source.tree.args.args
+            if argument.arg in self.scalar_arguments
+        ]
+        local_types = {
+            name: t for name, t in self.locals.items() if name not in self.scalar_arguments
+        }
+        return ir.FunctionIR("", parameters, self.return_type, local_types, body, definition)
 
     def block(self, statements: list[ast.stmt]) -> tuple[ir.Statement, ...]:
         typed: list[ir.Statement] = []
@@ -140,9 +177,9 @@ class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVis
             return ir.Assign(name, value)
         target = self.locals[name]
         compatible = (
-            target == value.type
-            if isinstance(target, VectorType) or isinstance(value.type, VectorType)
-            else assignable(target, value.type, is_weak(value))
+            assignable(target, value.type, is_weak(value))
+            if isinstance(target, ScalarType) and isinstance(value.type, ScalarType)
+            else target == value.type
         )
         if not compatible:
             where = self.first_assignments.get(name)
@@ -159,11 +196,15 @@ class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVis
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return []  # a docstring or string used as a comment
         if isinstance(value, ast.Call):
+            self.statement_call = value
             self.check_buffer_call(value)
             if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
                 result = self.buffer_method(value, statement=True)
                 return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]
-            if self.is_capture_chain(value.func) and self.callee(value) in ("print", "breakpoint"):
+            if self.is_capture_chain(value.func) and builtin_name(self.resolve(value.func)) in (
+                "print",
+                "breakpoint",
+            ):
                 return [self.debug_statement(value)]
         return [ir.Evaluate(self.visit(value))]
 
@@ -276,7 +317,38 @@ class KernelTyper(ExpressionTyping, VectorTyping, BuiltinCallTyping, ast.NodeVis
         return [ir.Continue()]
 
     def visit_Return(self, node: ast.Return) -> list[ir.Statement]:
-        return [ir.Return()]
+        if node.value is None:
+            if self.returns_value:
+                self.fail(node, "this callable returns a value elsewhere; return one here too")
+            self.returns_value = False
+            return [ir.Return()]
+        if not self.is_callable:
+            self.fail(
+                node.value,
+                "kernels return nothing; write results with buf.write(i, v) (a callable, "
+                "called from another kernel, may return a value)",
+            )
+        if self.returns_value is False:
+            self.fail(node, "this callable returns nothing elsewhere; return no value here too")
+        value = self.visit(node.value)
+        if self.return_type is None:
+            self.returns_value = True
+            self.return_type = value.type
+            if is_weak(value):
+                value = self.convert(value, value.type, node.value)
+            return [ir.Return(value)]
+        target = self.return_type
+        if value.type != target and not (
+            isinstance(target, ScalarType)
+            and isinstance(value.type, ScalarType)
+            and assignable(target, value.type, is_weak(value))
+        ):
+            self.fail(
+                node.value,
+                f"this callable returns {_type_name(target)} at an earlier return, here "
+                f"{_type_name(value.type)}; a callable returns one type (convert explicitly)",
+            )
+        return [ir.Return(self.convert(value, target, node.value))]
 
     def visit_Pass(self, node: ast.Pass) -> list[ir.Statement]:
         return []

@@ -8,6 +8,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.expressions import is_weak
 from luisa_nb.kernels.type_system import (
     MatrixType,
@@ -17,6 +18,7 @@ from luisa_nb.kernels.type_system import (
     assignable,
     elementwise_types,
     fits,
+    is_aggregate_type,
     is_composite,
 )
 
@@ -122,13 +124,15 @@ class VectorTyping:
     ) -> ir.Expression:
         """``v[i]`` (a component) or ``m[i]`` (a column); constant indices are checked."""
         kind = operand.type
-        if not is_composite(kind):
+        if not is_composite(kind) and not isinstance(kind, ArrayType):
             self.fail(node, f"{kind} values cannot be indexed")
         if isinstance(index_node, ast.Slice):
             self.fail(index_node, "slices are not supported; index one component")
         index = self.scalar(self.visit(index_node), index_node)
         if not index.type.is_integer:
             self.fail(index_node, f"an index must be an integer, got {index.type}")
+        if isinstance(kind, ArrayType):
+            return self.array_element(operand, index, index_node)
         count = kind.length if isinstance(kind, VectorType) else kind.size
         if isinstance(index, ir.Constant):
             if not 0 <= index.value < count:
@@ -192,6 +196,8 @@ class VectorTyping:
             return ir.Local(self.locals[node.id], node.id)
         if isinstance(node, ast.Attribute):
             operand = self.place(node.value)
+            if isinstance(operand.type, StructType):
+                return self.field(operand, node.attr, node)
             if not isinstance(operand.type, VectorType):
                 self.fail(node, f"{operand.type} values have no attribute {node.attr!r}")
             if isinstance(operand, ir.Member) and len(operand.field) > 1:
@@ -229,10 +235,14 @@ class VectorTyping:
     ) -> ir.Expression:
         """``value`` converted for a store into a place of type ``target``: the same rules
         as buffer writes (integers into floats, weak literals that fit)."""
-        if isinstance(target, ScalarType) and not is_composite(value.type):
+        if isinstance(target, ScalarType) and isinstance(value.type, ScalarType):
             if not assignable(target, value.type, is_weak(value)):
-                self.fail(node, f"cannot store a {value.type} value into a {target} component")
+                self.fail(node, f"cannot store a {value.type} value into a {target} place")
             return self.convert(value, target, node)
+        if is_aggregate_type(target) or is_aggregate_type(value.type):
+            if target != value.type:
+                self.fail(node, f"cannot store a {value.type} value into a {target} place")
+            return value
         if not self.storable(target, value):
             self.fail(node, f"cannot store a {value.type} value into a {target} place")
         return value if value.type == target else ir.Cast(target, value)

@@ -23,6 +23,7 @@ from luisa_nb.kernels.type_system import (
     ScalarType,
     VectorType,
     elementwise_types,
+    is_aggregate_type,
 )
 
 NUMPY_OPERATIONS = {
@@ -326,10 +327,11 @@ MAKE_FUNCTIONS = (
 
 def dtype_of(kind: Any) -> np.dtype:
     """The numpy dtype of a buffer of ``kind``: a vector or matrix class (``float3``), a
-    :class:`VectorType`/:class:`MatrixType`, or a scalar type. ``dtype_of(float3)`` has
-    fields x, y, z and itemsize 16, as LuisaCompute lays a ``float3`` out."""
+    :class:`VectorType`/:class:`MatrixType`, a struct or array type, or a scalar type.
+    ``dtype_of(float3)`` has fields x, y, z and itemsize 16, as LuisaCompute lays a
+    ``float3`` out."""
     declared = getattr(kind, "__lnb_type__", kind)
-    if isinstance(declared, (VectorType, MatrixType, ScalarType)):
+    if isinstance(declared, (VectorType, MatrixType, ScalarType)) or is_aggregate_type(declared):
         return declared.dtype
     if kind in (bool, int, float):
         return np.dtype({bool: "bool", int: "int32", float: "float32"}[kind])

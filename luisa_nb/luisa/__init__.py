@@ -19,6 +19,7 @@ from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
 from luisa_nb.luisa.missing import MISSING
 from luisa_nb.luisa.types import long, uint, ulong
+from luisa_nb.luisa.util import ArrayType, StructType, array, struct
 from luisa_nb.runtime import Event as _Event
 from luisa_nb.runtime import Stream as _Stream
 
@@ -73,6 +74,10 @@ def Event() -> _Event:
 __all__ = [
     *_math_names,
     *MISSING,
+    "ArrayType",
+    "StructType",
+    "array",
+    "struct",
     "Buffer",
     "Event",
     "Func",

@@ -155,6 +155,11 @@ class Kernel:
         self.name = self._definition.name
         functools.update_wrapper(self, function)
 
+    @property
+    def __lnb_kernel_definition__(self) -> KernelDefinition:
+        """Called inside another kernel, a kernel is a callable of this definition."""
+        return self._definition
+
     def _checks_for(self, args: tuple[Any, ...]) -> bool | str:
         """The checks setting of a dispatch with ``args``."""
         checks = self.checks

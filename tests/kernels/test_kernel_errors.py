@@ -48,7 +48,6 @@ DEFINITION_ERRORS = [
     ("a, (b, c) = 1, (2, 3)", 0, 8, "nested unpacking is not supported"),
     ("if (m := 3) > 2:\n    pass", 0, 9, "an assignment expression (:=) is not supported"),
     ("m: int = 3", 0, 5, "an annotated assignment is not supported"),
-    ("return 5", 0, 12, "kernels return nothing"),
     ("for j in [1, 2]:\n    pass", 0, 14, "for loops must iterate over range(...)"),
     ("for j in range(3):\n    pass\nelse:\n    pass", 0, 5, "for ... else is not supported"),
     ("while i < 3:\n    i += 1\nelse:\n    pass", 0, 5, "while ... else is not supported"),
@@ -97,6 +96,7 @@ SPECIALISATION_ERRORS = [
     ("v = 1 << 10000000000", 0, 9, "1 << 10000000000 does not fit in 64 bits"),
     ("v = 1 << -1", 0, 9, "1 << -1: negative shift count"),
     ("v = (-8) ** 0.5", 0, 9, "is a complex number"),
+    ("return 5", 0, 12, "kernels return nothing"),
     ("out = 3", 0, 5, "cannot assign to buffer parameter 'out'"),
     ("i += out[0]", 0, 10, "buffers are read with buf.read(i) and written with buf.write"),
     ("out[i] = 1", 0, 5, "buffers are written with buf.write(i, value)"),
@@ -206,8 +206,8 @@ def test_error_message_golden(tmp_path, name) -> None:
         ((ScalarType.FLOAT32,), "kernel 'saxpy' takes 4 argument(s) (a, x, y, out) but 1 were"),
         (
             (ScalarType.FLOAT32, "float32", ScalarType.FLOAT32, ScalarType.FLOAT32),
-            "kernel 'saxpy', parameter 'x': expected a ScalarType, VectorType, MatrixType or "
-            "BufferType, got str",
+            "kernel 'saxpy', parameter 'x': expected a ScalarType, VectorType, MatrixType, "
+            "StructType, ArrayType or BufferType, got str",
         ),
         (
             (BufferType(ScalarType.FLOAT32),) * 4,
