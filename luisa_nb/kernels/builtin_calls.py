@@ -7,8 +7,9 @@ import math
 from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS
 from luisa_nb.kernels.captures import Unresolved, builtin_name
-from luisa_nb.kernels.expressions import is_weak
+from luisa_nb.kernels.expressions import BUFFER_METHODS, is_weak
 from luisa_nb.kernels.type_system import (
     INT3,
     ScalarType,
@@ -292,10 +293,12 @@ class BuiltinCallTyping:
         slot = self.buffer_slot(target)
         buffer_name = self.buffers[slot].name
         element = self.buffers[slot].element
+        if method.startswith("atomic_") and method[len("atomic_") :] in ATOMIC_OPERATIONS:
+            return self.atomic_call(node, slot)
         if node.keywords:
             self.fail(node.keywords[0], f"{buffer_name}.{method}() takes no keyword arguments")
         if method not in ("read", "write"):
-            self.fail(node.func, f"buffers have only .read(i) and .write(i, value), not .{method}")
+            self.fail(node.func, f"{BUFFER_METHODS}, not .{method}")
         expected = 1 if method == "read" else 2
         if len(node.args) != expected:
             usage = "read(i)" if method == "read" else "write(i, value)"

@@ -25,13 +25,23 @@ if TYPE_CHECKING:
 
 
 def has_call(expression: ir.Expression) -> bool:
-    """Whether ``expression`` calls a callable (which may change its arguments)."""
+    """Whether ``expression`` calls a callable (which may change its arguments) or an
+    atomic (which changes a buffer)."""
     return any(
-        isinstance(node, (ir.FunctionCall, ir.InitCall)) for node in ir.walk_expression(expression)
+        isinstance(node, (ir.FunctionCall, ir.InitCall, ir.AtomicCall))
+        for node in ir.walk_expression(expression)
     )
 
 
-UNSEQUENCED = (ir.Binary, ir.Construct, ir.Call, ir.FunctionCall, ir.InitCall, ir.Element)
+UNSEQUENCED = (
+    ir.Binary,
+    ir.Construct,
+    ir.Call,
+    ir.FunctionCall,
+    ir.InitCall,
+    ir.Element,
+    ir.AtomicCall,
+)
 
 
 class AggregateEmission:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS as ATOMIC_PARAMETERS
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_INDEX_ERROR,
@@ -156,6 +157,15 @@ WRITE_FINITE = """\
     if (ok & finite & !state->skip_writes) buffer[index] = value;
 }}"""
 
+ATOMIC = """\
+{prefix} {T} lnb_{access}_{element}_{index_name}({T} *buffer, uint64_t count, {I} index,
+        {parameters}, int32_t line, int32_t slot, lnb_thread *state) {{
+    const _Bool ok = {in_range};
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, {unsigned}, 0.0);
+    if (!ok | state->skip_writes) return 0;
+    return lnb_{access}_{element}(&buffer[index], {arguments});
+}}"""
+
 ACCESS_TEMPLATES = {"read": READ, "write": WRITE, "write_finite": WRITE_FINITE}
 
 
@@ -188,7 +198,9 @@ def access_function(
 ) -> str:
     """The C definition of one checked access helper; ``components`` are the C
     expressions of the scalar components of ``value`` for vector and matrix elements
-    (all must be finite; the first that is not is reported)."""
+    (all must be finite; the first that is not is reported). An ``atomic_<operation>``
+    access checks the index and calls the unchecked helper ``lnb_atomic_<operation>_<T>``
+    (``c_atomics``) with its value parameters."""
     finite, reported = "__builtin_isfinite(value)", "value"
     zero = "0"
     if components is not None:
@@ -197,7 +209,12 @@ def access_function(
         reported = components[-1]
         for component in reversed(components[:-1]):
             reported = f"(__builtin_isfinite({component}) ? {reported} : {component})"
-    return ACCESS_TEMPLATES[access].format(
+    parameters = ATOMIC_PARAMETERS.get(access.removeprefix("atomic_"), ())
+    template = ATOMIC if access.startswith("atomic_") else ACCESS_TEMPLATES[access]
+    return template.format(
+        access=access,
+        parameters=", ".join(f"{type_name(element)} {name}" for name in parameters),
+        arguments=", ".join(parameters),
         prefix=prefix,
         T=type_name(element),
         I=type_name(index_type),

@@ -13,6 +13,7 @@ import numpy as np
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.c_aggregates import AggregateEmission
+from luisa_nb.kernels.c_atomics import AtomicEmission
 from luisa_nb.kernels.c_checks import (
     LAUNCH_PRELUDE,
     NOTE_FUNCTION,
@@ -78,7 +79,7 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter(VectorEmission, AggregateEmission, LaunchEmission):
+class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission):
     """Emits one kernel as C11 for the host compiler.
 
     ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
@@ -308,7 +309,8 @@ class CEmitter(VectorEmission, AggregateEmission, LaunchEmission):
     def condition(self, expression: ir.Expression) -> str:
         """An expression for ``if``/``while``, without the outer parentheses of a binary."""
         text = self.expression(expression)
-        return text[1:-1] if isinstance(expression, ir.Binary) and text[0] == "(" else text
+        bracketed = text[0] == "(" and not text.startswith("({")  # not a statement expression
+        return text[1:-1] if isinstance(expression, ir.Binary) and bracketed else text
 
     def for_range(self, statement: ir.ForRange, depth: int) -> list[str]:
         indent = "    " * depth

@@ -28,6 +28,10 @@ from luisa_nb.kernels.type_system import (
 if TYPE_CHECKING:
     from luisa_nb.kernels.typer import KernelTyper
 
+BUFFER_METHODS = (
+    "buffers have only .read(i), .write(i, value) and atomics (.atomic_fetch_add(i, v), ...)"
+)
+
 BINARY_OPERATORS: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("add", "+"),
     ast.Sub: ("sub", "-"),
@@ -235,7 +239,7 @@ class ExpressionTyping:
 
     def visit_Attribute(self: KernelTyper, node: ast.Attribute) -> ir.Expression:
         if self.is_buffer(node.value):
-            self.fail(node, f"buffers have only .read(i) and .write(i, value), not .{node.attr}")
+            self.fail(node, f"{BUFFER_METHODS}, not .{node.attr}")
         if self.is_capture_chain(node):
             return self.captured_value(self.resolve(node), ast.unparse(node), node)
         operand = self.visit(node.value)

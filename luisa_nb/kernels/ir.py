@@ -76,6 +76,19 @@ class BufferRead(Expression):
 
 
 @dataclass(frozen=True)
+class AtomicCall(Expression):
+    """``buffer.atomic_<operation>(index, *arguments)``: changes the element atomically
+    and gives its old value (``operation`` is "exchange", "compare_exchange",
+    "fetch_add", ...)."""
+
+    buffer: int
+    operation: str
+    index: Expression
+    arguments: tuple[Expression, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Unary(Expression):
     operator: str  # "neg", "not", "invert"
     operand: Expression
@@ -256,14 +269,21 @@ class KernelIR:
 
     @property
     def has_control_flow(self) -> bool:
-        """Whether the body has loops or early returns, or calls callables with loops
-        (which rule out ``omp simd``)."""
+        """Whether the body has loops or early returns, or calls callables with loops, or
+        uses atomics (all of which rule out ``omp simd``)."""
         if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
             return True
-        return any(
+        if any(
             isinstance(s, (While, ForRange))
             for function in self.functions
             for s in walk_statements(function.body)
+        ):
+            return True
+        return any(
+            isinstance(node, AtomicCall)
+            for statement in self.all_statements()
+            for expression in statement_expressions(statement)
+            for node in walk_expression(expression)
         )
 
     def all_statements(self) -> Iterator[Statement]:
@@ -280,11 +300,11 @@ class KernelIR:
             if isinstance(statement, BufferWrite):
                 writes.add(statement.buffer)
             for expression in statement_expressions(statement):
-                reads.update(
-                    node.buffer
-                    for node in walk_expression(expression)
-                    if isinstance(node, BufferRead)
-                )
+                for node in walk_expression(expression):
+                    if isinstance(node, (BufferRead, AtomicCall)):
+                        reads.add(node.buffer)
+                    if isinstance(node, AtomicCall):
+                        writes.add(node.buffer)
         names = {(True, True): "read_write", (False, True): "write", (True, False): "read"}
         return [
             names.get((index in reads, index in writes), "none")
@@ -348,4 +368,6 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return (expression.condition, expression.if_true, expression.if_false)
     if isinstance(expression, (Call, FunctionCall, InitCall)):
         return expression.arguments
+    if isinstance(expression, AtomicCall):
+        return (expression.index, *expression.arguments)
     return ()

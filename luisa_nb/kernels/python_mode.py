@@ -53,8 +53,8 @@ class BufferShim:
         self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
         return self
 
-    def _index_error(self, index: Any, access: str) -> KernelIndexError:
-        line = sys._getframe(2).f_lineno  # the kernel's frame: it called read/write
+    def _index_error(self, index: Any, access: str, depth: int = 2) -> KernelIndexError:
+        line = sys._getframe(depth).f_lineno  # the kernel's frame: it called read/write
         executable = self.executable
         where = executable.kernel_source.where(line)
         size = len(self.array)
@@ -84,6 +84,46 @@ class BufferShim:
             if not np.isfinite(value):
                 raise self._non_finite_error(index, value)
         self.array[index] = value
+
+    def _update(self, index: Any, change: Callable[[Any], Any]) -> Any:
+        """An atomic as Python mode runs it (one thread at a time): the old value of
+        element ``index``, which becomes ``change(old)``."""
+        if not 0 <= index < len(self.array):
+            raise self._index_error(index, "writes", depth=3)
+        old = self.array[index]
+        self.array[index] = change(old)
+        return old
+
+    def atomic_exchange(self, index: Any, desired: Any) -> Any:
+        return self._update(index, lambda old: desired)
+
+    def atomic_compare_exchange(self, index: Any, expected: Any, desired: Any) -> Any:
+        """Compares bits, as compiled C does (so -0.0 is not 0.0, and NaN can match)."""
+        expected = self.array.dtype.type(expected)
+        return self._update(
+            index, lambda old: desired if old.tobytes() == expected.tobytes() else old
+        )
+
+    def atomic_fetch_add(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: old + self.array.dtype.type(value))
+
+    def atomic_fetch_sub(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: old - self.array.dtype.type(value))
+
+    def atomic_fetch_and(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: old & self.array.dtype.type(value))
+
+    def atomic_fetch_or(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: old | self.array.dtype.type(value))
+
+    def atomic_fetch_xor(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: old ^ self.array.dtype.type(value))
+
+    def atomic_fetch_min(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: np.minimum(old, self.array.dtype.type(value)))
+
+    def atomic_fetch_max(self, index: Any, value: Any) -> Any:
+        return self._update(index, lambda old: np.maximum(old, self.array.dtype.type(value)))
 
 
 class CompositeBufferShim(BufferShim):

@@ -12,6 +12,7 @@ from typing import Any
 from luisa_nb.errors import KernelArgumentError
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
+from luisa_nb.kernels.atomic_typing import AtomicTyping
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.captures import CaptureResolver, builtin_name
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
@@ -28,7 +29,12 @@ from luisa_nb.kernels.vector_typing import VectorTyping
 
 
 class KernelTyper(
-    ExpressionTyping, VectorTyping, AggregateTyping, BuiltinCallTyping, ast.NodeVisitor
+    ExpressionTyping,
+    VectorTyping,
+    AggregateTyping,
+    AtomicTyping,
+    BuiltinCallTyping,
+    ast.NodeVisitor,
 ):
     """Builds the typed IR of one specialisation; ``target`` is "c" or "python".
 
