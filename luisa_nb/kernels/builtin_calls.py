@@ -12,6 +12,7 @@ from luisa_nb.kernels.captures import Unresolved, builtin_name
 from luisa_nb.kernels.expressions import BUFFER_METHODS, is_weak
 from luisa_nb.kernels.type_system import (
     INT3,
+    ImageType,
     ScalarType,
     VectorType,
     assignable,
@@ -286,13 +287,16 @@ class BuiltinCallTyping:
 
     def buffer_method(
         self: KernelTyper, node: ast.Call, statement: bool
-    ) -> ir.Expression | ir.BufferWrite:
-        """``buf.read(i)`` (an expression) or ``buf.write(i, value)`` (a statement)."""
+    ) -> ir.Expression | ir.BufferWrite | ir.ImageWrite:
+        """``buf.read(i)`` (an expression) or ``buf.write(i, value)`` (a statement), an
+        atomic, or an image method."""
         method = node.func.attr
         target = node.func.value
         slot = self.buffer_slot(target)
         buffer_name = self.buffers[slot].name
         element = self.buffers[slot].element
+        if isinstance(element, ImageType):
+            return self.image_method(node, slot, statement)
         if method.startswith("atomic_") and method[len("atomic_") :] in ATOMIC_OPERATIONS:
             return self.atomic_call(node, slot)
         if node.keywords:

@@ -21,9 +21,11 @@ from luisa_nb.kernels.c_checks import (
     access_function_name,
 )
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
+from luisa_nb.kernels.c_images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.c_vectors import VectorEmission
 from luisa_nb.kernels.type_system import (
+    ImageType,
     KernelType,
     ScalarType,
     element_of,
@@ -79,7 +81,7 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission):
+class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, ImageEmission, LaunchEmission):
     """Emits one kernel as C11 for the host compiler.
 
     ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
@@ -126,6 +128,7 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission
         self.helper_texts: list[str] = []  # in dependency order
         self.composite_types: set[KernelType] = set()
         self.access_helpers: dict[tuple[str, KernelType, ScalarType], None] = {}
+        self.image_helper_texts: list[str] = []  # after the checked accesses
         self.uses_math = False
         self.loop_counter = 0
 
@@ -144,6 +147,7 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission
         """The complete C translation unit."""
         functions = [self.function_definition(i) for i in range(len(self.kernel.functions))]
         body = self.body_function()
+        images = self.image_helper_texts
         run = () if self.kernel.has_control_flow else (self.run_function(),)
         entry = self.entry()
         arguments = self.argument_struct()
@@ -165,8 +169,9 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission
             LAUNCH_PRELUDE,
             arguments,
             *self.helper_texts,
-            *((NOTE_FUNCTION,) if self.access_helpers else ()),
+            *((NOTE_FUNCTION,) if self.access_helpers or (self.checks and images) else ()),
             *accesses,
+            *images,
             *functions,
             body,
             *run,
@@ -174,7 +179,10 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission
         ]
         return "\n\n".join(parts) + "\n"
 
-    def type_name(self, kernel_type: KernelType) -> str:
+    def type_name(self, kernel_type: KernelType | ImageType) -> str:
+        """The C type of ``kernel_type``; of an image, that of one stored channel."""
+        if isinstance(kernel_type, ImageType):
+            return STORAGE_TYPES[kernel_type.storage]
         if is_composite(kernel_type):
             return self.composite_name(kernel_type)
         if is_aggregate_type(kernel_type):
@@ -278,6 +286,8 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, LaunchEmission
             return [f"{indent}{self.variable_name(statement.name)} = {value};"]
         if isinstance(statement, ir.BufferWrite):
             return [f"{indent}{self.buffer_write(statement)};"]
+        if isinstance(statement, ir.ImageWrite):
+            return [f"{indent}{self.image_write(statement)};"]
         if isinstance(statement, ir.Store):
             return self.store(statement, indent)
         if isinstance(statement, ir.Evaluate):

@@ -105,6 +105,37 @@ def index_error(
     )
 
 
+def texel_error(
+    kernel: str,
+    where: str,
+    line: int,
+    thread: tuple[int, int, int],
+    access: str,
+    coord: tuple[int, int],
+    size: tuple[int, int],
+    image: str,
+) -> KernelIndexError:
+    """The error of a thread that used texel ``coord`` of an image of ``size`` (width,
+    height). Its ``index`` is ``y * width + x`` and its ``size`` the number of texels."""
+    location = f" at {where}" if where else ""
+    (x, y), (width, height) = coord, size
+    message = (
+        f"kernel {kernel!r}: thread {thread} {access} texel ({x}, {y}) of image {image!r}, "
+        f"which is {width}x{height}{location}; the dispatch stopped. Keep coordinates in "
+        f"0 <= x < {width} and 0 <= y < {height}: dispatch (width, height) threads, or "
+        f"guard the access"
+    )
+    return KernelIndexError(
+        message,
+        kernel=kernel,
+        line=line,
+        thread=thread,
+        index=y * width + x,
+        size=width * height,
+        buffer=image,
+    )
+
+
 def non_finite_error(
     kernel: str,
     where: str,

@@ -26,10 +26,11 @@ from luisa_nb.kernels.checks import (
     LaunchRecord,
     index_error,
     non_finite_error,
+    texel_error,
 )
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.kernels.type_system import ScalarType, is_aggregate_type
+from luisa_nb.kernels.type_system import ImageType, ScalarType, is_aggregate_type
 
 
 class CancelFlag:
@@ -128,6 +129,7 @@ class Executable:
         self.parameters = parameters_of(kernel)
         self.buffer_parameters = [p for p in self.parameters if p.kind == "buffer"]
         self.buffer_names = [slot.name for slot in kernel.buffers]
+        self.buffer_elements = [slot.element for slot in kernel.buffers]
 
     @property
     def scalar_parameters(self) -> list[Parameter]:
@@ -223,6 +225,11 @@ class CExecutable(Executable):
         index = record.index % 2**64 if record.unsigned_index else record.index
         line, where = record.line, self.kernel_source.where(record.line)
         buffer = self.buffer_names[record.buffer]
+        image = self.buffer_elements[record.buffer]
+        if isinstance(image, ImageType) and record.status == STATUS_INDEX_ERROR:
+            access = ("reads", "writes")[record.access]
+            coord, size = (index, int(record.value)), (image.width, image.height)
+            return texel_error(self.name, where, line, thread, access, coord, size, buffer)
         if record.status == STATUS_NON_FINITE:
             return non_finite_error(self.name, where, line, thread, index, buffer, record.value)
         if record.status != STATUS_INDEX_ERROR:

@@ -76,6 +76,16 @@ class BufferRead(Expression):
 
 
 @dataclass(frozen=True)
+class ImageRead(Expression):
+    """``image.read(coord)`` of the image in buffer slot ``buffer`` (``coord``: int2 or
+    uint2); the type is the image's texel type."""
+
+    buffer: int
+    coord: Expression
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class AtomicCall(Expression):
     """``buffer.atomic_<operation>(index, *arguments)``: changes the element atomically
     and gives its old value (``operation`` is "exchange", "compare_exchange",
@@ -166,6 +176,16 @@ class BufferWrite(Statement):
     index: Expression
     value: Expression
     line: int = 0  # source line, for index-check reports
+
+
+@dataclass(frozen=True)
+class ImageWrite(Statement):
+    """``image.write(coord, value)``; ``value`` has the image's texel type."""
+
+    buffer: int
+    coord: Expression
+    value: Expression
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -297,11 +317,11 @@ class KernelIR:
         reads: set[int] = set()
         writes: set[int] = set()
         for statement in self.all_statements():
-            if isinstance(statement, BufferWrite):
+            if isinstance(statement, (BufferWrite, ImageWrite)):
                 writes.add(statement.buffer)
             for expression in statement_expressions(statement):
                 for node in walk_expression(expression):
-                    if isinstance(node, (BufferRead, AtomicCall)):
+                    if isinstance(node, (BufferRead, ImageRead, AtomicCall)):
                         reads.add(node.buffer)
                     if isinstance(node, AtomicCall):
                         writes.add(node.buffer)
@@ -329,6 +349,8 @@ def statement_expressions(statement: Statement) -> tuple[Expression, ...]:
         return (statement.value,)
     if isinstance(statement, BufferWrite):
         return (statement.index, statement.value)
+    if isinstance(statement, ImageWrite):
+        return (statement.coord, statement.value)
     if isinstance(statement, Store):
         return (statement.place, statement.value)
     if isinstance(statement, (If, While)):
@@ -358,6 +380,8 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return (expression.operand,)
     if isinstance(expression, BufferRead):
         return (expression.index,)
+    if isinstance(expression, ImageRead):
+        return (expression.coord,)
     if isinstance(expression, Element):
         return (expression.operand, expression.index)
     if isinstance(expression, Construct):

@@ -23,12 +23,12 @@ from luisa_nb.kernels.aggregate_typing import callable_definition
 from luisa_nb.kernels.aggregates import from_record, python_callables, to_record
 from luisa_nb.kernels.builtins import thread_state
 from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.checks import index_error, non_finite_error
+from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.type_system import BufferType, ScalarType, is_aggregate_type
+from luisa_nb.kernels.type_system import BufferType, ImageType, ScalarType, is_aggregate_type
 from luisa_nb.kernels.value_copies import copying_function
-from luisa_nb.kernels.vectors import int3, vector_class
+from luisa_nb.kernels.vectors import int3, uint2, vector_class
 
 
 class BufferShim:
@@ -175,6 +175,58 @@ class AggregateBufferShim(BufferShim):
         self.array[index] = to_record(self.kind, value)
 
 
+class ImageShim(BufferShim):
+    """``read``/``write``/``texture_size`` of an image over the 1-D array of its stored
+    channels, converting as compiled C does (see ``c_images``)."""
+
+    __slots__ = ("image", "scale", "texel")
+
+    def __init__(self, name: str, executable: PythonExecutable, image: ImageType) -> None:
+        super().__init__(name, executable)
+        self.image = image
+        self.scale = np.float32(np.iinfo(image.dtype).max) if image.normalized else None
+        self.texel = None if image.channels == 1 else vector_class(image.texel)
+
+    def bind(self, array: np.ndarray) -> BufferShim:
+        self.array = array
+        return self
+
+    def _start(self, coord: Any, access: str) -> int:
+        """The first channel of texel ``coord``; a :class:`KernelIndexError` outside."""
+        x, y = (int(c) for c in coord._values)
+        image = self.image
+        if not (0 <= x < image.width and 0 <= y < image.height):
+            line = sys._getframe(2).f_lineno  # the kernel's frame: it called read/write
+            executable = self.executable
+            where = executable.kernel_source.where(line)
+            size = (image.width, image.height)
+            raise texel_error(
+                executable.name, where, line, current_thread(), access, (x, y), size, self.name
+            )
+        return (y * image.width + x) * image.channels
+
+    def read(self, coord: Any) -> Any:
+        start = self._start(coord, "reads")
+        stored = self.array[start : start + self.image.channels]
+        if self.scale is not None:
+            values = stored.astype(np.float32) / self.scale
+        else:
+            values = stored.astype(self.image.kind.dtype)
+        return values[0] if self.texel is None else self.texel.wrap(values)
+
+    def write(self, coord: Any, value: Any) -> None:
+        start = self._start(coord, "writes")
+        components = [value] if self.texel is None else value._values
+        values = np.asarray(components).astype(self.image.kind.dtype)
+        if self.scale is not None:
+            scaled = np.fmin(np.fmax(values, np.float32(0)), np.float32(1)) * self.scale
+            values = np.floor(scaled.astype(np.float64) + 0.5)  # roundf: halves go up
+        self.array[start : start + self.image.channels] = values.astype(self.image.dtype)
+
+    def texture_size(self) -> Any:
+        return uint2(self.image.width, self.image.height)
+
+
 def copy_vector(value: Any) -> Any:
     """A vector or matrix argument of a callable is passed by value: a copy."""
     kind = getattr(type(value), "__lnb_type__", None)
@@ -252,10 +304,11 @@ class PythonExecutable(Executable):
             if kind == "scalar" and not isinstance(kernel.scalars[index].type, ScalarType)
         ]
         self._capture_shims = {
-            id(slot.capture): BufferShim(slot.name, self)
+            id(slot.capture): self._shim(slot)
             for slot in kernel.buffers
             if slot.capture is not None
         }
+        self._buffer_slots = kernel.buffers
         self._python_functions: dict[int, Callable[..., Any]] = {}
         self._definitions = [f.definition for f in kernel.functions]
         namespace, closure = self._namespaces(captures)
@@ -266,6 +319,12 @@ class PythonExecutable(Executable):
             self._function = types.FunctionType(
                 function.__code__, namespace, function.__name__, None, closure
             )
+
+    def _shim(self, slot: ir.BufferSlot) -> BufferShim:
+        """A shim for buffer ``slot``; :meth:`BufferShim.bind` gives it its array."""
+        if isinstance(slot.element, ImageType):
+            return ImageShim(slot.name, self, slot.element)
+        return BufferShim(slot.name, self)
 
     def _namespaces(self, captures: CaptureResolver) -> tuple[dict[str, Any], tuple[Any, ...]]:
         """Globals and closure of a Python-mode function: captured buffers are shims,
@@ -313,9 +372,9 @@ class PythonExecutable(Executable):
             for shim, array in zip(self._capture_shims.values(), buffers[count:], strict=True):
                 shim.bind(array)
             arguments = []
-            for name, kind, index in self._arguments:
+            for _, kind, index in self._arguments:
                 if kind == "buffer":
-                    arguments.append(BufferShim(name, self).bind(buffers[index]))
+                    arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))
             self._run(dims, arguments, cancel)

@@ -161,6 +161,54 @@ class MatrixType:
         return f"float{self.size}x{self.size}"
 
 
+IMAGE_KINDS = {"float": ScalarType.FLOAT32, "int": ScalarType.INT32, "uint": ScalarType.UINT32}
+
+
+@dataclass(frozen=True)
+class ImageType:
+    """A 2D image as kernels see it: ``width`` x ``height`` texels of ``channels`` (1, 2
+    or 4) values of ``kind`` (float32, int32 or uint32), each channel stored as the numpy
+    dtype named ``storage``; texel (x, y) starts at channel ``(y * width + x) * channels``.
+    The size is part of the type: a kernel is compiled once per image size."""
+
+    kind: ScalarType
+    channels: int
+    storage: str
+    width: int
+    height: int
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of one stored channel."""
+        return np.dtype(self.storage)
+
+    @property
+    def normalized(self) -> bool:
+        """Whether float texels are stored as unsigned normalized integers (byte, short)."""
+        return self.kind.is_float and self.dtype.kind == "u"
+
+    @property
+    def texel(self) -> ScalarType | VectorType:
+        """What ``read`` gives and ``write`` takes: the kind, or a vector of it."""
+        return self.kind if self.channels == 1 else VectorType(self.kind, self.channels)
+
+    def __str__(self) -> str:
+        return f"image[{self.texel}, {self.storage}, {self.width}x{self.height}]"
+
+
+def is_image_like(value: Any) -> bool:
+    """Duck typing: a buffer-like object whose ``__lnb_image__`` is true."""
+    return bool(getattr(value, "__lnb_image__", False)) and is_buffer_like(value)
+
+
+def image_type(image: Any) -> ImageType:
+    """The :class:`ImageType` of an image object (``kind``, ``channels``, ``width``,
+    ``height`` and a ``dtype`` of its stored channels)."""
+    return ImageType(
+        IMAGE_KINDS[image.kind], image.channels, image.dtype.name, image.width, image.height
+    )
+
+
 VECTOR_TYPES = tuple(
     VectorType(element, length) for element in VECTOR_ELEMENTS for length in (2, 3, 4)
 )
@@ -172,9 +220,10 @@ KernelType = ScalarType | VectorType | MatrixType
 
 @dataclass(frozen=True)
 class BufferType:
-    """The type of a buffer argument: a 1-D array of ``element``."""
+    """The type of a buffer argument: a 1-D array of ``element``; an image is a buffer of
+    its stored channels whose element is its :class:`ImageType`."""
 
-    element: KernelType
+    element: KernelType | ImageType
 
     @property
     def dtype(self) -> np.dtype:
@@ -211,7 +260,8 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
 
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
     keep their dtype, vectors (``float3(1, 2, 3)``) their type, buffer-like objects give a
-    :class:`BufferType` (of a vector type when the dtype is ``dtype_of`` that type).
+    :class:`BufferType` (of a vector type when the dtype is ``dtype_of`` that type; of an
+    :class:`ImageType` for images).
     """
     kind = type(value)
     if kind is float:
@@ -219,6 +269,8 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     value_type = getattr(kind, "__lnb_type__", None)
     if isinstance(value_type, VectorType) or is_aggregate_type(value_type):
         return value_type
+    if is_image_like(value):
+        return BufferType(image_type(value))
     if is_buffer_like(value):
         try:
             return BufferType.of_dtype(value.dtype)

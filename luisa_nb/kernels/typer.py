@@ -10,12 +10,13 @@ import ast
 from typing import Any
 
 from luisa_nb.errors import KernelArgumentError
-from luisa_nb.kernels import ir
+from luisa_nb.kernels import ir, type_system
 from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
 from luisa_nb.kernels.atomic_typing import AtomicTyping
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.captures import CaptureResolver, builtin_name
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
+from luisa_nb.kernels.image_typing import ImageTyping
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -33,6 +34,7 @@ class KernelTyper(
     VectorTyping,
     AggregateTyping,
     AtomicTyping,
+    ImageTyping,
     BuiltinCallTyping,
     ast.NodeVisitor,
 ):
@@ -166,8 +168,8 @@ class KernelTyper(
         value = self.resolve(node)
         if id(value) not in self.captured_buffers:
             try:
-                element = BufferType.of_dtype(value.dtype).element
-            except ValueError as error:
+                element = type_system.argument_type(value).element
+            except KernelArgumentError as error:
                 self.fail(node, f"captured buffer {node.id!r}: {error}")
             self.captured_buffers[id(value)] = len(self.buffers)
             self.buffers.append(ir.BufferSlot(node.id, element, capture=value))

@@ -167,7 +167,12 @@ class Kernel:
 
     def _plan(self, args: tuple[Any, ...], checks: bool | str) -> _DispatchPlan:
         key = (
-            *[a.dtype if isinstance(a, BufferView) else argument_type(a) for a in args],
+            *[
+                a.dtype
+                if isinstance(a, BufferView) and not getattr(a, "__lnb_image__", False)
+                else argument_type(a)  # an image's type holds its size
+                for a in args
+            ],
             checks,
         )
         plan = self._plans.get(key)

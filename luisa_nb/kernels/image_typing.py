@@ -1,0 +1,86 @@
+"""Typing of image methods in kernels, as luisa-python's ``Image2D`` has them:
+``img.read(coord)``, ``img.write(coord, value)`` and ``img.texture_size()``."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.expressions import is_weak
+from luisa_nb.kernels.type_system import (
+    ImageType,
+    ScalarType,
+    VectorType,
+    assignable,
+    is_composite,
+)
+
+if TYPE_CHECKING:
+    from luisa_nb.kernels.typer import KernelTyper
+
+IMAGE_METHODS = {"read": "read(coord)", "write": "write(coord, value)", "texture_size": ""}
+UINT2 = VectorType(ScalarType.UINT32, 2)
+COORD_TYPES = (VectorType(ScalarType.INT32, 2), UINT2)
+
+
+class ImageTyping:
+    """Mixin of :class:`KernelTyper` that types image methods."""
+
+    def image_method(
+        self: KernelTyper, node: ast.Call, slot: int, statement: bool
+    ) -> ir.Expression | ir.ImageWrite:
+        """``img.read(coord)``, ``img.write(coord, value)`` or ``img.texture_size()`` on
+        the image in buffer ``slot``."""
+        method = node.func.attr
+        name = self.buffers[slot].name
+        image: ImageType = self.buffers[slot].element
+        if method not in IMAGE_METHODS:
+            self.fail(
+                node.func,
+                f"images have only .read(coord), .write(coord, value) and .texture_size(), "
+                f"not .{method}",
+            )
+        if node.keywords:
+            self.fail(node.keywords[0], f"{name}.{method}() takes no keyword arguments")
+        expected = {"read": 1, "write": 2, "texture_size": 0}[method]
+        if len(node.args) != expected:
+            usage = f"{name}.{IMAGE_METHODS[method] or method + '()'}"
+            self.fail(node, f"{usage} takes {expected} argument(s), got {len(node.args)}")
+        if method == "texture_size":
+            size = (
+                ir.Constant(ScalarType.UINT32, image.width),
+                ir.Constant(ScalarType.UINT32, image.height),
+            )
+            return ir.Construct(UINT2, size)
+        coord = self.visit(node.args[0])
+        if coord.type not in COORD_TYPES:
+            self.fail(
+                node.args[0],
+                f"{name}.{IMAGE_METHODS[method]} takes an int2 or uint2 coordinate, got "
+                f"{coord.type}",
+            )
+        if method == "read":
+            return ir.ImageRead(image.texel, slot, coord, node.lineno)
+        if not statement:
+            self.fail(node, f"{name}.write(...) returns nothing; use it as a statement")
+        value = self.visit(node.args[1])
+        texel = image.texel
+        if is_composite(texel) or is_composite(value.type):
+            storable = is_composite(value.type) and self.storable(texel, value)
+            if not storable:
+                self.fail(
+                    node.args[1],
+                    f"cannot write a {value.type} value into {name!r}, an image of {texel} "
+                    f"texels; write a {texel}",
+                )
+            value = value if value.type == texel else ir.Cast(texel, value)
+        else:
+            if not assignable(texel, value.type, is_weak(value)):
+                self.fail(
+                    node.args[1],
+                    f"cannot write a {value.type} value into {name!r}, an image of {texel} "
+                    f"texels; convert it explicitly",
+                )
+            value = self.convert(value, texel, node.args[1])
+        return ir.ImageWrite(slot, coord, value, node.lineno)
