@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.kernels.type_system import MatrixType, ScalarType, VectorType, is_aggregate_type
+from luisa_nb.kernels.type_system import (
+    MatrixType,
+    ScalarType,
+    VectorType,
+    article,
+    is_aggregate_type,
+)
 from luisa_nb.kernels.vectors import Vector, VectorIndexError, components_of, vector_class
 
 _struct_numbers = itertools.count()
@@ -182,10 +188,14 @@ def converted(kind: Any, value: Any) -> Any:
         return kind.dtype.type(value)
     if isinstance(kind, VectorType):
         if not isinstance(value, Vector):
-            raise InvalidArgumentError(f"a {kind} field takes a {kind}, got {value!r:.60}")
+            raise InvalidArgumentError(
+                f"{article(kind)} field takes {article(kind)}, got {value!r:.60}"
+            )
         return vector_class(kind).wrap(components_of(value, kind.element.dtype))
     if getattr(type(value), "__lnb_type__", None) != kind:
-        raise InvalidArgumentError(f"a {kind} place takes a {kind} value, got {value!r:.60}")
+        raise InvalidArgumentError(
+            f"{article(kind)} place takes {article(kind)} value, got {value!r:.60}"
+        )
     return value.copy()
 
 

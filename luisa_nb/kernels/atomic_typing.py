@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.expressions import is_weak
-from luisa_nb.kernels.type_system import ScalarType, assignable
+from luisa_nb.kernels.type_system import ScalarType, article, assignable
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.typer import KernelTyper
@@ -65,7 +65,7 @@ class AtomicTyping:
             if not assignable(element, value.type, is_weak(value)):
                 self.fail(
                     argument,
-                    f"{usage}: {parameter} is a {value.type.value} value but {name!r} is a "
+                    f"{usage}: {parameter} is {article(value.type.value)} value but {name!r} is a "
                     f"buffer of {element.value}; convert it explicitly (int(...), float(...))",
                 )
             values.append(self.convert(value, element, argument))

@@ -15,6 +15,7 @@ from luisa_nb.kernels.type_system import (
     ImageType,
     ScalarType,
     VectorType,
+    article,
     assignable,
     fits,
     is_aggregate_type,
@@ -91,6 +92,7 @@ class BuiltinCallTyping:
         value = self.resolve(function)
         name = builtin_name(value)
         if name is None:
+            self.reject_unsupported(value, ast.unparse(function), function)
             label = ast.unparse(function)
             kind = type(value).__name__
             self.fail(function, f"call to unknown function {label!r} ({kind}); {UNKNOWN_CALL_HINT}")
@@ -270,7 +272,9 @@ class BuiltinCallTyping:
             values = [self.broadcast_scalar(v, condition.type.length, node) for v in values]
         operand, _, values = self.elementwise("select", values, node)
         if operand.length != condition.type.length:
-            self.fail(node, f"select() of {operand} values with a {condition.type} condition")
+            self.fail(
+                node, f"select() of {operand} values with {article(condition.type)} condition"
+            )
         return ir.Call(operand, "select", (*values, condition))
 
     def broadcast_scalar(
@@ -320,7 +324,7 @@ class BuiltinCallTyping:
             if element != value.type:
                 self.fail(
                     node.args[1],
-                    f"cannot write a {value.type} value into {buffer_name!r}, a buffer of "
+                    f"cannot write {article(value.type)} value into {buffer_name!r}, a buffer of "
                     f"{element}",
                 )
             return ir.BufferWrite(slot, index, value, node.lineno)
@@ -328,7 +332,7 @@ class BuiltinCallTyping:
             if not self.storable(element, value):
                 self.fail(
                     node.args[1],
-                    f"cannot write a {value.type} value into {buffer_name!r}, a buffer of "
+                    f"cannot write {article(value.type)} value into {buffer_name!r}, a buffer of "
                     f"{element}; convert it explicitly ({element}(...))",
                 )
             value = value if value.type == element else ir.Cast(element, value)
@@ -336,7 +340,7 @@ class BuiltinCallTyping:
         if not assignable(element, value.type, is_weak(value)):
             self.fail(
                 node.args[1],
-                f"cannot write a {value.type.value} value into {buffer_name!r}, a buffer of "
+                f"cannot write {article(value.type.value)} value into {buffer_name!r}, a buffer of "
                 f"{element.value}; convert it explicitly (int(...), float(...))",
             )
         value = self.convert(value, element, node.args[1])

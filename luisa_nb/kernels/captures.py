@@ -13,6 +13,7 @@ from typing import Any
 
 from luisa_nb.kernels import builtins as kernel_builtins
 from luisa_nb.kernels.math_builtins import MATH_BUILTINS
+from luisa_nb.kernels.type_system import article
 from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 
 LANGUAGE_OBJECTS = (
@@ -110,7 +111,7 @@ class CaptureResolver:
             owner = self.resolve(node.value)
             if not isinstance(owner, types.ModuleType):
                 raise Unresolved(
-                    f"attribute {node.attr!r} of a {type(owner).__name__} object; kernels "
+                    f"attribute {node.attr!r} of {article(type(owner).__name__)} object; kernels "
                     f"follow attributes only on modules"
                 )
             try:

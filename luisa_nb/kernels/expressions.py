@@ -17,6 +17,7 @@ from luisa_nb.kernels.type_system import (
     PromotionError,
     ScalarType,
     VectorType,
+    article,
     fits,
     is_aggregate_type,
     is_buffer_like,
@@ -82,7 +83,7 @@ class ExpressionTyping:
 
     def scalar(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
         if is_composite(expression.type):
-            self.fail(node, f"a {expression.type} value is used where a scalar is needed")
+            self.fail(node, f"{article(expression.type)} value is used where a scalar is needed")
         return expression
 
     def convert(
@@ -105,7 +106,8 @@ class ExpressionTyping:
         if is_composite(expression.type):
             self.fail(
                 node,
-                f"a {expression.type} value is not a single condition; use any(...) or all(...)",
+                f"{article(expression.type)} value is not a single condition; use any(...) or "
+                f"all(...)",
             )
         if expression.type is ScalarType.BOOL:
             return expression
@@ -193,8 +195,20 @@ class ExpressionTyping:
             self.convert(right, common, node),
         )
 
+    def reject_unsupported(self: KernelTyper, value: Any, name: str, node: ast.AST) -> None:
+        """A compile error for luisa-python features luisa_nb lacks (objects whose
+        ``__lnb_unsupported__`` is true, such as ``luisa_nb.luisa``'s ``Missing``)."""
+        if getattr(type(value), "__lnb_unsupported__", False) is True:
+            feature = getattr(value, "feature", "a luisa-python feature")
+            self.fail(
+                node,
+                f"{name!r} is part of {feature}, which luisa_nb does not support in kernels; "
+                f"run the program on real LuisaCompute (luisa-python) for it",
+            )
+
     def captured_value(self: KernelTyper, value: Any, name: str, node: ast.AST) -> ir.Expression:
         """A captured Python object used as a value: it must be a scalar constant."""
+        self.reject_unsupported(value, name, node)
         if is_buffer_like(value):
             self.fail(
                 node,
@@ -218,7 +232,7 @@ class ExpressionTyping:
             return ir.Construct(value_type, constants)
         self.fail(
             node,
-            f"{name!r} is a {type(value).__name__}, which kernels cannot use as a value; "
+            f"{name!r} is {article(type(value).__name__)}, which kernels cannot use as a value; "
             f"kernels capture only buffers and bool/int/float constants",
         )
 

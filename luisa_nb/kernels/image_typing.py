@@ -12,6 +12,7 @@ from luisa_nb.kernels.type_system import (
     ImageType,
     ScalarType,
     VectorType,
+    article,
     assignable,
     is_composite,
 )
@@ -71,15 +72,15 @@ class ImageTyping:
             if not storable:
                 self.fail(
                     node.args[1],
-                    f"cannot write a {value.type} value into {name!r}, an image of {texel} "
-                    f"texels; write a {texel}",
+                    f"cannot write {article(value.type)} value into {name!r}, an image of {texel} "
+                    f"texels; write {article(texel)}",
                 )
             value = value if value.type == texel else ir.Cast(texel, value)
         else:
             if not assignable(texel, value.type, is_weak(value)):
                 self.fail(
                     node.args[1],
-                    f"cannot write a {value.type} value into {name!r}, an image of {texel} "
+                    f"cannot write {article(value.type)} value into {name!r}, an image of {texel} "
                     f"texels; convert it explicitly",
                 )
             value = self.convert(value, texel, node.args[1])

@@ -301,6 +301,12 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     )
 
 
+def article(kind: object) -> str:
+    """``kind`` as text after its indefinite article: "an int32", "a float3"."""
+    text = str(kind)
+    return f"{'an' if text[:1] in ('a', 'e', 'i', 'o') else 'a'} {text}"
+
+
 class PromotionError(Exception):
     """Two operand types do not combine; the message says why and what to do."""
 

@@ -22,6 +22,7 @@ from luisa_nb.kernels.type_system import (
     BufferType,
     KernelType,
     ScalarType,
+    article,
     assignable,
     is_aggregate_type,
     is_buffer_like,
@@ -136,7 +137,7 @@ class KernelTyper(
             usage, given = "a scalar value", f"a buffer of {element}"
         else:
             scalar_type = next(s.type for s in self.scalars if s.name == name)
-            usage, given = "a buffer", f"a {scalar_type} scalar"
+            usage, given = "a buffer", f"{article(scalar_type)} scalar"
         return KernelArgumentError(
             f"kernel {self.source.name!r}: parameter {name!r} is used as {usage} at line "
             f"{node.lineno} but the argument is {given}"
@@ -194,7 +195,7 @@ class KernelTyper(
             origin = f"first assigned at line {where}" if where else "a parameter"
             self.fail(
                 node,
-                f"cannot assign a {_type_name(value.type)} value to {name!r}, which is "
+                f"cannot assign {article(_type_name(value.type))} value to {name!r}, which is "
                 f"{_type_name(target)} ({origin}); convert explicitly or use a new variable",
             )
         return ir.Assign(name, self.convert(value, target, node))

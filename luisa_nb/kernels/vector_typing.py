@@ -15,6 +15,7 @@ from luisa_nb.kernels.type_system import (
     PromotionError,
     ScalarType,
     VectorType,
+    article,
     assignable,
     elementwise_types,
     fits,
@@ -237,14 +238,20 @@ class VectorTyping:
         as buffer writes (integers into floats, weak literals that fit)."""
         if isinstance(target, ScalarType) and isinstance(value.type, ScalarType):
             if not assignable(target, value.type, is_weak(value)):
-                self.fail(node, f"cannot store a {value.type} value into a {target} place")
+                self.fail(
+                    node, f"cannot store {article(value.type)} value into {article(target)} place"
+                )
             return self.convert(value, target, node)
         if is_aggregate_type(target) or is_aggregate_type(value.type):
             if target != value.type:
-                self.fail(node, f"cannot store a {value.type} value into a {target} place")
+                self.fail(
+                    node, f"cannot store {article(value.type)} value into {article(target)} place"
+                )
             return value
         if not self.storable(target, value):
-            self.fail(node, f"cannot store a {value.type} value into a {target} place")
+            self.fail(
+                node, f"cannot store {article(value.type)} value into {article(target)} place"
+            )
         return value if value.type == target else ir.Cast(target, value)
 
     def storable(self: KernelTyper, target: Any, value: ir.Expression) -> bool:

@@ -22,6 +22,7 @@ from luisa_nb.kernels.type_system import (
     PromotionError,
     ScalarType,
     VectorType,
+    article,
     elementwise_types,
     is_aggregate_type,
 )
@@ -139,7 +140,7 @@ class Vector:
 
     def __bool__(self) -> bool:
         raise KernelError(
-            f"a {type(self).__name__} has no single truth value; use all(...) or any(...)"
+            f"{article(type(self).__name__)} has no single truth value; use all(...) or any(...)"
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable, and == is component-wise

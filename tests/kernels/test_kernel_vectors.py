@@ -175,7 +175,7 @@ TYPE_ERRORS = [
     ("v = float2(1).xyz", "float2 values have no attribute 'xyz'"),
     ("v = float3(1)\nv.xx = float2(1)", "cannot assign to swizzle 'xx': it repeats"),
     ("v = float3(1)\nif v > 0:\n    pass", "a bool3 value is not a single condition; use any"),
-    ("v = float3(1)\nv = int3(1)", "cannot assign a int3 value to 'v', which is float3"),
+    ("v = float3(1)\nv = int3(1)", "cannot assign an int3 value to 'v', which is float3"),
     ("v = float3(1)[3]", "index 3 is outside float3 (0 <= i < 3)"),
     ("v = float3(1) < float3(2) < float3(3)", "chained comparisons need scalars"),
     ("v = length(int2(1))", "length() takes float vectors, got int2"),
