@@ -10,6 +10,8 @@ trace always closes. A bad option is a one-line ``UsageError``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ from luisa_nb.recording import Trace, recorder
 from luisa_nb.recording.trace import CAPTURE_POLICIES
 from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy, default_device
 from luisa_nb.runtime import set_default_device as _set_default_device
+from luisa_nb.runtime.real_luisa import instrumented, real_luisa_backend, start_real_luisa
 
 _BACKENDS = ", ".join(backend_names())
 _TOKEN_HELP = (
@@ -66,8 +69,8 @@ class LuisaMagics(Magics):
         "--backend",
         metavar="NAME",
         help=f"run the cell on a new device of this backend ({_BACKENDS}, remote://HOST:PORT "
-        "or NAME:STAGING, e.g. cpu:submit); default: the session's default device, "
-        "lnb.default_device()",
+        "or NAME:STAGING, e.g. cpu:submit), or on real luisa-python instrumented "
+        "(luisa:cpu); default: the session's default device, lnb.default_device()",
     )
     @argument(
         "--staging",
@@ -99,11 +102,20 @@ class LuisaMagics(Magics):
             line, cell = _split_statement(line)
         arguments = parse_argstring(self.luisa_trace, line)
         save = _save_path(arguments.save)
-        device = self._device(arguments.backend, arguments.staging, arguments.token)
+        real = self._real_luisa(arguments.backend, arguments.staging)
+        if real is None and arguments.backend is None and arguments.staging is None:
+            real = self.state.real_luisa
+        device = (
+            None if real else self._device(arguments.backend, arguments.staging, arguments.token)
+        )
         _check_no_trace_recording()
         trace = AnalyzedTrace(capture=arguments.capture)
-        with using_device(device), traced(trace, self.shell.user_ns):
-            result = self.shell.run_cell(cell)
+        if real is not None:
+            with traced(trace, self.shell.user_ns), _real_luisa_errors(), instrumented(real):
+                result = self.shell.run_cell(cell)
+        else:
+            with using_device(device), traced(trace, self.shell.user_ns):
+                result = self.shell.run_cell(cell)
         self.state.last_trace = trace
         show_trace(trace)
         if save is not None:
@@ -121,8 +133,9 @@ class LuisaMagics(Magics):
         nargs="?",
         metavar="NAME",
         help=f"backend name ({_BACKENDS}, or one another package registered), "
-        "remote://HOST:PORT, or either with :STAGING (e.g. cpu:submit); without it, show "
-        "the default device",
+        "remote://HOST:PORT, or either with :STAGING (e.g. cpu:submit); luisa:BACKEND "
+        "(e.g. luisa:cpu) makes %%%%luisa_trace cells run real luisa-python, instrumented; "
+        "without it, show the default device",
     )
     @argument(
         "--staging",
@@ -137,6 +150,17 @@ class LuisaMagics(Magics):
         if arguments.name is None and arguments.staging is None and arguments.token is None:
             print(f"lnb.default_device() is {_describe_device(default_device())}")
             return
+        real = self._real_luisa(arguments.name, arguments.staging)
+        if real is not None:
+            with _real_luisa_errors():
+                start_real_luisa(real)
+            self.state.real_luisa = real
+            print(
+                f"real luisa-python is initialized on {real} and instrumented: "
+                "%%luisa_trace cells record its commands; lnb.default_device() is unchanged"
+            )
+            return
+        self.state.real_luisa = None
         device = self._device(arguments.name, arguments.staging, arguments.token)
         _set_default_device(device)
         print(f"lnb.default_device() is now {_describe_device(device)}")
@@ -217,6 +241,20 @@ class LuisaMagics(Magics):
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _real_luisa(self, name: str | None, staging: str | None) -> str | None:
+        """The real luisa-python backend ``name`` (``luisa:cpu``) asks for; None for a
+        luisa_nb device name."""
+        try:
+            backend = real_luisa_backend(name)
+        except LuisaNbError as error:
+            raise UsageError(str(error)) from None
+        if backend is not None and staging is not None:
+            raise UsageError(
+                f"--staging does not apply to {name}: real luisa-python stages as its backend "
+                "does (the CPU backend at submit)"
+            )
+        return backend
+
     def _device(
         self, backend: str | None, staging: str | None, token: str | None = None
     ) -> Device | None:
@@ -231,6 +269,15 @@ class LuisaMagics(Magics):
         except LuisaNbError as error:
             raise UsageError(str(error)) from None
         return _create(config)
+
+
+@contextmanager
+def _real_luisa_errors() -> Iterator[None]:
+    """Real luisa-python that cannot start is a one-line ``UsageError``."""
+    try:
+        yield
+    except LuisaNbError as error:
+        raise UsageError(str(error)) from None
 
 
 def _create(config: DeviceConfig) -> Device:

@@ -38,6 +38,9 @@ class ExtensionState:
 
     def __init__(self) -> None:
         self.last_trace: AnalyzedTrace | None = None
+        self.real_luisa: str | None = None
+        """The backend of real luisa-python that ``%%luisa_trace`` cells run on, when
+        ``%luisa_device luisa:BACKEND`` chose one."""
         self.last_comparison: Comparison | None = None
         self.hooks: InstalledHooks | None = None
 

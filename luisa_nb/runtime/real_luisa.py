@@ -23,7 +23,8 @@ What is measured and what is inferred, since luisa-python reports nothing per co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -332,6 +333,45 @@ def _name_memories(trace: Any, namespace: Any) -> None:
 
 
 register_namer(_name_memories)
+
+
+REAL_LUISA_PREFIX = "luisa:"
+"""Device names such as ``luisa:cpu`` mean real luisa-python on that backend."""
+
+
+def real_luisa_backend(name: str | None) -> str | None:
+    """``"cpu"`` for ``"luisa:cpu"``; None for a luisa_nb device name."""
+    if name is None or not name.startswith(REAL_LUISA_PREFIX):
+        return None
+    backend = name.removeprefix(REAL_LUISA_PREFIX)
+    if not backend:
+        raise LuisaNbError(f"device {name!r} names no backend; use e.g. luisa:cpu")
+    return backend
+
+
+def start_real_luisa(backend: str) -> Any:
+    """Real luisa-python, instrumented and initialized on ``backend`` (once per process,
+    as luisa-python allows); returns the ``luisa`` module."""
+    if _active is None:
+        instrument_luisa()
+    luisa = _active.luisa
+    try:
+        luisa.init(backend, support_gui=False)
+    except Exception as error:
+        raise LuisaNbError(f"real luisa-python cannot start backend {backend!r}: {error}") from None
+    return luisa
+
+
+@contextmanager
+def instrumented(backend: str) -> Iterator[Any]:
+    """:func:`start_real_luisa` for a block, whose end synchronizes luisa's stream, as at
+    a program's end, so that every command of the block is in the trace. The
+    instrumentation stays: without a trace it passes calls through."""
+    luisa = start_real_luisa(backend)
+    try:
+        yield luisa
+    finally:
+        luisa.synchronize()
 
 
 def uninstrument_luisa() -> None:

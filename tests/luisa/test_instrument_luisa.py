@@ -68,3 +68,54 @@ def test_three_lists_without_a_sync_are_reported_by_what_happened(scenario):
         outcomes.add(result["stale"])
     if scenario == "slow lists":
         assert True in outcomes, "the long kernel should make at least one run stale"
+
+
+NOTEBOOK = r"""
+import json
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+import luisa_nb as lnb
+
+config = Config()
+config.HistoryManager.hist_file = ":memory:"
+shell = InteractiveShell.instance(config=config)
+shell.run_line_magic("load_ext", "luisa_nb")
+shell.run_line_magic("luisa_device", "luisa:cpu")
+shell.run_cell('''
+import numpy as np
+import luisa
+n = 256
+z = luisa.Buffer(n, float)
+h1 = np.arange(n, dtype=np.float32)
+h2 = np.zeros(n, np.float32)
+''')
+shell.run_cell_magic("luisa_trace", "", '''
+z.copy_from(h1)
+z.copy_to(h2, sync=False)
+z.copy_from(h2)
+''')
+trace = lnb.last_trace()
+print(json.dumps({
+    "devices": sorted({info.device for info in trace.buffers.values()}),
+    "names": [info.name for info in trace.buffers.values()],
+    "kinds": [hazard.kind.value for hazard in trace.hazards],
+}), flush=True)
+# luisa-python sends its log to a Python callback in a non-terminal IPython shell, and that
+# can deadlock LuisaCompute's teardown at interpreter exit; leave without one.
+import os
+os._exit(0)
+"""
+
+
+def test_a_notebook_cell_of_real_luisa_is_traced_with_luisa_device():
+    require_real_luisa()
+    done = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"devices": ["luisa:cpu"], "names": ["z"], "kinds": ["STALE_UPLOAD"]}
