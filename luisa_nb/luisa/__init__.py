@@ -14,6 +14,7 @@ from __future__ import annotations
 from luisa_nb.luisa import session
 from luisa_nb.luisa.buffer import Buffer
 from luisa_nb.luisa.func import Func, func
+from luisa_nb.luisa.gui import GUI
 from luisa_nb.luisa.image import Image2D, Texture2D, image2d
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
@@ -81,6 +82,7 @@ __all__ = [
     "Buffer",
     "Event",
     "Func",
+    "GUI",
     "Image2D",
     "Texture2D",
     "Stream",

@@ -57,7 +57,6 @@ _FEATURES = {
     "3D images (not yet in luisa_nb)": ("Image3D", "Volume", "image3d", "Texture3DType"),
     "bindless arrays (not yet in luisa_nb)": ("BindlessArray", "bindless_array"),
     "shared memory": ("SharedArrayType",),
-    "windows and the GUI": ("GUI",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
     "indirect dispatch": ("IndirectDispatchBuffer",),

@@ -9,6 +9,7 @@ import pytest
 import luisa_nb as lnb
 import luisa_nb.luisa as luisa
 from luisa_nb.errors import (
+    ConfigurationError,
     HostSizeError,
     InvalidArgumentError,
     NotInitializedError,
@@ -101,8 +102,8 @@ def test_use_before_init_says_to_call_init(fresh_session):
 def test_unsupported_features_name_themselves(fresh_session):
     with pytest.raises(UnsupportedFeatureError, match=r"luisa.Accel \(ray tracing\)"):
         luisa.Accel()
-    with pytest.raises(UnsupportedFeatureError, match="GUI"):
-        luisa.GUI("window", resolution=(4, 4))
+    with pytest.raises(UnsupportedFeatureError, match="automatic differentiation"):
+        luisa.autodiff.requires_grad  # noqa: B018
     with pytest.raises(UnsupportedFeatureError, match="16-bit"):
         luisa.half.anything  # noqa: B018
     luisa.init("cpu")
@@ -147,3 +148,21 @@ def test_vector_buffers_round_trip_and_are_traced_as_their_components(fresh_sess
     loaded = lnb.load_trace(trace.save(tmp_path / "vectors.lnbtrace"))
     assert loaded.buffers[buffer.id].size == 32
     assert [c.host.dtype for c in loaded.commands] == ["<f4", "<f4"]
+
+
+def test_the_gui_is_headless_and_runs_the_frames_asked_for(fresh_session, monkeypatch):
+    luisa.init("cpu")
+    image = luisa.Image2D(4, 2, 4, float, storage="byte")
+    image.copy_from(np.full((2, 4, 4), 9, np.uint8))
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "3")
+    gui = luisa.GUI("window", resolution=(4, 2))
+    frames = 0
+    while gui.running():
+        gui.set_image(image)
+        gui.show()
+        frames += 1
+    assert frames == 3 and len(gui.frames) == 3
+    np.testing.assert_array_equal(gui.image, np.full((2, 4, 4), 9, np.uint8))
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "many")
+    with pytest.raises(ConfigurationError, match="LUISA_NB_GUI_FRAMES"):
+        luisa.GUI("window", resolution=(4, 2))

@@ -6,13 +6,9 @@ import numpy as np
 
 import luisa_nb.luisa as luisa
 from luisa_nb.luisa.mathtypes import float2, float3, float4
+from tests.luisa.references import unorm8
 
 F32 = np.float32
-
-
-def unorm8(values: np.ndarray) -> np.ndarray:
-    scaled = np.fmin(np.fmax(values.astype(F32), F32(0)), F32(1)) * F32(255)
-    return np.floor(scaled.astype(np.float64) + 0.5).astype(np.uint8)
 
 
 def test_gradient_written_into_a_byte_image(fresh_session):

@@ -1,0 +1,92 @@
+"""LuisaCompute's own luisa-python programs, run unchanged by `luisa-nb run`, checked
+against numpy references written here. The programs are not part of this project: set
+LUISA_NB_LUISA_PROGRAMS to a folder holding them, made from a LuisaCompute checkout:
+
+    git show 4f96202e:src/py/mandelbrot.py > DIR/mandelbrot.py
+    git show 13bba975:src/py/tests/fractal.py > DIR/fractal.py
+    git show HEAD:src/tests/python/test-helloworld.py > DIR/test-helloworld.py
+    git show HEAD:src/tests/python/test-buffer.py > DIR/test-buffer.py
+
+Each test skips, saying so, when its program is not there.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import luisa_nb.luisa as luisa
+from luisa_nb.luisa.alias import as_luisa
+from tests.luisa.references import julia, mandelbrot_steps, unorm8
+
+F32 = np.float32
+
+
+def program(name: str, tmp_path: Path) -> Path:
+    folder = os.environ.get("LUISA_NB_LUISA_PROGRAMS")
+    source = Path(folder) / name if folder else None
+    if source is None or not source.is_file():
+        pytest.skip(f"{name} not found: set LUISA_NB_LUISA_PROGRAMS (see this module's docstring)")
+    shutil.copy(source, tmp_path / name)
+    return tmp_path / name
+
+
+def run(path: Path, monkeypatch) -> dict[str, object]:
+    """Run the program as `luisa-nb run` does (``import luisa`` gives luisa_nb.luisa), in
+    its folder; its globals."""
+    monkeypatch.chdir(path.parent)
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    try:
+        with as_luisa():
+            return runpy.run_path(str(path), run_name="__main__")
+    finally:
+        luisa.del_device()
+
+
+def png_pixels(path: Path) -> np.ndarray:
+    image = pytest.importorskip("PIL.Image")
+    return np.asarray(image.open(path))
+
+
+def test_helloworld(tmp_path, monkeypatch):
+    run(program("test-helloworld.py", tmp_path), monkeypatch)
+    size = F32(1024)
+    ys, xs = np.mgrid[0:1024, 0:1024].astype(F32)
+    u, v = (xs + F32(0.5)) / size, (ys + F32(0.5)) / size
+    expected = unorm8(np.stack([u, v, np.full_like(u, 0.5), np.ones_like(u)], axis=-1))
+    np.testing.assert_array_equal(png_pixels(tmp_path / "helloworld.png"), expected)
+
+
+def test_mandelbrot(tmp_path, monkeypatch):
+    pytest.importorskip("PIL")
+    run(program("mandelbrot.py", tmp_path), monkeypatch)
+    pixels = png_pixels(tmp_path / "mandelbrot.png")
+    n, stride = 4096, 17  # every 17th row and column
+    ys, xs = np.mgrid[0:n:stride, 0 : 2 * n : stride]
+    grey = unorm8(F32(1) - mandelbrot_steps(xs, ys, n, 50).astype(F32) / F32(50))
+    np.testing.assert_array_equal(pixels[::stride, ::stride, 0], grey)
+    assert (pixels[..., 3] == 255).all()
+
+
+def test_fractal_headless(tmp_path, monkeypatch, capsys):
+    gui = run(program("fractal.py", tmp_path), monkeypatch)["gui"]
+    assert "frames = 1" in capsys.readouterr().out
+    assert len(gui.frames) == 1 and gui.image.shape == (320, 640, 4)
+    close = np.isclose(gui.image[..., 0], julia(640, 320, t=0.0), atol=1e-6)
+    assert close.mean() > 0.995  # the program paints at the elapsed time, about 0 s
+
+
+def test_buffer_of_structs(tmp_path, monkeypatch, capsys):
+    run(program("test-buffer.py", tmp_path), monkeypatch)
+    output = capsys.readouterr().out
+    assert "buffer byte size(should be 32 * 32 = 1024): 1024" in output
+    values = np.array(output.split("result:")[1].split()[:256], dtype=F32).reshape(32, 8)
+    index = np.arange(256, dtype=F32).reshape(32, 8)
+    expected = np.concatenate([np.sin(index[:, :3]), index[:, 3:4], np.cos(index[:, 4:])], axis=1)
+    np.testing.assert_allclose(values, expected, rtol=0, atol=2e-6)
