@@ -47,6 +47,13 @@ EXPECTED = {
         "pixels inside the set:",
         "image/png",
     ],
+    "06_luisa_renderer.ipynb": [
+        "STALE_UPLOAD",
+        "hazards: 3",
+        "largest difference: 0.",
+        "image/png",
+        "hazards: none found",
+    ],
     "05_testing.ipynb": [
         "2 failed, 2 passed",
         "luisa_no_hazards: the trace of this test has 1 hazard",
