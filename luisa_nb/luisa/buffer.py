@@ -21,6 +21,15 @@ from luisa_nb.runtime import Stream
 from luisa_nb.runtime.device import buffer_size
 
 
+def add_to_list(command: runtime.Command, sync: bool, stream: Stream | None) -> None:
+    """Add ``command`` to the command list of ``stream`` (default: the session's); with
+    ``sync``, submit the list and wait for it."""
+    chosen = session.stream(stream)
+    chosen.add(command)
+    if sync:
+        chosen.synchronize()
+
+
 class ListedCopies(runtime.BufferView):
     """luisa-python's copy methods for a buffer or an image: each adds a command to the
     stream's command list."""
@@ -51,18 +60,15 @@ class ListedCopies(runtime.BufferView):
 
     def copy_from(self, array: Any, sync: bool = False, stream: Stream | None = None) -> None:
         """Add an upload of ``array`` (an array or a list) to the stream's command list."""
-        chosen = session.stream(stream)
-        chosen.add(self.copy_from_async(self._host_array(array, "copy_from", writes=False)))
-        if sync:
-            chosen.synchronize()
+        command = self.copy_from_async(self._host_array(array, "copy_from", writes=False))
+        add_to_list(command, sync, stream)
 
     def copy_to(self, array: np.ndarray, sync: bool = True, stream: Stream | None = None) -> None:
         """Add a download into ``array`` to the stream's command list; with ``sync`` (the
         default) synchronize the stream, so ``array`` holds the data on return."""
-        chosen = session.stream(stream)
-        chosen.add(self.copy_to_async(self._host_array(array, "copy_to", writes=True)))
-        if sync:
-            chosen.synchronize()
+        add_to_list(
+            self.copy_to_async(self._host_array(array, "copy_to", writes=True)), sync, stream
+        )
 
     def numpy(self, stream: Stream | None = None) -> np.ndarray:
         """A new host array with the contents, after the stream's earlier work."""

@@ -17,7 +17,7 @@ import numpy as np
 from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.luisa import session
-from luisa_nb.luisa.buffer import ListedCopies
+from luisa_nb.luisa.buffer import ListedCopies, add_to_list
 from luisa_nb.luisa.types import uint
 from luisa_nb.runtime import Stream
 
@@ -103,19 +103,13 @@ class Image2D(ListedCopies, runtime.Image):
         self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
     ) -> None:
         """Add a device copy of ``other`` (same size and storage) into this image."""
-        chosen = session.stream(stream)
-        chosen.add(other.copy_to_buffer_async(self))
-        if sync:
-            chosen.synchronize()
+        add_to_list(other.copy_to_buffer_async(self), sync, stream)
 
     def copy_to_tex(
         self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
     ) -> None:
         """Add a device copy of this image into ``other`` (same size and storage)."""
-        chosen = session.stream(stream)
-        chosen.add(self.copy_to_buffer_async(other))
-        if sync:
-            chosen.synchronize()
+        add_to_list(self.copy_to_buffer_async(other), sync, stream)
 
     def to_image(self, path: str | Path) -> None:
         """Save a byte-stored image as PNG, after the stream's earlier work."""

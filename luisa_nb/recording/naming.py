@@ -141,7 +141,7 @@ def owner_name(
     """The name of the bytes ``[address, address + nbytes)`` after the first of
     ``candidates`` (arrays holding them) that has a name."""
     for owner in candidates:
-        name = given_name(owner) or _holder(owner, namespaces)
+        name = given_name(owner) or variable_name(owner, namespaces)
         if name is None:
             continue
         start_address = owner.__array_interface__["data"][0]
@@ -152,9 +152,10 @@ def owner_name(
     return None
 
 
-def _holder(array: np.ndarray, namespaces: tuple[Mapping[str, object], ...]) -> str | None:
+def variable_name(value: object, namespaces: Iterable[Mapping[str, object]]) -> str | None:
+    """The first public variable of ``namespaces`` that holds ``value`` itself."""
     for namespace in namespaces:
-        for name, value in namespace.items():
-            if value is array and not name.startswith("_"):
+        for name, held in namespace.items():
+            if held is value and not name.startswith("_"):
                 return name
     return None

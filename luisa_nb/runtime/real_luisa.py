@@ -31,6 +31,7 @@ import numpy as np
 
 from luisa_nb.errors import LuisaNbError
 from luisa_nb.recording.clock import now
+from luisa_nb.recording.naming import user_namespaces, variable_name
 from luisa_nb.recording.recorder import Recorder, active_recorder, register_namer
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange, HostRange, Status, SyncKind
 from luisa_nb.runtime.buffer import next_buffer_id
@@ -144,6 +145,7 @@ class Instrumentation:
         else:
             dtype = self._element_dtype(resource.dtype)
             memory = LuisaMemory(resource, dtype, resource.bytesize // dtype.itemsize, None)
+        memory.name = variable_name(resource, user_namespaces())
         self.memories[id(resource)] = (resource, memory)
         return memory
 
@@ -312,8 +314,8 @@ def instrument_luisa(*, shadow: bool = True) -> None:
         uninstrument_luisa()
     state = _active = Instrumentation(luisa, lcapi, shadow)
     for resource_class in (luisa.Buffer, luisa.Image2D):
-        state.wrap(resource_class, "copy_from", lambda original: _copy_from(state, original))
-        state.wrap(resource_class, "copy_to", lambda original: _copy_to(state, original))
+        state.wrap(resource_class, "copy_from", lambda f: _transfer(state, f, True, False))
+        state.wrap(resource_class, "copy_to", lambda f: _transfer(state, f, False, True))
     state.wrap(luisa.func, "__call__", lambda original: _dispatch(state, original))
     state.wrap(luisa, "execute", lambda original: _execute(state, original))
     state.wrap(luisa, "synchronize", lambda original: _synchronize(state, original))
@@ -382,36 +384,25 @@ def uninstrument_luisa() -> None:
         _active = None
 
 
-def _copy_from(state: Instrumentation, original: Callable[..., None]) -> Callable[..., None]:
-    def copy_from(self: Any, arr: Any, sync: bool = False, stream: Any = None) -> None:
-        traced = state.transfer(self, arr, stream, upload=True)
+def _transfer(
+    state: Instrumentation, original: Callable[..., None], upload: bool, default_sync: bool
+) -> Callable[..., None]:
+    """A wrapped ``copy_from`` (``upload``) or ``copy_to`` of a luisa buffer or image."""
+
+    def copy(self: Any, arr: Any, sync: bool = default_sync, stream: Any = None) -> None:
+        traced = state.transfer(self, arr, stream, upload=upload)
         if traced is None:
             original(self, arr, sync, stream)
             return
         luisa_stream, command = traced
         original(self, arr, False, luisa_stream.stream)
-        if state.shadow:
+        if upload and state.shadow:
             state.add_shadow(self, luisa_stream, command)
         luisa_stream.pending.append(command)
         if sync:
             state.luisa.synchronize(luisa_stream.stream)
 
-    return copy_from
-
-
-def _copy_to(state: Instrumentation, original: Callable[..., None]) -> Callable[..., None]:
-    def copy_to(self: Any, arr: Any, sync: bool = True, stream: Any = None) -> None:
-        traced = state.transfer(self, arr, stream, upload=False)
-        if traced is None:
-            original(self, arr, sync, stream)
-            return
-        luisa_stream, command = traced
-        original(self, arr, False, luisa_stream.stream)
-        luisa_stream.pending.append(command)
-        if sync:
-            state.luisa.synchronize(luisa_stream.stream)
-
-    return copy_to
+    return copy
 
 
 def _dispatch(state: Instrumentation, original: Callable[..., None]) -> Callable[..., None]:

@@ -13,13 +13,13 @@ def unorm8(values: np.ndarray) -> np.ndarray:
     return np.floor(scaled.astype(np.float64) + 0.5).astype(np.uint8)
 
 
-def mandelbrot_steps(xs: np.ndarray, ys: np.ndarray, n: int, max_iter: int) -> np.ndarray:
-    """``itr`` after LuisaCompute's mandelbrot.py loop at pixels ``(xs, ys)``: the
-    iteration that broke out, else ``max_iter - 1`` (Python's loop variable)."""
+def mandelbrot_escapes(xs: np.ndarray, ys: np.ndarray, n: int, max_iter: int) -> np.ndarray:
+    """At pixels ``(xs, ys)`` of a mandelbrot with ``c = 2 p / n - (2, 1)`` and
+    ``z = z*z + c`` from 0, the iteration at which ``length(z) > 20`` first held, or -1."""
     cx = (2 * xs).astype(F32) / F32(n) - F32(2)
     cy = (2 * ys).astype(F32) / F32(n) - F32(1)
     zx, zy = np.zeros_like(cx), np.zeros_like(cy)
-    itr = np.full(cx.shape, max_iter - 1, np.int32)
+    escapes = np.full(cx.shape, -1, np.int32)
     running = np.ones(cx.shape, bool)
     for step in range(max_iter):
         zx, zy = (
@@ -27,9 +27,9 @@ def mandelbrot_steps(xs: np.ndarray, ys: np.ndarray, n: int, max_iter: int) -> n
             np.where(running, F32(2) * zx * zy + cy, zy),
         )
         escaped = running & (np.sqrt(zx * zx + zy * zy) > F32(20))
-        itr[escaped] = step
+        escapes[escaped] = step
         running &= ~escaped
-    return itr
+    return escapes
 
 
 def julia(width: int, height: int, t: float) -> np.ndarray:

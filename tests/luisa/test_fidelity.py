@@ -10,7 +10,7 @@ import sys
 from luisa_nb.conformance import programs
 from luisa_nb.conformance.fidelity import expressible
 from luisa_nb.conformance.generator import random_program
-from tests.luisa.real_luisa import environment, require_real_luisa
+from tests.luisa.running import environment, require_real_luisa
 
 PROBE = """
 import json

@@ -4,14 +4,17 @@ upload bytes at that submission."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 import luisa_nb as lnb
 import luisa_nb.luisa as luisa
 from luisa_nb.analysis import AnalyzedTrace, HazardKind
-from luisa_nb.luisa.builtin import dispatch_id
+from tests.luisa.running import run_on_luisa_nb
 
 N = 1024
+SEED = Path(__file__).parent / "programs" / "seed.py"
 
 
 def stages_at_submit(device_name: str) -> bool:
@@ -19,31 +22,10 @@ def stages_at_submit(device_name: str) -> bool:
 
 
 def seed_program() -> tuple[np.ndarray, np.ndarray]:
-    """Issue #143's program as a luisa-python user writes it."""
-    x = luisa.Buffer(N, float)
-    y = luisa.Buffer(N, float)
-    z = luisa.Buffer(N, float)
-    x.copy_from(np.arange(N, dtype=np.float32))
-    y.copy_from(np.float32(1000) * np.arange(N, dtype=np.float32))
-
-    @luisa.func
-    def vecadd(buf_z):
-        tid = dispatch_id().x
-        buf_z.write(tid, x.read(tid) + y.read(tid))
-
-    @luisa.func
-    def copy(source, target):
-        tid = dispatch_id().x
-        target.write(tid, source.read(tid))
-
-    z_data = np.full(N, 123.0, np.float32)
-    z.copy_from(z_data)
-    vecadd(z, dispatch_size=N)
-    z.copy_to(z_data, sync=False)
-    z.copy_from(z_data)
-    copy(z, x, dispatch_size=N)
-    luisa.synchronize()
-    return z_data, x.numpy()
+    """Issue #143's program as a luisa-python user writes it (programs/seed.py), in the
+    session the fixture made."""
+    namespace = run_on_luisa_nb(SEED)
+    return namespace["z_data"], namespace["x"].numpy()
 
 
 def test_the_seed_gives_real_luisas_result(device_name):
@@ -60,7 +42,7 @@ def test_the_seed_is_one_list_and_its_stale_upload_is_found(device_name):
     with AnalyzedTrace() as trace:
         seed_program()
     lists = {command.submission for command in trace.commands}
-    assert len(lists) == 2  # the program's one list, then numpy()'s download
+    assert len(lists) == 3  # the program's one list, then two numpy() downloads
     stale = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
     assert bool(stale) == stages_at_submit(device_name)
 

@@ -3,7 +3,6 @@ results as on real luisa-python."""
 
 from __future__ import annotations
 
-import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -11,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import luisa_nb.luisa as luisa
 from luisa_nb.cli import main
 from luisa_nb.luisa.alias import as_luisa
-from tests.luisa.real_luisa import require_real_luisa, run_on_real_luisa
+from tests.luisa.references import mandelbrot_escapes
+from tests.luisa.running import require_real_luisa, run_on_luisa_nb, run_on_real_luisa
 
 PROGRAMS = Path(__file__).parent / "programs"
 SEED = PROGRAMS / "seed.py"
@@ -92,37 +91,22 @@ def _no_session_left():
     session.close()
 
 
-MANDELBROT = PROGRAMS / "mandelbrot.py"
+MANDELBROT = Path(__file__).parents[2] / "benchmarks" / "luisa_mandelbrot.py"
+MANDELBROT_ARGUMENTS = ("cpu", "256", "128", "50", "1")
 
 
-def numpy_mandelbrot(width: int, height: int, iterations: int) -> np.ndarray:
-    """The escape values mandelbrot.py computes, in float32 as its kernel does."""
-    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32)
-    two = np.float32(2)
-    c = np.stack([two * xs / np.float32(height) - two, two * ys / np.float32(height) - 1])
-    z = np.zeros_like(c)
-    steps = np.zeros((height, width), np.int32)
-    running = np.ones((height, width), bool)
-    for _ in range(iterations):
-        zx, zy = z
-        z = np.where(running, np.stack([zx * zx - zy * zy, two * zx * zy]) + c, z)
-        steps += running
-        running &= ~(np.sqrt(z[0] * z[0] + z[1] * z[1]) > 20)
-    return (np.float32(1) - steps.astype(np.float32) / np.float32(iterations)).reshape(-1)
-
-
-def test_a_float2_mandelbrot_matches_numpy(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "argv", [str(MANDELBROT), "cpu"])
-    with as_luisa():
-        namespace = runpy.run_path(str(MANDELBROT), run_name="__main__")
-    luisa.del_device()
-    np.testing.assert_array_equal(namespace["values"], numpy_mandelbrot(256, 128, 50))
+def test_a_float2_mandelbrot_matches_numpy(capsys):
+    escape = run_on_luisa_nb(MANDELBROT, *MANDELBROT_ARGUMENTS)["escape"]
+    ys, xs = np.mgrid[0:128, 0:256]
+    escapes = mandelbrot_escapes(xs, ys, 128, 50)
+    steps = np.where(escapes >= 0, escapes + 1, 50).astype(np.float32)
+    np.testing.assert_array_equal(escape.numpy(), (1 - steps / 50).reshape(-1))
     assert "checksum 22905.117" in capsys.readouterr().out
 
 
 def test_real_luisa_computes_the_same_mandelbrot():
     require_real_luisa()
-    assert "checksum 22905.117" in run_on_real_luisa(MANDELBROT, "cpu")
+    assert "checksum 22905.117" in run_on_real_luisa(MANDELBROT, *MANDELBROT_ARGUMENTS)
 
 
 def test_commands_left_in_the_list_run_at_exit(tmp_path):

@@ -2,7 +2,9 @@
 run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."""
 
 import json
+import runpy
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -35,29 +37,9 @@ def report(trace, **extra):
 
 
 def seed():
-    x, y, z = (luisa.Buffer(N, float) for _ in range(3))
-    x.copy_from(np.arange(N, dtype=np.float32))
-    y.copy_from(np.arange(N, dtype=np.float32) * 1000)
-
-    @luisa.func
-    def vecadd(buf_z):
-        tid = dispatch_id().x
-        buf_z.write(tid, x.read(tid) + y.read(tid))
-
-    @luisa.func
-    def copy(source, target):
-        tid = dispatch_id().x
-        target.write(tid, source.read(tid))
-
     with AnalyzedTrace() as trace:
-        z_data = np.full(N, 123.0, np.float32)
-        z.copy_from(z_data)
-        vecadd(z, dispatch_size=N)
-        z.copy_to(z_data, sync=False)
-        z.copy_from(z_data)
-        copy(z, x, dispatch_size=N)
-        luisa.synchronize()
-    report(trace, x=x.numpy()[:4].tolist(), commands=len(trace.commands))
+        program = runpy.run_path(str(Path(__file__).with_name("seed.py")), run_name="__main__")
+    report(trace, x=program["x"].numpy()[:4].tolist(), commands=len(trace.commands))
 
 
 @luisa.func
