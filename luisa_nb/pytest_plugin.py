@@ -7,7 +7,10 @@
   :meth:`~luisa_nb.runtime.DeviceConfig.parse` reads them.
 - ``luisa_trace``: an :class:`~luisa_nb.analysis.AnalyzedTrace` (``capture="full"``)
   recording while the test runs. When the test fails, the trace is saved under the
-  test session's temporary directory and the report says where.
+  test session's temporary directory and the report says where. With
+  ``--luisa-backend luisa:cpu`` it records real luisa-python (initialized on that
+  backend and instrumented), synchronized when the test ends; ``luisa_device`` then
+  runs only on the luisa_nb backends also named.
 - ``@pytest.mark.luisa_no_hazards`` (optionally ``kinds=[...]``): the test fails if its
   trace has hazards (of those kinds), listing each in words with its fix.
 
@@ -46,7 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="run tests that use luisa_device on backend NAME (or NAME:POLICY for one "
         "staging policy only); repeat for several (default: every available backend, or "
-        "the ini option luisa_backends)",
+        "the ini option luisa_backends). luisa:BACKEND (e.g. luisa:cpu) makes luisa_trace "
+        "record real luisa-python on that backend",
     )
     group.addoption(
         "--luisa-staging",
@@ -151,7 +155,9 @@ def luisa_trace(
     from luisa_nb.testing import TracedTest
 
     name = re.sub(r"\W", "_", request.node.name)[:40]
-    traced = TracedTest(lambda: tmp_path_factory.mktemp(f"luisa-{name}", numbered=True))
+    devices = request.config.stash.get(DEVICES_KEY, None)
+    real = None if devices is None else devices.selection.real_luisa
+    traced = TracedTest(lambda: tmp_path_factory.mktemp(f"luisa-{name}", numbered=True), real)
     traced.start()
     request.node.stash[TRACED_KEY] = traced
     yield traced.trace

@@ -15,6 +15,7 @@ from typing import Any
 from luisa_nb.backends import available_backends
 from luisa_nb.errors import BackendNotFoundError, ConfigurationError
 from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy
+from luisa_nb.runtime.real_luisa import real_luisa_backend
 
 DEFAULT_STAGING = (StagingPolicy.EXECUTE, StagingPolicy.SUBMIT)
 
@@ -67,7 +68,17 @@ class DeviceSelection:
     checked at once; the default, every available backend, is found on first use."""
 
     def __init__(self, backends: Sequence[str] | None, stagings: Sequence[str] | None) -> None:
-        self._backends = check_backends(backends) if backends else None
+        names = list(backends or ())
+        real = _unique([backend for name in names if (backend := real_luisa_backend(name))])
+        if len(real) > 1:
+            raise SelectionError(
+                f"--luisa-backend names real luisa-python on {', '.join(real)}; luisa-python "
+                "initializes one backend per process, so name one luisa:BACKEND"
+            )
+        self.real_luisa: str | None = real[0] if real else None
+        """The backend of real luisa-python that traces record (``luisa:cpu``), if any."""
+        names = [name for name in names if real_luisa_backend(name) is None]
+        self._backends = check_backends(names) if names else ([] if real else None)
         self.stagings = check_stagings(stagings) if stagings else list(DEFAULT_STAGING)
 
     @property
@@ -87,12 +98,12 @@ class DeviceSelection:
         return _unique(configs)
 
     def describe(self) -> str:
-        backends = (
-            ", ".join(config.label for config in self._backends)
-            if self._backends
-            else "every available one"
-        )
-        return f"backends {backends}; staging {', '.join(map(str, self.stagings))}"
+        if self._backends is None:
+            backends = "every available one"
+        else:
+            backends = ", ".join(config.label for config in self._backends) or "none"
+        real = f"; traces record real luisa-python on {self.real_luisa}" if self.real_luisa else ""
+        return f"backends {backends}; staging {', '.join(map(str, self.stagings))}{real}"
 
 
 class DevicePool:

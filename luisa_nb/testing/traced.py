@@ -13,6 +13,7 @@ from typing import Any
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.recording import recorder
+from luisa_nb.runtime.real_luisa import start_real_luisa
 
 TRACE_FILE_NAME = "luisa-trace.lnbtrace"
 
@@ -21,22 +22,32 @@ class TracedTest:
     """A trace (``capture="full"``) recording while one test runs; ``directory()`` makes
     the folder to save it in when the test fails."""
 
-    def __init__(self, directory: Callable[[], Path]) -> None:
+    def __init__(self, directory: Callable[[], Path], real_luisa: str | None = None) -> None:
         self.directory = directory
         self.trace = AnalyzedTrace(capture="full")
         self.recording = False
         self.saved: Path | None = None
         self.namespace: dict[str, object] = {}
+        self.real_luisa = real_luisa
+        """The backend of real luisa-python (instrumented) whose commands it records."""
 
     def start(self) -> None:
+        if self.real_luisa is not None:
+            start_real_luisa(self.real_luisa)
         recorder.start(self.trace)
         self.recording = True
 
     def stop(self) -> None:
-        """Stop recording; name host arrays and buffers after the test's variables."""
+        """Stop recording (after synchronizing real luisa-python, so that the commands the
+        test left in its list are recorded); name host arrays and buffers after the test's
+        variables."""
         if self.recording:
-            recorder.stop(self.trace, self.namespace)
-            self.recording = False
+            try:
+                if self.real_luisa is not None:
+                    start_real_luisa(self.real_luisa).synchronize()
+            finally:
+                recorder.stop(self.trace, self.namespace)
+                self.recording = False
 
     def save(self) -> Path:
         """Write the trace into a new directory from ``directory()``; returns its path."""
