@@ -50,6 +50,16 @@ def test_up_down_up_in_one_list_is_stale():
     assert [h["kind"] for h in result["hazards"]] == ["STALE_UPLOAD"]
 
 
+def test_image_copies_are_traced_with_their_shape():
+    [result] = run("images")
+    assert result["stale"]
+    assert result["shapes"] == [[8, 16, 4], [8, 16, 4]]
+    [hazard] = result["hazards"]
+    assert hazard["kind"] == "STALE_UPLOAD"
+    assert hazard["staged"] == [0, 0, 0, 0]
+    assert hazard["expected"] != [0, 0, 0, 0]
+
+
 def test_a_synchronous_download_before_the_reupload_is_clean():
     [result] = run("sync")
     assert not result["stale"]

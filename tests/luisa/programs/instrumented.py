@@ -69,8 +69,24 @@ def copies(how):
     report(trace, stale=bool(not np.array_equal(b.numpy(), h1)))
 
 
+def images():
+    a = luisa.Image2D.empty(16, 8, 4, float, "byte")
+    b = luisa.Image2D.empty(16, 8, 4, float, "byte")
+    h1 = np.random.default_rng(5).integers(1, 255, (8, 16, 4), np.uint8)
+    h2 = np.zeros_like(h1)
+    with AnalyzedTrace() as trace:
+        a.copy_from(h1)
+        a.copy_to(h2, sync=False)
+        b.copy_from(h2)
+        luisa.synchronize()
+    shapes = sorted(info.image for info in trace.buffers.values())
+    report(trace, stale=bool(not np.array_equal(b.numpy(), h1)), shapes=shapes)
+
+
 if scenario == "seed":
     seed()
+elif scenario == "images":
+    images()
 elif scenario.endswith("lists"):
     for _ in range(5):
         copies(scenario)
