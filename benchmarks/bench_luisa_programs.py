@@ -2,10 +2,12 @@
 
     python benchmarks/bench_luisa_programs.py [--size 2048x1024] [--iterations 50]
 
-Runs benchmarks/luisa_mandelbrot.py (float2 source, as luisa-python users write it)
-unchanged on real luisa-python's CPU backend and on luisa_nb's `cpu` (the same file,
-with `import luisa` standing for luisa_nb.luisa), each in its own process. The first
-call includes compiling the kernel; "best" is the fastest of the repeats of dispatch +
+Runs two luisa-python programs unchanged on real luisa-python's CPU backend and on
+luisa_nb's `cpu` (the same file, with `import luisa` standing for luisa_nb.luisa), each
+in its own process: benchmarks/luisa_mandelbrot.py (float2 source) and
+benchmarks/luisa_shading.py (a 100-line kernel of structs and vectors). The first call
+includes compiling the kernel (luisa_nb's from an empty cache; real luisa-python's with
+its shader cache as it is); "best" is the fastest of the repeats of dispatch +
 synchronize. Real luisa-python needs Debian's clang and libvulkan1; its row says why
 when it cannot run.
 """
@@ -17,11 +19,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from timing import load_average, print_table
 
-PROGRAM = Path(__file__).with_name("luisa_mandelbrot.py")
+MANDELBROT = Path(__file__).with_name("luisa_mandelbrot.py")
+SHADING = Path(__file__).with_name("luisa_shading.py")
 ON_LUISA_NB = (
     "import runpy, sys\n"
     "from luisa_nb.luisa.alias import as_luisa\n"
@@ -31,9 +35,13 @@ ON_LUISA_NB = (
 )
 
 
-def run(command: list[str]) -> dict[str, str] | str:
+def run(command: list[str], cache: str | None = None) -> dict[str, str] | str:
+    """The program's ``first``/``best``/``checksum`` line as a dict, or why it failed.
+    ``cache``: luisa_nb's kernel cache folder (an empty one makes the first call cold)."""
     clang = shutil.which("clang++")
     environment = {**os.environ, **({"LUISA_CLANG_PATH": clang} if clang else {})}
+    if cache is not None:
+        environment["LUISA_NB_CACHE_DIR"] = cache
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("first ")]
     if done.returncode or not lines:
@@ -42,18 +50,16 @@ def run(command: list[str]) -> dict[str, str] | str:
     return dict(zip(words[::2], words[1::2], strict=True))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", default="2048x1024")
-    parser.add_argument("--iterations", type=int, default=50)
-    parser.add_argument("--repeats", type=int, default=5)
-    arguments = parser.parse_args()
-    width, height = (int(n) for n in arguments.size.split("x"))
-    shape = [str(width), str(height), str(arguments.iterations), str(arguments.repeats)]
-    runs = {
-        "real luisa-python cpu": run([sys.executable, str(PROGRAM), "cpu", *shape]),
-        "luisa_nb cpu": run([sys.executable, "-c", ON_LUISA_NB, str(PROGRAM), "cpu", *shape]),
-    }
+def compare(title: str, program: Path, arguments: list[str]) -> None:
+    """Run ``program`` on real luisa-python and on luisa_nb (with an empty kernel cache)
+    and print one table."""
+    with tempfile.TemporaryDirectory() as cache:
+        runs = {
+            "real luisa-python cpu": run([sys.executable, str(program), "cpu", *arguments]),
+            "luisa_nb cpu": run(
+                [sys.executable, "-c", ON_LUISA_NB, str(program), "cpu", *arguments], cache
+            ),
+        }
     reference = runs["real luisa-python cpu"]
     rows = []
     for name, result in runs.items():
@@ -64,10 +70,30 @@ def main() -> None:
         ratio = best / float(reference["best"]) if isinstance(reference, dict) else ""
         rows.append([name, float(result["first"]) * 1e3, best * 1e3, ratio, result["checksum"]])
     print_table(
-        f"mandelbrot {width}x{height}, {arguments.iterations} iterations, float2 source "
-        f"({load_average()})",
+        f"{title} ({load_average()})",
         ["runtime", "first call ms", "best ms", "time vs real luisa", "checksum"],
         rows,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--size", default="2048x1024")
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=5)
+    arguments = parser.parse_args()
+    width, height = (int(n) for n in arguments.size.split("x"))
+    size, repeats = [str(width), str(height)], str(arguments.repeats)
+    compare(
+        f"mandelbrot {width}x{height}, {arguments.iterations} iterations, float2 source",
+        MANDELBROT,
+        [*size, str(arguments.iterations), repeats],
+    )
+    compare(
+        f"shading {width}x{height}: a 100-line kernel of structs and vectors; its first call "
+        "includes the cold compile",
+        SHADING,
+        [*size, repeats],
     )
 
 
