@@ -7,8 +7,6 @@ the width; here it is the height, so ``from_array(image.numpy())`` round-trips).
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +17,10 @@ from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.luisa import session
 from luisa_nb.luisa.buffer import ListedCopies, add_to_list
 from luisa_nb.luisa.types import uint
+from luisa_nb.png import encode_png
 from luisa_nb.runtime import Stream
 
 _KINDS = {float: "float", int: "int", uint: "uint"}
-_PNG_COLOUR_TYPES = {1: 0, 2: 4, 4: 6}  # grey, grey + alpha, RGBA
 
 
 class Image2D(ListedCopies, runtime.Image):
@@ -118,27 +116,7 @@ class Image2D(ListedCopies, runtime.Image):
                 f"to_image of {self.storage}-stored images (luisa saves HDR files); save "
                 f"image.numpy() with a library of your choice"
             )
-        write_png(Path(path), self.numpy())
-
-
-def write_png(path: Path, pixels: np.ndarray) -> None:
-    """Write ``(height, width, channels)`` uint8 ``pixels`` (1, 2 or 4 channels) as PNG."""
-    height, width, channels = pixels.shape
-    rows = np.concatenate(
-        [np.zeros((height, 1), np.uint8), pixels.reshape(height, width * channels)], axis=1
-    )
-    header = struct.pack(">IIBBBBB", width, height, 8, _PNG_COLOUR_TYPES[channels], 0, 0, 0)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    path.write_bytes(
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 6))
-        + chunk(b"IEND", b"")
-    )
+        Path(path).write_bytes(encode_png(self.numpy()))
 
 
 Texture2D = Image2D

@@ -8,11 +8,9 @@ each hazard as a red arc from the host write to the stale host read.
 
 from __future__ import annotations
 
-import struct
-import zlib
-
 import numpy as np
 
+from luisa_nb.png import encode_png
 from luisa_nb.widgets.model import HAZARD_COLOR, KINDS, TimelineModel
 
 HOST_LANE_HEIGHT = 46
@@ -23,25 +21,6 @@ ARROW_LIMIT = 2000
 
 def _rgb(color: str) -> np.ndarray:
     return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], np.uint8)
-
-
-def encode_png(pixels: np.ndarray) -> bytes:
-    """A PNG file of an (height, width, 3) uint8 image."""
-    height, width, _ = pixels.shape
-    raw = np.zeros((height, width * 3 + 1), np.uint8)
-    raw[:, 1:] = pixels.reshape(height, width * 3)
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
-        + chunk(b"IEND", b"")
-    )
 
 
 def timeline_png(model: TimelineModel, width: int = 960) -> bytes:
