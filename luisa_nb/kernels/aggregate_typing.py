@@ -21,6 +21,7 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.expressions import is_weak
 from luisa_nb.kernels.type_system import (
+    MatrixType,
     ScalarType,
     VectorType,
     is_aggregate_type,
@@ -237,8 +238,8 @@ class AggregateTyping:
         """A captured struct or array as a constant expression."""
         if isinstance(kind, ScalarType):
             return ir.Constant(kind, np.asarray(value, kind.dtype).item())
-        if isinstance(kind, VectorType):
-            components = np.asarray(value, dtype=kind.element.dtype).tolist()
+        if isinstance(kind, (VectorType, MatrixType)):
+            components = np.asarray(value, dtype=kind.element.dtype).ravel(order="F").tolist()
             return ir.Construct(kind, tuple(ir.Constant(kind.element, c) for c in components))
         if isinstance(kind, StructType):
             return ir.Construct(

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.kernels.matrices import composite_class, matrix_class
 from luisa_nb.kernels.type_system import (
     MatrixType,
     ScalarType,
@@ -176,8 +177,8 @@ def zero_value(kind: Any) -> Any:
     """The zero of a kernel type, as Python mode holds it."""
     if isinstance(kind, ScalarType):
         return kind.dtype.type(0)
-    if isinstance(kind, VectorType):
-        return vector_class(kind)()
+    if isinstance(kind, (VectorType, MatrixType)):
+        return composite_class(kind)()
     return kind.value_class.zero()
 
 
@@ -206,6 +207,10 @@ def from_record(kind: Any, record: Any) -> Any:
     if isinstance(kind, VectorType):
         values = np.array([record[field] for field in kind.fields], dtype=kind.element.dtype)
         return vector_class(kind).wrap(values)
+    if isinstance(kind, MatrixType):
+        fields = kind.column.fields
+        columns = [[column[field] for field in fields] for column in record["columns"]]
+        return matrix_class(kind).wrap(np.array(columns, dtype=np.float32))
     if isinstance(kind, StructType):
         value = kind.value_class.__new__(kind.value_class)
         object.__setattr__(
@@ -224,6 +229,8 @@ def to_record(kind: Any, value: Any) -> Any:
         return value
     if isinstance(kind, VectorType):
         return tuple(components_of(value, kind.element.dtype).tolist())
+    if isinstance(kind, MatrixType):
+        return ([tuple(column) for column in value._values.tolist()],)
     if isinstance(kind, StructType):
         return tuple(to_record(t, value._values[n]) for n, t in kind.fields.items())
     return ([to_record(kind.element, element) for element in value._values],)

@@ -10,9 +10,12 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS
 from luisa_nb.kernels.captures import Unresolved, builtin_name
 from luisa_nb.kernels.expressions import BUFFER_METHODS, is_weak
+from luisa_nb.kernels.matrices import MATRIX_CLASSES
+from luisa_nb.kernels.matrix_typing import MATRIX_FUNCTIONS
 from luisa_nb.kernels.type_system import (
     INT3,
     ImageType,
+    MatrixType,
     ScalarType,
     VectorType,
     article,
@@ -48,12 +51,13 @@ VECTOR_FUNCTIONS = {  # name: (operand lengths allowed, result is a scalar)
 THREE = ("clamp", "lerp", "smoothstep", "fma", "faceforward", "select")
 TWO = ("pow", "atan2", "copysign", "fmod", "mod", "step", "dot", "distance")
 TWO += ("distance_squared", "cross", "reflect")
-CONSTRUCTORS: dict[str, VectorType] = {
-    **{cls.__name__: cls.__lnb_type__ for cls in VECTOR_CLASSES},
-    **{f"make_{cls.__name__}": cls.__lnb_type__ for cls in VECTOR_CLASSES},
+CONSTRUCTORS: dict[str, VectorType | MatrixType] = {
+    **{cls.__name__: cls.__lnb_type__ for cls in (*VECTOR_CLASSES, *MATRIX_CLASSES)},
+    **{f"make_{cls.__name__}": cls.__lnb_type__ for cls in (*VECTOR_CLASSES, *MATRIX_CLASSES)},
 }
 ARITIES = {
     **dict.fromkeys((*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *VECTOR_FUNCTIONS), (1, 1)),
+    **dict.fromkeys(MATRIX_FUNCTIONS, (1, 1)),
     **dict.fromkeys(TWO, (2, 2)),
     **dict.fromkeys(THREE, (3, 3)),
     **dict.fromkeys(CONSTRUCTORS, (0, 16)),
@@ -123,7 +127,12 @@ class BuiltinCallTyping:
             return ir.DispatchValue(INT3, "id" if name == "dispatch_id" else "size")
         arguments = [self.visit(argument) for argument in node.args]
         if name in CONSTRUCTORS:
-            return self.construct(CONSTRUCTORS[name], arguments, node)
+            target = CONSTRUCTORS[name]
+            if isinstance(target, MatrixType):
+                return self.construct_matrix(target, arguments, node)
+            return self.construct(target, arguments, node)
+        if name in MATRIX_FUNCTIONS:
+            return self.matrix_builtin(name, arguments, node)
         composite = [a for a in arguments if is_composite(a.type)]
         if composite and getattr(self.resolve(node.func), "__module__", None) == "math":
             self.fail(node, f"{label}() takes scalars; call luisa_nb's {name}() for vectors")

@@ -23,10 +23,12 @@ from luisa_nb.kernels.c_checks import (
 from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
 from luisa_nb.kernels.c_images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c_launch import LaunchEmission
+from luisa_nb.kernels.c_matrices import MatrixEmission
 from luisa_nb.kernels.c_vectors import VectorEmission
 from luisa_nb.kernels.type_system import (
     ImageType,
     KernelType,
+    MatrixType,
     ScalarType,
     element_of,
     is_aggregate_type,
@@ -58,11 +60,11 @@ STRUCT_CODES = {
 def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
     """Packs (dims x3, buffer addresses, scalars, and with checks one int64 element count
     per buffer) exactly like the C argument struct. A vector scalar takes its components,
-    padded as the C struct pads it."""
+    padded as the C struct pads it; a matrix, struct or array its bytes."""
     layout = f"@3q{'P' * len(kernel.buffers)}"
     for slot in kernel.scalars:
         kind = slot.type
-        if is_aggregate_type(kind):
+        if is_aggregate_type(kind) or isinstance(kind, MatrixType):
             layout += "x" * (-struct.calcsize(layout) % kind.alignment)
             layout += f"{kind.dtype.itemsize}s"
             continue
@@ -81,7 +83,14 @@ def c_identifier(name: str) -> str:
     return "".join(c if c.isascii() else f"_u{ord(c):x}_" for c in name)
 
 
-class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, ImageEmission, LaunchEmission):
+class CEmitter(
+    VectorEmission,
+    MatrixEmission,
+    AggregateEmission,
+    AtomicEmission,
+    ImageEmission,
+    LaunchEmission,
+):
     """Emits one kernel as C11 for the host compiler.
 
     ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
@@ -415,11 +424,15 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, ImageEmission,
         return f"{self.expression(expression.operand)}.{expression.field}"
 
     def expression_element(self, expression: ir.Element) -> str:
+        if isinstance(expression.operand.type, MatrixType):
+            return self.matrix_column(expression)
         if is_aggregate_type(expression.operand.type):
             return self.array_element(expression)
         return self.element(expression)
 
     def expression_construct(self, expression: ir.Construct) -> str:
+        if isinstance(expression.type, MatrixType):
+            return self.matrix_construct(expression)
         if is_aggregate_type(expression.type):
             return self.aggregate_construct(expression)
         return self.construct(expression)
@@ -436,11 +449,15 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, ImageEmission,
         return f"{function}({buffer}, {count}, {index}, {site}, lnb_state)"
 
     def expression_unary(self, expression: ir.Unary) -> str:
+        if isinstance(expression.type, MatrixType):
+            return self.matrix_negation(expression)
         if is_composite(expression.type):
             return self.vector_unary(expression)
         return f"({UNARY_SYMBOLS[expression.operator]}{self.expression(expression.operand)})"
 
     def expression_binary(self, expression: ir.Binary) -> str:
+        if MatrixType in (type(expression.left.type), type(expression.right.type)):
+            return self.matrix_binary(expression)
         if is_composite(expression.type) or is_composite(expression.left.type):
             return self.vector_binary(expression)
         left, right = self.expression(expression.left), self.expression(expression.right)
@@ -472,6 +489,8 @@ class CEmitter(VectorEmission, AggregateEmission, AtomicEmission, ImageEmission,
         return f"(({self.type_name(expression.type)}){self.expression(expression.operand)})"
 
     def expression_call(self, expression: ir.Call) -> str:
+        if isinstance(expression.arguments[0].type, MatrixType):
+            return self.matrix_call(expression)
         if any(is_composite(argument.type) for argument in expression.arguments):
             return self.vector_call(expression)
         arguments = [self.expression(argument) for argument in expression.arguments]

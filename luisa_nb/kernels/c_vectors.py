@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.type_system import (
     INT3,
+    MATRIX_TYPES,
     VECTOR_TYPES,
     KernelType,
+    MatrixType,
     ScalarType,
     VectorType,
     is_aggregate_type,
@@ -33,14 +35,15 @@ def type_label(kind: KernelType) -> str:
 class VectorEmission:
     """Mixin of :class:`CEmitter` for vector and matrix types and operations."""
 
-    def composite_name(self: CEmitter, kind: VectorType) -> str:
+    def composite_name(self: CEmitter, kind: VectorType | MatrixType) -> str:
         self.composite_types.add(kind)
         return f"lnb_{kind}"
 
     def type_definitions(self: CEmitter) -> list[str]:
-        """The struct of each vector type the kernel uses (int3 always), then those of
-        its structs and arrays."""
-        used = self.composite_types | {INT3}
+        """The struct of each vector type the kernel uses (int3 always), of each matrix
+        type, then those of its structs and arrays."""
+        matrices = [kind for kind in MATRIX_TYPES if kind in self.composite_types]
+        used = self.composite_types | {INT3} | {kind.column for kind in matrices}
         lines = []
         for kind in VECTOR_TYPES:
             if kind in used:
@@ -49,6 +52,7 @@ class VectorEmission:
                 members = f"_Alignas({kind.alignment}) {element} {first}; {element} "
                 members += ", ".join(rest)
                 lines.append(f"typedef struct {{ {members}; }} lnb_{kind};")
+        lines += [self.matrix_definition(kind) for kind in matrices]
         return lines + self.aggregate_definitions
 
     def define_helper(self: CEmitter, name: str, build: Callable[[], str]) -> str:
@@ -63,6 +67,12 @@ class VectorEmission:
         """C expressions for each scalar component of ``text``."""
         if isinstance(kind, VectorType):
             return [f"{text}.{field}" for field in kind.fields]
+        if isinstance(kind, MatrixType):
+            return [
+                c
+                for i in range(kind.size)
+                for c in self.components(kind.column, f"{text}.cols[{i}]")
+            ]
         return [text]
 
     def componentwise(
@@ -188,6 +198,10 @@ class VectorEmission:
             return f"{inner}.m_{place.name}", guards
         source = place.operand.type
         index = self.expression(place.index)
+        if isinstance(source, MatrixType):
+            if not isinstance(place.index, ir.Constant):
+                guards = [*guards, f"(uint64_t)(int64_t)({index}) < {source.size}"]
+            return f"{inner}.cols[{index}]", guards
         if is_aggregate_type(source):
             if not isinstance(place.index, ir.Constant):
                 guards = [*guards, f"(uint64_t)(int64_t)({index}) < {source.size}"]

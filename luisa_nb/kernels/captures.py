@@ -13,6 +13,7 @@ from typing import Any
 
 from luisa_nb.kernels import builtins as kernel_builtins
 from luisa_nb.kernels.math_builtins import MATH_BUILTINS
+from luisa_nb.kernels.matrices import MATRIX_CLASSES, MATRIX_FUNCTIONS
 from luisa_nb.kernels.type_system import article
 from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 
@@ -22,6 +23,8 @@ LANGUAGE_OBJECTS = (
     *MATH_BUILTINS,
     *VECTOR_CLASSES,
     *MAKE_FUNCTIONS,
+    *MATRIX_CLASSES,
+    *MATRIX_FUNCTIONS,
 )
 _BUILTIN_TABLE: list[tuple[Any, str]] = [
     *((function, function.__name__) for function in LANGUAGE_OBJECTS),

@@ -30,7 +30,7 @@ from luisa_nb.kernels.checks import (
 )
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.kernels.type_system import ImageType, ScalarType, is_aggregate_type
+from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_aggregate_type
 
 
 class CancelFlag:
@@ -162,10 +162,10 @@ def flatten_scalars(scalars: Sequence[Any], composites: dict[int, Any]) -> list[
         kind = composites.get(position)
         if kind is None:
             flat.append(value)
-        elif is_aggregate_type(kind):
+        elif is_aggregate_type(kind) or isinstance(kind, MatrixType):
             flat.append(to_bytes(kind, value))
         else:
-            flat.extend(np.asarray(value).ravel(order="F").tolist())
+            flat.extend(np.asarray(value).tolist())
     return flat
 
 

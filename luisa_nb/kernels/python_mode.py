@@ -25,6 +25,7 @@ from luisa_nb.kernels.builtins import thread_state
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
+from luisa_nb.kernels.matrices import composite_class
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import BufferType, ImageType, ScalarType, is_aggregate_type
 from luisa_nb.kernels.value_copies import copying_function
@@ -127,15 +128,15 @@ class BufferShim:
 
 
 class CompositeBufferShim(BufferShim):
-    """A buffer of vectors: reads give new vectors, writes copy the components into the
-    elements' (padded) layout."""
+    """A buffer of vectors or matrices: reads give new values, writes copy the components
+    into the elements' (padded) layout."""
 
     __slots__ = ("components", "value_type")
 
     def bind(self, array: np.ndarray) -> BufferShim:
         self.array = array
         kind = BufferType.of_dtype(array.dtype).element
-        self.value_type = vector_class(kind)
+        self.value_type = composite_class(kind)
         self.components = self.value_type.component_view(array)
         self.check_finite = self.executable.checks == "nan" and kind.element.is_float
         return self
@@ -272,7 +273,7 @@ def _argument_converter(kind: Any) -> Callable[[Any], Any]:
         return kind.dtype.type
     if is_aggregate_type(kind):
         return lambda value: value.copy()
-    return vector_class(kind)
+    return composite_class(kind)
 
 
 class PythonExecutable(Executable):

@@ -243,7 +243,9 @@ class BufferType:
         return f"buffer[{self.element}]"
 
 
-_BUFFER_TYPE_OF_DTYPE = {t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES)}
+_BUFFER_TYPE_OF_DTYPE = {
+    t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES, *MATRIX_TYPES)
+}
 
 INT32_RANGE = (-(2**31), 2**31 - 1)
 
@@ -259,15 +261,16 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     """The kernel type of a launch argument.
 
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
-    keep their dtype, vectors (``float3(1, 2, 3)``) their type, buffer-like objects give a
-    :class:`BufferType` (of a vector type when the dtype is ``dtype_of`` that type; of an
+    keep their dtype, vectors (``float3(1, 2, 3)``) and matrices their type, buffer-like
+    objects give a :class:`BufferType` (of a vector or matrix type when the dtype is
+    ``dtype_of`` that type; of an
     :class:`ImageType` for images).
     """
     kind = type(value)
     if kind is float:
         return ScalarType.FLOAT32
     value_type = getattr(kind, "__lnb_type__", None)
-    if isinstance(value_type, VectorType) or is_aggregate_type(value_type):
+    if isinstance(value_type, (VectorType, MatrixType)) or is_aggregate_type(value_type):
         return value_type
     if is_image_like(value):
         return BufferType(image_type(value))
@@ -296,7 +299,8 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if isinstance(value, float):
         return ScalarType.FLOAT32
     raise KernelArgumentError(
-        f"kernel arguments must be buffers, bool/int/float scalars, vectors or structs, got "
+        f"kernel arguments must be buffers, bool/int/float scalars, vectors, matrices or "
+        f"structs, got "
         f"{type(value).__name__} {value!r:.60}"
     )
 

@@ -17,6 +17,7 @@ from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.captures import CaptureResolver, builtin_name
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.image_typing import ImageTyping
+from luisa_nb.kernels.matrix_typing import MatrixTyping
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -33,6 +34,7 @@ from luisa_nb.kernels.vector_typing import VectorTyping
 class KernelTyper(
     ExpressionTyping,
     VectorTyping,
+    MatrixTyping,
     AggregateTyping,
     AtomicTyping,
     ImageTyping,

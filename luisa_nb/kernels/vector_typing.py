@@ -11,6 +11,7 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.expressions import is_weak
 from luisa_nb.kernels.type_system import (
+    OPERATOR_VERBS,
     MatrixType,
     PromotionError,
     ScalarType,
@@ -43,9 +44,13 @@ class VectorTyping:
         operand_type, result_type = operands[0].type, None
         weak = is_weak(operands[0])
         for operand in operands[1:]:
-            for kind in (operand_type, operand.type):
-                if isinstance(kind, MatrixType):
-                    self.fail(node, f"{kind} values take no part in {operator}")
+            if MatrixType in (type(operand_type), type(operand.type)):
+                verb = OPERATOR_VERBS.get(operator, "compare")
+                self.fail(
+                    node,
+                    f"cannot {verb} {operand_type} and {operand.type}: matrices have only "
+                    f"*, @, + and - (and unary -)",
+                )
             try:
                 operand_type, result_type = elementwise_types(
                     operator, operand_type, operand.type, weak, is_weak(operand)
@@ -288,19 +293,6 @@ class VectorTyping:
         if operator == "matmul" or MatrixType in (type(left.type), type(right.type)):
             return self.matrix_arithmetic(operator, left, right, node)
         return self.vector_arithmetic(operator, left, right, node)
-
-    def matrix_arithmetic(
-        self: KernelTyper,
-        operator: str,
-        left: ir.Expression,
-        right: ir.Expression,
-        node: ast.AST,
-    ) -> ir.Expression:
-        self.fail(
-            node,
-            f"the @ operator multiplies matrices, which kernels do not support yet (got "
-            f"{left.type} and {right.type})",
-        )
 
     def composite_select(
         self: KernelTyper,

@@ -1,5 +1,6 @@
 """luisa-python's ``luisa.util`` (and its struct and array types): ``StructType``,
-``ArrayType``, ``struct``, ``array``, and the ``RandomSampler`` struct with its makers.
+``ArrayType``, ``struct``, ``array``, the ``RandomSampler`` struct with its makers, and
+``make_float2x2_eye(v)`` ... (diagonal matrices).
 
 Field and element types may be luisa-python's names (``int``, ``float``, ``uint``,
 ``float3``, another struct ...); they become the kernel types of
@@ -109,6 +110,24 @@ def _next3f(self):
     return kernels.float3(self.next(), self.next(), self.next())
 
 
+@func
+def make_float2x2_eye(v):
+    """A float2x2 with ``v`` on its diagonal."""
+    return kernels.float2x2(v, 0, 0, v)
+
+
+@func
+def make_float3x3_eye(v):
+    """A float3x3 with ``v`` on its diagonal."""
+    return kernels.float3x3(v, 0, 0, 0, v, 0, 0, 0, v)
+
+
+@func
+def make_float4x4_eye(v):
+    """A float4x4 with ``v`` on its diagonal."""
+    return kernels.float4x4(v, 0, 0, 0, 0, v, 0, 0, 0, 0, v, 0, 0, 0, 0, v)
+
+
 RandomSampler.add_method(_start, "__init__")
 RandomSampler.add_method(_next, "next")
 RandomSampler.add_method(_next2f, "next2f")
@@ -119,6 +138,9 @@ __all__ = [
     "RandomSampler",
     "StructType",
     "array",
+    "make_float2x2_eye",
+    "make_float3x3_eye",
+    "make_float4x4_eye",
     "make_random_sampler",
     "make_random_sampler3d",
     "struct",

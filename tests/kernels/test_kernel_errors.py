@@ -100,7 +100,7 @@ SPECIALISATION_ERRORS = [
     ("out = 3", 0, 5, "cannot assign to buffer parameter 'out'"),
     ("i += out[0]", 0, 10, "buffers are read with buf.read(i) and written with buf.write"),
     ("out[i] = 1", 0, 5, "buffers are written with buf.write(i, value)"),
-    ("v = i @ i", 0, 9, "the @ operator multiplies matrices, which kernels do not support yet"),
+    ("v = i @ i", 0, 9, "cannot multiply int32 and int32: @ multiplies a matrix by a matrix"),
     ("v = 5000000000\nv = 3000000000 * i", 1, 9, "the literal 3000000000 does not fit int32"),
 ]
 
