@@ -7,6 +7,7 @@ use it without a notebook.
 
 from __future__ import annotations
 
+import base64
 import math
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from luisa_nb.analysis.differences import differing_values, largest_errors
 from luisa_nb.analysis.uploads import UploadCheck
 from luisa_nb.errors import BufferMismatchError, ConfigurationError, HostDtypeError
+from luisa_nb.png import encode_png
 from luisa_nb.recording import CommandRecord, Trace
 from luisa_nb.recording.naming import describe
 
@@ -64,6 +66,11 @@ def transport_dtype(dtype: np.dtype, name: str = "array") -> str:
     return _TRANSPORT[key]
 
 
+PICTURE_SIZE = 256
+MARK_EQUAL = (40, 44, 52)
+MARK_DIFFERENT = (229, 57, 53)
+
+
 def _json_number(value: float) -> float | str:
     """JSON has no inf or nan; they travel as the strings Python prints."""
     value = float(value)
@@ -88,6 +95,7 @@ class ArrayDiff:
         notes: list[str] | None = None,
         differing: np.ndarray | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        image: bool = False,
     ) -> None:
         expected = as_values(expected, names[0])
         actual = as_values(actual, names[1])
@@ -109,6 +117,7 @@ class ArrayDiff:
             differing = differing_values(self.expected, self.actual)
         self.differing = np.asarray(differing, np.intp).reshape(-1)
         self._errors = largest_errors(self.expected, self.actual, self.differing)
+        self.image = image and len(self.shape) == 3 and self.shape[2] in (1, 2, 4)
 
     # -- statistics ----------------------------------------------------------------------
 
@@ -167,6 +176,27 @@ class ArrayDiff:
             "page_size": self.page_size,
             "pages": {mode: self.pages(mode) for mode in PAGE_MODES},
             "heatmap": self.heatmap_layout(),
+            "pictures": self.pictures() if self.image else None,
+        }
+
+    def pictures(self) -> dict[str, str]:
+        """For an image (``(height, width, channels)``): PNG data URLs of both sides and
+        of where they differ, at most :data:`PICTURE_SIZE` pixels a side."""
+        shape = self.shape
+        expected, actual = self.expected.reshape(shape), self.actual.reshape(shape)
+        step = max(1, -(-max(shape[0], shape[1]) // PICTURE_SIZE))
+        expected, actual = expected[::step, ::step], actual[::step, ::step]
+        differs = np.zeros(self.size, bool)
+        differs[self.differing] = True
+        changed = differs.reshape(shape).any(axis=2)[::step, ::step]
+        marks = np.where(changed[..., None], MARK_DIFFERENT, MARK_EQUAL).astype(np.uint8)
+        return {
+            name: "data:image/png;base64," + base64.b64encode(encode_png(picture)).decode()
+            for name, picture in (
+                (self.names[0], _displayable(expected)),
+                (self.names[1], _displayable(actual)),
+                ("where they differ", marks),
+            )
         }
 
     def heatmap_layout(self) -> dict[str, int]:
@@ -263,6 +293,27 @@ class ArrayDiff:
         return np.ascontiguousarray(values, "<" + transport_dtype(values.dtype)).tobytes()
 
 
+def _displayable(pixels: np.ndarray) -> np.ndarray:
+    """Texels as opaque RGB bytes: byte channels as they are, 16-bit ones scaled, floats
+    clamped to [0, 1]; one channel as grey, two as red and green."""
+    if pixels.dtype == np.uint8:
+        scaled = pixels
+    elif pixels.dtype == np.uint16:
+        scaled = (pixels >> 8).astype(np.uint8)
+    else:
+        values = np.nan_to_num(pixels.astype(np.float64), nan=0.0)
+        if pixels.dtype.kind in "iu":
+            low, high = values.min(), values.max()
+            values = (values - low) / (high - low if high > low else 1.0)
+        scaled = np.round(np.clip(values, 0.0, 1.0) * 255).astype(np.uint8)
+    channels = scaled.shape[2]
+    if channels == 1:
+        return np.repeat(scaled, 3, axis=2)
+    if channels == 2:
+        return np.concatenate([scaled, np.zeros_like(scaled[..., :1])], axis=2)
+    return np.ascontiguousarray(scaled[..., :3])
+
+
 def upload_array_diff(
     trace: Trace,
     check: UploadCheck,
@@ -291,6 +342,9 @@ def upload_array_diff(
             )
     expected, staged = check.expected[:known], check.staged[:known]
     shape = tuple(host.shape) if host is not None else (known,)
+    image = _image_shape(trace, command)
+    if image is not None and int(np.prod(image)) == known:
+        shape = image
     if known == elements and int(np.prod(shape)) == known:
         expected, staged = expected.reshape(shape), staged.reshape(shape)
     differing = check.differing_indices[check.differing_indices < known]
@@ -302,7 +356,17 @@ def upload_array_diff(
         notes=notes,
         differing=differing,
         page_size=page_size,
+        image=image is not None,
     )
+
+
+def _image_shape(trace: Trace, command: CommandRecord) -> tuple[int, int, int] | None:
+    """The ``(height, width, channels)`` of the image an upload writes whole, if it does."""
+    for device in command.device_ranges:
+        info = trace.buffers.get(device.buffer)
+        if info is not None and info.image is not None and device.nbytes == info.nbytes:
+            return tuple(info.image)
+    return None
 
 
 def unavailable(title: str, reason: str) -> dict[str, Any]:

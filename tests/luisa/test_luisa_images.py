@@ -102,3 +102,34 @@ def test_a_saved_trace_keeps_the_image_shape(fresh_session, tmp_path):
     loaded = lnb.load_trace(trace.save(tmp_path / "image.lnbtrace"))
     info = loaded.buffers[image.id]
     assert (info.image, info.dtype, info.size) == ((4, 8, 2), "<u2", 64)
+
+
+def test_the_inspector_shows_a_stale_image_upload_as_pictures(fresh_session):
+    import base64
+    import io
+
+    from luisa_nb.widgets import StagingInspector
+
+    image_module = pytest.importorskip("PIL.Image")
+    luisa.init("cpu:submit")
+    h1, h2 = pixels(8, 12, seed=2), np.zeros((8, 12, 4), np.uint8)
+    a = luisa.Image2D(12, 8, 4, float, storage="byte")
+    b = luisa.Image2D(12, 8, 4, float, storage="byte")
+    with AnalyzedTrace(capture="full") as trace:
+        a.copy_from(h1)
+        a.copy_to(h2, sync=False)
+        b.copy_from(h2)
+        luisa.synchronize()
+    [stale] = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+    summary = StagingInspector(trace, stale.command_ids[-1]).summary
+    assert summary["shape"] == [8, 12, 4]
+
+    def decoded(url: str) -> np.ndarray:
+        data = base64.b64decode(url.removeprefix("data:image/png;base64,"))
+        return np.asarray(image_module.open(io.BytesIO(data)))
+
+    pictures = {name: decoded(url) for name, url in summary["pictures"].items()}
+    np.testing.assert_array_equal(pictures["expected"], h1[..., :3])
+    np.testing.assert_array_equal(pictures["staged"], np.zeros((8, 12, 3), np.uint8))
+    differ = pictures["where they differ"]
+    assert (differ[(h1 != 0).any(axis=2)] == (229, 57, 53)).all()

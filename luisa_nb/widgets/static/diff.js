@@ -230,6 +230,22 @@ export function render({ model, el }) {
     return box;
   }
 
+  // An image's two sides and where they differ, as pictures (summary.pictures: caption
+  // -> PNG data URL).
+  function pictures() {
+    if (!summary.pictures) return null;
+    const row = element("div", "lnb-pictures");
+    for (const [caption, url] of Object.entries(summary.pictures)) {
+      const figure = element("figure", "lnb-picture");
+      const image = document.createElement("img");
+      image.src = url;
+      image.alt = caption;
+      figure.append(image, element("figcaption", "", caption));
+      row.append(figure);
+    }
+    return row;
+  }
+
   function statistics() {
     const box = element("div", "lnb-stats");
     const share = summary.size ? ((100 * summary.count) / summary.size).toFixed(summary.count === summary.size ? 0 : 2) : "0";
@@ -305,6 +321,8 @@ export function render({ model, el }) {
     }
     parts.push(statistics());
     for (const note of summary.notes || []) parts.push(element("div", "lnb-note", note));
+    const shown = pictures();
+    if (shown) parts.push(shown);
     const map = heatmap();
     if (map) parts.push(map);
     pager = controls();
