@@ -41,8 +41,6 @@ from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import next_stream_id
 
-DEVICE_NAME = "luisa:cpu"
-
 
 class LuisaMemory:
     """A luisa-python buffer or image as the trace sees it; its own view."""
@@ -94,18 +92,23 @@ class LuisaCommand:
         return None if self.host is None else host_range(self.host)
 
 
-class _Device:
-    name = DEVICE_NAME
+class LuisaDevice:
+    """luisa-python's device as the trace names it (``luisa:cpu``, or ``luisa`` while the
+    backend is unknown). Its staging is recorded as ``submit``, what LuisaCompute's CPU
+    backend does."""
+
     staging = StagingPolicy.SUBMIT
+
+    def __init__(self) -> None:
+        self.name = "luisa"
 
 
 class LuisaStream:
     """The trace's side of one luisa-python stream: the commands added since the last
     ``execute()`` and the lists submitted since the last ``synchronize()``."""
 
-    device = _Device()
-
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: Any, device: LuisaDevice) -> None:
+        self.device = device
         self.stream = stream
         self.id = next_stream_id()
         self.name = f"luisa stream {self.id}"
@@ -120,6 +123,7 @@ class Instrumentation:
         self.luisa = luisa
         self.lcapi = lcapi
         self.shadow = shadow
+        self.device = LuisaDevice()
         self.streams: dict[int, LuisaStream] = {}
         self.memories: dict[int, tuple[Any, LuisaMemory]] = {}
         self.originals: list[tuple[Any, str, Any]] = []
@@ -130,7 +134,7 @@ class Instrumentation:
         stream = stream if stream is not None else self.luisa.globalvars.vars.stream
         known = self.streams.get(id(stream))
         if known is None or known.stream is not stream:
-            known = self.streams[id(stream)] = LuisaStream(stream)
+            known = self.streams[id(stream)] = LuisaStream(stream, self.device)
         return known
 
     def memory_of(self, resource: Any) -> LuisaMemory:
@@ -361,6 +365,7 @@ def start_real_luisa(backend: str) -> Any:
         luisa.init(backend, support_gui=False)
     except Exception as error:
         raise LuisaNbError(f"real luisa-python cannot start backend {backend!r}: {error}") from None
+    _active.device.name = f"luisa:{backend}"
     return luisa
 
 
