@@ -15,6 +15,7 @@ from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
 from luisa_nb.kernels.atomic_typing import AtomicTyping
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.captures import CaptureResolver, builtin_name
+from luisa_nb.kernels.constant_conditions import ConstantConditions
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.image_typing import ImageTyping
 from luisa_nb.kernels.matrix_typing import MatrixTyping
@@ -94,6 +95,7 @@ class KernelTyper(
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
         }
         self.local_names = assigned | self.scalar_arguments | set(self.buffer_arguments)
+        self.constants = ConstantConditions(source.tree, self.local_names, captures)
 
     def run(self) -> ir.KernelIR:
         """Type the whole body."""
@@ -290,11 +292,23 @@ class KernelTyper(
         )
 
     def visit_If(self, node: ast.If) -> list[ir.Statement]:
+        """A constant condition keeps only the live branch, untyped the other (as
+        luisa-python does); see ``constant_conditions``."""
+        truth = self.constants.truth(node)
+        if truth is not None:
+            return list(self.block(node.body if truth else node.orelse))
         condition = self.to_bool(self.visit(node.test), node.test)
         return [ir.If(condition, self.block(node.body), self.block(node.orelse))]
 
     def visit_While(self, node: ast.While) -> list[ir.Statement]:
-        condition = self.to_bool(self.visit(node.test), node.test)
+        """A constantly false loop is dropped, its body untyped."""
+        truth = self.constants.truth(node)
+        if truth is False:
+            return []
+        if truth:
+            condition: ir.Expression = ir.Constant(ScalarType.BOOL, True)
+        else:
+            condition = self.to_bool(self.visit(node.test), node.test)
         return [ir.While(condition, self.block(node.body))]
 
     def visit_For(self, node: ast.For) -> list[ir.Statement]:
