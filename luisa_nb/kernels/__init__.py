@@ -7,7 +7,7 @@ docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported 
 """
 
 from luisa_nb.kernels.aggregates import ArrayType, StructType
-from luisa_nb.kernels.builtins import dispatch_id, dispatch_size
+from luisa_nb.kernels.builtins import dispatch_id, dispatch_size, set_block_size
 from luisa_nb.kernels.definition import KernelDefinition
 from luisa_nb.kernels.executable import Executable, Parameter
 from luisa_nb.kernels.math_builtins import (
@@ -208,6 +208,7 @@ __all__ = [
     "rsqrt",
     "saturate",
     "select",
+    "set_block_size",
     "sign",
     "sin",
     "sinh",

@@ -113,7 +113,7 @@ class BuiltinCallTyping:
                 self.fail(node, f"{label}() returns nothing; call it as a statement")
             return special
         name = self.callee(node)
-        if name in ("print", "breakpoint"):
+        if name in ("print", "breakpoint", "set_block_size"):
             self.fail(node, f"{label}() is a statement; it returns no value")
         if name == "range":
             self.fail(node, "range() can only be used as the iterable of a for loop")

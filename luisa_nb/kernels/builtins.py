@@ -1,6 +1,6 @@
-"""``dispatch_id()`` and ``dispatch_size()``. The compiler recognises them by identity;
-in Python mode they read the running thread's state. The math functions kernels call
-live in ``math_builtins``.
+"""``dispatch_id()``, ``dispatch_size()`` and ``set_block_size()``. The compiler
+recognises them by identity; in Python mode the first two read the running thread's
+state. The math functions kernels call live in ``math_builtins``.
 """
 
 from __future__ import annotations
@@ -33,3 +33,9 @@ def dispatch_size() -> Vector:
     if value is None:
         raise KernelError("dispatch_size() only works inside a kernel; dispatch the kernel")
     return value.copy()
+
+
+def set_block_size(x: int, y: int, z: int) -> None:
+    """luisa-python's block size for a kernel's threads: checked by the compiler (constant
+    positive integers, at most 1024 threads in all), then ignored, as the CPU runs threads
+    in blocks of its own size. Does nothing when called."""

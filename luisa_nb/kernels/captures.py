@@ -20,6 +20,7 @@ from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 LANGUAGE_OBJECTS = (
     kernel_builtins.dispatch_id,
     kernel_builtins.dispatch_size,
+    kernel_builtins.set_block_size,
     *MATH_BUILTINS,
     *VECTOR_CLASSES,
     *MAKE_FUNCTIONS,

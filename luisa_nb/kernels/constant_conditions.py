@@ -71,8 +71,13 @@ class ConstantConditions:
     def truth(self, statement: ast.If | ast.While) -> bool | None:
         """Whether the condition of ``statement`` is constantly true or false; None when it
         does not fold."""
+        value = self.constant(statement.test, statement)
+        return None if value is None else bool(value)
+
+    def constant(self, node: ast.expr, statement: ast.stmt) -> Value | None:
+        """The value of ``node``, part of ``statement``, if it folds; else None."""
         try:
-            return bool(self.value(statement.test, _position(statement)))
+            return self.value(node, _position(statement))
         except NotConstant:
             return None
 

@@ -7,6 +7,7 @@ One visitor method per statement construct; expressions and calls live in the
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from luisa_nb.errors import KernelArgumentError
@@ -30,6 +31,8 @@ from luisa_nb.kernels.type_system import (
     is_buffer_like,
 )
 from luisa_nb.kernels.vector_typing import VectorTyping
+
+MAX_BLOCK_THREADS = 1024  # luisa-python's limit for set_block_size
 
 
 class KernelTyper(
@@ -214,12 +217,37 @@ class KernelTyper(
             if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
                 result = self.buffer_method(value, statement=True)
                 return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]
-            if self.is_capture_chain(value.func) and builtin_name(self.resolve(value.func)) in (
-                "print",
-                "breakpoint",
-            ):
-                return [self.debug_statement(value)]
+            if self.is_capture_chain(value.func):
+                name = builtin_name(self.resolve(value.func))
+                if name in ("print", "breakpoint"):
+                    return [self.debug_statement(value)]
+                if name == "set_block_size":
+                    self.check_block_size(value, node)
+                    return []
         return [ir.Evaluate(self.visit(value))]
+
+    def check_block_size(self, call: ast.Call, statement: ast.Expr) -> None:
+        """``set_block_size(x, y, z)``: luisa-python's rules (constant positive integers, at
+        most 1024 threads in all); no IR, as the C backend picks its own blocks."""
+        if call.keywords or len(call.args) != 3:
+            self.fail(call, "set_block_size() takes three positional arguments: x, y, z")
+        sizes: list[int] = []
+        for argument in call.args:
+            size = self.constants.constant(argument, statement)
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                self.visit(argument)
+                self.fail(
+                    argument,
+                    "set_block_size() needs constant positive integers (literals, captured "
+                    "ints or constant locals), e.g. set_block_size(256, 1, 1)",
+                )
+            sizes.append(size)
+        if math.prod(sizes) > MAX_BLOCK_THREADS:
+            self.fail(
+                call,
+                f"set_block_size({', '.join(map(str, sizes))}) asks for {math.prod(sizes)} "
+                f"threads per block; make x * y * z at most {MAX_BLOCK_THREADS}",
+            )
 
     def debug_statement(self, node: ast.Call) -> ir.Print:
         """``print(...)``/``breakpoint()``: Python mode only; typed for access analysis."""
