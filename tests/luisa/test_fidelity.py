@@ -4,13 +4,11 @@ must reproduce the outcomes known from LuisaCompute #143 before its table means 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from luisa_nb.conformance import programs
 from luisa_nb.conformance.fidelity import expressible
 from luisa_nb.conformance.generator import random_program
-from tests.luisa.running import environment, require_real_luisa
+from tests.luisa.running import require_real_luisa, run_python
 
 PROBE = """
 import json
@@ -24,15 +22,7 @@ print(json.dumps({n: outcome(real.run(getattr(programs, n)()) for _ in range(3))
 
 def test_real_luisa_outcomes_of_the_known_programs():
     require_real_luisa()
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    outcomes = json.loads(done.stdout.splitlines()[-1])
+    outcomes = json.loads(run_python("-c", PROBE).splitlines()[-1])
     assert outcomes == {
         "seed": "stale",
         "copy_only": "stale",

@@ -5,13 +5,11 @@ luisa-python initializes once per process."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.luisa.running import environment, require_real_luisa
+from tests.luisa.running import require_real_luisa, run_python
 
 PROGRAM = Path(__file__).parent / "programs" / "instrumented.py"
 INDEX = [float(i) for i in range(4)]
@@ -19,15 +17,8 @@ INDEX = [float(i) for i in range(4)]
 
 def run(*arguments: str) -> list[dict]:
     require_real_luisa()
-    done = subprocess.run(
-        [sys.executable, str(PROGRAM), *arguments],
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    output = run_python(str(PROGRAM), *arguments)
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     assert lines[-1] == {"restored": True}, "uninstrument_luisa() left a wrapper behind"
     return lines[:-1]
 
@@ -119,13 +110,5 @@ os._exit(0)
 
 def test_a_notebook_cell_of_real_luisa_is_traced_with_luisa_device():
     require_real_luisa()
-    done = subprocess.run(
-        [sys.executable, "-c", NOTEBOOK],
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(run_python("-c", NOTEBOOK, timeout=120).strip().splitlines()[-1])
     assert result == {"devices": ["luisa:cpu"], "names": ["z"], "kinds": ["STALE_UPLOAD"]}

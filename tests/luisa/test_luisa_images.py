@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,15 +71,22 @@ def test_to_image_writes_a_png_of_the_pixels(device_name, tmp_path):
         luisa.Image2D(2, 2, 4, float).to_image(tmp_path / "hdr.png")
 
 
-def test_a_stale_image_upload_is_found_and_its_pixels_compared(device_name):
-    h1, h2 = pixels(16, 16, seed=1), np.zeros((16, 16, 4), np.uint8)
-    a = luisa.Image2D(16, 16, 4, float, storage="byte")
-    b = luisa.Image2D(16, 16, 4, float, storage="byte")
+def up_down_up(height: int, width: int, seed: int) -> tuple[AnalyzedTrace, np.ndarray, Any]:
+    """One list ``[upload a <- h1, download a -> h2, upload b <- h2]`` of byte images,
+    traced; the trace, ``h1`` and image ``b``."""
+    h1, h2 = pixels(height, width, seed=seed), np.zeros((height, width, 4), np.uint8)
+    a = luisa.Image2D(width, height, 4, float, storage="byte")
+    b = luisa.Image2D(width, height, 4, float, storage="byte")
     with AnalyzedTrace(capture="full") as trace:
         a.copy_from(h1)
         a.copy_to(h2, sync=False)
         b.copy_from(h2)
         luisa.synchronize()
+    return trace, h1, b
+
+
+def test_a_stale_image_upload_is_found_and_its_pixels_compared(device_name):
+    trace, h1, b = up_down_up(16, 16, seed=1)
     submit = lnb.default_device().staging is lnb.runtime.StagingPolicy.SUBMIT
     np.testing.assert_array_equal(b.numpy(), np.zeros_like(h1) if submit else h1)
     stale = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
@@ -112,14 +120,7 @@ def test_the_inspector_shows_a_stale_image_upload_as_pictures(fresh_session):
 
     image_module = pytest.importorskip("PIL.Image")
     luisa.init("cpu:submit")
-    h1, h2 = pixels(8, 12, seed=2), np.zeros((8, 12, 4), np.uint8)
-    a = luisa.Image2D(12, 8, 4, float, storage="byte")
-    b = luisa.Image2D(12, 8, 4, float, storage="byte")
-    with AnalyzedTrace(capture="full") as trace:
-        a.copy_from(h1)
-        a.copy_to(h2, sync=False)
-        b.copy_from(h2)
-        luisa.synchronize()
+    trace, h1, _ = up_down_up(8, 12, seed=2)
     [stale] = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
     summary = StagingInspector(trace, stale.command_ids[-1]).summary
     assert summary["shape"] == [8, 12, 4]
