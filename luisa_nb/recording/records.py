@@ -76,11 +76,20 @@ def value_layout(dtype: np.dtype, shape: tuple[int, ...]) -> tuple[str, tuple[in
     field type, or else bytes, with a last axis counting those values per element."""
     if dtype.fields is None and dtype.subdtype is None:
         return dtype.str, shape
-    bases = {field[0].base for field in dtype.fields.values()} if dtype.fields else set()
-    base = bases.pop() if len(bases) == 1 else np.dtype(np.uint8)
+    leaves = _leaf_dtypes(dtype)
+    base = leaves.pop() if len(leaves) == 1 else np.dtype(np.uint8)
     if dtype.itemsize % base.itemsize:
         base = np.dtype(np.uint8)
     return base.str, (*shape, dtype.itemsize // base.itemsize)
+
+
+def _leaf_dtypes(dtype: np.dtype) -> set[np.dtype]:
+    """The plain dtypes a record or sub-array dtype is made of, at any depth."""
+    if dtype.subdtype is not None:
+        return _leaf_dtypes(dtype.subdtype[0])
+    if dtype.fields is None:
+        return {dtype}
+    return set().union(*(_leaf_dtypes(field[0]) for field in dtype.fields.values()))
 
 
 @dataclass(slots=True)

@@ -166,3 +166,18 @@ def test_the_gui_is_headless_and_runs_the_frames_asked_for(fresh_session, monkey
     monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "many")
     with pytest.raises(ConfigurationError, match="LUISA_NB_GUI_FRAMES"):
         luisa.GUI("window", resolution=(4, 2))
+
+
+def test_struct_buffers_are_traced_as_their_values_and_saved(fresh_session, tmp_path):
+    from luisa_nb.luisa.types import float3
+
+    luisa.init("cpu:submit")
+    pairs = luisa.Buffer(4, luisa.StructType(first=float3, second=float3))
+    mixed = luisa.Buffer(4, luisa.StructType(position=float3, count=int))
+    with lnb.trace() as trace:
+        pairs.copy_from(np.arange(32, dtype=np.float32))
+        mixed.copy_from(np.arange(32, dtype=np.float32))
+        luisa.synchronize()
+    loaded = lnb.load_trace(trace.save(tmp_path / "structs.lnbtrace"))
+    assert (loaded.buffers[pairs.id].dtype, loaded.buffers[pairs.id].size) == ("<f4", 32)
+    assert (loaded.buffers[mixed.id].dtype, loaded.buffers[mixed.id].size) == ("|u1", 128)
