@@ -59,9 +59,14 @@ class RawClient:
         return [envelope, encode(arguments)] if arguments else [envelope]
 
     def ask(self, frames, timeout=2000):
-        """The reply (header, data frames) to ``frames``, or None if none comes."""
-        self.socket.send_multipart(frames)
+        """The reply (header, data frames) to ``frames``, or None if none comes (also when
+        the request cannot even be sent: a connection the server refused has no peer)."""
+        import zmq
+
         deadline = time.monotonic() + timeout / 1000
+        if not self.socket.poll(timeout, zmq.POLLOUT):
+            return None
+        self.socket.send_multipart(frames)
         while self.socket.poll(max(1, int((deadline - time.monotonic()) * 1000))):
             reply = self.socket.recv_multipart()
             header = json.loads(reply[0])
