@@ -12,6 +12,7 @@ import sys
 import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -106,11 +107,17 @@ def given_name(array: np.ndarray) -> str | None:
     return entry[1] if entry is not None and entry[0]() is array else None
 
 
-def user_namespaces() -> tuple[Mapping[str, object], ...]:
-    """The locals and globals of the innermost frame outside luisa_nb's runtime."""
+def user_frame() -> FrameType | None:
+    """The innermost frame outside luisa_nb's runtime: the user's code."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_FOLDERS):
         frame = frame.f_back
+    return frame
+
+
+def user_namespaces() -> tuple[Mapping[str, object], ...]:
+    """The locals and globals of :func:`user_frame`."""
+    frame = user_frame()
     return () if frame is None else (frame.f_locals, frame.f_globals)
 
 

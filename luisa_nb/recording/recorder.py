@@ -23,7 +23,7 @@ import numpy as np
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
-from luisa_nb.recording.naming import array_name, owner_name, owners, user_namespaces
+from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -63,6 +63,8 @@ COMMAND_ROW = (
 )
 """The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order."""
 HOST_FIELD = COMMAND_ROW.index("host")
+UNNAMED_LIMIT = 8
+"""How many unnamed arrays one line of user code may make before it is not looked at."""
 
 
 class RunTimer:
@@ -179,6 +181,7 @@ class TraceRecorder(Recorder):
         self._lock = threading.Lock()
         self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
+        self._unnamed_sites: dict[tuple[Any, int], int] = {}
 
     def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
         self._note_array(host)
@@ -188,11 +191,22 @@ class TraceRecorder(Recorder):
         self._note_array(host)
 
     def _note_array(self, array: np.ndarray) -> None:
-        """Remember the name ``array`` has where the user's code made the command."""
+        """Remember the name ``array`` has where the user's code made the command.
+
+        Looking a new array up costs a pass over the caller's variables, so a line of
+        code whose arrays were unnamed :data:`UNNAMED_LIMIT` times (a loop uploading
+        temporaries) is not looked at again; :func:`stop` still names what it can."""
         known = self._array_names.get(id(array))
-        if known is None or known[0]() is not array:
-            name = array_name(array, user_namespaces())
-            self._array_names[id(array)] = (weakref.ref(array), name)
+        if known is not None and known[0]() is array:
+            return
+        frame = user_frame()
+        site = None if frame is None else (frame.f_code, frame.f_lineno)
+        if frame is None or self._unnamed_sites.get(site, 0) >= UNNAMED_LIMIT:
+            return
+        name = array_name(array, (frame.f_locals, frame.f_globals))
+        if name is None:
+            self._unnamed_sites[site] = self._unnamed_sites.get(site, 0) + 1
+        self._array_names[id(array)] = (weakref.ref(array), name)
 
     def _name_host(self, host: HostRange, array: np.ndarray) -> None:
         """Give ``host`` the name its array had when the command was made, and remember

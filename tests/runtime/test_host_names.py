@@ -84,3 +84,16 @@ def test_an_array_made_after_the_command_is_named_when_the_trace_stops(device):
         device.default_stream.synchronize()
         late_name = holder[0]  # noqa: F841 - a variable only when the trace stops
     assert host_names(trace) == ["late_name"]
+
+
+def test_a_loop_of_temporaries_leaves_other_lines_named_at_enqueue(device):
+    buffer = device.create_buffer(N, np.float32)
+    with lnb.trace() as trace:
+        for _ in range(20):  # one line making unnamed arrays: looked at 8 times, then not
+            buffer.copy_from(np.zeros(N, np.float32))
+        later = np.ones(N, np.float32)
+        buffer.copy_from(later)
+        kept = later  # noqa: F841 - at the end only this name holds the array
+        later = None
+        device.default_stream.synchronize()
+    assert host_names(trace) == [None] * 20 + ["later"]
