@@ -152,13 +152,24 @@ def _compare_callbacks(
     return problems
 
 
+def compare_arrays(
+    buffers: dict[str, np.ndarray], hosts: dict[str, np.ndarray], expected: Prediction, what: str
+) -> list[str]:
+    """One line per buffer or host array whose bits differ from ``expected``'s."""
+    problems = [
+        _compare("buffer", name, buffers[name], values, what)
+        for name, values in expected.buffers.items()
+    ]
+    problems += [
+        _compare("host array", name, hosts[name], values, what)
+        for name, values in expected.hosts.items()
+    ]
+    return [problem for problem in problems if problem]
+
+
 def compare_results(run: ProgramRun, expected: Prediction, what: str) -> list[str]:
     """One line per buffer, host array or callback observation that differs."""
-    problems = []
-    for name, values in expected.buffers.items():
-        problems.append(_compare("buffer", name, run.buffers[name], values, what))
-    for name, values in expected.hosts.items():
-        problems.append(_compare("host array", name, run.hosts[name], values, what))
+    problems = compare_arrays(run.buffers, run.hosts, expected, what)
     interleaved = run.program.interleaved_streams()
     for stream, observations in expected.callbacks.items():
         actual = run.callbacks.get(stream, [])

@@ -34,7 +34,10 @@ class ListedCopies(runtime.BufferView):
     """luisa-python's copy methods for a buffer or an image: each adds a command to the
     stream's command list."""
 
-    host_shape: tuple[int, ...]
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        """The shape of ``numpy()``."""
+        return (self.size,)
 
     @property
     def bytesize(self) -> int:
@@ -85,7 +88,6 @@ class Buffer(ListedCopies, runtime.Buffer):
         device = session.device()
         device.check_open()
         super().__init__(device, buffer_size(size), element_dtype(dtype))
-        self.host_shape = (self.size,)
 
     @property
     def stride(self) -> int:

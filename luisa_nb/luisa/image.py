@@ -47,7 +47,10 @@ class Image2D(ListedCopies, runtime.Image):
         device = session.device()
         device.check_open()
         super().__init__(device, width, height, channel, kind, storage)
-        self.host_shape = self.shape
+
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        return self.shape
 
     @property
     def channel(self) -> int:

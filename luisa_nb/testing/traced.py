@@ -30,10 +30,11 @@ class TracedTest:
         self.namespace: dict[str, object] = {}
         self.real_luisa = real_luisa
         """The backend of real luisa-python (instrumented) whose commands it records."""
+        self._luisa: Any = None
 
     def start(self) -> None:
         if self.real_luisa is not None:
-            start_real_luisa(self.real_luisa)
+            self._luisa = start_real_luisa(self.real_luisa)
         recorder.start(self.trace)
         self.recording = True
 
@@ -43,8 +44,8 @@ class TracedTest:
         variables."""
         if self.recording:
             try:
-                if self.real_luisa is not None:
-                    start_real_luisa(self.real_luisa).synchronize()
+                if self._luisa is not None:
+                    self._luisa.synchronize()
             finally:
                 recorder.stop(self.trace, self.namespace)
                 self.recording = False
