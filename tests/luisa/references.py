@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
+
 import numpy as np
 
 F32 = np.float32
@@ -46,3 +49,18 @@ def julia(width: int, height: int, t: float) -> np.ndarray:
         zx, zy = np.where(running, new_x, zx), np.where(running, new_y, zy)
         iterations += running
     return F32(1) - iterations.astype(F32) * F32(0.02)
+
+
+def png_pixels(data: bytes) -> np.ndarray:
+    """The ``(height, width, channels)`` uint8 pixels of a PNG that luisa_nb wrote: one
+    IDAT chunk, 8 bits, every row filtered with type 0 (none), which it checks."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    assert depth == 8
+    channels = {0: 1, 4: 2, 2: 3, 6: 4}[colour]
+    start = data.index(b"IDAT") + 4
+    (length,) = struct.unpack(">I", data[start - 8 : start - 4])
+    rows = np.frombuffer(zlib.decompress(data[start : start + length]), np.uint8)
+    rows = rows.reshape(height, 1 + width * channels)
+    assert not rows[:, 0].any()
+    return rows[:, 1:].reshape(height, width, channels)
