@@ -8,7 +8,7 @@ import numpy as np
 
 from luisa_nb.compare import FIRST_INDICES, ArrayDifference, Comparison, Run, index_text
 
-_MARK = "background:#ffd6d6;font-weight:bold"
+_MARK = "background:#ffd6d6;color:#7f0000;font-weight:bold"
 _EQUAL = "color:#1a7f37"
 _UNEQUAL = "color:#cf222e;font-weight:bold"
 _CELL = "padding:2px 8px;text-align:right;font-family:monospace"

@@ -27,6 +27,7 @@ configuration); the table above them lists every array."""
 _TABLE = "border-collapse:collapse;margin:4px 0"
 _CELL = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:left;vertical-align:top"
 _NUMBER = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:right;font-family:monospace"
+_STAGED_MARK = "background:#ffd6d6;color:#7f0000"  # dark text: readable in any theme
 _KIND_COLOURS = {
     HazardKind.STALE_UPLOAD: "#cf222e",
     HazardKind.DEVICE_RACE: "#cf222e",
@@ -162,7 +163,7 @@ def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
     indices = check.differing_indices
     rows = [
         f"<tr><td style='{_NUMBER}'>{int(index)}</td>"
-        f"<td style='{_NUMBER};background:#ffd6d6'>{_escape(check.staged[index])}</td>"
+        f"<td style='{_NUMBER};{_STAGED_MARK}'>{_escape(check.staged[index])}</td>"
         f"<td style='{_NUMBER}'>{_escape(check.expected[index])}</td></tr>"
         for index in indices[:DIFF_ROWS]
     ]
@@ -184,7 +185,7 @@ def _commands_html(trace: AnalyzedTrace) -> str:
     rows = []
     for command in sorted(trace.commands, key=lambda record: record.seq):
         host = _host_moment(command)
-        mark = ";background:#fff8c5" if command.id in flagged else ""
+        mark = ";background:#fff8c5;color:#3d3000" if command.id in flagged else ""
         rows.append(
             f"<tr><td style='{_CELL}{mark}'>{_escape(describe(trace, command))}</td>"
             f"<td style='{_CELL}'>{_escape(stream_name(trace, command.stream))}</td>"

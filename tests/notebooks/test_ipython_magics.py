@@ -259,3 +259,9 @@ def test_ipython_load_ext_luisa_nb_and_top_level_names():
     assert lnb.unload_ipython_extension is unload_ipython_extension
     assert lnb.last_trace is last_trace
     assert lnb.compare is compare
+
+
+def test_ipython_marked_values_keep_a_dark_text_colour_in_any_theme(ipython):
+    """Pale marks with the theme's text colour are white on pink in a dark theme."""
+    shown = ipython.run("%%luisa_trace --backend cpu --staging submit\n" + SEED_CELL)
+    assert "background:#ffd6d6;color:#7f0000" in shown.html
