@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
-from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads
+from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
@@ -22,6 +22,7 @@ __all__ = [
     "check_uploads",
     "describe",
     "find_hazards",
+    "stale_uploads",
 ]
 
 

@@ -10,12 +10,14 @@ digest is known (no download involved, or one download with exactly U's host ran
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from luisa_nb.analysis.differences import differing_bits
+from luisa_nb.analysis.hazards import Hazard, HazardKind
 from luisa_nb.analysis.intervals import IntervalMap
 from luisa_nb.recording import CommandKind, CommandRecord, HostRange, Trace
 
@@ -44,6 +46,14 @@ class UploadCheck:
     sources: list[Source]
     differing_indices: np.ndarray
     stale: bool
+
+
+def stale_uploads(hazards: Iterable[Hazard], checks: Iterable[UploadCheck]) -> frozenset[int]:
+    """Ids of the uploads that sent old bytes: those whose staged bytes differ from
+    stream order's, and those a ``STALE_UPLOAD`` hazard says read host memory before a
+    download wrote it, even where the old bytes happen to equal the new ones."""
+    early = {h.command_ids[-1] for h in hazards if h.kind is HazardKind.STALE_UPLOAD}
+    return frozenset(early | {check.command_id for check in checks if check.stale})
 
 
 def check_uploads(trace: Trace) -> list[UploadCheck]:

@@ -27,6 +27,10 @@ HEATMAP_MAX_COLUMNS = 512
 #: Elements per side a static page embeds (pages beyond need a kernel).
 STATIC_ELEMENT_LIMIT = 1 << 16
 PAGE_MODES = ("all", "differing")
+EARLY_VERDICT = (
+    "stale upload with equal bytes: it read host memory before the download wrote it; "
+    "the old bytes happen to equal the new ones in this run, so the result is right by luck"
+)
 
 # numpy kind+itemsize -> the dtype the browser receives (a JS typed array exists for each)
 _TRANSPORT = {
@@ -82,7 +86,8 @@ class ArrayDiff:
 
     ``differing`` (flat indices) overrides the element comparison, e.g. with an upload
     check's byte comparison. Otherwise elements differ where ``expected != actual``, with
-    NaN equal to NaN.
+    NaN equal to NaN. ``verdict`` replaces "all elements are equal" where equal values
+    do not mean a correct program.
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class ArrayDiff:
         differing: np.ndarray | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         image: bool = False,
+        verdict: str | None = None,
     ) -> None:
         expected = as_values(expected, names[0])
         actual = as_values(actual, names[1])
@@ -109,6 +115,7 @@ class ArrayDiff:
         self.names = names
         self.title = title
         self.notes = list(notes or [])
+        self.verdict = verdict
         self.shape = tuple(int(n) for n in expected.shape)
         self.expected = np.ascontiguousarray(expected).reshape(-1)
         self.actual = np.ascontiguousarray(actual).reshape(-1)
@@ -164,6 +171,7 @@ class ArrayDiff:
             "available": True,
             "title": self.title,
             "notes": self.notes,
+            "verdict": self.verdict,
             "names": list(self.names),
             "dtypes": [str(self.expected.dtype), str(self.actual.dtype)],
             "transport": [transport_dtype(self.expected.dtype), transport_dtype(self.actual.dtype)],
@@ -319,9 +327,13 @@ def upload_array_diff(
     check: UploadCheck,
     command: CommandRecord | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
+    *,
+    early: bool = False,
 ) -> ArrayDiff | None:
     """Staged against expected bytes of an upload, as typed values in the host array's
-    shape when every element was captured; ``None`` when the bytes were not captured."""
+    shape when every element was captured; ``None`` when the bytes were not captured.
+    ``early``: the upload read host memory before a download wrote it, so equal values
+    are luck, not a correct program, and the verdict says so."""
     if check.expected is None or check.staged is None:
         return None
     command = command if command is not None else trace.command(check.command_id)
@@ -357,6 +369,7 @@ def upload_array_diff(
         differing=differing,
         page_size=page_size,
         image=image is not None,
+        verdict=EARLY_VERDICT if early and not differing.size else None,
     )
 
 

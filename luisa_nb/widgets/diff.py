@@ -181,7 +181,9 @@ class StagingInspector(ArrayDiffWidget):
             return
         command = self.trace.command(command_id)
         check = self.analysis.uploads[command_id]
-        comparison = upload_array_diff(self.trace, check, command, self.page_size)
+        comparison = upload_array_diff(
+            self.trace, check, command, self.page_size, early=command_id in self.analysis.stale
+        )
         title = f"{describe(self.trace, command)}: staged bytes against stream order"
         reason = (
             f"the trace holds no bytes of #{command_id} (capture="

@@ -26,13 +26,13 @@ Rows are sorted by start time (then issue order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
-from luisa_nb.analysis.uploads import UploadCheck, check_uploads
+from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
 from luisa_nb.recording.naming import describe, stream_name
@@ -79,10 +79,15 @@ UPLOAD_HAZARDS = (
 
 @dataclass
 class Analysis:
-    """The analysis results a view needs: hazards and upload checks by command id."""
+    """The analysis results a view needs: hazards, upload checks by command id, and the
+    ids of the uploads that sent old bytes (:func:`~luisa_nb.analysis.stale_uploads`)."""
 
     hazards: list[Hazard]
     uploads: dict[int, UploadCheck]
+    stale: frozenset[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stale = stale_uploads(self.hazards, self.uploads.values())
 
     @classmethod
     def of(cls, trace: Trace) -> Analysis:
@@ -322,7 +327,7 @@ def _meta(
         "staging": sorted({c.staging for c in commands}),
         "capture": trace.metadata.capture,
         "hazards": len(analysis.hazards),
-        "stale_uploads": sorted(i for i, check in analysis.uploads.items() if check.stale),
+        "stale_uploads": sorted(analysis.stale),
         "extent": extent,
         "bytes_per_record": BYTES_PER_RECORD,
     }

@@ -53,7 +53,7 @@ def upload_array_diffs(
 ) -> dict[int, ArrayDiff]:
     """Array diffs of the uploads a trace page embeds: those in hazards, then stale ones."""
     wanted = [h.command_ids[-1] for h in analysis.hazards if h.kind in UPLOAD_HAZARDS]
-    wanted += [i for i, check in analysis.uploads.items() if check.stale]
+    wanted += sorted(analysis.stale)
     out: dict[int, ArrayDiff] = {}
     candidates = list(dict.fromkeys(wanted))[:limit]
     if not candidates:
@@ -63,7 +63,9 @@ def upload_array_diffs(
         check = analysis.uploads.get(command_id)
         if check is None or command_id not in by_id:
             continue
-        comparison = upload_array_diff(trace, check, by_id[command_id])
+        comparison = upload_array_diff(
+            trace, check, by_id[command_id], early=command_id in analysis.stale
+        )
         if comparison is not None:
             out[command_id] = comparison
     return out
@@ -122,6 +124,8 @@ def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "
         f"<p>{comparison.count} of {comparison.size} elements differ; shape "
         f"{tuple(comparison.shape)}</p>"
     )
+    if comparison.verdict:
+        lines.append(f'<p class="lnb-bad">{escape(comparison.verdict)}</p>')
     if summary["errors"]:
         errors = summary["errors"]
         lines.append(

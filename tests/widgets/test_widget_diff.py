@@ -167,3 +167,36 @@ def test_update_compares_new_arrays():
     view.update(np.zeros(3), np.array([0.0, 1.0, 0.0]))
     assert view.count == 1 and view.summary["names"] == ["before", "after"]
     assert view.summary["title"] == "t" and view.first_indices == [[1]]
+
+
+def test_a_stale_upload_with_equal_bytes_is_stale_in_every_view():
+    """Read before the download wrote, but the old bytes equal the new: the hazard list,
+    the inspector and the report agree that the upload is stale."""
+    import luisa_nb as lnb
+    from luisa_nb.analysis import HazardKind
+    from luisa_nb.widgets.model import Analysis, build_timeline
+    from luisa_nb.widgets.pages import trace_page
+
+    device = lnb.create_device("cpu", staging="submit")
+    first = np.arange(256, dtype=np.float32)
+    second = first.copy()
+    a = device.create_buffer(256, np.float32)
+    b = device.create_buffer(256, np.float32)
+    with lnb.trace() as trace:
+        stream = device.default_stream
+        stream.submit(
+            [a.copy_from_async(first), a.copy_to_async(second), b.copy_from_async(second)]
+        )
+        stream.synchronize()
+    upload = trace.commands[-1].id
+    analysis = Analysis.of(trace)
+    assert [h.kind for h in analysis.hazards] == [HazardKind.STALE_UPLOAD]
+    assert not analysis.uploads[upload].stale  # the bytes are equal ...
+    assert upload in analysis.stale  # ... yet it read host memory too early
+    assert build_timeline(trace, analysis).meta["stale_uploads"] == [upload]
+    inspector = StagingInspector(trace, upload)
+    assert inspector.count == 0
+    assert inspector.summary["verdict"].startswith("stale upload with equal bytes")
+    page = trace_page(trace, analysis)
+    assert "Stale uploads (1)" in page and "right by luck" in page
+    device.close()

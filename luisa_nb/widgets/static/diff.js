@@ -249,10 +249,10 @@ export function render({ model, el }) {
   function statistics() {
     const box = element("div", "lnb-stats");
     const share = summary.size ? ((100 * summary.count) / summary.size).toFixed(summary.count === summary.size ? 0 : 2) : "0";
-    const verdict = element("div", summary.count ? "lnb-bad" : "lnb-good");
+    const verdict = element("div", summary.count ? "lnb-bad" : summary.verdict ? "lnb-bad lnb-lucky" : "lnb-good");
     verdict.textContent = summary.count
       ? `${summary.count.toLocaleString()} of ${summary.size.toLocaleString()} elements differ (${share}%)`
-      : `all ${summary.size.toLocaleString()} elements are equal`;
+      : summary.verdict || `all ${summary.size.toLocaleString()} elements are equal`;
     box.append(verdict);
     box.dataset.count = String(summary.count);
     const shape = `(${summary.shape.join(", ")}${summary.shape.length === 1 ? "," : ""})`;
