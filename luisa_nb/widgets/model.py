@@ -180,9 +180,10 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     status = np.empty(count, np.int64)
     text = np.empty(count, np.int64)
     text_codes: dict[str, int] = {}
+    stream_ends: dict[int, int] = {}
     for row, record in enumerate(records):
         if isinstance(record, CommandRecord):
-            start, end = _command_span(record)
+            start, end = _command_span(record, stream_ends)
             host = record.host_read if record.kind is CommandKind.UPLOAD else record.host_write
             hosts[row] = -1 if host is None else host
             lane[row] = lane_of[record.stream]
@@ -225,16 +226,23 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin)
 
 
-def _command_span(record: CommandRecord) -> tuple[int, int]:
-    """When the command ran: worker times, else device times, else its submission."""
+def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[int, int]:
+    """When the command ran: worker times, else device times. A command that never ran
+    (skipped, pending) stands where it would have run: after the previous command of its
+    stream finished, and not before it was submitted. ``stream_ends`` holds when each
+    stream's latest command so far ended (records come in issue order) and is updated."""
     for start, end in (
         (record.started, record.finished),
         (record.device_started, record.device_finished),
     ):
         if start is not None:
-            return start, end if end is not None else start
-    moment = record.submitted or record.enqueued
-    return moment, moment
+            end = end if end is not None else start
+            break
+    else:
+        start = max(record.submitted or record.enqueued, stream_ends.get(record.stream, 0))
+        end = start
+    stream_ends[record.stream] = max(end, stream_ends.get(record.stream, 0))
+    return start, end
 
 
 def _origin(trace: Trace, records: list) -> int:
