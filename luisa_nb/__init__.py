@@ -38,6 +38,7 @@ from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, n
     tan,
 )
 from luisa_nb.recording.naming import give_name
+from luisa_nb.recording.ranges import Range
 from luisa_nb.runtime import (
     Buffer,
     BufferView,
@@ -54,6 +55,11 @@ from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
 from luisa_nb.tracing import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
+
+range = Range
+"""``with lnb.range("iteration 37"):`` (or ``@lnb.range("step")``): a named, nested range of
+the program that traces record and the timeline brackets; out of ``__all__``, so a star
+import keeps the builtin ``range``."""
 
 
 def name(obj: Any, label: str) -> Any:
@@ -81,7 +87,7 @@ def show(obj: Any, actual: Any = None, **options: Any) -> Any:
     return show_widget(obj, actual, **options)
 
 
-# abs, min, max and pow stay out of __all__ so that a star import keeps the builtins.
+# abs, min, max, pow and range stay out of __all__ so that a star import keeps the builtins.
 __all__ = [
     "AnalyzedTrace",
     "Buffer",
@@ -94,6 +100,7 @@ __all__ = [
     "Kernel",
     "LuisaNbError",
     "LuisaNbWarning",
+    "Range",
     "Stream",
     "ViewableTrace",
     "ceil",

@@ -40,6 +40,7 @@ FLAGS = (
 OPENMP_ENVIRONMENT = {"OMP_WAIT_POLICY": "passive"}
 _versions: dict[str, str] = {}
 _versions_lock = threading.Lock()
+_compiler_runs = 0
 
 
 def find_compiler() -> list[str] | None:
@@ -109,10 +110,22 @@ def build_library(name: str, source: str) -> Path:
                 f"{source_path}\n$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
             )
         os.replace(temporary, library)
+        _count_compiler_run()
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
     return library
+
+
+def _count_compiler_run() -> None:
+    global _compiler_runs
+    with _versions_lock:
+        _compiler_runs += 1
+
+
+def compiler_runs() -> int:
+    """How many libraries this process has built (not found in the cache) so far."""
+    return _compiler_runs
 
 
 def configure_openmp() -> None:

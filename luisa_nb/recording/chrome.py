@@ -7,6 +7,9 @@ Flow arrows run enqueue -> host read -> execution for uploads (in time order, so
 staging="execute" the read comes after the execution starts) and execution -> host
 write for downloads. A flow event directly follows, at the same timestamp, the event it
 binds to, because viewers bind flow events to the slice open on that track at that time.
+User ranges (``lnb.range``) and kernel compiles are complete events on a track of their
+own, "host ranges", after the streams, where viewers nest them; keeping them off the host
+track keeps the flows bound to the host instants.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class _Export:
         streams = set(trace.streams)
         streams.update(r.stream for r in self.records if r.stream is not None)
         self.threads = {stream: position + 1 for position, stream in enumerate(sorted(streams))}
+        self.range_thread = len(self.threads) + 1
         self.flow_ids = 0
         self.out: list[dict[str, Any]] = []
 
@@ -73,6 +77,7 @@ class _Export:
                 self._command(record)
             else:
                 self._sync(record)
+        self._host_activity()
         return self.out
 
     def _metadata(self) -> None:
@@ -81,6 +86,8 @@ class _Export:
         )
         names = {HOST_THREAD: "host"}
         names.update({tid: stream_name(self.trace, s) for s, tid in self.threads.items()})
+        if self.trace.ranges or self.trace.compiles:
+            names[self.range_thread] = "host ranges"
         for tid, name in names.items():
             common = {"ph": "M", "pid": PROCESS_ID, "tid": tid}
             self.out.append({**common, "name": "thread_name", "args": {"name": name}})
@@ -172,6 +179,32 @@ class _Export:
             if event.get("tid") == tid and event.get("ts") == timestamp and event["ph"] != "M":
                 return position + 1
         return len(self.out)
+
+    def _host_activity(self) -> None:
+        """A complete event per user range and per kernel compile."""
+        stop = self.trace.metadata.stopped
+        for record in self.trace.ranges:
+            end = record.end if record.end is not None else stop or record.begin
+            args = {"depth": record.depth, "parent": record.parent}
+            self._slice(record.name, "range", record.begin, end, args)
+        for record in self.trace.compiles:
+            self._slice(
+                record.label, "compile", record.begin, record.end, {"cached": record.cached}
+            )
+
+    def _slice(self, name: str, category: str, begin: int, end: int, args: dict) -> None:
+        self.out.append(
+            {
+                "ph": "X",
+                "name": name,
+                "cat": category,
+                "pid": PROCESS_ID,
+                "tid": self.range_thread,
+                "ts": self._us(begin),
+                "dur": max(end - begin, 0) / 1000,
+                "args": args,
+            }
+        )
 
     def _sync(self, record: SyncRecord) -> None:
         time = record.completed if record.completed is not None else record.issued

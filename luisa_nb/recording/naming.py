@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -68,10 +68,49 @@ def describe(trace: Trace, record: Record) -> str:
     elif kind is CommandKind.FILL:
         text = f"fill {_names(writes)}"
     else:
-        arguments = dict.fromkeys(device_name(trace, r) for r in record.device_ranges)
-        kernel = record.label or "kernel"
-        text = f"dispatch {kernel}({', '.join(arguments)})"
+        kernel, scalars, size = split_dispatch_label(record.label)
+        arguments = [*dict.fromkeys(device_name(trace, r) for r in record.device_ranges)]
+        text = f"dispatch {kernel}({', '.join([*arguments, *scalars])}){size}"
     return f"#{record.id} {text}"
+
+
+SCALAR_TEXT_LIMIT = 16
+"""How many characters of a scalar argument's repr a dispatch label keeps."""
+
+
+def dispatch_label(kernel: str, scalars: Sequence[tuple[str, object]], dims: Sequence[int]) -> str:
+    """What a trace records of a dispatch: the kernel's name, its scalar arguments (each
+    repr cut to :data:`SCALAR_TEXT_LIMIT` characters) and its size without trailing 1s:
+    ``vecadd(n=1024, scale=0.5) [1024]``."""
+    size = list(dims)
+    while len(size) > 1 and size[-1] == 1:
+        size.pop()
+    values = ", ".join(f"{name}={_short_repr(value)}" for name, value in scalars)
+    arguments = f"({values})" if values else ""
+    return f"{kernel}{arguments} [{', '.join(map(str, size))}]"
+
+
+def split_dispatch_label(label: str) -> tuple[str, list[str], str]:
+    """``(kernel, scalar arguments, " [size]")`` of a label :func:`dispatch_label` made;
+    a bare kernel name (older traces) has no arguments and no size."""
+    head, size = label, ""
+    if label.endswith("]") and " [" in label:
+        head, size = label.rsplit(" [", 1)
+        size = f" [{size}"
+    kernel, _, rest = head.partition("(")
+    scalars = rest[:-1].split(", ") if rest.endswith(")") else []
+    return kernel or "kernel", scalars, size
+
+
+def _short_repr(value: object) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    elif isinstance(value, np.ndarray):
+        value = value.tolist()
+    text = repr(value)
+    if len(text) > SCALAR_TEXT_LIMIT:
+        text = text[: SCALAR_TEXT_LIMIT - 1] + "…"
+    return text
 
 
 def _names(names: list[str]) -> str:

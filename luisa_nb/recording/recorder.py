@@ -27,7 +27,9 @@ from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
+    CompileRecord,
     HostRange,
+    RangeRecord,
     Status,
     StreamInfo,
     SyncKind,
@@ -97,7 +99,8 @@ class Recorder:
     ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
     submitted (it sets each command's ``row``); ``run_timer`` when a worker starts a run;
     ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
-    ``sync_issued`` and ``sync_completed`` around sync points.
+    ``sync_issued`` and ``sync_completed`` around sync points; ``range_opened`` and
+    ``range_closed`` around a user range; ``compiled`` after a kernel was prepared.
     """
 
     recording = False
@@ -132,6 +135,18 @@ class Recorder:
     def sync_completed(
         self, token: SyncRecord | None, status: Status, error: str | None = None
     ) -> None:
+        return None
+
+    def range_opened(self, name: str) -> RangeRecord | None:
+        """The user's program entered a range named ``name``; returns its token."""
+        return None
+
+    def range_closed(self, token: RangeRecord | None) -> None:
+        return None
+
+    def compiled(self, label: str, begin: int, end: int, cached: bool) -> None:
+        """The host spent ``begin`` to ``end`` preparing a kernel (``cached``: loading a
+        build made before)."""
         return None
 
 
@@ -176,6 +191,9 @@ class TraceRecorder(Recorder):
         self.runs: list[RunLog] = []
         self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
         self.syncs: list[SyncRecord] = []
+        self.ranges: list[RangeRecord] = []
+        self.compiles: list[CompileRecord] = []
+        self._open_ranges = threading.local()
         self._last_seq: dict[int, int] = {}
         self._policies: dict[int, str] = {}
         self._lock = threading.Lock()
@@ -324,6 +342,41 @@ class TraceRecorder(Recorder):
         token.error = error
         token.status = status
 
+    def range_opened(self, name: str) -> RangeRecord:
+        stack = self._range_stack()
+        parent = stack[-1] if stack else None
+        with self._lock:
+            parent_id = None if parent is None else parent.id
+            record = RangeRecord(len(self.ranges), name, len(stack), parent_id, begin=now())
+            self.ranges.append(record)
+        stack.append(record)
+        return record
+
+    def range_closed(self, token: RangeRecord | None) -> None:
+        if token.end is None:
+            token.end = now()
+        stack = self._range_stack()
+        for position, record in enumerate(stack):
+            if record is token:
+                del stack[position:]
+                break
+
+    def _range_stack(self) -> list[RangeRecord]:
+        """The ranges open on the calling thread, outermost first."""
+        stack = getattr(self._open_ranges, "stack", None)
+        if stack is None:
+            stack = self._open_ranges.stack = []
+        return stack
+
+    def compiled(self, label: str, begin: int, end: int, cached: bool) -> None:
+        self.compiles.append(CompileRecord(label, begin, end, cached))
+
+    def close_ranges(self, time: int) -> None:
+        """End every range still open at ``time`` (the trace stopped)."""
+        for record in self.ranges:
+            if record.end is None:
+                record.end = time
+
 
 _active: Recorder = NULL_RECORDER
 
@@ -361,6 +414,7 @@ def stop(
     if _active is trace.recorder:
         _active = NULL_RECORDER
     trace.metadata.stopped = now()
+    trace.recorder.close_ranges(trace.metadata.stopped)
     if namespace:
         trace.recorder.name_from(namespace, replace=rename)
         for namer in _namers:

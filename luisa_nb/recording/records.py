@@ -199,6 +199,36 @@ class SyncRecord:
 
 
 @dataclass(slots=True)
+class RangeRecord:
+    """A named span of the user's program (``with lnb.range("iteration 37"):``).
+
+    ``id`` is its position in :attr:`Trace.ranges` (ranges are kept in the order they
+    began); ``parent`` is the id of the range it is nested in, ``depth`` how deep (0 at
+    the top). ``begin`` and ``end`` are host times; a command belongs to the ranges open
+    when it was enqueued, a sync point to those open when it was issued. A range still
+    open when the trace stops ends then.
+    """
+
+    id: int
+    name: str
+    depth: int
+    parent: int | None
+    begin: int
+    end: int | None = None
+
+
+@dataclass(slots=True)
+class CompileRecord:
+    """The host preparing a kernel from ``begin`` to ``end``: a compile, or a load of an
+    already built one (``cached``)."""
+
+    label: str
+    begin: int
+    end: int
+    cached: bool = False
+
+
+@dataclass(slots=True)
 class BufferInfo:
     """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image, whose
     channels are the buffer's elements."""

@@ -1,7 +1,9 @@
 """Trace files: a zip holding ``trace.json`` (versioned JSON) and ``.npy`` arrays.
 
 Version 2 (written now) keeps commands and sync points in columns
-(:mod:`luisa_nb.recording.columnar`), so a million commands save and load in seconds.
+(:mod:`luisa_nb.recording.columnar`), so a million commands save and load in seconds;
+user ranges and kernel compiles are JSON lists (files written before those existed
+lack them and load with none).
 Version 1 files (every record a JSON object, captured bytes as ``blobs/<key>.npy``)
 still load.
 
@@ -38,7 +40,9 @@ from luisa_nb.recording.json_records import build, build_list, check_dtype
 from luisa_nb.recording.records import (
     BufferInfo,
     CommandRecord,
+    CompileRecord,
     HostRange,
+    RangeRecord,
     StreamInfo,
     SyncRecord,
     TraceMetadata,
@@ -86,7 +90,14 @@ class _DocumentV1(_Document):
     records: list[dict[str, Any]]
 
 
-class _DocumentV2(_Document):
+class _HostActivity(TypedDict, total=False):
+    """Fields a version 2 file may lack (written before they existed)."""
+
+    ranges: list[dict[str, Any]]
+    compiles: list[dict[str, Any]]
+
+
+class _DocumentV2(_Document, _HostActivity):
     counts: _Counts
     labels: list[str]
     errors: list[str]
@@ -113,6 +124,8 @@ def save_trace(trace: Trace, path: Path, limits: ArchiveLimits = DEFAULT_LIMITS)
         "buffers": [record_to_dict(info) for info in trace.buffers.values()],
         "streams": [record_to_dict(info) for info in trace.streams.values()],
         **fields,
+        "ranges": [record_to_dict(record) for record in trace.ranges],
+        "compiles": [record_to_dict(record) for record in trace.compiles],
     }
     text = json.dumps(document).encode()
     return write_archive(path, lambda: [(DOCUMENT_NAME, text), *entries], limits)
@@ -145,6 +158,7 @@ def load_trace(
         else:
             hosts = _hosts(document["hosts"], where)
             table, syncs, trace.blobs = read_contents(ColumnReader(archive, where), document, hosts)
+            trace.set_host_activity(*_host_activity(document, where))
     trace.set_contents(table, syncs)
     _check_blobs_present(trace, where)
     return trace
@@ -190,6 +204,22 @@ def _new_trace(document: dict[str, Any], where: str, cls: type[TraceType]) -> Tr
     trace.buffers = {info.id: info for info in buffers}
     trace.streams = {info.id: info for info in streams}
     return trace
+
+
+def _host_activity(
+    document: dict[str, Any], where: str
+) -> tuple[list[RangeRecord], list[CompileRecord]]:
+    """The ranges and compiles of a version 2 document, checked to nest as recorded."""
+    ranges = build_list(RangeRecord, document.get("ranges", []), where, "ranges")
+    for position, record in enumerate(ranges):
+        parent = record.parent
+        if record.id != position or (parent is not None and not 0 <= parent < position):
+            raise TraceFormatError(
+                f"{where}: ranges[{position}] has id {record.id} and parent {parent}; a "
+                f"range's id is its position and its parent began before it; {DAMAGED}"
+            )
+    compiles = build_list(CompileRecord, document.get("compiles", []), where, "compiles")
+    return ranges, compiles
 
 
 def _hosts(listed: list[dict[str, Any]], where: str) -> list[HostRange]:

@@ -13,12 +13,15 @@ import xxhash
 
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
+from luisa_nb.recording.ranges import innermost_ranges
 from luisa_nb.recording.recorder import HOST_FIELD, TraceRecorder
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
     CommandRecord,
+    CompileRecord,
     HostRange,
+    RangeRecord,
     Record,
     StreamInfo,
     SyncRecord,
@@ -68,6 +71,7 @@ class Trace:
             tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
         ) = None
         self._captures: dict[str, Capture] = {}
+        self._host_activity: tuple[list[RangeRecord], list[CompileRecord]] | None = None
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
@@ -154,6 +158,10 @@ class Trace:
         self._loaded = (table, syncs)
         self._snapshot = None
 
+    def set_host_activity(self, ranges: list[RangeRecord], compiles: list[CompileRecord]) -> None:
+        """Make this trace hold ``ranges`` and ``compiles`` (a trace read from a file)."""
+        self._host_activity = (ranges, compiles)
+
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
         recording trace gets its records from its recorder only)."""
@@ -201,6 +209,28 @@ class Trace:
         """Every sync point, in the order the host issued them."""
         self._read()
         return sorted(self._snapshot[2], key=lambda record: record.seq)
+
+    @property
+    def ranges(self) -> list[RangeRecord]:
+        """Every user range (``lnb.range``), in the order they began."""
+        if self._host_activity is not None:
+            return list(self._host_activity[0])
+        return self.recorder.ranges[:]
+
+    @property
+    def compiles(self) -> list[CompileRecord]:
+        """Every kernel compile or cached load, in the order they ended."""
+        if self._host_activity is not None:
+            return list(self._host_activity[1])
+        return self.recorder.compiles[:]
+
+    def range_of(self, record: Record) -> RangeRecord | None:
+        """The innermost range open when ``record`` was enqueued (a sync point: issued)."""
+        ranges = self.ranges
+        moment = record.enqueued if isinstance(record, CommandRecord) else record.issued
+        stop = self.metadata.stopped if self.metadata.stopped is not None else moment
+        found = int(innermost_ranges(ranges, [moment], stop)[0])
+        return ranges[found] if found >= 0 else None
 
     def command(self, command_id: int) -> CommandRecord:
         for record in self.commands:

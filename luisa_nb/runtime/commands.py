@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
+from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
@@ -187,6 +188,7 @@ class DispatchArguments:
     __slots__ = (
         "__weakref__",
         "_device_ranges",
+        "_named_scalars",
         "accesses",
         "buffers",
         "device",
@@ -211,6 +213,20 @@ class DispatchArguments:
         self.accesses = accesses
         self.scalars = scalars
         self._device_ranges: tuple[DeviceRange, ...] | None = None
+        self._named_scalars: tuple[tuple[str, Any], ...] | None = None
+
+    def named_scalars(self) -> tuple[tuple[str, Any], ...]:
+        """The user's scalar arguments with their parameter names (element counts a
+        checked kernel adds left out), made once."""
+        named = self._named_scalars
+        if named is None:
+            parameters = getattr(self.executable, "scalar_parameters", ())
+            named = self._named_scalars = tuple(
+                (parameter.name, value)
+                for parameter, value in zip(parameters, self.scalars, strict=False)
+                if parameter.count_of is None
+            )
+        return named
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         """The views as device ranges of a trace record (made once)."""
@@ -230,19 +246,24 @@ class DispatchCommand(Command):
     """A kernel launch over ``dims`` threads with ``arguments``."""
 
     kind = CommandKind.DISPATCH
-    __slots__ = ("arguments", "dims", "label")
+    __slots__ = ("arguments", "dims", "name")
 
     def __init__(self, name: str, dims: tuple[int, int, int], arguments: DispatchArguments) -> None:
         Command.__init__(self, arguments.device, arguments.views)
-        self.label = name
+        self.name = name
         self.dims = dims
         self.arguments = arguments
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        """What a trace records: ``vecadd(n=1024) [1024]`` (made when a trace asks)."""
+        return dispatch_label(self.name, self.arguments.named_scalars(), self.dims)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.arguments.device_ranges()
 
     def describe(self) -> str:
-        return f"dispatch {self.label}{list(d for d in self.dims if d != 1) or [1]}"
+        return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         arguments = self.arguments

@@ -18,6 +18,9 @@ import numpy as np
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.toolchain import compiler_runs
+from luisa_nb.recording.clock import now
+from luisa_nb.recording.recorder import active_recorder
 from luisa_nb.recording.records import Access
 from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.commands import DispatchArguments, DispatchCommand
@@ -178,8 +181,17 @@ class Kernel:
         plan = self._plans.get(key)
         if plan is None:
             types = tuple(argument_type(a) for a in args)
+            builds, begin = compiler_runs(), now()
             executable = self._definition.executable(types, checks)
+            end = now()
             plan = self._plans[key] = _DispatchPlan(executable, args)
+            if getattr(executable, "mode", "c") != "c":
+                label, cached = f"prepare {self.name} ({executable.mode})", False
+            elif compiler_runs() != builds:
+                label, cached = f"compile {self.name}", False
+            else:
+                label, cached = f"load {self.name} (cached)", True
+            active_recorder().compiled(label, begin, end, cached)
         return plan
 
     def _device_of(self, args: Sequence[Any]) -> Any:
