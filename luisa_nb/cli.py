@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from luisa_nb.analysis import HazardKind
-from luisa_nb.errors import LuisaNbError, RemoteError, TraceError
+from luisa_nb.errors import LuisaNbError, RemoteError, TraceError, user_traceback
 from luisa_nb.remote.options import add_serve_options
 from luisa_nb.runtime import DeviceConfig, StagingPolicy
 from luisa_nb.seed import expected_rows, run_seed
@@ -108,8 +108,8 @@ def run_program(arguments: argparse.Namespace) -> int:
             exec(code, main_module.__dict__)
     except SystemExit as exit_:
         status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
-    except Exception:
-        traceback.print_exc()
+    except Exception as error:
+        print(user_traceback(error), end="", file=sys.stderr)
         status = 1
     finally:
         try:

@@ -8,9 +8,49 @@ the object involved and say what to do next.
 
 from __future__ import annotations
 
+import os
+import traceback
+from pathlib import Path
+
+#: Set to show luisa_nb's own frames in tracebacks (and the kernel compiler's).
+DEBUG_VARIABLE = "LUISA_NB_KERNEL_DEBUG"
+_HIDDEN_FOLDERS = (str(Path(__file__).parent) + os.sep,)
+_SHELL_FOLDERS = ("IPython" + os.sep + "core" + os.sep,)
+
 
 class LuisaNbError(Exception):
     """Base class of every error raised by luisa_nb."""
+
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows these lines in place of its own traceback (see
+        :func:`user_traceback`)."""
+        return user_traceback(self).splitlines()
+
+
+def user_traceback(error: BaseException) -> str:
+    """``error``'s traceback as Python prints it, less luisa_nb's own frames (and the
+    shell's, before the user's code): the user's lines that led to it, then the message,
+    which names the command or kernel. A luisa_nb cause that the message already quotes
+    is left out; causes that are not luisa_nb errors (bugs) keep every frame. With
+    ``$LUISA_NB_KERNEL_DEBUG`` set, nothing is left out."""
+    summary = traceback.TracebackException.from_exception(error)
+    if not os.environ.get(DEBUG_VARIABLE):
+        link: traceback.TracebackException | None = summary
+        while link is not None:
+            if issubclass(link.exc_type, LuisaNbError):
+                link.stack = traceback.StackSummary.from_list(_user_frames(link.stack))
+                cause = link.__cause__
+                if cause and issubclass(cause.exc_type, LuisaNbError) and str(cause) in str(link):
+                    link.__cause__, link.__suppress_context__ = None, True
+            link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
+    return "".join(summary.format())
+
+
+def _user_frames(frames: traceback.StackSummary) -> list[traceback.FrameSummary]:
+    kept = [frame for frame in frames if not frame.filename.startswith(_HIDDEN_FOLDERS)]
+    while kept and any(folder in kept[0].filename for folder in _SHELL_FOLDERS):
+        kept.pop(0)
+    return kept
 
 
 class ConfigurationError(LuisaNbError, ValueError):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
@@ -177,15 +177,21 @@ class LuisaMagics(Magics):
         "The first is the reference",
     )
     @argument("--token", help=_TOKEN_HELP + "; given to every remote://HOST:PORT")
-    @cell_magic
-    def luisa_compare(self, line: str, cell: str) -> None:
+    @line_cell_magic
+    def luisa_compare(self, line: str, cell: str | None = None) -> None:
         """Run the cell once per configuration, each time with that configuration's device
         as lnb.default_device() and under a trace, then show side by side every buffer and
         host array the cell touched (by variable name), with the differences marked.
 
-        The cell's variables keep the values of the last run. The comparison is also
-        available as luisa_nb.ipython.state.STATE.last_comparison.
+        A cell magic: %%luisa_compare CONFIG... on the first line of the cell. The cell's
+        variables keep the values of the last run. The comparison is also available as
+        luisa_nb.ipython.state.STATE.last_comparison.
         """
+        if cell is None:
+            raise UsageError(
+                "%%luisa_compare is a cell magic: put %%luisa_compare CONFIG... on the first "
+                "line of the cell whose code should run once per configuration"
+            )
         arguments = parse_argstring(self.luisa_compare, line)
         try:
             configs = parse_configs(arguments.configs)

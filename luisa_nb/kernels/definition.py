@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from luisa_nb.errors import (
+    DEBUG_VARIABLE,
     ConfigurationError,
     KernelArgumentError,
     KernelCompileError,
@@ -34,7 +35,6 @@ from luisa_nb.kernels.typer import KernelTyper
 from luisa_nb.kernels.validation import SyntaxValidator
 
 MODES = ("auto", "c", "python")
-DEBUG_VARIABLE = "LUISA_NB_KERNEL_DEBUG"
 _fallback_warning_lock = threading.Lock()
 _fallback_warned = False
 

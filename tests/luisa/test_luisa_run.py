@@ -52,6 +52,21 @@ def test_a_failing_program_keeps_its_trace(tmp_path, capsys):
     assert "STALE_UPLOAD" in captured.out and trace_path.is_file()
 
 
+def test_a_failed_command_shows_the_programs_lines_not_luisa_nbs(tmp_path, capsys):
+    program = tmp_path / "overrun.py"
+    program.write_text(
+        "import luisa\nimport numpy as np\nluisa.init()\n"
+        "b = luisa.Buffer.empty(4, dtype=float)\n"
+        "@luisa.func\ndef overrun():\n    b.write(dispatch_id().x + 9, 1.0)\n"
+        "overrun(dispatch_size=4)\nluisa.synchronize()\n"
+    )
+    assert main(["run", str(program)]) == 1
+    error = capsys.readouterr().err
+    frames = [line for line in error.splitlines() if line.strip().startswith("File ")]
+    assert frames == [f'  File "{program}", line 9, in <module>'], error
+    assert "(dispatch overrun[4]) failed" in error and "writes index 9" in error
+
+
 def test_a_missing_program_is_one_error_line(tmp_path, capsys):
     assert main(["run", str(tmp_path / "absent.py")]) == 2
     assert "no program at" in capsys.readouterr().err

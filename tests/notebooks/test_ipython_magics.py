@@ -112,6 +112,40 @@ def test_ipython_a_user_exception_looks_normal_and_the_trace_closes(ipython):
     assert "1" in after.stdout
 
 
+def test_ipython_a_failed_command_shows_the_users_lines_and_the_command(ipython):
+    """No frame of luisa_nb's runtime, backends or kernels: the cell's line, then one
+    message naming the command that failed."""
+    shown = ipython.run(
+        "%%luisa_trace --backend cpu\n"
+        "import numpy as np\n"
+        "from luisa_nb.kernels import dispatch_id\n"
+        "@lnb.kernel\n"
+        "def overrun(a):\n"
+        "    a.write(dispatch_id().x + 100, 1.0)\n"
+        "target = lnb.default_device().create_buffer(16, np.float32, name='target')\n"
+        "overrun(target, dispatch_size=16)\n"
+        "lnb.default_device().synchronize()"
+    )
+    assert not shown.success
+    output = shown.stdout + shown.stderr
+    lines = output.split("CellError")[0].strip().splitlines()
+    assert not [line for line in lines if "luisa_nb" + "/" in line and "File" in line]
+    assert "lnb.default_device().synchronize()" in output
+    failure = [line for line in lines if line.startswith("luisa_nb.errors.CommandFailedError")]
+    assert len(failure) == 1 and "(dispatch overrun[16]) failed on stream" in failure[0]
+    assert "writes index 100 of buffer 'a'" in failure[0]
+    assert "The above exception" not in output
+    assert len(lines) <= 8, lines
+
+
+def test_ipython_compare_has_help_as_a_line_magic(ipython):
+    """``%luisa_compare?`` finds the magic; as a line it says how to use the cell form."""
+    helped = ipython.run("%luisa_compare?")
+    assert "Run the cell once per configuration" in helped.stdout, helped.stdout
+    shown = ipython.run("%luisa_compare cpu dx")
+    assert not shown.success and "%%luisa_compare is a cell magic" in shown.stderr
+
+
 def test_ipython_a_line_traces_one_statement(ipython):
     ipython.run("import numpy as np\nimport luisa_nb as lnb\nh = np.ones(8, np.float32)")
     statement = "b = lnb.default_device().create_buffer(8, np.float32); b.copy_from(h)"
