@@ -1,0 +1,177 @@
+"""Wall time from running a ``%%luisa_trace`` cell to its drawn timeline, in JupyterLab.
+
+    python benchmarks/bench_notebook_trace.py [--counts 1000 20000] [--repeats 3]
+
+A notebook whose cell builds N commands with the public API (a command list of N
+4-element uploads and one synchronize, on the cpu backend) runs in JupyterLab (from
+PyPI) driven by headless Debian chromium, in the light and the dark theme. The page
+measures, on its own clock:
+
+- run to drawn: from the ``execute_request`` leaving the page to the end of the first
+  draw of the cell's timeline (``.lnb-timeline[data-draws]``): the cell's code, the trace
+  analysis, the widget state crossing the kernel's socket and the first canvas draw;
+- cell: from the request to the kernel's ``idle`` for it (the kernel side alone);
+- first draw: the timeline renderer's own first ``draw()``.
+
+Needs JupyterLab, Playwright (Python) and chromium; prints a table with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from timing import load_average, print_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from helpers.browser import jupyter_lab, launch_chromium  # the test suite's helpers
+
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+SETUP = "%load_ext luisa_nb\nimport numpy as np\nimport luisa_nb as lnb"
+CELL = """%%luisa_trace --backend cpu
+device = lnb.default_device()
+small = np.arange(4, dtype=np.float32)
+target = device.create_buffer(4, np.float32, name="target")
+stream = device.default_stream
+stream.submit([target.copy_from_async(small) for _ in range({count})])
+stream.synchronize()"""
+
+# Runs the cell at ``index`` and resolves with the page's timings once its timeline drew.
+RUN_AND_WAIT = """async (index) => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel.sessionContext.session.kernel;
+  const cell = panel.content.widgets[index];
+  const marks = {};
+  let request = null;
+  const listener = (_, {msg, direction}) => {
+    const type = msg.header.msg_type;
+    if (direction === "send" && type === "execute_request" && request === null) {
+      request = msg.header.msg_id;
+      marks.sent = performance.now();
+    } else if (direction === "recv" && msg.parent_header?.msg_id === request &&
+               type === "status" && msg.content.execution_state === "idle") {
+      marks.idle = performance.now();
+    }
+  };
+  kernel.anyMessage.connect(listener);
+  const drawn = new Promise((resolve) => {
+    const check = () => {
+      const timeline = cell.node.querySelector(".lnb-timeline[data-draws]");
+      if (!timeline) return false;
+      marks.drawn = performance.now();
+      marks.firstDrawMs = Number(timeline.dataset.firstDrawMs);
+      marks.records = Number(timeline.dataset.records);
+      resolve();
+      return true;
+    };
+    const observer = new MutationObserver(() => check() && observer.disconnect());
+    observer.observe(cell.node, {childList: true, subtree: true, attributes: true,
+                                 attributeFilter: ["data-draws"]});
+  });
+  panel.content.activeCellIndex = index;
+  await window.jupyterapp.commands.execute("notebook:run-cell");
+  await drawn;
+  kernel.anyMessage.disconnect(listener);
+  return marks;
+}"""
+
+
+def write_notebook(root: Path, counts: list[int]) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    cells = [SETUP] + [CELL.format(count=count) for count in counts]
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    path = root / "bench.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+def settings_for(theme: str, folder: Path) -> Path:
+    themes = folder / "@jupyterlab" / "apputils-extension"
+    themes.mkdir(parents=True)
+    (themes / "themes.jupyterlab-settings").write_text(json.dumps({"theme": THEMES[theme]}))
+    tracker = folder / "@jupyterlab" / "notebook-extension"
+    tracker.mkdir(parents=True)
+    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    return folder
+
+
+def measure(theme: str, counts: list[int], repeats: int) -> list[list[object]]:
+    from playwright.sync_api import sync_playwright
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lnb-bench-") as temp:
+        root = Path(temp) / "lab"
+        root.mkdir()
+        notebook = write_notebook(root, counts)
+        settings = settings_for(theme, Path(temp) / "settings")
+        with jupyter_lab(root, settings=settings, timeout=90) as lab, sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            page.goto(lab.url(f"lab/tree/{notebook.name}"), timeout=60_000)
+            page.wait_for_function(
+                "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
+                "?.kernel?.status === 'idle'",
+                timeout=60_000,
+            )
+            page.evaluate(
+                "() => { const p = window.jupyterapp.shell.currentWidget;"
+                " p.content.activeCellIndex = 0;"
+                " return window.jupyterapp.commands.execute('notebook:run-cell'); }"
+            )
+            page.wait_for_function(
+                "() => window.jupyterapp.shell.currentWidget.sessionContext.session"
+                ".kernel.status === 'idle'"
+            )
+            for index, count in enumerate(counts, start=1):
+                runs = [page.evaluate(RUN_AND_WAIT, index) for _ in range(repeats)]
+                drawn = [run["drawn"] - run["sent"] for run in runs]
+                cell = [run["idle"] - run["sent"] for run in runs if "idle" in run]
+                rows.append(
+                    [
+                        theme,
+                        count,
+                        runs[-1]["records"],
+                        statistics.median(drawn),
+                        min(drawn),
+                        statistics.median(cell) if cell else float("nan"),
+                        statistics.median(run["firstDrawMs"] for run in runs),
+                    ]
+                )
+            browser.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1000, 20000])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--themes", nargs="+", choices=list(THEMES), default=list(THEMES))
+    arguments = parser.parse_args()
+    rows = []
+    for theme in arguments.themes:
+        rows += measure(theme, arguments.counts, arguments.repeats)
+    print_table(
+        f"%%luisa_trace cell to drawn timeline, JupyterLab + chromium, 1280 px "
+        f"(median of {arguments.repeats}; {load_average()})",
+        [
+            "theme",
+            "commands",
+            "records drawn",
+            "run to drawn ms",
+            "best ms",
+            "cell ms",
+            "first draw ms",
+        ],
+        rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
