@@ -17,7 +17,6 @@ from luisa_nb.widgets.array_diff import (
 )
 from luisa_nb.widgets.html_page import StaticPage, escape
 from luisa_nb.widgets.model import UPLOAD_HAZARDS, Analysis, TimelineModel, build_timeline
-from luisa_nb.widgets.raster import timeline_png
 
 #: Uploads whose staged-vs-expected values a static trace page embeds, at most.
 STATIC_UPLOAD_LIMIT = 200
@@ -72,6 +71,18 @@ def upload_array_diffs(
 
 
 # -- plain-HTML fallbacks (shown where scripts do not run) ---------------------------------
+
+
+def timeline_png(model: TimelineModel) -> bytes:
+    """The fallback picture of a timeline: the matplotlib figure (axis, lane labels,
+    legend) where matplotlib is installed, else the numpy raster."""
+    try:
+        from luisa_nb.widgets.figure import timeline_figure_png
+    except ImportError:
+        from luisa_nb.widgets.raster import timeline_png as raster_png
+
+        return raster_png(model)
+    return timeline_figure_png(model)
 
 
 def timeline_fallback(model: TimelineModel) -> str:

@@ -1,9 +1,11 @@
-"""A PNG picture of a timeline, drawn with numpy alone: the fallback inside static pages
-for viewers that run no scripts (GitHub), and a quick look with no browser.
+"""A PNG picture of a timeline drawn with numpy alone: the fallback picture of static
+pages where matplotlib is not installed (:mod:`luisa_nb.widgets.figure` draws the one
+with axes, lane labels and a legend), and :func:`pixel_kinds`, the per-pixel summary of
+the bars that both pictures draw.
 
-It draws what ``static/timeline.js`` draws when zoomed out to the whole trace: one
-colour per pixel column per lane, host reads and writes as ticks on the host lane, and
-each hazard as a red arc from the host write to the stale host read.
+Like ``static/timeline.js`` zoomed out to the whole trace: one colour per pixel column
+per lane, host reads and writes as ticks on the host lane, and each hazard as a red arc
+from the host write to the stale host read.
 """
 
 from __future__ import annotations
@@ -15,12 +17,44 @@ from luisa_nb.widgets.model import HAZARD_COLOR, KINDS, TimelineModel
 
 HOST_LANE_HEIGHT = 46
 LANE_HEIGHT = 26
+#: Which kind a pixel column shows when records of several kinds share it (higher wins).
 PRIORITY = np.array([9, 9, 6, 5, 7, 2, 3, 3, 2, 1])
 ARROW_LIMIT = 2000
 
 
 def _rgb(color: str) -> np.ndarray:
     return np.array([int(color[i : i + 2], 16) for i in (1, 3, 5)], np.uint8)
+
+
+def padded_extent(model: TimelineModel) -> tuple[float, float]:
+    """The trace's time span in µs with 2 % to spare on each side."""
+    t0, t1 = model.meta["extent"]
+    span = max(t1 - t0, 1e-3)
+    return t0 - span * 0.02, t1 + span * 0.02
+
+
+def pixel_kinds(model: TimelineModel, width: int, t0: float, t1: float) -> np.ndarray:
+    """``(lanes, width)`` kind codes: per lane, the highest-priority kind of the records
+    that cover each of ``width`` columns spanning ``t0..t1`` µs; -1 where none does.
+    Vectorised (one pass per kind), so 100 000 records take milliseconds."""
+    columns = model.columns
+    lanes = len(model.lanes)
+    scale = (width - 1) / max(t1 - t0, 1e-9)
+    start = columns["start"]
+    first = np.clip(((start - t0) * scale).astype(np.int64), 0, width - 1)
+    last = np.clip(((start + columns["duration"] - t0) * scale).astype(np.int64), 0, width - 1)
+    cell = columns["lane"].astype(np.int64) * (width + 1)
+    kinds = np.full((lanes, width), -1, np.int64)
+    for kind in np.argsort(PRIORITY, kind="stable"):
+        rows = columns["kind"] == kind
+        if not rows.any():
+            continue
+        edges = np.zeros(lanes * (width + 1), np.int64)
+        np.add.at(edges, cell[rows] + first[rows], 1)
+        np.add.at(edges, cell[rows] + last[rows] + 1, -1)
+        covered = np.cumsum(edges.reshape(lanes, width + 1), axis=1)[:, :width] > 0
+        kinds[covered] = kind
+    return kinds
 
 
 def timeline_png(model: TimelineModel, width: int = 960) -> bytes:
@@ -32,34 +66,17 @@ def timeline_png(model: TimelineModel, width: int = 960) -> bytes:
     for lane in range(2, lanes, 2):
         top = HOST_LANE_HEIGHT + (lane - 1) * LANE_HEIGHT
         image[top : top + LANE_HEIGHT] = 246
-    t0, t1 = model.meta["extent"]
-    span = max(t1 - t0, 1e-3)
-    t0, t1 = t0 - span * 0.02, t1 + span * 0.02
+    t0, t1 = padded_extent(model)
     scale = (width - 1) / (t1 - t0)
     colors = np.array([_rgb(color) for _, color in KINDS])
 
-    start = columns["start"]
-    end = start + columns["duration"]
-    first = np.clip(((start - t0) * scale).astype(np.int64), 0, width - 1)
-    last = np.clip(((end - t0) * scale).astype(np.int64), 0, width - 1)
+    best = pixel_kinds(model, width, t0, t1)
     for lane in range(lanes):
-        rows = np.flatnonzero(columns["lane"] == lane)
-        if not rows.size:
-            continue
-        best = np.full(width, -1, np.int64)
-        rows = rows[np.argsort(PRIORITY[columns["kind"][rows]], kind="stable")]
-        kinds = columns["kind"][rows].astype(np.int64)
-        narrow = first[rows] == last[rows]
-        best[first[rows[narrow]]] = kinds[narrow]  # later (higher priority) rows win
-        for row, kind in zip(rows[~narrow], kinds[~narrow], strict=True):
-            span_kinds = best[first[row] : last[row] + 1]
-            replace = (span_kinds < 0) | (PRIORITY[np.maximum(span_kinds, 0)] <= PRIORITY[kind])
-            span_kinds[replace] = kind
         top, bar = _bar_box(lane)
-        painted = best >= 0
-        image[top : top + bar, painted] = colors[best[painted]]
+        painted = best[lane] >= 0
+        image[top : top + bar, painted] = colors[best[lane][painted]]
 
-    hosts = start + columns["host"].astype(np.float64)
+    hosts = columns["start"] + columns["host"].astype(np.float64)
     with_host = ~np.isnan(hosts)
     marker_top = HOST_LANE_HEIGHT - 26
     for kind, offset in ((0, 0), (1, 5)):

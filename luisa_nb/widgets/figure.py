@@ -1,0 +1,149 @@
+"""The timeline as a matplotlib figure: the picture that static pages and every widget's
+``text/html`` fallback show where scripts do not run (GitHub, a notebook reopened
+untrusted, a browser with scripts off).
+
+A time axis with its unit, one row per lane with its name, bars coloured by kind, host
+reads (▼) and writes (▲) on the host lane, each hazard as a red arrow from the host write
+to the stale host read, and a legend. Bars are drawn per column of pixels
+(:func:`~luisa_nb.widgets.raster.pixel_kinds`) as one collection, so the cost does not
+grow with the number of records. Importing this module imports matplotlib; callers
+import it lazily and fall back to :mod:`luisa_nb.widgets.raster`.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import FancyArrowPatch, Patch
+from matplotlib.path import Path
+
+from luisa_nb.widgets.model import HAZARD_COLOR, HOST_LANE, KINDS, TimelineModel
+from luisa_nb.widgets.raster import padded_extent, pixel_kinds
+
+WIDTH_PX = 960
+DPI = 100
+COLUMNS = 1000
+"""Time columns the bars are summarised into (about one per pixel of the axes)."""
+ARROW_LIMIT = 200
+MARKER_Y = -0.22
+"""Where host read and write markers sit, relative to the host lane's centre."""
+ARC_TOP = -1.3
+"""The control point of an arrow between two host moments (the arc peaks halfway)."""
+CURVE = [Path.MOVETO, Path.CURVE3, Path.CURVE3]
+UNITS = ((1e6, "s"), (1e3, "ms"), (1.0, "µs"))
+
+
+def _unit(span_us: float) -> tuple[float, str]:
+    for size, name in UNITS:
+        if span_us >= size:
+            return size, name
+    return UNITS[-1]
+
+
+def timeline_figure(model: TimelineModel) -> Figure:
+    """The whole timeline of ``model``, :data:`WIDTH_PX` pixels wide at :data:`DPI`."""
+    lanes = len(model.lanes)
+    figure = Figure(figsize=(WIDTH_PX / DPI, 1.7 + 0.42 * lanes), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    t0, t1 = padded_extent(model)
+    size, unit = _unit(t1 - t0)
+    to_axis = 1.0 / size
+
+    kinds = pixel_kinds(model, COLUMNS, t0, t1)
+    step = (t1 - t0) / (COLUMNS - 1)
+    boxes, colours = [], []
+    palette = [colour for _, colour in KINDS]
+    for lane in range(lanes):
+        row = kinds[lane]
+        starts = np.flatnonzero(np.diff(row, prepend=-2) != 0)
+        ends = np.append(starts[1:], COLUMNS)
+        top, bottom = (-0.05, 0.3) if lane == HOST_LANE else (lane - 0.32, lane + 0.32)
+        for first, end in zip(starts, ends, strict=True):
+            if row[first] < 0:
+                continue
+            x0 = (t0 + first * step) * to_axis
+            x1 = (t0 + end * step) * to_axis
+            boxes.append([(x0, top), (x1, top), (x1, bottom), (x0, bottom)])
+            colours.append(palette[row[first]])
+    if boxes:
+        axes.add_collection(PolyCollection(boxes, facecolors=colours, linewidths=0))
+
+    handles = [
+        Patch(color=palette[code], label=name)
+        for code, (name, _) in enumerate(KINDS)
+        if (model.columns["kind"] == code).any()
+    ]
+    columns = model.columns
+    hosts = columns["start"] + columns["host"].astype(np.float64)
+    for code, marker, label in ((0, "v", "host read"), (1, "^", "host write")):
+        chosen = ~np.isnan(hosts) & (columns["kind"] == code)
+        if not chosen.any():
+            continue
+        cells = np.unique(np.round((hosts[chosen] - t0) / step))
+        axes.scatter(
+            (t0 + cells * step) * to_axis,
+            np.full(cells.size, MARKER_Y),
+            s=28,
+            marker=marker,
+            color=palette[code],
+            linewidths=0,
+            zorder=3,
+        )
+        handles.append(
+            Line2D([], [], marker=marker, linestyle="", color=palette[code], label=label)
+        )
+
+    arrows = [h["arrow"] for h in model.hazards if h.get("arrow")][:ARROW_LIMIT]
+    for arrow in arrows:
+        (x1, y1), (x2, y2) = (
+            (point["time"] * to_axis, MARKER_Y if point["lane"] == HOST_LANE else point["lane"])
+            for point in (arrow["from"], arrow["to"])
+        )
+        bend = ARC_TOP if y1 == y2 == MARKER_Y else min(y1, y2) - 0.45
+        curve = Path([(x1, y1), ((x1 + x2) / 2, bend), (x2, y2)], CURVE)
+        axes.add_patch(
+            FancyArrowPatch(
+                path=curve,
+                arrowstyle="-|>",
+                mutation_scale=14,
+                linewidth=2,
+                color=HAZARD_COLOR,
+                zorder=4,
+            )
+        )
+    if arrows:
+        handles.append(Line2D([], [], color=HAZARD_COLOR, linewidth=2, label="hazard"))
+
+    for lane in range(1, lanes, 2):
+        axes.axhspan(lane - 0.5, lane + 0.5, color="#f3f3f3", linewidth=0, zorder=0)
+    axes.set_xlim(t0 * to_axis, t1 * to_axis)
+    axes.set_ylim(lanes - 0.5, -0.85)
+    axes.set_yticks(range(lanes), [lane["name"] for lane in model.lanes], fontsize=8)
+    axes.set_xlabel(f"time since the trace started ({unit})", fontsize=8)
+    axes.tick_params(axis="x", labelsize=8)
+    axes.grid(axis="x", color="#dddddd", linewidth=0.6)
+    axes.set_axisbelow(True)
+    for side in ("top", "right"):
+        axes.spines[side].set_visible(False)
+    figure.legend(
+        handles=handles,
+        loc="outside lower center",
+        ncols=min(len(handles), 8) or 1,
+        frameon=False,
+        fontsize=8,
+    )
+    return figure
+
+
+def timeline_figure_png(model: TimelineModel) -> bytes:
+    """:func:`timeline_figure` as PNG bytes; the same model gives the same bytes (the
+    file carries no software version or time)."""
+    buffer = io.BytesIO()
+    timeline_figure(model).savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()
