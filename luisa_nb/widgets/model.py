@@ -5,23 +5,36 @@ The live widgets and the static HTML page read the same :class:`TimelineModel`, 
 notebook, a saved report and a headless browser draw the same picture. Reads a
 :class:`~luisa_nb.recording.Trace` and analysis results only; never the runtime.
 
-Per record the buffer holds 28 bytes, one column after another (each padded to 8 bytes):
+Per record the buffer holds 44 bytes, one column after another (each padded to 8 bytes):
 
-========  =====  ==========================================================
-column    dtype  meaning
-========  =====  ==========================================================
-start     f8     µs from the trace origin when the record started
-id        u4     record id (``#id``)
-duration  f4     µs from start to finish (0 for instants)
-host      f4     µs from start to the upload's host read or the download's
-                 host write (NaN: none)
-text      u4     index into ``summary["texts"]`` (the description minus ``#id``)
-lane      u2     index into ``summary["lanes"]`` (0 is the host lane)
-kind      u1     index into ``summary["kinds"]``
-status    u1     index into ``summary["statuses"]``
-========  =====  ==========================================================
+==========  =====  ========================================================
+column      dtype  meaning
+==========  =====  ========================================================
+start       f8     µs from the trace origin when the record started
+id          u4     record id (``#id``)
+duration    f4     µs from start to finish (0 for instants)
+host        f4     µs from start to the upload's host read or the download's
+                   host write (NaN: none)
+enqueued    f4     µs from start to when the command was enqueued or the
+                   sync point issued (negative or 0)
+text        u4     index into ``summary["texts"]`` (the description minus
+                   ``#id``)
+detail      u4     index into ``summary["details"]``: the record's device
+                   and host ranges, one per line ("" for sync points)
+submission  u4     the command list a command was submitted in (0: a sync
+                   point)
+range       i4     index into ``summary["ranges"]`` of the innermost user
+                   range open at enqueue (-1: none)
+lane        u2     index into ``summary["lanes"]`` (0 is the host lane; a
+                   stream has a lane only if a record is drawn on it)
+kind        u1     index into ``summary["kinds"]``
+status      u1     index into ``summary["statuses"]``
+==========  =====  ========================================================
 
-Rows are sorted by start time (then issue order).
+Rows are sorted by start time (then issue order). Over the bars the timeline draws
+``summary["ranges"]``, ``["lists"]``, ``["links"]`` and ``["host_activity"]``
+(:mod:`luisa_nb.widgets.overlays`); ``summary["errors"]`` maps the id of each failed
+record to its error.
 """
 
 from __future__ import annotations
@@ -35,7 +48,14 @@ from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
-from luisa_nb.recording.naming import describe, stream_name
+from luisa_nb.recording.naming import describe, device_name, host_name, stream_name
+from luisa_nb.recording.ranges import innermost_ranges
+from luisa_nb.widgets.overlays import (
+    event_links,
+    host_activity,
+    list_summaries,
+    range_summaries,
+)
 
 #: Record kinds in code order, with their colours (commands first, then sync points).
 KINDS: tuple[tuple[str, str], ...] = (
@@ -62,7 +82,11 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("id", "<u4"),
     ("duration", "<f4"),
     ("host", "<f4"),
+    ("enqueued", "<f4"),
     ("text", "<u4"),
+    ("detail", "<u4"),
+    ("submission", "<u4"),
+    ("range", "<i4"),
     ("lane", "<u2"),
     ("kind", "u1"),
     ("status", "u1"),
@@ -111,6 +135,7 @@ class TimelineModel:
     hazards: list[dict[str, Any]]
     meta: dict[str, Any]
     origin: int
+    overlays: dict[str, Any] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -149,6 +174,12 @@ class TimelineModel:
             "texts": self.texts,
             "hazard_color": HAZARD_COLOR,
             "meta": self.meta,
+            "ranges": self.overlays.get("ranges", []),
+            "lists": self.overlays.get("lists", []),
+            "links": self.overlays.get("links", []),
+            "host_activity": self.overlays.get("host_activity", []),
+            "details": self.overlays.get("details", [""]),
+            "errors": self.overlays.get("errors", {}),
         }
 
     def description(self, record_id: int) -> str:
@@ -164,7 +195,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     analysis = analysis if analysis is not None else Analysis.of(trace)
     records = sorted(trace.records, key=lambda record: record.seq)
     origin = _origin(trace, records)
-    streams = sorted(set(trace.streams) | {r.stream for r in records if r.stream is not None})
+    streams = sorted({r.stream for r in records if r.stream is not None and not _on_host(r)})
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
     lanes = [{"name": "host", "stream": None}]
     lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
@@ -173,27 +204,41 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     starts = np.empty(count, np.int64)
     ends = np.empty(count, np.int64)
     hosts = np.full(count, -1, np.int64)
+    moments = np.empty(count, np.int64)
     ids = np.empty(count, np.int64)
     seqs = np.empty(count, np.int64)
     lane = np.empty(count, np.int64)
     kind = np.empty(count, np.int64)
     status = np.empty(count, np.int64)
     text = np.empty(count, np.int64)
+    detail = np.zeros(count, np.int64)
+    submission = np.zeros(count, np.int64)
     text_codes: dict[str, int] = {}
     stream_ends: dict[int, int] = {}
+    details = _Details(trace)
+    busy: list[tuple[int, int]] = []
+    errors: dict[str, str] = {}
     for row, record in enumerate(records):
         if isinstance(record, CommandRecord):
             start, end = _command_span(record, stream_ends)
             host = record.host_read if record.kind is CommandKind.UPLOAD else record.host_write
             hosts[row] = -1 if host is None else host
             lane[row] = lane_of[record.stream]
+            moments[row] = record.enqueued
+            submission[row] = record.submission
+            detail[row] = details.code(record)
+            busy.append((record.enqueued, record.enqueued))
+            busy.append((record.submitted, record.submitted))
         else:
             start = record.issued
             end = record.completed if record.completed is not None else start
             if record.kind not in _HOST_WAITS:
                 start = end
-            host_wait = record.kind in _HOST_WAITS or record.stream is None
-            lane[row] = HOST_LANE if host_wait else lane_of[record.stream]
+            lane[row] = HOST_LANE if _on_host(record) else lane_of[record.stream]
+            moments[row] = record.issued
+            busy.append((record.issued, end if record.kind in _HOST_WAITS else record.issued))
+        if record.error:
+            errors[str(record.id)] = record.error
         starts[row], ends[row] = start, max(end, start)
         ids[row], seqs[row] = record.id, record.seq
         kind[row] = KIND_CODES[record.kind.value]
@@ -203,6 +248,10 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
             words = words.split(" ", 1)[1]
         text[row] = text_codes.setdefault(words, len(text_codes))
 
+    stop = (
+        trace.metadata.stopped if trace.metadata.stopped is not None else int(ends.max(initial=0))
+    )
+    ranges = innermost_ranges(trace.ranges, moments, stop)
     order = np.lexsort((seqs, starts))
     start_us = (starts[order] - origin) / 1000.0
     host_ns = hosts[order]
@@ -212,7 +261,11 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
         "id": ids[order].astype(np.uint32),
         "duration": ((ends[order] - starts[order]) / 1000.0).astype(np.float32),
         "host": host_us.astype(np.float32),
+        "enqueued": ((moments[order] - starts[order]) / 1000.0).astype(np.float32),
         "text": text[order].astype(np.uint32),
+        "detail": detail[order].astype(np.uint32),
+        "submission": submission[order].astype(np.uint32),
+        "range": ranges[order].astype(np.int32),
         "lane": lane[order].astype(np.uint16),
         "kind": kind[order].astype(np.uint8),
         "status": status[order].astype(np.uint8),
@@ -223,7 +276,66 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
         for index, hazard in enumerate(analysis.hazards)
     ]
     meta = _meta(trace, records, origin, columns, analysis)
-    return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin)
+    end_us = (ends[order] - origin) / 1000.0
+    lanes_sorted = lane[order]
+    range_items = range_summaries(trace, ranges[order], lanes_sorted, start_us, end_us, origin)
+    if range_items:
+        low, high = meta["extent"] if count else range_items[0]["host"]
+        low = min(low, *(item["host"][0] for item in range_items))
+        high = max(high, *(item["host"][1] for item in range_items))
+        meta["extent"] = [low, high]
+    extent = meta["extent"][1] - meta["extent"][0]
+    overlays = {
+        "ranges": range_items,
+        "lists": list_summaries(submission[order], lanes_sorted, start_us, end_us),
+        "links": event_links(
+            [r for r in records if not isinstance(r, CommandRecord)], lane_of, origin
+        ),
+        "host_activity": host_activity(trace, busy, origin, extent),
+        "details": details.texts,
+        "errors": errors,
+    }
+    return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
+
+
+def _on_host(record: Any) -> bool:
+    """Whether ``record`` is drawn on the host lane: a host-side wait."""
+    return not isinstance(record, CommandRecord) and (
+        record.kind in _HOST_WAITS or record.stream is None
+    )
+
+
+class _Details:
+    """The device and host ranges of commands as text, one line each, made once per set
+    of ranges (commands share their ranges' objects)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.texts: list[str] = [""]
+        self._codes: dict[tuple[int, int], int] = {}
+
+    def code(self, record: CommandRecord) -> int:
+        key = (id(record.device_ranges), id(record.host))
+        found = self._codes.get(key)
+        if found is None:
+            found = self._codes[key] = len(self.texts)
+            self.texts.append(self._text(record))
+        return found
+
+    def _text(self, record: CommandRecord) -> str:
+        lines = [
+            f"{r.access.value.replace('_', '-')} {device_name(self.trace, r)} "
+            f"({r.nbytes:,} B at byte {r.offset:,})"
+            for r in record.device_ranges
+        ]
+        host = record.host
+        if host is not None:
+            shape = "x".join(map(str, host.shape)) or "scalar"
+            lines.append(
+                f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}] "
+                f"at 0x{host.address:x}"
+            )
+        return "\n".join(lines)
 
 
 def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[int, int]:

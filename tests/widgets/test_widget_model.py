@@ -95,14 +95,14 @@ def test_seed_has_exactly_one_arrow_from_host_write_to_host_read(seed):
     assert model.meta["staging"] == ["submit"]
 
 
-def test_pack_round_trips_and_costs_28_bytes_per_record(seed_trace):
+def test_pack_round_trips_and_costs_44_bytes_per_record(seed_trace):
     model = build_timeline(seed_trace)
     read_back = unpack(model)
     for name, _ in COLUMNS:
         np.testing.assert_array_equal(
             read_back[name], model.columns[name].astype(read_back[name].dtype)
         )
-    assert BYTES_PER_RECORD == 28
+    assert BYTES_PER_RECORD == 44
     offsets = [spec["offset"] for spec in model.layout().values()]
     assert all(offset % 8 == 0 for offset in offsets)
     summary = model.summary()
