@@ -80,11 +80,12 @@ def name(obj: Any, label: str) -> Any:
     return obj
 
 
-def show(obj: Any, actual: Any = None, **options: Any) -> Any:
-    """Display the trace viewer of a trace, or ``show(expected, actual)`` as a diff view."""
+def show(obj: Any, actual: Any = None, **options: Any) -> None:
+    """Display the trace viewer of a trace, or ``show(expected, actual)`` as a diff view;
+    returns ``None``, so the view appears once even as a cell's last line."""
     from luisa_nb.widgets import show as show_widget
 
-    return show_widget(obj, actual, **options)
+    show_widget(obj, actual, **options)
 
 
 # abs, min, max, pow and range stay out of __all__ so that a star import keeps the builtins.

@@ -22,6 +22,11 @@ class ViewableTrace(AnalyzedTrace):
 
         return trace_mimebundle(self, include, exclude)
 
+    def _ipython_display_(self) -> None:
+        from luisa_nb.widgets import show
+
+        show(self)
+
 
 def trace(capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> ViewableTrace:
     """A trace to use as ``with lnb.trace() as t:``; every command submitted and every sync

@@ -48,10 +48,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'luisa_nb.widgets' has no attribute {name!r}")
 
 
-def show(obj: Any, actual: Any = None, **options: Any) -> Any:
+def show(obj: Any, actual: Any = None, **options: Any) -> None:
     """Display a :class:`TraceViewer` of a trace, or a :class:`DiffView` of
-    ``show(expected, actual)``; returns the widget. Without ipywidgets, displays the same
-    views as a static HTML page and returns ``None``."""
+    ``show(expected, actual)``; without ipywidgets, the same views as a static HTML page.
+
+    Returns ``None``, so the view appears once whether or not ``show(...)`` is the last
+    line of a cell. To keep the widget (to read or set its selection), create it and
+    display it: ``viewer = TraceViewer(trace)``, then ``viewer`` on the last line."""
     from IPython.display import HTML, display
 
     from luisa_nb.recording import Trace
@@ -72,9 +75,8 @@ def show(obj: Any, actual: Any = None, **options: Any) -> Any:
             widget = DiffView(obj, actual, **options)
     except ImportError:
         display(HTML(_static_html(obj, actual, **options)))
-        return None
+        return
     display(widget)
-    return widget
 
 
 def _static_html(obj: Any, actual: Any, **options: Any) -> str:
@@ -96,7 +98,9 @@ def _static_html(obj: Any, actual: Any, **options: Any) -> str:
 def trace_mimebundle(trace: Trace, include: Any = None, exclude: Any = None) -> tuple[dict, dict]:
     """A trace's MIME bundle: the :class:`TraceViewer` widget view, the report's content
     as ``text/html`` and ``repr`` as ``text/plain``; only the last two where ipywidgets
-    is missing. Hook it as ``Trace._repr_mimebundle_``."""
+    is missing. Hook it as ``Trace._repr_mimebundle_`` for frontends that ask for one
+    bundle; IPython displays a trace through :func:`show` (a widget view and its static
+    twin, so that nbconvert with stored widget state shows the views too)."""
     try:
         from luisa_nb.widgets.viewer import TraceViewer
     except ImportError:

@@ -1,20 +1,47 @@
-"""What every luisa_nb widget shares: the stylesheet, and a ``text/html`` fallback
-beside the widget view in its MIME bundle, so nbconvert, GitHub and a browser with no
-kernel show the same picture."""
+"""What every luisa_nb widget shares: the stylesheet, a ``text/html`` fallback beside the
+widget view in its MIME bundle, and how IPython displays it.
+
+Displayed in IPython (``display(widget)``, or a widget as a cell's last expression), a
+widget emits two outputs (:func:`display_with_static_twin`): its widget view, and its
+*static twin*, a ``text/html`` output holding the same views as a self-contained page.
+The live widget hides its twin when it renders, so JupyterLab shows one copy; where no
+widget manager runs (nbconvert's HTML, with or without stored widget state, a notebook
+reopened without a kernel, GitHub), the twin is what the reader sees.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import anywidget
+from traitlets import List, Unicode
 
-from luisa_nb.widgets.html_page import STATIC
+from luisa_nb.widgets.html_page import STATIC, static_twin, widget_module
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class StaticFallbackWidget(anywidget.AnyWidget):
-    """An anywidget whose MIME bundle also carries :meth:`_repr_html_`."""
+    """An anywidget whose MIME bundle also carries :meth:`_repr_html_`, and which IPython
+    displays with a static twin. A subclass sets ``_esm`` to a renderer module's text
+    (:func:`~luisa_nb.widgets.html_page.module_source`)."""
 
     _css = STATIC / "widgets.css"
+    _twin_ids = List(
+        Unicode(), help="model ids of the static twins this widget hides when it renders"
+    ).tag(sync=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        source = cls.__dict__.get("_esm")
+        if isinstance(source, str):
+            cls._esm = widget_module(source)
+
+    def hides_twin(self, model_id: str) -> None:
+        """Hide the static twin of ``model_id`` (a widget containing this one) when this
+        widget renders live."""
+        if model_id not in self._twin_ids:
+            self._twin_ids = [*self._twin_ids, model_id]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict] | None:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -25,3 +52,23 @@ class StaticFallbackWidget(anywidget.AnyWidget):
 
     def _repr_html_(self) -> str:
         raise NotImplementedError
+
+    def _display_text(self) -> str:
+        """The ``text/plain`` of the widget view (what a terminal prints)."""
+        return f"<{type(self).__name__}>"
+
+    def _ipython_display_(self, **_kwargs: Any) -> None:
+        self.hides_twin(self.model_id)
+        display_with_static_twin(self, self._repr_html_(), self._display_text())
+
+
+def display_with_static_twin(widget: Any, html: str, text: str) -> None:
+    """Display ``widget`` (an ipywidget) as its widget view, then ``html`` as its static
+    twin. The widget view's output carries an empty ``text/html``, so that nbconvert
+    without stored widget state and sanitising viewers show nothing for it, and ``text``
+    as ``text/plain`` for terminals."""
+    from IPython.display import display
+
+    view = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
+    display({WIDGET_VIEW: view, "text/html": "", "text/plain": text}, raw=True)
+    display({"text/html": static_twin(html, [widget.model_id])}, raw=True)

@@ -100,6 +100,12 @@ class ArrayDiffWidget(StaticFallbackWidget):
         fallback = diff_fallback(self.comparison, self._title, self._reason)
         return view_fragment("diff", state, buffers, fallback)
 
+    def _display_text(self) -> str:
+        if self.comparison is None:
+            return f"<{type(self).__name__}: {self._reason or 'nothing to compare'}>"
+        differ = f"{self.comparison.count} of {self.comparison.size} elements differ"
+        return f"<{type(self).__name__}: {differ}>"
+
 
 class DiffView(ArrayDiffWidget):
     """``expected`` against ``actual`` (arrays, sequences, or buffers with ``.numpy()``):

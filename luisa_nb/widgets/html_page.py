@@ -8,6 +8,11 @@ fetched from the network, so the page works offline, from ``file://``, in nbconv
 output and in a notebook's ``text/html`` fallback. Mounts hold plain-HTML fallbacks
 (an image, tables) that show where scripts do not run (GitHub) and are replaced by the
 renderers where they do.
+
+A notebook shows a widget as two outputs: its widget view, and a *static twin*, this
+page inside ``<div class="lnb-twin" data-lnb-twin="<model ids>">`` (:func:`static_twin`).
+The live widget's module hides its twins when it renders (``static/twin.js``); inside a
+running Jupyter application a twin waits :data:`TWIN_GRACE_MS` for that before it boots.
 """
 
 from __future__ import annotations
@@ -15,14 +20,19 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 import uuid
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from luisa_nb.errors import ConfigurationError
+
 STATIC = Path(__file__).parent / "static"
 MODULE_TYPE = "text/x-luisa-nb-module"
 HAZARDS_REFERENCE = "$hazards"
+TWIN_GRACE_MS = 4000
+"""How long a static twin inside JupyterLab or Notebook waits for its live widget."""
 
 _LOADER = """<script type="module">
 const root = document.getElementById("%(root)s");
@@ -38,8 +48,20 @@ async function load(name) {
     return await import("data:text/javascript;charset=utf-8," + encodeURIComponent(text));
   }
 }
+function superseded() {
+  const twin = root.closest(".lnb-twin");
+  const live = globalThis.__luisa_nb && globalThis.__luisa_nb.live;
+  return Boolean(twin && live && twin.dataset.lnbTwin.split(" ").some((id) => live.has(id)));
+}
+async function start() {
+  const inJupyter = document.getElementById("jupyter-config-data") || globalThis.Jupyter;
+  if (root.closest(".lnb-twin") && inJupyter) {
+    await new Promise((resolve) => setTimeout(resolve, %(grace)d));
+  }
+  if (!superseded()) await (await load("page")).boot(root, load);
+}
 try {
-  await (await load("page")).boot(root, load);
+  await start();
 } catch (error) {
   const note = document.createElement("pre");
   note.className = "lnb-error";
@@ -62,6 +84,28 @@ def module_source(name: str) -> str:
     if name in COLUMN_READERS:
         text = (STATIC / "columns.js").read_text(encoding="utf-8") + "\n" + text
     return text
+
+
+_DEFAULT_EXPORT = re.compile(r"^export default \{ render \};[ \t]*$", re.MULTILINE)
+
+
+def widget_module(source: str) -> str:
+    """A renderer module (from :func:`module_source`) as a live widget's ``_esm``: its
+    default export also hides the widget's static twins (``static/twin.js``)."""
+    body, count = _DEFAULT_EXPORT.subn("", source)
+    if count != 1:
+        raise ConfigurationError(
+            "a luisa_nb renderer module must end with `export default { render };` for the "
+            f"live widget to hide its static twin; found {count} such lines"
+        )
+    return body + "\n" + (STATIC / "twin.js").read_text(encoding="utf-8")
+
+
+def static_twin(fragment: str, twin_ids: list[str]) -> str:
+    """``fragment`` as the static twin of the widgets ``twin_ids`` (model ids): hidden
+    where one of them renders live, shown (and booted) everywhere else."""
+    ids = escape(" ".join(twin_ids))
+    return f'<div class="lnb-twin" data-lnb-twin="{ids}">{fragment}</div>'
 
 
 @cache
@@ -130,11 +174,12 @@ class StaticPage:
             f"{_script_safe(module_source(name))}</script>"
             for name in sorted(self.modules)
         )
+        loader = _LOADER % {"root": self.root_id, "type": MODULE_TYPE, "grace": TWIN_GRACE_MS}
         return (
             f'<div class="lnb-root" id="{self.root_id}">'
             f"<style>{stylesheet()}</style>{body}"
             f'<script type="application/json" class="lnb-models">{models}</script>'
-            f"{modules}{_LOADER % {'root': self.root_id, 'type': MODULE_TYPE}}</div>"
+            f"{modules}{loader}</div>"
         )
 
     def document(self, body: str, title: str) -> str:

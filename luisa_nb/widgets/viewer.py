@@ -11,6 +11,7 @@ from traitlets import observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
+from luisa_nb.widgets.base import display_with_static_twin
 from luisa_nb.widgets.diff import StagingInspector
 from luisa_nb.widgets.html_page import escape
 from luisa_nb.widgets.model import Analysis, build_timeline
@@ -83,6 +84,18 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
     def _repr_html_(self) -> str:
         """The report's content: the same views, drawn by the same ES modules."""
         return trace_fragment(self.trace, self.analysis)
+
+    def _ipython_display_(self, **_kwargs: Any) -> None:
+        """The widget view and its static twin, which any of the views hides when it
+        renders live (see :mod:`luisa_nb.widgets.base`)."""
+        for view in (self.timeline, self.table, self.hazard_list, self.inspector):
+            view.hides_twin(self.model_id)
+        meta = self.model.meta
+        text = (
+            f"<TraceViewer: {meta['commands']} commands, {meta['syncs']} sync points, "
+            f"{meta['hazards']} hazard(s)>"
+        )
+        display_with_static_twin(self, self._repr_html_(), text)
 
 
 def _heading(text: str) -> ipywidgets.HTML:
