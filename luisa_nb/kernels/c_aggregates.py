@@ -76,7 +76,7 @@ class AggregateEmission:
                 changes[field_name] = replacements[id(value)]
         substituted = dataclasses.replace(expression, **changes)
         method = getattr(self, f"expression_{type(expression).__name__.lower()}")
-        return f"({{ {' '.join(lines)} {method(substituted)}; }})"
+        return self.statement_expression(lines, method(substituted))
 
     def aggregate_name(self: CEmitter, kind: Any) -> str:
         """The C type of a struct or array, defined (after its members' types) on first use."""
@@ -86,7 +86,7 @@ class AggregateEmission:
         if isinstance(kind, StructType):
             name = f"lnb_struct{kind.number}"
             members = [f"{self.type_name(t)} m_{field};" for field, t in kind.fields.items()]
-            members[0] = f"_Alignas({kind.alignment}) {members[0]}"
+            members[0] = f"{self.alignment(kind.alignment)} {members[0]}"
         else:
             name = f"lnb_array{len(self.aggregate_names)}_{kind.size}"
             members = [f"{self.type_name(kind.element)} a[{kind.size}];"]
@@ -97,7 +97,7 @@ class AggregateEmission:
     def zero_of(self: CEmitter, kind: Any) -> str:
         if isinstance(kind, ScalarType):
             return "0"
-        return f"({self.type_name(kind)}){{0}}"
+        return self.compound(self.type_name(kind), "0")
 
     def expression_field(self: CEmitter, expression: ir.Field) -> str:
         return f"{self.expression(expression.operand)}.m_{expression.name}"
@@ -124,7 +124,7 @@ class AggregateEmission:
         if not expression.arguments:
             return self.zero_of(expression.type)
         values = ", ".join(self.expression(argument) for argument in expression.arguments)
-        return f"({self.type_name(expression.type)}){{{values}}}"
+        return self.compound(self.type_name(expression.type), values)
 
     def context_arguments(self: CEmitter) -> list[str]:
         """What every callable takes first: the thread's context, by name."""
@@ -156,7 +156,7 @@ class AggregateEmission:
                 texts.append(f"&{self.place(argument)[0]}")
             else:
                 kind = self.type_name(argument.type)
-                texts.append(f"({kind}[1]){{{self.expression(argument)}}}")
+                texts.append(self.temporary_reference(kind, self.expression(argument)))
         return texts
 
     def expression_functioncall(self: CEmitter, expression: ir.FunctionCall) -> str:
@@ -171,7 +171,9 @@ class AggregateEmission:
         name = self.function_name(expression.function)
         kind = self.type_name(expression.type)
         call = ", ".join([*self.context_arguments(), "&lnb_self", *arguments])
-        return f"({{ {kind} lnb_self = {{0}}; {name}({call}); lnb_self; }})"
+        return self.statement_expression(
+            [f"{kind} lnb_self = {{0}};", f"{name}({call});"], "lnb_self"
+        )
 
     def function_definition(self: CEmitter, index: int) -> str:
         """A callable as a ``static inline`` C function."""

@@ -109,6 +109,8 @@ class CEmitter(
     includes = ("stdint.h", "string.h")
     kernel_prefix = ""
     function_prefix = "static inline"
+    launch_prelude = LAUNCH_PRELUDE
+    note_function = NOTE_FUNCTION
     # Threads run in blocks along x; OpenMP hands out blocks from a shared counter
     # (schedule dynamic), so a thread that shares its core with another process takes
     # fewer. See "OpenMP" in docs/kernels.md for the measurements behind these numbers.
@@ -157,36 +159,66 @@ class CEmitter(
         functions = [self.function_definition(i) for i in range(len(self.kernel.functions))]
         body = self.body_function()
         images = self.image_helper_texts
-        run = () if self.kernel.has_control_flow else (self.run_function(),)
-        entry = self.entry()
+        launch = self.launch_functions()
         arguments = self.argument_struct()
         accesses = [
-            access_function(
-                access, element, index, self.type_name, self.function_prefix,
-                self.components(element, "value")
-                if is_composite(element) or is_aggregate_type(element) else None,
-            )
+            self.access_definition(access, element, index)
             for access, element, index in self.access_helpers
-        ]  # fmt: skip
-        includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
+        ]
         checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
         parts = [
             f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
             f"{checks[self.checks]}. */",
-            "\n".join(f"#include <{name}>" for name in includes),
+            self.include_lines(),
             "\n".join(self.type_definitions()),
-            LAUNCH_PRELUDE,
+            self.launch_prelude,
             arguments,
             *self.helper_texts,
-            *((NOTE_FUNCTION,) if self.access_helpers or (self.checks and images) else ()),
+            *((self.note_function,) if self.access_helpers or (self.checks and images) else ()),
             *accesses,
             *images,
             *functions,
             body,
-            *run,
-            entry,
+            *launch,
         ]
         return "\n\n".join(parts) + "\n"
+
+    def include_lines(self) -> str:
+        """The ``#include`` lines (``math.h`` once a math function is used)."""
+        includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
+        return "\n".join(f"#include <{name}>" for name in includes)
+
+    def launch_functions(self) -> list[str]:
+        """What runs the threads: the one-thread runner of simd loops, and the entries."""
+        run = [] if self.kernel.has_control_flow else [self.run_function()]
+        return [*run, self.entry()]
+
+    def access_definition(self, access: str, element: KernelType, index: ScalarType) -> str:
+        """The definition of one checked access helper (see ``c_checks``)."""
+        components = (
+            self.components(element, "value")
+            if is_composite(element) or is_aggregate_type(element)
+            else None
+        )
+        return access_function(
+            access, element, index, self.type_name, self.function_prefix, components
+        )
+
+    def compound(self, type_text: str, initializer: str) -> str:
+        """A value of the C type ``type_text`` from the items of a brace initializer."""
+        return f"({type_text}){{{initializer}}}"
+
+    def alignment(self, alignment: int) -> str:
+        """The specifier aligning a struct's first member to ``alignment`` bytes."""
+        return f"_Alignas({alignment})"
+
+    def temporary_reference(self, type_text: str, value: str) -> str:
+        """A pointer to a temporary holding ``value``, alive until the end of the call."""
+        return f"({type_text}[1]){{{value}}}"
+
+    def statement_expression(self, statements: list[str], value: str) -> str:
+        """An expression running ``statements`` in order, then giving ``value``."""
+        return f"({{ {' '.join(statements)} {value}; }})"
 
     def type_name(self, kernel_type: KernelType | ImageType) -> str:
         """The C type of ``kernel_type``; of an image, that of one stored channel."""

@@ -86,7 +86,7 @@ class ImageEmission:
                 height=image.height,
                 access=0 if access == "read" else 1,
                 skip="!ok" if access == "read" else "!ok | state->skip_writes",
-                zero=(" 0" if image.channels == 1 else f" ({texel}){{0}}")
+                zero=(" 0" if image.channels == 1 else f" {self.compound(texel, '0')}")
                 if access == "read"
                 else "",
             )
@@ -99,7 +99,9 @@ class ImageEmission:
             channels = [
                 f"t[{i}] / {scale}f" if scale else f"({kind})t[{i}]" for i in range(image.channels)
             ]
-            value = channels[0] if image.channels == 1 else f"({texel}){{{', '.join(channels)}}}"
+            value = (
+                channels[0] if image.channels == 1 else self.compound(texel, ", ".join(channels))
+            )
             text = READ.format(value=value, **fields)
         else:
             components = ["value"] if image.channels == 1 else [f"value.{f}" for f in fields_of]

@@ -65,7 +65,7 @@ class MatrixEmission:
     def matrix_literal(self: CEmitter, kind: MatrixType, columns: list[list[str]]) -> str:
         """A compound literal of ``kind`` from the C expressions of its columns."""
         inner = ", ".join("{" + ", ".join(column) + "}" for column in columns)
-        return f"({self.type_name(kind)}){{{{{inner}}}}}"
+        return self.compound(self.type_name(kind), f"{{{inner}}}")
 
     def matrix_helper(
         self: CEmitter,
@@ -102,7 +102,7 @@ class MatrixEmission:
             product = self.matrix_vector_product(left)
             value = ", ".join(f"{product}(a0, a1.cols[{c}])" for c in range(kind.size))
             helper = self.matrix_helper(
-                name, kind, [left, right], f"({self.type_name(kind)}){{{{{value}}}}}"
+                name, kind, [left, right], self.compound(self.type_name(kind), f"{{{value}}}")
             )
             return f"{helper}({arguments})"
         helper = self.matrix_helper(name, kind, [left, right], self.matrix_literal(kind, columns))
@@ -150,7 +150,7 @@ class MatrixEmission:
         arguments = ", ".join(self.expression(argument) for argument in expression.arguments)
         size = kind.size
         if len(parts) == 1 and isinstance(parts[0], ScalarType):
-            return f"({self.type_name(kind)}){{0}}"
+            return self.compound(self.type_name(kind), "0")
         if len(parts) == 1:
             source = parts[0]
             name = f"lnb_make_{kind}_{source}"
@@ -172,7 +172,7 @@ class MatrixEmission:
         if isinstance(expression.index, ir.Constant):
             return f"{operand}.cols[{index}]"
         name = f"lnb_at_{source}"
-        zero = f"({self.type_name(source.column)}){{0}}"
+        zero = self.compound(self.type_name(source.column), "0")
         value = f"(uint64_t)a1 < {source.size} ? a0.cols[a1] : {zero}"
         helper = self.matrix_helper(name, source.column, [source, ScalarType.INT64], value)
         return f"{helper}({operand}, (int64_t){index})"

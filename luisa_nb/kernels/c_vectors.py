@@ -49,7 +49,7 @@ class VectorEmission:
             if kind in used:
                 element = self.type_names[kind.element]
                 first, *rest = kind.fields
-                members = f"_Alignas({kind.alignment}) {element} {first}; {element} "
+                members = f"{self.alignment(kind.alignment)} {element} {first}; {element} "
                 members += ", ".join(rest)
                 lines.append(f"typedef struct {{ {members}; }} lnb_{kind};")
         lines += [self.matrix_definition(kind) for kind in matrices]
@@ -100,7 +100,7 @@ class VectorEmission:
 
     def literal(self: CEmitter, kind: KernelType, values: Sequence[str]) -> str:
         """A compound literal of a vector or matrix type."""
-        return f"({self.type_name(kind)}){{{', '.join(values)}}}"
+        return self.compound(self.type_name(kind), ", ".join(values))
 
     def helper_function(
         self: CEmitter,
@@ -164,9 +164,8 @@ class VectorEmission:
         fields = ", ".join(f"a0.{letter}" for letter in expression.field)
 
         def build() -> str:
-            return self.helper_function(
-                expression.type, name, [source], f"({self.type_name(expression.type)}){{{fields}}}"
-            )
+            value = self.compound(self.type_name(expression.type), fields)
+            return self.helper_function(expression.type, name, [source], value)
 
         return f"{self.define_helper(name, build)}({self.expression(expression.operand)})"
 
@@ -277,15 +276,15 @@ def _normalize(self: CEmitter, name: str, kind: VectorType) -> str:
         kind,
         name,
         [kind],
-        f"({self.type_name(kind)}){{{fields}}}",
+        self.compound(self.type_name(kind), fields),
         [f"const float s = 1.0f / sqrtf({squared}(a0));"],
     )
 
 
 def _cross(self: CEmitter, name: str, kind: VectorType) -> str:
-    value = (
-        "(lnb_float3){a0.y * a1.z - a0.z * a1.y, a0.z * a1.x - a0.x * a1.z, "
-        "a0.x * a1.y - a0.y * a1.x}"
+    value = self.compound(
+        "lnb_float3",
+        "a0.y * a1.z - a0.z * a1.y, a0.z * a1.x - a0.x * a1.z, a0.x * a1.y - a0.y * a1.x",
     )
     return self.helper_function(kind, name, [kind, kind], value)
 
@@ -297,7 +296,7 @@ def _reflect(self: CEmitter, name: str, kind: VectorType) -> str:
         kind,
         name,
         [kind, kind],
-        f"({self.type_name(kind)}){{{fields}}}",
+        self.compound(self.type_name(kind), fields),
         [f"const float s = 2.0f * {dot}(a1, a0);"],
     )
 
@@ -309,7 +308,7 @@ def _faceforward(self: CEmitter, name: str, kind: VectorType) -> str:
         kind,
         name,
         [kind, kind, kind],
-        f"{dot}(a2, a1) < 0 ? a0 : ({self.type_name(kind)}){{{negated}}}",
+        f"{dot}(a2, a1) < 0 ? a0 : {self.compound(self.type_name(kind), negated)}",
     )
 
 

@@ -116,7 +116,8 @@ class Executable:
 
     ``parameters`` lists what ``launch`` takes: buffers (arguments, then captures) and
     scalars; a scalar with ``count_of`` set is the element count of that buffer, which the
-    caller appends (checked C kernels only).
+    caller appends (checked C kernels only). ``kernel`` is the typed IR it was built from,
+    for a device that compiles it again with its own code generator.
     """
 
     mode: str
@@ -124,6 +125,7 @@ class Executable:
 
     def __init__(self, kernel: ir.KernelIR, source: KernelSource, checks: bool | str) -> None:
         self.name = kernel.name
+        self.kernel = kernel
         self.checks = checks
         self.kernel_source = source
         self.parameters = parameters_of(kernel)

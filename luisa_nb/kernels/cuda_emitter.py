@@ -1,0 +1,338 @@
+"""The typed IR as CUDA C++ for NVRTC: one thread of the dispatch per CUDA thread.
+
+:class:`CudaEmitter` subclasses the C emitter and changes only the dialect: ``bool``
+for ``_Bool``, ``alignas`` for ``_Alignas``, ``T{...}`` for compound literals, lambdas
+for GNU statement expressions, ``__device__`` helpers, CUDA atomics, and an
+``extern "C" __global__`` entry that takes the packed argument struct by value (the
+layout of ``c_emitter.argument_struct``), the launch record and the cancel flag.
+
+Each CUDA thread computes its x from ``blockIdx.x * blockDim.x + threadIdx.x`` and
+returns past ``size.x``; y and z step over the grid by ``gridDim``, so any dispatch
+fits the grid limits (65535 blocks along y and z). Checks work as in C, one thread at a
+time: a thread records its first failure, and the first thread to report it (an
+``atomicCAS`` on the launch record's status) writes where. Loops poll the cancel flag
+every ``CANCEL_POLL_INTERVAL`` iterations.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from luisa_nb.kernels.c_checks import NOTE_FUNCTION
+from luisa_nb.kernels.c_emitter import CEmitter
+from luisa_nb.kernels.checks import (
+    STATUS_CANCELLED,
+    STATUS_INDEX_ERROR,
+    STATUS_INVALID_SIZE,
+    STATUS_NON_FINITE,
+    STATUS_OK,
+)
+from luisa_nb.kernels.type_system import ScalarType
+
+BLOCK_SIZE = 256
+"""Threads of a CUDA block along x (y and z take one row of the dispatch each)."""
+MAX_GRID_YZ = 65535
+"""CUDA's limit on the grid along y and z; larger dispatches loop over it."""
+CANCEL_POLL_INTERVAL = 1024
+"""Loop iterations between two reads of the cancel flag in device memory."""
+FUNCTION_PREFIX = "static __device__ inline"
+
+TYPE_PRELUDE = """\
+#if defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#define INT32_MAX 2147483647
+#endif"""
+
+LAUNCH_PRELUDE = f"""\
+enum {{
+    LNB_OK = {STATUS_OK},
+    LNB_INDEX_ERROR = {STATUS_INDEX_ERROR},
+    LNB_NON_FINITE = {STATUS_NON_FINITE},
+    LNB_CANCELLED = {STATUS_CANCELLED},
+    LNB_INVALID_SIZE = {STATUS_INVALID_SIZE}
+}};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord.
+   Lives in device memory, zeroed before the launch; `cancel` is unused on the device. */
+typedef struct {{
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+}} lnb_launch;
+
+/* A thread's failed checks (`details` is always set: each thread records its first). */
+typedef struct {{
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+    uint32_t polls;
+}} lnb_thread;
+
+{FUNCTION_PREFIX} int lnb_cancelled(const int32_t *cancel) {{
+    return *(volatile const int32_t *)cancel != 0;
+}}
+
+/* Whether a thread must not start: another thread failed, or the launch was cancelled. */
+{FUNCTION_PREFIX} int lnb_launch_stopped(lnb_launch *launch, const int32_t *cancel) {{
+    if (*(volatile int32_t *)&launch->status != LNB_OK) return 1;
+    if (!lnb_cancelled(cancel)) return 0;
+    atomicCAS(&launch->status, (int32_t)LNB_OK, (int32_t)LNB_CANCELLED);
+    return 1;
+}}
+
+/* Inside a thread's loops: stop when a check failed, or (polled every
+   {CANCEL_POLL_INTERVAL} iterations) the launch was cancelled. */
+{FUNCTION_PREFIX} int lnb_thread_stopped(lnb_thread *state) {{
+    if (state->failed != LNB_OK) return 1;
+    if ((++state->polls % {CANCEL_POLL_INTERVAL}u) != 0) return 0;
+    if (!lnb_cancelled(state->cancel)) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+{FUNCTION_PREFIX} void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                                  int32_t x, int32_t y, int32_t z) {{
+    if (atomicCAS(&launch->status, (int32_t)LNB_OK, state->failed) != LNB_OK) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}}
+
+/* A pointer to a temporary that lives until the end of the full expression. */
+template <typename T>
+{FUNCTION_PREFIX} T *lnb_temporary(const T &value) {{
+    return const_cast<T *>(&value);
+}}"""
+
+BITS = {4: "uint32_t", 8: "uint64_t"}
+TO_BITS = {
+    ScalarType.FLOAT32: "__float_as_uint({value})",
+    ScalarType.FLOAT64: "(uint64_t)__double_as_longlong({value})",
+}
+FROM_BITS = {
+    ScalarType.FLOAT32: "__uint_as_float({value})",
+    ScalarType.FLOAT64: "__longlong_as_double((long long)({value}))",
+}
+INTRINSICS = {
+    "fetch_add": "atomicAdd",
+    "fetch_sub": "atomicAdd",
+    "fetch_and": "atomicAnd",
+    "fetch_or": "atomicOr",
+    "fetch_xor": "atomicXor",
+}
+
+ONE_CALL = """\
+{prefix} {T} {name}({T} *address, {parameters}) {{
+    return {result};
+}}"""
+
+CAS_LOOP = """\
+{prefix} {T} {name}({T} *address, {T} value) {{
+    {bits} *bits = ({bits} *)address;
+    {bits} seen = *(volatile {bits} *)bits;
+    {bits} assumed;
+    do {{
+        assumed = seen;
+        const {T} old = {old};
+        const {T} next = {update};
+        seen = atomicCAS(bits, assumed, {next});
+    }} while (seen != assumed);
+    return {old};
+}}"""
+
+DIALECT = (
+    (re.compile(r"\b_Bool\b"), "bool"),
+    (re.compile(r"\b__builtin_isfinite\b"), "isfinite"),
+)
+
+
+def _as_bits(kind: ScalarType, value: str) -> str:
+    """``value`` of type ``kind`` as the unsigned integer of its bits."""
+    if kind in TO_BITS:
+        return TO_BITS[kind].format(value=value)
+    return f"({BITS[kind.dtype.itemsize]})({value})"
+
+
+def _from_bits(kind: ScalarType, value: str) -> str:
+    """The unsigned integer ``value`` as the ``kind`` with those bits."""
+    if kind in FROM_BITS:
+        return FROM_BITS[kind].format(value=value)
+    return f"({CudaEmitter.type_names[kind]})({value})"
+
+
+class CudaEmitter(CEmitter):
+    """Emits one kernel as CUDA C++ (NVRTC, ``-std=c++17``) with the C emitter's IR
+    walk; ``entry_name`` is the ``__global__`` function's name."""
+
+    type_names = {**CEmitter.type_names, ScalarType.BOOL: "bool"}
+    includes = ()
+    kernel_prefix = 'extern "C" __global__ '
+    function_prefix = FUNCTION_PREFIX
+    launch_prelude = LAUNCH_PRELUDE
+    note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)
+    block_size = BLOCK_SIZE
+
+    def emit(self) -> str:
+        """The complete CUDA translation unit."""
+        text = super().emit()
+        for pattern, replacement in DIALECT:
+            text = pattern.sub(replacement, text)
+        return text
+
+    def include_lines(self) -> str:
+        return TYPE_PRELUDE
+
+    def compound(self, type_text: str, initializer: str) -> str:
+        return f"{type_text}{{{initializer}}}"
+
+    def alignment(self, alignment: int) -> str:
+        return f"alignas({alignment})"
+
+    def temporary_reference(self, type_text: str, value: str) -> str:
+        return f"lnb_temporary<{type_text}>({value})"
+
+    def statement_expression(self, statements: list[str], value: str) -> str:
+        return f"[&]() {{ {' '.join(statements)} return {value}; }}()"
+
+    def float_literal(self, value: float, scalar_type: ScalarType) -> str:
+        """Infinities and NaN from their bits: NVRTC has no ``math.h`` macros."""
+        if not (math.isinf(value) or math.isnan(value)):
+            return super().float_literal(value, scalar_type)
+        single = scalar_type is ScalarType.FLOAT32
+        if math.isnan(value):
+            return (
+                "__uint_as_float(0x7fc00000u)"
+                if single
+                else "__longlong_as_double(0x7ff8000000000000LL)"
+            )
+        bits = "0x7f800000u" if single else "0x7ff0000000000000LL"
+        text = f"__uint_as_float({bits})" if single else f"__longlong_as_double({bits})"
+        return f"(-{text})" if value < 0 else text
+
+    def call(
+        self,
+        function: str,
+        result_type: ScalarType,
+        arguments: list[str],
+        operand: ScalarType | None = None,
+    ) -> str:
+        """As in C; ``isnan``/``isinf`` are CUDA's overloaded device functions."""
+        if function in ("isnan", "isinf"):
+            return f"{function}({arguments[0]})"
+        return super().call(function, result_type, arguments, operand)
+
+    def atomic_helper(self, operation: str, element: ScalarType) -> str:
+        """The unchecked helper of ``operation`` on ``element`` on CUDA's atomics on the
+        bits: integer add, sub, and, or and xor, float add, exchange and compare-exchange
+        (floats compare bits) are one call; the rest are ``atomicCAS`` loops with the C
+        path's semantics (``min``/``max`` propagate NaN)."""
+        name = f"lnb_atomic_{operation}_{element.value}"
+        type_text = self.type_name(element)
+        bits = BITS[element.dtype.itemsize]
+        pointer = f"({bits} *)address"
+        fields = {"prefix": self.function_prefix, "T": type_text, "name": name, "bits": bits}
+        template = ONE_CALL
+        if operation == "exchange":
+            fields["parameters"] = f"{type_text} desired"
+            call = f"atomicExch({pointer}, {_as_bits(element, 'desired')})"
+            fields["result"] = _from_bits(element, call)
+        elif operation == "compare_exchange":
+            fields["parameters"] = f"{type_text} expected, {type_text} desired"
+            expected, desired = _as_bits(element, "expected"), _as_bits(element, "desired")
+            fields["result"] = _from_bits(element, f"atomicCAS({pointer}, {expected}, {desired})")
+        elif element.is_integer and operation in INTRINSICS:
+            fields["parameters"] = f"{type_text} value"
+            operand = f"({bits})0 - ({bits})value" if operation == "fetch_sub" else "value"
+            call = f"{INTRINSICS[operation]}({pointer}, ({bits})({operand}))"
+            fields["result"] = _from_bits(element, call)
+        elif operation == "fetch_add":
+            fields["parameters"] = f"{type_text} value"
+            fields["result"] = "atomicAdd(address, value)"
+        else:
+            template = CAS_LOOP
+            if operation == "fetch_sub":
+                fields["update"] = "old - value"
+            else:
+                helper = self.use_helper(operation.removeprefix("fetch_"), element)
+                fields["update"] = f"{helper}(old, value)"
+            fields["old"] = _from_bits(element, "assumed")
+            fields["next"] = _as_bits(element, "next")
+        return self.define_helper(name, lambda: template.format(**fields))
+
+    def launch_functions(self) -> list[str]:
+        return [self.entry()]
+
+    def entry(self) -> str:
+        """The ``__global__`` function: one dispatch thread per CUDA thread along x, rows
+        of y and z stepping by the grid's size."""
+        name = self.entry_name
+        buffers = range(len(self.kernel.buffers))
+        locals = [f"    {self.buffer_declaration(i)} = a.{self.buffer_name(i)};" for i in buffers]
+        if self.checks:
+            locals += [
+                f"    const uint64_t {self.count_name(i)} = (uint64_t)a.{self.count_name(i)};"
+                for i in buffers
+            ]
+        locals += [
+            f"    const {self.type_name(slot.type)} {self.variable_name(slot.name)} = "
+            f"a.{self.scalar_field_name(slot.name)};"
+            for slot in self.kernel.scalars
+        ]
+        arguments = ", ".join(["id", "size", *self.body_argument_names(), "&state"])
+        body = "\n".join(locals)
+        return f"""\
+{self.kernel_prefix}void {name}(const {name}_arguments a, lnb_launch *launch,
+        const int32_t *cancel) {{
+    const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (x >= a.size[0] || lnb_launch_stopped(launch, cancel)) return;
+    const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
+{body}
+    for (int64_t z = blockIdx.z; z < a.size[2]; z += gridDim.z) {{
+        for (int64_t y = blockIdx.y; y < a.size[1]; y += gridDim.y) {{
+            lnb_thread state = {{}};
+            state.details = 1;
+            state.cancel = cancel;
+            const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
+            {name}_thread({arguments});
+            if (state.failed != LNB_OK) {{
+                lnb_report(launch, &state, (int32_t)x, (int32_t)y, (int32_t)z);
+                return;
+            }}
+        }}
+    }}
+}}"""
+
+
+def grid_of(dims: tuple[int, int, int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The CUDA grid and block of a dispatch of ``dims`` threads (every axis at least 1)."""
+    blocks_x = max(1, -(-dims[0] // BLOCK_SIZE))
+    grid = (blocks_x, max(1, min(dims[1], MAX_GRID_YZ)), max(1, min(dims[2], MAX_GRID_YZ)))
+    return grid, (BLOCK_SIZE, 1, 1)

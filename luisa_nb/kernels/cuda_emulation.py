@@ -1,0 +1,249 @@
+"""CUDA C++ from :class:`~luisa_nb.kernels.cuda_emitter.CudaEmitter`, run on the CPU.
+
+:data:`EMULATION_HEADER` defines what NVRTC provides (``__global__``, ``blockIdx`` and
+the other built-in variables, atomics, bit casts) for one CPU thread, and
+:func:`emulate` builds generated kernels with the system C++ compiler, each inside its
+own namespace of one translation unit, with an entry per kernel that walks the grid
+CUDA would launch (``cuda_emitter.grid_of``) block by block and thread by thread. The
+result is an executable with the C path's interface, so tests run the same IR through
+both and compare the buffers. Serial threads make atomics plain read-modify-writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from luisa_nb.errors import KernelBuildError
+from luisa_nb.kernels import ir
+from luisa_nb.kernels.c_emitter import argument_struct
+from luisa_nb.kernels.cuda_emitter import BLOCK_SIZE, MAX_GRID_YZ, CudaEmitter
+from luisa_nb.kernels.executable import CExecutable, Executable, count_parameters
+from luisa_nb.kernels.source import KernelSource
+from luisa_nb.kernels.toolchain import cache_directory, compiler_version, load_launch_function
+from luisa_nb.kernels.type_system import ScalarType
+
+FLAGS = (
+    "-x",
+    "c++",
+    "-std=gnu++17",
+    "-O1",
+    "-fPIC",
+    "-shared",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-fwrapv",
+    "-w",
+    "-pipe",
+)
+
+EMULATION_HEADER = """\
+/* luisa_nb: what NVRTC provides, for CUDA kernels run by one CPU thread. */
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+
+struct lnb_dim3 { unsigned int x, y, z; };
+static lnb_dim3 blockIdx, threadIdx, blockDim, gridDim;
+
+template <typename T> static inline T atomicAdd(T *address, T value) {
+    const T old = *address;
+    *address = old + value;
+    return old;
+}
+template <typename T> static inline T atomicAnd(T *address, T value) {
+    const T old = *address;
+    *address = old & value;
+    return old;
+}
+template <typename T> static inline T atomicOr(T *address, T value) {
+    const T old = *address;
+    *address = old | value;
+    return old;
+}
+template <typename T> static inline T atomicXor(T *address, T value) {
+    const T old = *address;
+    *address = old ^ value;
+    return old;
+}
+template <typename T> static inline T atomicExch(T *address, T value) {
+    const T old = *address;
+    *address = value;
+    return old;
+}
+template <typename T> static inline T atomicCAS(T *address, T expected, T desired) {
+    const T old = *address;
+    if (old == expected) *address = desired;
+    return old;
+}
+
+static inline float __uint_as_float(uint32_t bits) {
+    float value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+static inline uint32_t __float_as_uint(float value) {
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+static inline double __longlong_as_double(long long bits) {
+    double value;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+static inline long long __double_as_longlong(double value) {
+    long long bits;
+    memcpy(&bits, &value, sizeof bits);
+    return bits;
+}
+"""
+
+DRIVER = """\
+/* Runs kernel {kernel} as CUDA would launch it, one thread after another. */
+extern "C" void {entry}(const void *packed, {space}::lnb_launch *launch) {{
+    {space}::{kernel}_arguments a;
+    memcpy(&a, packed, sizeof a);
+    for (int axis = 0; axis < 3; ++axis) {{
+        if (a.size[axis] < 0 || a.size[axis] > INT32_MAX) {{
+            launch->status = {space}::LNB_INVALID_SIZE;
+            return;
+        }}
+    }}
+    const int64_t blocks = (a.size[0] + {block} - 1) / {block};
+    gridDim.x = (unsigned int)(blocks > 0 ? blocks : 1);
+    gridDim.y = (unsigned int)(a.size[1] < 1 ? 1 : (a.size[1] < {yz} ? a.size[1] : {yz}));
+    gridDim.z = (unsigned int)(a.size[2] < 1 ? 1 : (a.size[2] < {yz} ? a.size[2] : {yz}));
+    blockDim.x = {block};
+    blockDim.y = 1;
+    blockDim.z = 1;
+    for (blockIdx.z = 0; blockIdx.z < gridDim.z; ++blockIdx.z)
+        for (blockIdx.y = 0; blockIdx.y < gridDim.y; ++blockIdx.y)
+            for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x)
+                for (threadIdx.x = 0; threadIdx.x < blockDim.x; ++threadIdx.x)
+                    {space}::{kernel}(a, launch, launch->cancel);
+}}"""
+
+
+def find_cxx_compiler() -> list[str] | None:
+    """The C++ compiler: ``$CXX`` (may carry arguments), else ``c++``, ``g++`` or
+    ``clang++`` on ``PATH``."""
+    words = shlex.split(os.environ.get("CXX", ""))
+    candidates = [words] if words else [["c++"], ["g++"], ["clang++"]]
+    for command in candidates:
+        path = shutil.which(command[0])
+        if path:
+            return [path, *command[1:]]
+    return None
+
+
+class EmulatedCudaExecutable(CExecutable):
+    """A kernel's CUDA source run on the CPU; ``launch`` takes what a C executable's
+    takes. ``cuda_source`` is the source NVRTC would compile; ``source`` the
+    translation unit built here."""
+
+    def __init__(
+        self,
+        kernel: ir.KernelIR,
+        source: KernelSource,
+        checks: bool | str,
+        cuda_source: str,
+        unit: str,
+        library: Path,
+        entry: str,
+    ) -> None:
+        Executable.__init__(self, kernel, source, checks)
+        if checks:
+            self.parameters += count_parameters(kernel)
+        self.cuda_source = cuda_source
+        self.source = unit
+        self._function = load_launch_function(library, entry)
+        self._pack = argument_struct(kernel, checks).pack
+        self._composites = {
+            position: slot.type
+            for position, slot in enumerate(kernel.scalars)
+            if not isinstance(slot.type, ScalarType)
+        }
+
+
+def emulate(
+    kernels: Sequence[tuple[ir.KernelIR, KernelSource, bool | str]],
+) -> list[EmulatedCudaExecutable]:
+    """Executables of the CUDA source of each (IR, source, checks), built as one
+    translation unit. Kernel names must differ (their ``__global__`` functions are
+    ``extern "C"``)."""
+    parts, emitted = [EMULATION_HEADER], []
+    for index, (kernel, _, checks) in enumerate(kernels):
+        emitter = CudaEmitter(kernel, checks)
+        cuda_source = emitter.emit()
+        space, entry = f"lnb_kernel{index}", f"lnb_emulate{index}"
+        parts.append(f"namespace {space} {{\n{cuda_source}}}")
+        parts.append(
+            DRIVER.format(
+                kernel=emitter.entry_name,
+                entry=entry,
+                space=space,
+                block=BLOCK_SIZE,
+                yz=MAX_GRID_YZ,
+            )
+        )
+        emitted.append((cuda_source, entry))
+    unit = "\n\n".join(parts) + "\n"
+    library = build_unit(unit)
+    return [
+        EmulatedCudaExecutable(kernel, source, checks, cuda_source, unit, library, entry)
+        for (kernel, source, checks), (cuda_source, entry) in zip(kernels, emitted, strict=True)
+    ]
+
+
+def emulate_executable(executable: Executable) -> EmulatedCudaExecutable:
+    """The CUDA emulation of the kernel a C or Python executable was specialised from."""
+    return emulate([(executable.kernel, executable.kernel_source, executable.checks)])[0]
+
+
+def build_unit(unit: str) -> Path:
+    """A shared library built from the C++ translation unit ``unit`` (cached on disk by a
+    hash of the source, the compiler and its version, and the flags)."""
+    compiler = find_cxx_compiler()
+    if compiler is None:
+        raise KernelBuildError(
+            "the CUDA emulation needs a C++ compiler: set CXX or put c++, g++ or clang++ on PATH"
+        )
+    key = "\0".join([unit, *compiler, compiler_version(compiler), *FLAGS])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
+    directory = cache_directory()
+    library = directory / f"cuda-emulation-{digest}.so"
+    if library.exists():
+        return library
+    directory.mkdir(parents=True, exist_ok=True)
+    source_path = directory / f"cuda-emulation-{digest}.cu"
+    descriptor, temporary_source = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    with os.fdopen(descriptor, "w") as file:
+        file.write(unit)
+    os.replace(temporary_source, source_path)
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=library.name, suffix=".tmp")
+    os.close(descriptor)
+    command = [*compiler, *FLAGS, str(source_path), "-o", temporary, "-lm"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise KernelBuildError(
+                f"the C++ compiler failed (exit {result.returncode}) on the CUDA emulation "
+                f"{source_path}\n$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
+            )
+        os.replace(temporary, library)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return library

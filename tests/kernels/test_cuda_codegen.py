@@ -1,0 +1,284 @@
+"""The CUDA emitter on the CPU: the test kernels' CUDA source, built with the emulation
+header by the C++ compiler, must give the C path's results bit for bit.
+
+Every kernel of a batch is built in one translation unit (one compiler run), so the
+module costs a few compiler runs however many kernels it covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from luisa_nb.conformance import kernels as conformance_kernels
+from luisa_nb.errors import KernelIndexError
+from luisa_nb.kernels import KernelDefinition, argument_type, compiler_available, dtype_of
+from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.cuda_emulation import emulate, find_cxx_compiler
+from luisa_nb.kernels.matrices import float3x3
+from luisa_nb.kernels.vectors import float3
+
+from . import atomic_kernels, image_kernels, matrix_kernels, sample_kernels, vector_kernels
+from .helpers import FakeBuffer, run
+from .test_kernel_callables import buffers_in_callables, fractal, several_returns
+from .test_kernel_images import FakeImage
+from .test_kernel_structs import Outer, Pair, struct_arguments, structs_kernel
+
+pytestmark = pytest.mark.skipif(
+    not compiler_available() or find_cxx_compiler() is None, reason="no C and C++ compiler"
+)
+F32 = np.float32
+RNG_SEED = 143
+
+
+@dataclass(frozen=True)
+class Case:
+    """A kernel, its dispatch size, and a function making fresh arguments."""
+
+    name: str
+    function: Callable[..., None]
+    size: int | tuple[int, ...]
+    arguments: Callable[[np.random.Generator], list[Any]]
+    checks: bool | str = True
+
+
+def _floats(rng: np.random.Generator, n: int, low: float = -4.0, high: float = 4.0) -> FakeBuffer:
+    return FakeBuffer(rng.uniform(low, high, n).astype(F32))
+
+
+def _matrices(rng: np.random.Generator, n: int) -> FakeBuffer:
+    data = np.zeros(n, dtype_of(float3x3))
+    data.view(F32)[...] = rng.uniform(-2, 2, data.view(F32).shape).astype(F32)
+    return FakeBuffer(data)
+
+
+def _image(rng: np.random.Generator, image: FakeImage) -> FakeImage:
+    image.array[...] = rng.uniform(0, 1, image.array.shape).astype(image.array.dtype)
+    return image
+
+
+def _value_bytes(dtype: np.dtype, mask: np.ndarray | None = None, offset: int = 0) -> np.ndarray:
+    """Which bytes of an element of ``dtype`` hold values (not padding)."""
+    mask = np.zeros(dtype.itemsize, bool) if mask is None else mask
+    if dtype.fields:
+        for field_type, field_offset, *_ in dtype.fields.values():
+            _value_bytes(field_type, mask, offset + field_offset)
+    elif dtype.subdtype:
+        base, shape = dtype.subdtype
+        for index in range(int(np.prod(shape))):
+            _value_bytes(base, mask, offset + index * base.itemsize)
+    else:
+        mask[offset : offset + dtype.itemsize] = True
+    return mask
+
+
+def _pairs(n: int) -> FakeBuffer:
+    data = np.zeros(n, Pair.dtype)
+    data["my_v0"]["x"] = np.arange(n)
+    data["my_v1"]["w"] = 10
+    return FakeBuffer(data)
+
+
+CASES = [
+    Case("saxpy", sample_kernels.saxpy, 1000, lambda r: [
+        F32(1.5), _floats(r, 1000), _floats(r, 1000), FakeBuffer(np.zeros(1000, F32))]),
+    Case("vecadd_unchecked", conformance_kernels.vecadd.__wrapped__, 777, lambda r: [
+        FakeBuffer(np.zeros(777, F32)), _floats(r, 777), _floats(r, 777)], checks=False),
+    Case("mandelbrot", sample_kernels.mandelbrot, (64, 48), lambda r: [
+        FakeBuffer(np.zeros(64 * 48, np.int32)), 64, 48, 200]),
+    Case("control_flow", sample_kernels.control_flow, 16, lambda r: [
+        FakeBuffer(np.zeros(16, np.int32)), 12]),
+    Case("nested_ranges", sample_kernels.nested_ranges, 9, lambda r: [
+        FakeBuffer(np.zeros(9, np.int32))]),
+    Case("division", sample_kernels.division, 64, lambda r: [
+        FakeBuffer(r.integers(-50, 50, 64).astype(np.int32)),
+        FakeBuffer(r.integers(-6, 6, 64).astype(np.int32)),
+        *(FakeBuffer(np.zeros(64, np.int32)) for _ in range(2)),
+        *(FakeBuffer(np.zeros(64, F32)) for _ in range(2))]),
+    Case("casts", sample_kernels.casts, 32, lambda r: [
+        _floats(r, 32), FakeBuffer(np.zeros(32, np.int32)), FakeBuffer(np.zeros(32, F32)),
+        FakeBuffer(np.zeros(32, np.bool_))]),
+    Case("constants", sample_kernels.constants, 8, lambda r: [FakeBuffer(np.zeros(8, F32))]),
+    Case("math_functions", sample_kernels.math_functions, 40, lambda r: [
+        FakeBuffer(np.zeros(40, F32)), FakeBuffer(np.zeros(40, np.int32)), F32(0.17)]),
+    Case("grid", sample_kernels.grid, (5, 4, 3), lambda r: [FakeBuffer(np.zeros(60, np.int32))]),
+    Case("wide_types", sample_kernels.wide_types, 16, lambda r: [
+        FakeBuffer(np.zeros(16, np.int64)), np.int64(1 << 40), 5]),
+    Case("vector_constructors", vector_kernels.constructors, 8, lambda r: [
+        FakeBuffer(np.zeros(8, F32))]),
+    Case("swizzles", vector_kernels.swizzles, 8, lambda r: [FakeBuffer(np.zeros(8, F32))]),
+    Case("vector_arithmetic", vector_kernels.arithmetic, 8, lambda r: [
+        FakeBuffer(np.zeros(8, F32)), F32(1.25)]),
+    Case("aliasing", vector_kernels.aliasing, 6, lambda r: [FakeBuffer(np.zeros(6, F32))]),
+    Case("unpacking", vector_kernels.unpacking, (4, 3), lambda r: [FakeBuffer(np.zeros(12, F32))]),
+    Case("geometry", vector_kernels.geometry, 8, lambda r: [FakeBuffer(np.zeros(8, F32))]),
+    Case("vector_mandelbrot", vector_kernels.mandelbrot, (40, 30), lambda r: [
+        FakeBuffer(np.zeros(1200, F32))]),
+    Case("matrix_arithmetic", matrix_kernels.arithmetic, 6, lambda r: [
+        _matrices(r, 6), _matrices(r, 6),
+        FakeBuffer(r.uniform(-1, 1, (6, 4)).astype(F32).view(dtype_of(float3)).ravel()),
+        FakeBuffer(np.zeros(48, dtype_of(float3x3))), FakeBuffer(np.zeros(12, dtype_of(float3))),
+        FakeBuffer(np.zeros(6, F32)), F32(1.5)]),
+    Case("matrix_constructors", matrix_kernels.constructors, 4, lambda r: [
+        FakeBuffer(np.zeros(64, F32))]),
+    Case("matrix_arguments", matrix_kernels.arguments_and_fields, 3, lambda r: [
+        FakeBuffer(np.zeros(9, dtype_of(float3))),
+        float3x3(float3(1, 2, 3), float3(4, 5, 6), float3(7, 8, 10))]),
+    Case("structs", structs_kernel, 5, lambda r: [_pairs(5), FakeBuffer(np.zeros(5, Outer.dtype))]),
+    Case("struct_arguments", struct_arguments, 4, lambda r: [
+        FakeBuffer(np.zeros(4, F32)), Pair(my_v0=float3(1.0, 2.0, 3.0)), F32(3)]),
+    Case("fractal", fractal, (24, 24), lambda r: [FakeBuffer(np.zeros(576, np.int32)), 24]),
+    Case("several_returns", several_returns, 12, lambda r: [FakeBuffer(np.zeros(12, F32))]),
+    Case("buffers_in_callables", buffers_in_callables, 10, lambda r: [
+        FakeBuffer(np.ones(10, F32))]),
+    Case("histogram", atomic_kernels.histogram, 4096, lambda r: [
+        FakeBuffer(r.integers(0, 1000, 4096).astype(np.int32)),
+        FakeBuffer(np.zeros(16, np.int32))]),
+    Case("int_reductions", atomic_kernels.int_reductions, 300, lambda r: [
+        FakeBuffer(r.integers(-1000, 1000, 300).astype(np.int32)),
+        FakeBuffer(np.array([1 << 30, -(1 << 30), -1, 0, 0, 7], np.int32))]),
+    Case("float_reductions", atomic_kernels.float_reductions, 256, lambda r: [
+        FakeBuffer(r.integers(-64, 64, 256).astype(F32) * F32(0.5)),
+        FakeBuffer(np.array([0, 0, np.inf, -np.inf], F32))]),
+    Case("old_values", atomic_kernels.old_values, 8, lambda r: [
+        FakeBuffer(r.integers(0, 9, 72).astype(np.int32)),
+        FakeBuffer(r.integers(-9, 9, 8).astype(np.int32)), FakeBuffer(np.zeros(72, np.int32))]),
+    Case("first_claim", atomic_kernels.first_claim, 64, lambda r: [
+        FakeBuffer(np.array([-1], np.int32)), FakeBuffer(np.zeros(1, np.int32))]),
+    Case("float_compare_exchange", atomic_kernels.float_compare_exchange, 4, lambda r: [
+        FakeBuffer(np.array([0.0, -0.0, 2.0, np.nan], F32))]),
+    Case("sum_in_expression", atomic_kernels.sum_in_expression, 1, lambda r: [
+        FakeBuffer(np.zeros(1, np.int32)), FakeBuffer(np.zeros(1, np.int32))]),
+    Case("image_gradient", image_kernels.gradient, (16, 8), lambda r: [
+        FakeImage(16, 8, 4, "float", np.uint8)]),
+    Case("image_mandelbrot", image_kernels.mandelbrot, (32, 24), lambda r: [
+        FakeImage(32, 24, 4, "float", np.uint8)]),
+    Case("image_floats", image_kernels.copy_into_floats, (4, 1), lambda r: [
+        _image(r, FakeImage(4, 1, 2, "float", np.float32)), FakeBuffer(np.zeros(8, F32))]),
+    Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
+        F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],
+        checks="nan"),
+]  # fmt: skip
+
+
+def _batches(cases: list[Case]) -> list[list[Case]]:
+    """Cases split so that no batch holds two kernels of one name (their ``__global__``
+    functions are ``extern "C"``)."""
+    batches: list[list[Case]] = []
+    for case in cases:
+        name = case.function.__name__
+        home = next((b for b in batches if all(c.function.__name__ != name for c in b)), None)
+        if home is None:
+            batches.append(home := [])
+        home.append(case)
+    return batches
+
+
+@pytest.fixture(scope="module")
+def built() -> dict[str, tuple[Any, Any]]:
+    """Each case's C executable and CUDA emulation."""
+    executables: dict[str, tuple[Any, Any]] = {}
+    for batch in _batches(CASES):
+        c_executables = []
+        for case in batch:
+            types = tuple(argument_type(a) for a in case.arguments(np.random.default_rng(0)))
+            c_executables.append(KernelDefinition(case.function).executable(types, case.checks))
+        emulated = emulate([(e.kernel, e.kernel_source, e.checks) for e in c_executables])
+        for case, c_executable, cuda in zip(batch, c_executables, emulated, strict=True):
+            executables[case.name] = (c_executable, cuda)
+    return executables
+
+
+def _launch(executable: Any, case: Case) -> list[np.ndarray]:
+    """Run ``executable`` on fresh arguments like ``helpers.run``; every buffer after."""
+    arguments = case.arguments(np.random.default_rng(RNG_SEED))
+
+    class Prepared:
+        def executable(self, types: Any, checks: Any) -> Any:
+            return executable
+
+    run(Prepared(), case.size, *arguments, checks=case.checks)
+    buffers = [a for a in arguments if isinstance(a, FakeBuffer)]
+    captured = [p.capture for p in executable.buffer_parameters if p.capture is not None]
+    return [b.array.copy() for b in [*buffers, *captured]]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_cuda_source_gives_the_c_results_bit_for_bit(built, case):
+    c_executable, cuda = built[case.name]
+    expected = _launch(c_executable, case)
+    actual = _launch(cuda, case)
+    assert any(a.view(np.uint8).any() for a in expected), "the C path wrote nothing to compare"
+    for want, got in zip(expected, actual, strict=True):
+        assert want.dtype == got.dtype
+        values = _value_bytes(want.dtype)  # padding bytes hold whatever a copy left there
+        rows = (-1, want.dtype.itemsize)
+        got_bytes, want_bytes = got.view(np.uint8).reshape(rows), want.view(np.uint8).reshape(rows)
+        np.testing.assert_array_equal(got_bytes[:, values], want_bytes[:, values])
+
+
+def test_vecadd_values_are_the_sums(built):
+    _, cuda = built["vecadd_unchecked"]
+    case = next(c for c in CASES if c.name == "vecadd_unchecked")
+    out, a, b = _launch(cuda, case)
+    np.testing.assert_array_equal(out, a + b)
+    assert out.any()
+
+
+def test_a_failed_check_names_the_same_thread_and_index_as_c(built):
+    trap = conformance_kernels.trap.__wrapped__
+    values = FakeBuffer(np.zeros(8, F32))
+    c_executable = KernelDefinition(trap).executable((argument_type(values),), True)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, True)])
+    messages = []
+    for executable in (c_executable, cuda):
+        with pytest.raises(KernelIndexError) as caught:
+            executable.launch((8, 1, 1), [values.array.ctypes.data], [8])
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert "thread (0, 0, 0)" in messages[1] and str(1 << 30) in messages[1]
+
+
+def test_the_source_is_cuda(built):
+    _, cuda = built["histogram"]
+    source = cuda.cuda_source
+    assert 'extern "C" __global__ void lnb_histogram(const lnb_histogram_arguments a,' in source
+    assert "(int64_t)blockIdx.x * blockDim.x + threadIdx.x" in source
+    assert "if (x >= a.size[0]" in source
+    assert "atomicAdd((uint32_t *)address" in source
+    assert "#include" not in source and "_Bool" not in source and "__atomic" not in source
+    _, matrices = built["matrix_arguments"]
+    assert "alignas(16)" in matrices.cuda_source and "_Alignas" not in matrices.cuda_source
+    assert "({" not in matrices.cuda_source  # no GNU statement expressions
+    _, floats = built["float_reductions"]
+    assert "atomicCAS(bits, assumed, __float_as_uint(next))" in floats.cuda_source
+    assert "atomicAdd(address, value)" in floats.cuda_source
+
+
+def test_the_grid_covers_every_axis_within_cuda_limits():
+    assert grid_of((1000, 1, 1)) == ((4, 1, 1), (256, 1, 1))
+    assert grid_of((0, 0, 0)) == ((1, 1, 1), (256, 1, 1))
+    assert grid_of((1, 70000, 3)) == ((1, 65535, 3), (256, 1, 1))
+
+
+def test_tall_dispatches_step_over_the_grid_along_y():
+    """Rows past CUDA's 65535-block limit along y are run by the same blocks, in turn."""
+    definition = KernelDefinition(sample_kernels.grid)
+    out = FakeBuffer(np.zeros(2 * 65537, np.int32))
+    c_executable = definition.executable((argument_type(out),), False)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, False)])
+    cuda.launch((2, 65537, 1), [out.array.ctypes.data], [])
+    ids = np.arange(out.array.size)
+    np.testing.assert_array_equal(out.array, ids % 2 + 10 * (ids // 2))
+
+
+def test_cuda_emitter_keeps_the_c_emitter_output(built):
+    """The dialect hooks leave C unchanged: no CUDA construct reaches the C source."""
+    c_executable, _ = built["matrix_arguments"]
+    assert "_Alignas(16)" in c_executable.source and "alignas(16)" not in c_executable.source
+    assert "__global__" not in c_executable.source
+    assert isinstance(CudaEmitter(c_executable.kernel, True).emit(), str)
