@@ -79,8 +79,11 @@ COLUMN_READERS = frozenset({"timeline", "table", "diff"})
 @cache
 def module_source(name: str) -> str:
     """The module ``static/<name>.js``, with the shared ``columns.js`` in front where it
-    needs it (anywidget loads one module per widget, so renderers cannot import)."""
+    needs it, and the timeline's ``overlays.js`` (anywidget loads one module per widget,
+    so renderers cannot import)."""
     text = (STATIC / f"{name}.js").read_text(encoding="utf-8")
+    if name == "timeline":
+        text = (STATIC / "overlays.js").read_text(encoding="utf-8") + "\n" + text
     if name in COLUMN_READERS:
         text = (STATIC / "columns.js").read_text(encoding="utf-8") + "\n" + text
     return text
