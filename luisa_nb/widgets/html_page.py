@@ -89,19 +89,25 @@ def module_source(name: str) -> str:
     return text
 
 
-_DEFAULT_EXPORT = re.compile(r"^export default \{ render \};[ \t]*$", re.MULTILINE)
+_EXPORTS = (
+    (re.compile(r"^export default \{ render \};[ \t]*$", re.MULTILINE), ""),
+    (re.compile(r"^export function render\(", re.MULTILINE), "function render("),
+)
 
 
 def widget_module(source: str) -> str:
     """A renderer module (from :func:`module_source`) as a live widget's ``_esm``: its
-    default export also hides the widget's static twins (``static/twin.js``)."""
-    body, count = _DEFAULT_EXPORT.subn("", source)
-    if count != 1:
-        raise ConfigurationError(
-            "a luisa_nb renderer module must end with `export default { render };` for the "
-            f"live widget to hide its static twin; found {count} such lines"
-        )
-    return body + "\n" + (STATIC / "twin.js").read_text(encoding="utf-8")
+    one export, the default, also hides the widget's static twins (``static/twin.js``;
+    anywidget would prefer a named ``render`` export, so that one is made private)."""
+    for pattern, replacement in _EXPORTS:
+        source, count = pattern.subn(replacement, source)
+        if count != 1:
+            raise ConfigurationError(
+                "a luisa_nb renderer module must have one `export function render(` and one "
+                f"`export default {{ render }};` for its live widget to hide its static twin; "
+                f"found {count} of {pattern.pattern!r}"
+            )
+    return source + "\n" + (STATIC / "twin.js").read_text(encoding="utf-8")
 
 
 def static_twin(fragment: str, twin_ids: list[str]) -> str:
