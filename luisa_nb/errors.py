@@ -61,6 +61,11 @@ class BackendNotFoundError(LuisaNbError, ValueError):
     """``create_device`` was asked for a backend that does not exist or cannot load."""
 
 
+class BackendUnavailableError(BackendNotFoundError):
+    """A backend exists but cannot run here: what it needs (a package, a GPU) is missing.
+    The message says which, and how to install it."""
+
+
 class HostArrayError(LuisaNbError, ValueError):
     """A host array cannot be used for a copy."""
 

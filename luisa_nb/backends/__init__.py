@@ -17,6 +17,7 @@ from luisa_nb.errors import BackendNotFoundError
 ENTRY_POINT_GROUP = "luisa_nb.backends"
 BUILTIN_BACKENDS = {
     "cpu": "luisa_nb.backends.cpu",
+    "cuda": "luisa_nb.backends.cuda",
     "dx": "luisa_nb.backends.dx",
     "metal": "luisa_nb.backends.metal",
     "remote": "luisa_nb.backends.remote",

@@ -2,8 +2,8 @@
 (``create_device``, ``compare``, the magics, the pytest plugin and the CLI).
 
 The text form is ``BACKEND[:STAGING]``: ``"cpu"``, ``"cpu:submit"``, ``"dx:execute"``,
-``"remote://HOST:PORT"`` or ``"remote://HOST:PORT:submit"``. Without a staging policy the
-backend's own default applies.
+``"remote://HOST:PORT"`` or ``"remote://HOST:PORT:submit"``; ``"cuda:N"`` names GPU ``N``
+(``"cuda:1:submit"``). Without a staging policy the backend's own default applies.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
 
 REMOTE_PREFIX = "remote://"
+CUDA_PREFIX = "cuda:"
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class DeviceConfig:
                     f"device {text!r} names no address; use remote://HOST:PORT"
                 )
             text = "remote"
+        elif text.startswith(CUDA_PREFIX) and text.removeprefix(CUDA_PREFIX).isdigit():
+            options["device_index"] = int(text.removeprefix(CUDA_PREFIX))
+            text = "cuda"
         elif ":" in text:
             name, _, policy = text.partition(":")
             close = difflib.get_close_matches(policy, [p.value for p in StagingPolicy], n=1)
@@ -113,6 +117,8 @@ class DeviceConfig:
         address = self.option_dict.get("address")
         if name == "remote" and address:
             name = f"{REMOTE_PREFIX}{address}"
+        elif name == "cuda" and "device_index" in self.option_dict:
+            name = f"{CUDA_PREFIX}{self.option_dict['device_index']}"
         return name if self.staging is None else f"{name}:{self.staging.value}"
 
     def create(self) -> Device:

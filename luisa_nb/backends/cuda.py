@@ -1,0 +1,417 @@
+"""``cuda``: an NVIDIA GPU through CuPy; kernels are the IR emitted as CUDA C++ and
+compiled by NVRTC (``cupy.RawModule``).
+
+Device memory comes from CuPy's memory pool. Each luisa_nb stream's worker thread gets
+its own non-blocking ``cupy.cuda.Stream``; every operation is enqueued on it and
+``flush()`` (the end of each submission) waits for it. Uploads copy their bytes into
+the stream's pinned staging arena and from there to the device; downloads copy into the
+arena and reach the host array at ``flush()`` (``readback = "fence"``). When host
+memory is read stays the shared staging code's decision: under ``submit`` the bytes
+were read at ``submit()``, under ``execute`` the runtime lands pending readbacks (a
+``flush()``: the worker waits for the stream) and then this upload reads the host
+array, in stream order. Device spans come from one CUDA event after each operation,
+placed on the host clock by an event recorded on the idle stream at the start of each
+run. Importing this module raises :class:`BackendUnavailableError` when CuPy or a GPU
+is missing. See docs/backends.md.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.backends.base import (
+    Allocation,
+    Backend,
+    DeviceSpan,
+    KernelBuffer,
+    OperationFailed,
+)
+from luisa_nb.errors import BackendUnavailableError, KernelBuildError
+from luisa_nb.kernels.c_emitter import argument_struct
+from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.executable import flatten_scalars
+from luisa_nb.kernels.type_system import ScalarType
+
+INSTALL_HINT = "`pip install luisa_nb[cuda]` (which installs cupy-cuda12x, for CUDA 12)"
+
+try:
+    import cupy
+    from cupy.cuda.function import CPointer
+except ImportError as error:
+    raise BackendUnavailableError(
+        f"the cuda backend needs CuPy, which is not installed here ({error}); install it with "
+        f"{INSTALL_HINT}, or use another backend such as 'cpu'"
+    ) from error
+
+
+def _device_count() -> int:
+    try:
+        return cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError:
+        return 0
+
+
+if _device_count() == 0:
+    raise BackendUnavailableError(
+        f"the cuda backend needs an NVIDIA GPU, but CuPy {cupy.__version__} finds none (no "
+        f"device, or no driver). On a machine with an NVIDIA GPU and driver, install it with "
+        f"{INSTALL_HINT}; here use another backend such as 'cpu'"
+    )
+
+NVRTC_OPTIONS = ("-std=c++17", "--fmad=false")
+"""No FMA contraction, as the C path compiles with ``-ffp-contract=off``."""
+PINNED_CHUNK = 8 * 1024 * 1024
+RECORD_CHUNK = 256
+RECORD_SIZE = ctypes.sizeof(LaunchRecord)
+FILL_CHUNK = 1 << 16
+ALIGNMENT = 256
+HOST_TO_DEVICE = cupy.cuda.runtime.memcpyHostToDevice
+DEVICE_TO_HOST = cupy.cuda.runtime.memcpyDeviceToHost
+DEVICE_TO_DEVICE = cupy.cuda.runtime.memcpyDeviceToDevice
+
+
+class CudaAllocation(Allocation):
+    """``nbytes`` of device memory from CuPy's pool; returned to it when collected."""
+
+    __slots__ = ("address", "memory", "nbytes")
+
+    def __init__(self, memory: Any, nbytes: int) -> None:
+        self.memory = memory
+        self.address: int = memory.ptr
+        self.nbytes = nbytes
+
+
+class CudaKernel:
+    """One executable compiled by NVRTC: the ``__global__`` function and how to pack
+    its arguments."""
+
+    __slots__ = ("composites", "function", "module", "pack", "source")
+
+    def __init__(self, executable: Any) -> None:
+        kernel = executable.kernel
+        emitter = CudaEmitter(kernel, executable.checks)
+        self.source = emitter.emit()
+        try:
+            self.module = cupy.RawModule(code=self.source, options=NVRTC_OPTIONS)
+            self.function = self.module.get_function(emitter.entry_name)
+        except cupy.cuda.compiler.CompileException as error:
+            raise KernelBuildError(
+                f"kernel {kernel.name!r}: NVRTC rejected the generated CUDA source (see "
+                f"kernel.source(...) for the C twin):\n{error}"
+            ) from None
+        self.pack = argument_struct(kernel, executable.checks).pack
+        self.composites = {
+            position: slot.type
+            for position, slot in enumerate(kernel.scalars)
+            if not isinstance(slot.type, ScalarType)
+        }
+
+
+class DispatchSpan(DeviceSpan):
+    """A dispatch's span, with its launch record slot and what explains a failure."""
+
+    __slots__ = ("dims", "executable", "record", "scalars")
+
+    def __init__(self, executable: Any, dims: tuple[int, int, int], scalars: Any) -> None:
+        super().__init__()
+        self.executable = executable
+        self.dims = dims
+        self.scalars = scalars
+        self.record = 0
+
+
+class StreamState:
+    """What one worker thread holds: its CUDA stream, pinned staging arena, launch
+    records, the events of the current run, and the downloads waiting for ``flush()``."""
+
+    def __init__(self, device: Any) -> None:
+        device.use()
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.chunks: list[Any] = []
+        self.oversized: list[Any] = []
+        self.chunk = 0
+        self.offset = 0
+        self.records: list[Any] = []
+        self.records_used = 0
+        self.events: list[Any] = []
+        self.used_events = 0
+        self.base: Any = None
+        self.base_time = 0
+        self.spans: list[DeviceSpan] = []
+        self.dispatches: list[DispatchSpan] = []
+        self.downloads: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def staging(self, nbytes: int) -> tuple[np.ndarray, int]:
+        """``nbytes`` of pinned memory until the end of the run: (array, address)."""
+        if nbytes > PINNED_CHUNK:
+            memory = cupy.cuda.alloc_pinned_memory(nbytes)
+            self.oversized.append(memory)
+            return np.frombuffer(memory, np.uint8, nbytes), memory.ptr
+        if self.chunk < len(self.chunks) and self.offset + nbytes > PINNED_CHUNK:
+            self.chunk, self.offset = self.chunk + 1, 0
+        if self.chunk == len(self.chunks):
+            self.chunks.append(cupy.cuda.alloc_pinned_memory(PINNED_CHUNK))
+        memory, start = self.chunks[self.chunk], self.offset
+        self.offset += -(-max(nbytes, 1) // ALIGNMENT) * ALIGNMENT
+        view = np.frombuffer(memory, np.uint8, nbytes, start)
+        return view, memory.ptr + start
+
+    def record_address(self) -> tuple[int, int]:
+        """A zeroed launch record for the next dispatch: (slot, device address)."""
+        slot = self.records_used
+        chunk, index = divmod(slot, RECORD_CHUNK)
+        if chunk == len(self.records):
+            memory = cupy.cuda.alloc(RECORD_CHUNK * RECORD_SIZE)
+            cupy.cuda.runtime.memsetAsync(memory.ptr, 0, memory.size, self.stream.ptr)
+            self.records.append(memory)
+        self.records_used += 1
+        return slot, self.records[chunk].ptr + index * RECORD_SIZE
+
+    def mark(self, span: DeviceSpan) -> DeviceSpan:
+        """Record an event after the operation just enqueued; ``span`` ends there."""
+        if self.base is None:
+            self.base = self._event()
+            self.base.record(self.stream)
+            self.base_time = time.perf_counter_ns()
+        event = self._event()
+        event.record(self.stream)
+        self.spans.append(span)
+        return span
+
+    def _event(self) -> Any:
+        if self.used_events == len(self.events):
+            self.events.append(cupy.cuda.Event())
+        self.used_events += 1
+        return self.events[self.used_events - 1]
+
+    def finish(self) -> tuple[DispatchSpan, LaunchRecord] | None:
+        """Wait for the stream, land downloads, time the spans, reset for the next run;
+        the first dispatch whose launch record says it failed, with that record."""
+        try:
+            self.stream.synchronize()
+            for staged, out in self.downloads:
+                out[...] = staged
+            events = self.events[: self.used_events]
+            previous = 0
+            for span, event in zip(self.spans, events[1:], strict=True):
+                ended = round(cupy.cuda.get_elapsed_time(events[0], event) * 1e6)
+                span.started, span.finished = self.base_time + previous, self.base_time + ended
+                previous = ended
+            return self._failed_dispatch()
+        finally:
+            self.downloads.clear()
+            self.spans.clear()
+            self.dispatches.clear()
+            self.oversized.clear()
+            self.chunk = self.offset = self.used_events = self.records_used = 0
+            self.base = None
+
+    def _failed_dispatch(self) -> tuple[DispatchSpan, LaunchRecord] | None:
+        if not self.dispatches:
+            return None
+        used = self.records_used
+        host = np.zeros(used * RECORD_SIZE, np.uint8)
+        for chunk in range(-(-used // RECORD_CHUNK)):
+            count = min(RECORD_CHUNK, used - chunk * RECORD_CHUNK)
+            start = chunk * RECORD_CHUNK * RECORD_SIZE
+            cupy.cuda.runtime.memcpy(
+                host.ctypes.data + start, self.records[chunk].ptr, count * RECORD_SIZE,
+                DEVICE_TO_HOST,
+            )  # fmt: skip
+            cupy.cuda.runtime.memsetAsync(
+                self.records[chunk].ptr, 0, count * RECORD_SIZE, self.stream.ptr
+            )
+        for span in self.dispatches:
+            record = LaunchRecord.from_buffer_copy(host, span.record * RECORD_SIZE)
+            if record.status:
+                return span, record
+        return None
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    default_staging = "execute"
+    readback = "fence"
+    description = (
+        "an NVIDIA GPU through CuPy: memory from CuPy's pool, transfers through pinned "
+        "staging, one CUDA stream per luisa_nb stream, kernels compiled by NVRTC"
+    )
+
+    def __init__(self, device_index: int = 0) -> None:
+        count = _device_count()
+        if not isinstance(device_index, int) or not 0 <= device_index < count:
+            raise BackendUnavailableError(
+                f"cuda: device_index={device_index!r} names no GPU here; CuPy sees {count} "
+                f"(0 to {count - 1})"
+            )
+        self.device_index = device_index
+        self._device = cupy.cuda.Device(device_index)
+        self._local = threading.local()
+        self._kernels: weakref.WeakKeyDictionary[Any, CudaKernel] = weakref.WeakKeyDictionary()
+        self._kernels_lock = threading.Lock()
+        with self._device:
+            self._cancel_stream = cupy.cuda.Stream(non_blocking=True)
+            self._cancel_flag = cupy.cuda.alloc(4)
+            cupy.cuda.runtime.memset(self._cancel_flag.ptr, 0, 4)
+
+    def _state(self) -> StreamState:
+        state = getattr(self._local, "state", None)
+        if state is None:
+            state = self._local.state = StreamState(self._device)
+        return state
+
+    def info(self) -> dict[str, Any]:
+        properties = cupy.cuda.runtime.getDeviceProperties(self.device_index)
+        return {
+            **super().info(),
+            "gpu": properties["name"].decode(),
+            "compute_capability": self._device.compute_capability,
+            "device_index": self.device_index,
+            "memory_bytes": properties["totalGlobalMem"],
+            "cupy_version": cupy.__version__,
+            "cuda_runtime_version": cupy.cuda.runtime.runtimeGetVersion(),
+            "cuda_driver_version": cupy.cuda.runtime.driverGetVersion(),
+        }
+
+    def allocate(self, nbytes: int) -> CudaAllocation:
+        with self._device:
+            return CudaAllocation(cupy.cuda.alloc(nbytes), nbytes)
+
+    def upload(self, allocation: CudaAllocation, offset: int, data: np.ndarray) -> DeviceSpan:
+        state = self._state()
+        staged, address = state.staging(data.nbytes)
+        np.copyto(staged, data)
+        cupy.cuda.runtime.memcpyAsync(
+            allocation.address + offset, address, data.nbytes, HOST_TO_DEVICE, state.stream.ptr
+        )
+        return state.mark(DeviceSpan())
+
+    def download(self, allocation: CudaAllocation, offset: int, out: np.ndarray) -> DeviceSpan:
+        state = self._state()
+        staged, address = state.staging(out.nbytes)
+        cupy.cuda.runtime.memcpyAsync(
+            address, allocation.address + offset, out.nbytes, DEVICE_TO_HOST, state.stream.ptr
+        )
+        state.downloads.append((staged, out))
+        return state.mark(DeviceSpan())
+
+    def copy(
+        self,
+        source: CudaAllocation,
+        source_offset: int,
+        target: CudaAllocation,
+        target_offset: int,
+        nbytes: int,
+    ) -> DeviceSpan:
+        state = self._state()
+        stream = state.stream.ptr
+        start, end = source.address + source_offset, target.address + target_offset
+        if source is target and abs(start - end) < nbytes:  # overlapping: through a temporary
+            temporary = cupy.cuda.alloc(nbytes)
+            cupy.cuda.runtime.memcpyAsync(temporary.ptr, start, nbytes, DEVICE_TO_DEVICE, stream)
+            start = temporary.ptr
+            state.oversized.append(temporary)
+        cupy.cuda.runtime.memcpyAsync(end, start, nbytes, DEVICE_TO_DEVICE, stream)
+        return state.mark(DeviceSpan())
+
+    def fill(
+        self, allocation: CudaAllocation, offset: int, nbytes: int, element: np.ndarray
+    ) -> DeviceSpan:
+        """A memset when the element's bytes are all equal; else one chunk of copies of
+        the element uploaded, then doubled by device-to-device copies."""
+        state = self._state()
+        stream = state.stream.ptr
+        address = allocation.address + offset
+        pattern = element.view(np.uint8)
+        if nbytes and (pattern == pattern[0]).all():
+            cupy.cuda.runtime.memsetAsync(address, int(pattern[0]), nbytes, stream)
+        elif nbytes:
+            itemsize = pattern.nbytes
+            first = min(nbytes, -(-FILL_CHUNK // itemsize) * itemsize)
+            staged, staged_address = state.staging(first)
+            staged.reshape(-1, itemsize)[...] = pattern
+            cupy.cuda.runtime.memcpyAsync(address, staged_address, first, HOST_TO_DEVICE, stream)
+            done = first
+            while done < nbytes:
+                size = min(done, nbytes - done)
+                cupy.cuda.runtime.memcpyAsync(
+                    address + done, address, size, DEVICE_TO_DEVICE, stream
+                )
+                done += size
+        return state.mark(DeviceSpan())
+
+    def check_executable(self, executable: Any) -> None:
+        """Compile ``executable``'s IR with NVRTC (once), so a build error is raised where
+        the dispatch is made."""
+        self._kernel(executable)
+
+    def _kernel(self, executable: Any) -> CudaKernel:
+        compiled = self._kernels.get(executable)
+        if compiled is not None:
+            return compiled
+        if executable.mode != "c":
+            raise KernelBuildError(
+                f"kernel {executable.name!r} runs in Python mode (mode='python', or no C "
+                f"compiler); the cuda device runs compiled kernels only"
+            )
+        with self._kernels_lock:
+            compiled = self._kernels.get(executable)
+            if compiled is None:
+                with self._device:
+                    compiled = self._kernels[executable] = CudaKernel(executable)
+        return compiled
+
+    def dispatch(
+        self,
+        executable: Any,
+        dims: tuple[int, int, int],
+        buffers: Sequence[KernelBuffer],
+        scalars: Sequence[Any],
+    ) -> DeviceSpan:
+        compiled = self._kernel(executable)
+        state = self._state()
+        addresses = [b.allocation.address + b.offset for b in buffers]
+        flat = flatten_scalars(scalars, compiled.composites) if compiled.composites else scalars
+        packed = np.frombuffer(compiled.pack(*dims, *addresses, *flat), np.uint8)
+        span = DispatchSpan(executable, dims, scalars)
+        span.record, record = state.record_address()
+        grid, block = grid_of(dims)
+        cancel = np.uint64(self._cancel_flag.ptr)
+        arguments = (CPointer(packed.ctypes.data), np.uint64(record), cancel)
+        compiled.function(grid, block, arguments, stream=state.stream)
+        state.dispatches.append(span)
+        return state.mark(span)
+
+    def flush(self) -> None:
+        state = getattr(self._local, "state", None)
+        if state is None or not state.spans:
+            return
+        try:
+            failed = state.finish()
+        except cupy.cuda.runtime.CUDARuntimeError as error:
+            span = state.dispatches[0] if state.dispatches else state.spans[0]
+            raise OperationFailed(span, f"CUDA reported an error: {error}") from error
+        if failed is not None:
+            span, record = failed
+            cause = span.executable.failure(record, span.dims, span.scalars)
+            raise OperationFailed(span, str(cause), cause)
+
+    def cancel(self) -> None:
+        with self._device:
+            cupy.cuda.runtime.memsetAsync(self._cancel_flag.ptr, 1, 4, self._cancel_stream.ptr)
+
+    def resume(self) -> None:
+        with self._device:
+            cupy.cuda.runtime.memsetAsync(self._cancel_flag.ptr, 0, 4, self._cancel_stream.ptr)
+            self._cancel_stream.synchronize()
+
+
+backend_class = CudaBackend
