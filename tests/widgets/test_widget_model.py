@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from helpers.synthetic import synthetic_trace
 
+import luisa_nb as lnb
 from luisa_nb.recording import CommandKind
 from luisa_nb.widgets.model import (
     BYTES_PER_RECORD,
@@ -148,3 +151,170 @@ def test_synthetic_scale_model():
     assert len(model.hazards) == 3
     assert all(h["arrow"]["from"]["lane"] == HOST_LANE for h in model.hazards)
     assert len(model.pack()) == pytest.approx(BYTES_PER_RECORD * model.count, abs=64)
+
+
+# -- a program with streams, an event, kernels with scalars and user ranges -------------
+
+
+@lnb.kernel
+def produce(data, factor):
+    i = lnb.dispatch_id().x
+    data.write(i, factor * i)
+
+
+@lnb.kernel
+def consume(data, out):
+    i = lnb.dispatch_id().x
+    out.write(i, data.read(i) + 1.0)
+
+
+@pytest.fixture(scope="module")
+def streams_program():
+    """Two streams linked by an event, in nested ranges; the device's default stream is
+    never used, but ``dev.synchronize()`` waits for it too. Between the two command lists
+    the host sleeps for ``PAUSE`` seconds."""
+    dev = lnb.create_device("cpu")
+    producer = dev.create_stream("producer")
+    consumer = dev.create_stream("consumer")
+    data = dev.create_buffer(64, np.float32, name="data")
+    out = dev.create_buffer(64, np.float32, name="out")
+    ready = dev.create_event()
+    result = np.zeros(64, np.float32)
+    with lnb.trace() as trace:
+        with lnb.range("step"):
+            with lnb.range("produce"):
+                producer.submit([produce.dispatch_async(64, data, 2.0), data.copy_to_async(result)])
+                producer.signal(ready)
+            time.sleep(PAUSE)
+            consumer.wait(ready)
+            consumer.submit([consume.dispatch_async(64, data, out)])
+        dev.synchronize()
+    model = build_timeline(trace)
+    records = {record.id: record for record in trace.records}
+    return SimpleNamespace(trace=trace, model=model, summary=model.summary(), records=records)
+
+
+PAUSE = 0.03
+
+
+def rows_of(model, record_id):
+    return int(np.flatnonzero(model.columns["id"] == record_id)[0])
+
+
+def ids_of(trace, kind):
+    return [r.id for r in trace.records if r.kind.value == kind]
+
+
+def test_a_stream_without_records_on_its_lane_has_no_lane(streams_program):
+    summary, trace = streams_program.summary, streams_program.trace
+    assert [lane["name"] for lane in summary["lanes"]] == ["host", "producer", "consumer"]
+    # the default stream was only waited for by dev.synchronize(), a host-lane record
+    default = {s.stream for s in trace.syncs} - {lane["stream"] for lane in summary["lanes"]}
+    assert len(default) == 1
+    [wait] = [s for s in trace.syncs if s.stream in default]
+    assert wait.kind.value == "synchronize"
+    assert streams_program.model.columns["lane"][rows_of(streams_program.model, wait.id)] == 0
+
+
+def test_dispatch_labels_carry_scalar_arguments_and_size(streams_program):
+    texts = streams_program.summary["texts"]
+    assert "dispatch produce(data, factor=2.0) [64]" in texts
+    assert "dispatch consume(data, out) [64]" in texts
+
+
+def test_ranges_have_host_intervals_and_spans_per_lane(streams_program):
+    model, trace, summary = streams_program.model, streams_program.trace, streams_program.summary
+    step = trace.ranges[0]
+    assert [(r["name"], r["depth"], r["parent"]) for r in summary["ranges"]] == [
+        ("step", 0, None),
+        ("produce", 1, 0),
+    ]
+    origin = model.origin
+    assert summary["ranges"][0]["host"] == [
+        (step.begin - origin) / 1000.0,
+        (step.end - origin) / 1000.0,
+    ]
+    start, end = model.columns["start"], model.columns["start"] + model.columns["duration"]
+
+    def span(lane, ids):
+        rows = [rows_of(model, i) for i in ids]
+        return [lane, float(min(start[rows])), float(max(end[rows]))]
+
+    dispatch_p, dispatch_c = ids_of(trace, "dispatch")
+    [download], [signal], [wait] = (ids_of(trace, k) for k in ("download", "signal", "wait"))
+    np.testing.assert_allclose(
+        summary["ranges"][1]["spans"], [span(1, [dispatch_p, download, signal])], atol=1e-3
+    )
+    np.testing.assert_allclose(
+        summary["ranges"][0]["spans"],
+        [span(1, [dispatch_p, download, signal]), span(2, [wait, dispatch_c])],
+        atol=1e-3,
+    )
+    ranges = model.columns["range"]
+    assert {i: int(ranges[rows_of(model, i)]) for i in (dispatch_p, download, wait)} == {
+        dispatch_p: 1,
+        download: 1,
+        wait: 0,
+    }
+    assert all(
+        ranges[rows_of(model, s.id)] == -1 for s in trace.syncs if s.kind.value == "synchronize"
+    )
+
+
+def test_command_lists_of_several_commands_are_bracketed(streams_program):
+    model, trace = streams_program.model, streams_program.trace
+    dispatch_p = ids_of(trace, "dispatch")[0]
+    [download] = ids_of(trace, "download")
+    first, last = rows_of(model, dispatch_p), rows_of(model, download)
+    columns = model.columns
+    assert streams_program.summary["lists"] == [
+        {
+            "lane": 1,
+            "submission": streams_program.records[dispatch_p].submission,
+            "start": float(columns["start"][first]),
+            "end": pytest.approx(float(columns["start"][last] + columns["duration"][last])),
+            "commands": 2,
+        }
+    ]
+    assert columns["submission"][first] == columns["submission"][last] > 0
+
+
+def test_an_event_links_its_signal_to_its_wait(streams_program):
+    model, trace = streams_program.model, streams_program.trace
+    [signal], [wait] = ids_of(trace, "signal"), ids_of(trace, "wait")
+    [link] = streams_program.summary["links"]
+    assert link["event"] == streams_program.records[signal].event
+    assert link["from"] == {
+        "lane": 1,
+        "time": float(model.columns["start"][rows_of(model, signal)]),
+        "record": signal,
+    }
+    assert link["to"]["lane"] == 2 and link["to"]["record"] == wait
+    assert link["to"]["time"] == pytest.approx(float(model.columns["start"][rows_of(model, wait)]))
+
+
+def test_host_activity_shows_compiles_and_the_users_python(streams_program):
+    activity = streams_program.summary["host_activity"]
+    compiles = [block for block in activity if block["kind"] == "compile"]
+    assert [block["label"].split(" ")[1] for block in compiles] == ["produce", "consume"]
+    assert all(block["label"].split(" ")[0] in {"compile", "load"} for block in compiles)
+    # the sleep between the signal and the wait is Python time, and the longest gap
+    python = [block for block in activity if block["kind"] == "python"]
+    longest = max(python, key=lambda block: block["end"] - block["start"])
+    assert longest["end"] - longest["start"] >= PAUSE * 1e6
+    model, trace = streams_program.model, streams_program.trace
+    [signal] = ids_of(trace, "signal")
+    issued = (streams_program.records[signal].issued - model.origin) / 1000.0
+    assert longest["start"] >= issued and longest["label"].startswith("python ")
+    assert [b["start"] for b in activity] == sorted(b["start"] for b in activity)
+
+
+def test_details_name_device_and_host_ranges(streams_program):
+    model, summary = streams_program.model, streams_program.summary
+    [download] = ids_of(streams_program.trace, "download")
+    text = summary["details"][model.columns["detail"][rows_of(model, download)]]
+    device, host = text.split("\n")
+    assert device == "read data (256 B at byte 0)"
+    assert host.startswith("host result: 256 B of <f4 [64] at 0x")
+    assert summary["errors"] == {}
+    json.dumps(summary, allow_nan=False)
