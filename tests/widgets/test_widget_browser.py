@@ -94,6 +94,7 @@ def click_canvas(page, x: float, y: float) -> None:
 def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_path):
     report = write_report(seed.trace, tmp_path / "seed-report.html")
     page = open_page(report)
+    timeline(page, "t.fit()")  # the page opens on the hazard; the whole trace is one click away
     stats = timeline(page, "t.stats")
     assert stats["laneRecords"] == [1, 5]  # host lane: the synchronize; stream: 5 commands
     assert stats["arrows"] == 1 and stats["markers"] == 3  # 2 host reads + 1 host write
@@ -111,8 +112,9 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
         box = timeline(page, f"t.barRect({record_id})")
         in_host_lane = box["y"] < host_lane_bottom
         assert in_host_lane == (kind == "synchronize"), (record_id, box)
-        centre = pixel(page, box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
-        assert close_to(centre, COLORS[kind]), (record_id, kind, centre)
+        # left of the bar's label, if it has one
+        inside = pixel(page, box["x"] + min(2, box["w"] / 2), box["y"] + box["h"] / 2)
+        assert close_to(inside, COLORS[kind]), (record_id, kind, inside)
     red = page.evaluate(
         """() => {
           const canvas = document.querySelector('.lnb-timeline-canvas');
@@ -170,11 +172,14 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
     click_canvas(page, point["x"], point["y"])
     assert inspector.get_attribute("data-command") == str(seed.upload)
 
-    # wheel zooms about the cursor, drag pans, double-click fits
+    # Ctrl + wheel zooms about the cursor, drag pans
     before = timeline(page, "t.view()")
     click_x = canvas["x"] + 600
     page.mouse.move(click_x, canvas["y"] + 10)
+    page.keyboard.down("Control")
     page.mouse.wheel(0, -400)
+    page.keyboard.up("Control")
+    page.wait_for_function(f"() => globalThis.__luisa_nb.timelines[0].view().t0 !== {before['t0']}")
     zoomed = timeline(page, "t.view()")
     assert zoomed["t1"] - zoomed["t0"] < 0.8 * (before["t1"] - before["t0"])
     page.mouse.move(click_x, canvas["y"] + 10)
@@ -252,9 +257,10 @@ document.getElementById("root").dataset.ready = "1";
 def test_hundred_thousand_commands_draw_in_under_a_second(open_page, tmp_path):
     report = write_report(synthetic_trace(100_000), tmp_path / "large.html")
     page = open_page(report, width=1600)
-    stats = timeline(page, "t.stats")
+    first = timeline(page, "t.stats.firstDrawMs")  # the page opens on the first hazard
+    stats = timeline(page, "(t.fit(), t.stats)")  # Fit draws every record
     assert stats["records"] == 100_001 and stats["arrows"] == 3
-    assert stats["firstDrawMs"] < 1000, stats
+    assert max(first, stats["lastDrawMs"]) < 1000, stats
     assert stats["rects"] < 20_000, "zoomed out, bars are aggregated per pixel column"
     rows = page.locator(".lnb-table").get_attribute("data-rendered")
     assert int(rows) < 100, "the table renders only the rows in view"

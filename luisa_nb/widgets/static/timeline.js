@@ -1,5 +1,5 @@
 // Timeline of a luisa_nb trace: a host lane and one lane per stream, each record a bar
-// coloured by kind, host reads/writes as markers on the host lane, hazards as red arrows.
+// coloured by kind, host reads/writes as markers on the host lane, hazards as arrows.
 // anywidget renderer: export render({model, el}); the static page calls it with a shim.
 //
 // Model keys read: summary (JSON: layout, lanes, kinds, texts, meta), hazards (JSON),
@@ -8,6 +8,13 @@
 //
 // Zoomed out, bars narrower than MIN_BAR device pixels are aggregated into one run per
 // pixel column per lane, so a draw costs O(records in view) + O(width x lanes) rects.
+//
+// Every colour but the kinds' comes from the --lnb-* properties of widgets.css, read on
+// each draw, so the canvas follows JupyterLab's light and dark themes (and a live switch).
+// The view opens on the first hazard; Fit shows the whole trace. Ctrl/⌘+wheel zooms about
+// the pointer, Shift+wheel or a horizontal wheel pans, a plain wheel scrolls the page.
+// With the timeline focused: W/S zoom, A/D pan, F or 0 fits, Esc drops the measurement.
+// Shift+drag (or a drag with the ruler on) measures a span.
 
 const LANE_HEIGHT = 26;
 const HOST_LANE_HEIGHT = 46;
@@ -15,6 +22,32 @@ const AXIS_HEIGHT = 22;
 const LABEL_WIDTH = 120;
 const MIN_BAR = 3;
 const HIT_PIXELS = 4;
+const LABEL_MIN_WIDTH = 30;
+const KEY_ZOOM = 0.75;
+const KEY_PAN = 0.2;
+const FONT = "11px sans-serif";
+// Status marks: a failed (or cancelled) command has a stripe on top, one that never ran
+// (skipped, pending) is hatched and outlined.
+const FAILED = 1;
+const NOT_RUN = 2;
+const LATENT = "LATENT_STALE_UPLOAD";
+// Fallbacks for the --lnb-* properties, should a page not define them.
+const THEME = {
+  fg: "#222",
+  fgMuted: "#555",
+  bg: "#fff",
+  bgAlt: "#f4f4f4",
+  border: "#ddd",
+  hover: "#eef3fb",
+  selected: "#ffe9a8",
+  selectedFg: "#222",
+  hazard: "#d62728",
+  latent: "#e69500",
+  ok: "#2e7d32",
+  link: "#2e5d8a",
+  markBg: "#fde3df",
+  markFg: "#222",
+};
 // Aggregated columns keep the most telling kind: transfers over dispatches over syncs.
 const PRIORITY = [9, 9, 6, 5, 7, 2, 3, 3, 2, 1];
 
@@ -36,7 +69,93 @@ function decode(summary, data, hazards) {
   for (const hazard of hazards) {
     for (const id of hazard.command_ids) hazardIds.add(id);
   }
-  return { count, columns, byLane, maxDuration, hazardIds, hostOrder: null };
+  const statusMark = new Uint8Array(256);
+  (summary.statuses || []).forEach((name, code) => {
+    if (name === "failed" || name === "cancelled") statusMark[code] = FAILED;
+    else if (name === "skipped" || name === "pending") statusMark[code] = NOT_RUN;
+  });
+  return { count, columns, byLane, maxDuration, hazardIds, statusMark, hostOrder: null };
+}
+
+// The --lnb-* colours in effect on `element`, each with its fallback when empty.
+function readTheme(element) {
+  const style = getComputedStyle(element);
+  const theme = {};
+  for (const [key, fallback] of Object.entries(THEME)) {
+    const name = `--lnb-${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+    theme[key] = style.getPropertyValue(name).trim() || fallback;
+  }
+  return theme;
+}
+
+// Near-black or white, whichever contrasts more with the "#rrggbb" colour `color`.
+function inkOn(color) {
+  if (!/^#[0-9a-f]{6}$/i.test(color)) return "#111";
+  const channel = (i) => {
+    const c = parseInt(color.slice(i, i + 2), 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+  };
+  const luminance = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+  return (luminance + 0.05) / 0.0556 >= 1.05 / (luminance + 0.05) ? "#111" : "#fff";
+}
+
+// `text` cut to fit `room` pixels in the context's font, with an ellipsis; "" if nothing
+// fits. `widths` caches the full widths.
+function fitText(ctx, text, room, widths) {
+  if (room < 12) return "";
+  let full = widths.get(text);
+  if (full === undefined) {
+    full = ctx.measureText(text).width;
+    widths.set(text, full);
+  }
+  if (full <= room) return text;
+  let lo = 0;
+  let hi = text.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(`${text.slice(0, mid)}…`).width <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? `${text.slice(0, lo)}…` : "";
+}
+
+// Diagonal hatching in `color`, for the bars of records that never ran.
+function hatchPattern(ctx, color) {
+  const tile = document.createElement("canvas");
+  tile.width = 6;
+  tile.height = 6;
+  const t = tile.getContext("2d");
+  t.strokeStyle = color;
+  t.lineWidth = 1.5;
+  t.beginPath();
+  for (const shift of [-6, 0, 6]) {
+    t.moveTo(shift, 6);
+    t.lineTo(shift + 6, 0);
+  }
+  t.stroke();
+  return ctx.createPattern(tile, "repeat");
+}
+
+// The first time of a sorted array at or after `value` (binary search).
+function firstAtOrAfter(times, value) {
+  let lo = 0;
+  let hi = times.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (times[mid] < value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// With `step` so small that an absolute label would need many decimals, ticks show an
+// offset from a round base time (returned); else null.
+function axisBase(first, step) {
+  const size = Math.abs(first);
+  const scale = size >= 1e6 ? 1e6 : size >= 1e3 ? 1e3 : 1;
+  if (step / scale >= 1e-4) return null;
+  const unit = step * 1000;
+  return Math.floor(first / unit) * unit;
 }
 
 // A time in the unit its size calls for; `step` (the axis tick) sets the decimals.
@@ -83,29 +202,121 @@ export function render({ model, el }) {
   toolbar.className = "lnb-toolbar";
   const frame = document.createElement("div");
   frame.className = "lnb-timeline-frame";
+  frame.tabIndex = 0;
+  frame.setAttribute("role", "figure");
+  frame.setAttribute("aria-label", "timeline: W/S zoom, A/D pan, F fit");
   const canvas = document.createElement("canvas");
   canvas.className = "lnb-timeline-canvas";
+  // the pointer's time line and the measured span, redrawn alone as the pointer moves
+  const cursorLayer = document.createElement("canvas");
+  cursorLayer.className = "lnb-timeline-cursor";
+  cursorLayer.style.cssText = "position:absolute;left:0;top:0;pointer-events:none";
   const tooltip = document.createElement("div");
   tooltip.className = "lnb-tooltip";
   tooltip.hidden = true;
-  frame.append(canvas, tooltip);
+  frame.append(canvas, cursorLayer, tooltip);
   root.append(toolbar, frame);
   el.replaceChildren(root);
 
   let summary = model.get("summary") || {};
   let hazards = model.get("hazards") || [];
   let data = decode(summary, model.get("data"), hazards);
-  let view = fullView();
+  let view = initialView();
   let width = 0;
   let hazardPaths = [];
-  const stats = { draws: 0, firstDrawMs: null, lastDrawMs: null, loadedAt: performance.now() };
-  const entry = { root, stats, barRect, arrowPoint, view: () => ({ ...view }), setView, hit: hitAt };
+  let theme = { ...THEME };
+  let inks = [];
+  const patterns = new Map();
+  const textWidths = new Map();
+  let cursorX = null;
+  let measure = null;
+  let ruler = false;
+  let ownSelection = false;
+  const stats = {
+    draws: 0,
+    firstDrawMs: null,
+    lastDrawMs: null,
+    loadedAt: performance.now(),
+    measure: null,
+    cursor: null,
+  };
+  const entry = {
+    root,
+    stats,
+    barRect,
+    arrowPoint,
+    arrowPath: (index) => {
+      const found = hazardPaths.find((h) => h.index === index);
+      return found ? { ...found.path } : null;
+    },
+    view: () => ({ ...view }),
+    setView,
+    fit,
+    geometry,
+    hit: hitAt,
+  };
   registry().timelines.push(entry);
 
+  function extent() {
+    return (summary.meta && summary.meta.extent) || [0, 1];
+  }
+
   function fullView() {
-    const [t0, t1] = (summary.meta && summary.meta.extent) || [0, 1];
+    const [t0, t1] = extent();
     const span = Math.max(t1 - t0, 1e-3);
     return { t0: t0 - span * 0.02, t1: t1 + span * 0.02 };
+  }
+
+  // The times hazard `hazard` spans: its arrow's ends and its commands' bars.
+  function hazardSpan(hazard) {
+    const times = [];
+    if (hazard.arrow) times.push(hazard.arrow.from.time, hazard.arrow.to.time);
+    for (const row of rowsOf(hazard.command_ids)) {
+      times.push(data.columns.start[row], data.columns.start[row] + data.columns.duration[row]);
+    }
+    return times.length ? [Math.min(...times), Math.max(...times)] : null;
+  }
+
+  // A view showing [lo, hi] with a margin of `margin` of its length on each side.
+  function viewAround([lo, hi], margin) {
+    const pad = Math.max(hi - lo, 1e-3) * margin;
+    return clampView(lo - pad, hi + pad);
+  }
+
+  // The first hazard with its commands and arrow filling most of the plot; the whole
+  // trace when there is no hazard.
+  function initialView() {
+    for (const hazard of hazards) {
+      const span = hazardSpan(hazard);
+      if (span) return viewAround(span, 0.15);
+    }
+    return fullView();
+  }
+
+  function laneHeightOf(lane) {
+    return lane === 0 ? HOST_LANE_HEIGHT : LANE_HEIGHT;
+  }
+
+  // What the drawing helpers of another file need to draw in step with the bars: the
+  // time -> x mapping, the lanes' boxes, the plot's size (numbers, in CSS pixels) and
+  // the theme colours of this draw.
+  function geometry() {
+    return {
+      xOf,
+      timeOf,
+      laneTop,
+      laneHeight: laneHeightOf,
+      barBox,
+      markerY,
+      LABEL_WIDTH,
+      AXIS_HEIGHT,
+      plotWidth: plotWidth(),
+      width,
+      height: lanesHeight(),
+      view: { ...view },
+      lanes: summary.lanes,
+      theme: { ...theme },
+    };
   }
 
   function lanesHeight() {
@@ -156,6 +367,18 @@ export function render({ model, el }) {
     canvas.height = Math.round(height * ratio);
     canvas.style.width = `${width}px`;
     canvas.style.height = `${height}px`;
+    cursorLayer.width = canvas.width;
+    cursorLayer.height = canvas.height;
+    cursorLayer.style.width = canvas.style.width;
+    cursorLayer.style.height = canvas.style.height;
+  }
+
+  // Re-read the theme colours; true when they changed since the last read.
+  function refreshTheme() {
+    const next = readTheme(root);
+    const changed = JSON.stringify(next) !== JSON.stringify(theme);
+    theme = next;
+    return changed;
   }
 
   function draw() {
@@ -165,13 +388,18 @@ export function render({ model, el }) {
     const ratio = canvas.width / width;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     const height = lanesHeight();
-    ctx.clearRect(0, 0, width, height);
+    refreshTheme();
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, width, height);
     const colors = summary.kinds.map((k) => k.color);
+    inks = colors.map(inkOn);
     const counts = drawLanes(ctx, colors, height);
+    stats.overlays = drawOverlays(ctx, summary, geometry());
     const arrows = drawHazards(ctx);
     const markers = drawMarkers(ctx, colors);
     drawSelection(ctx);
     drawAxis(ctx);
+    drawCursor();
     const elapsed = performance.now() - began;
     stats.draws += 1;
     stats.lastDrawMs = elapsed;
@@ -188,22 +416,33 @@ export function render({ model, el }) {
     root.dataset.laneRecords = JSON.stringify(counts.laneRecords);
     root.dataset.markers = String(markers);
     root.dataset.arrows = String(arrows);
+    root.dataset.labels = String(counts.labels);
   }
 
   function drawLanes(ctx, colors, height) {
-    const { columns, byLane, maxDuration } = data;
+    const { columns, byLane, maxDuration, statusMark } = data;
     const plot = plotWidth();
     const scale = plot / (view.t1 - view.t0);
     const laneRecords = [];
+    const labelled = [];
     let rects = 0;
     let records = 0;
-    const column = new Int16Array(Math.ceil(plot) + 1);
+    let labels = 0;
+    const columnsWide = Math.ceil(plot) + 1;
+    // per pixel column: the kind drawn (ran), the kind of records that never ran, failures
+    const column = new Int16Array(columnsWide);
+    const ghost = new Int16Array(columnsWide);
+    const failed = new Int16Array(columnsWide);
     for (let lane = 0; lane < summary.lanes.length; lane++) {
       const top = laneTop(lane);
-      const laneHeight = lane === 0 ? HOST_LANE_HEIGHT : LANE_HEIGHT;
-      ctx.fillStyle = lane % 2 ? "rgba(0,0,0,0.035)" : "rgba(0,0,0,0.0)";
-      ctx.fillRect(0, top, width, laneHeight);
-      ctx.strokeStyle = "rgba(0,0,0,0.12)";
+      const laneHeight = laneHeightOf(lane);
+      if (lane % 2) {
+        ctx.globalAlpha = 0.6;
+        ctx.fillStyle = theme.bgAlt;
+        ctx.fillRect(0, top, width, laneHeight);
+        ctx.globalAlpha = 1;
+      }
+      ctx.strokeStyle = theme.border;
       ctx.beginPath();
       ctx.moveTo(0, top + laneHeight - 0.5);
       ctx.lineTo(width, top + laneHeight - 0.5);
@@ -211,13 +450,17 @@ export function render({ model, el }) {
     }
     drawGrid(ctx, height);
     drawLinks(ctx);
+    ctx.font = FONT;
+    ctx.textBaseline = "middle";
     for (let lane = 0; lane < summary.lanes.length; lane++) {
       const top = laneTop(lane);
-      const laneHeight = lane === 0 ? HOST_LANE_HEIGHT : LANE_HEIGHT;
+      const laneHeight = laneHeightOf(lane);
       const rows = byLane[lane];
       const [y, h] = barBox(lane);
       let drawn = 0;
       column.fill(-1);
+      ghost.fill(-1);
+      failed.fill(-1);
       let i = lowerBound(rows, columns.start, view.t0 - maxDuration[lane]);
       for (; i < rows.length; i++) {
         const row = rows[i];
@@ -229,56 +472,104 @@ export function render({ model, el }) {
         const x0 = (start - view.t0) * scale;
         const x1 = (end - view.t0) * scale;
         const kind = columns.kind[row];
+        const mark = statusMark[columns.status[row]];
         if (x1 - x0 >= MIN_BAR) {
           const left = Math.max(x0, -2);
           const right = Math.min(x1, plot + 2);
-          ctx.fillStyle = colors[kind];
-          ctx.fillRect(LABEL_WIDTH + left, y, Math.max(right - left - 1, 1), h);
-          if (columns.status[row] >= 2) {
-            ctx.fillStyle = "#d62728";
-            ctx.fillRect(LABEL_WIDTH + left, y, Math.max(right - left - 1, 1), 2);
-          }
+          const x = LABEL_WIDTH + left;
+          const w = Math.max(right - left - 1, 1);
+          drawBar(ctx, kind, mark, x, y, w, h, colors);
           rects++;
+          if (w >= LABEL_MIN_WIDTH && h >= 12) {
+            const from = Math.max(left, 0);
+            const room = Math.min(right, plot) - from - 8;
+            const text = fitText(ctx, summary.texts[columns.text[row]], room, textWidths);
+            if (text) {
+              ctx.fillStyle = mark === NOT_RUN ? theme.fg : inks[kind];
+              ctx.fillText(text, LABEL_WIDTH + from + 4, y + h / 2 + (mark === FAILED ? 1 : 0));
+              labels++;
+              if (labelled.length < 200) labelled.push({ id: columns.id[row], text });
+            }
+          }
         } else {
           const c0 = Math.max(0, Math.floor(x0));
           const c1 = Math.min(plot, Math.floor(x1));
+          const held = mark === NOT_RUN ? ghost : column;
           for (let c = c0; c <= c1; c++) {
-            const held = column[c];
-            if (held < 0 || PRIORITY[kind] > PRIORITY[held]) column[c] = kind;
+            if (held[c] < 0 || PRIORITY[kind] > PRIORITY[held[c]]) held[c] = kind;
+            if (mark === FAILED) failed[c] = 1;
           }
         }
       }
-      // one rect per run of equal kind over adjacent pixel columns
-      let c = 0;
-      while (c <= plot) {
-        const kind = column[c];
-        if (kind < 0) {
-          c++;
-          continue;
-        }
-        let end = c + 1;
-        while (end <= plot && column[end] === kind) end++;
+      rects += eachRun(column, plot, (kind, c, end) => {
         ctx.fillStyle = colors[kind];
         ctx.fillRect(LABEL_WIDTH + c, y, end - c, h);
-        rects++;
-        c = end;
-      }
+      });
+      // never-run records this narrow still show as a 3-pixel hatched, outlined box
+      rects += eachRun(ghost, plot, (kind, c, end) => {
+        drawBar(ctx, kind, NOT_RUN, LABEL_WIDTH + c - 1, y, end - c + 2, h, colors);
+      });
+      rects += eachRun(failed, plot, (flag, c, end) => {
+        ctx.fillStyle = theme.hazard;
+        ctx.fillRect(LABEL_WIDTH + c, y, end - c, 3);
+      });
       laneRecords.push(drawn);
       records += drawn;
-      ctx.fillStyle = "#fff";
+      ctx.fillStyle = theme.bg;
       ctx.fillRect(0, top, LABEL_WIDTH - 2, laneHeight - 1);
-      ctx.fillStyle = "#222";
+      ctx.fillStyle = theme.fg;
       ctx.font = "12px sans-serif";
-      ctx.textBaseline = "middle";
-      const name = summary.lanes[lane].name;
-      ctx.fillText(lane === 0 ? "host" : name.slice(0, 16), 6, top + laneHeight / 2);
+      const name = lane === 0 ? "host" : summary.lanes[lane].name;
+      ctx.fillText(fitText(ctx, name, LABEL_WIDTH - 12, textWidths), 6, top + laneHeight / 2);
+      ctx.font = FONT;
     }
-    ctx.strokeStyle = "rgba(0,0,0,0.25)";
+    ctx.strokeStyle = theme.border;
     ctx.beginPath();
     ctx.moveTo(LABEL_WIDTH - 0.5, AXIS_HEIGHT);
     ctx.lineTo(LABEL_WIDTH - 0.5, height);
     ctx.stroke();
-    return { laneRecords, rects, records };
+    return { laneRecords, rects, records, labels, labelled };
+  }
+
+  // One bar: solid in its kind's colour, a stripe on top if it failed, hatched and
+  // outlined if it never ran.
+  function drawBar(ctx, kind, mark, x, y, w, h, colors) {
+    if (mark === NOT_RUN) {
+      const color = colors[kind];
+      if (!patterns.has(color)) patterns.set(color, hatchPattern(ctx, color));
+      ctx.fillStyle = patterns.get(color);
+      ctx.fillRect(x, y, w, h);
+      ctx.strokeStyle = color;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(x + 0.5, y + 0.5, Math.max(w - 1, 1), h - 1);
+      return;
+    }
+    ctx.fillStyle = colors[kind];
+    ctx.fillRect(x, y, w, h);
+    if (mark === FAILED) {
+      ctx.fillStyle = theme.hazard;
+      ctx.fillRect(x, y, w, 3);
+    }
+  }
+
+  // Calls visit(value, first, end) for each run of one non-negative value over adjacent
+  // pixel columns [first, end); returns how many runs there were.
+  function eachRun(values, plot, visit) {
+    let runs = 0;
+    let c = 0;
+    while (c <= plot) {
+      const value = values[c];
+      if (value < 0) {
+        c++;
+        continue;
+      }
+      let end = c + 1;
+      while (end <= plot && values[end] === value) end++;
+      visit(value, c, end);
+      runs++;
+      c = end;
+    }
+    return runs;
   }
 
   function hostOrder() {
@@ -291,17 +582,6 @@ export function render({ model, el }) {
     for (let k = 0; k < rows.length; k++) times[k] = columns.start[rows[k]] + columns.host[rows[k]];
     data.hostOrder = { rows: Int32Array.from(rows), times };
     return data.hostOrder;
-  }
-
-  function firstAtOrAfter(times, value) {
-    let lo = 0;
-    let hi = times.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (times[mid] < value) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
   }
 
   // Host reads (▼, upload colour) and host writes (▲, download colour), one per pixel
@@ -346,7 +626,8 @@ export function render({ model, el }) {
     const to = firstAtOrAfter(order.times, view.t1 + 1e-9);
     if (to - from > 200) return;
     ctx.save();
-    ctx.strokeStyle = "rgba(0,0,0,0.28)";
+    ctx.strokeStyle = theme.fgMuted;
+    ctx.globalAlpha = 0.55;
     ctx.setLineDash([3, 3]);
     for (let k = from; k < to; k++) {
       const row = order.rows[k];
@@ -370,7 +651,6 @@ export function render({ model, el }) {
 
   function drawHazards(ctx) {
     const selected = model.get("selected_hazard");
-    const color = summary.hazard_color || "#d62728";
     hazardPaths = [];
     let drawn = 0;
     for (const hazard of hazards) {
@@ -385,6 +665,7 @@ export function render({ model, el }) {
       ctx.beginPath();
       ctx.rect(LABEL_WIDTH, 0, width - LABEL_WIDTH, lanesHeight());
       ctx.clip();
+      const color = hazard.kind === LATENT ? theme.latent : theme.hazard;
       ctx.strokeStyle = color;
       ctx.fillStyle = color;
       ctx.lineWidth = hazard.index === selected ? 3.5 : 2;
@@ -425,7 +706,7 @@ export function render({ model, el }) {
     ctx.clip();
     for (const row of rowsOf(ids)) {
       const box = rectOfRow(row);
-      ctx.strokeStyle = "#000";
+      ctx.strokeStyle = theme.fg;
       ctx.lineWidth = 2;
       ctx.strokeRect(box.x - 1, box.y - 1, box.w + 2, box.h + 2);
       if (!Number.isNaN(columns.host[row])) {
@@ -440,31 +721,102 @@ export function render({ model, el }) {
 
   // Vertical grid lines at the axis ticks, under everything else.
   function drawGrid(ctx, height) {
-    const step = niceStep(view.t1 - view.t0, plotWidth());
-    ctx.strokeStyle = "rgba(0,0,0,0.08)";
-    for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+    ctx.strokeStyle = theme.border;
+    ctx.beginPath();
+    for (const t of ticks()) {
       const x = Math.round(xOf(t)) + 0.5;
-      ctx.beginPath();
       ctx.moveTo(x, AXIS_HEIGHT - 4);
       ctx.lineTo(x, height);
-      ctx.stroke();
     }
+    ctx.stroke();
   }
 
-  function drawAxis(ctx) {
-    ctx.fillStyle = "#fff";
-    ctx.fillRect(0, 0, width, AXIS_HEIGHT - 4);
+  // The axis's tick times (every `step` µs) in view, and that step.
+  function ticks() {
     const step = niceStep(view.t1 - view.t0, plotWidth());
-    ctx.fillStyle = "#444";
-    ctx.font = "11px sans-serif";
+    const first = Math.ceil(view.t0 / step);
+    const times = [];
+    for (let k = first; k * step <= view.t1 && times.length < 1000; k++) times.push(k * step);
+    times.step = step;
+    return times;
+  }
+
+  // The time axis on top: a tick and a label every `step`; deep in, labels are offsets
+  // from a base time shown in the label column.
+  function drawAxis(ctx) {
+    ctx.fillStyle = theme.bg;
+    ctx.fillRect(0, 0, width, AXIS_HEIGHT - 4);
+    const times = ticks();
+    const base = times.length ? axisBase(times[0], times.step) : null;
+    ctx.font = FONT;
     ctx.textBaseline = "middle";
-    for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
-      ctx.fillText(formatTime(t, step), Math.round(xOf(t)) + 3, AXIS_HEIGHT / 2 - 2);
+    ctx.fillStyle = theme.fg;
+    for (const t of times) {
+      const x = Math.round(xOf(t));
+      ctx.fillRect(x, AXIS_HEIGHT - 8, 1, 4);
+      const label = base === null ? formatTime(t, times.step) : `+${formatTime(t - base, times.step)}`;
+      ctx.fillText(label, x + 3, AXIS_HEIGHT / 2 - 2);
     }
-    ctx.fillStyle = "#fff";
+    ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, LABEL_WIDTH - 1, AXIS_HEIGHT);
-    ctx.fillStyle = "#666";
-    ctx.fillText(`${data.count.toLocaleString()} records`, 6, AXIS_HEIGHT / 2);
+    ctx.fillStyle = theme.fgMuted;
+    const note = base === null ? `${data.count.toLocaleString()} records` : `${formatTime(base, times.step * 1000)} +`;
+    ctx.fillText(note, 6, AXIS_HEIGHT / 2);
+  }
+
+  // A label in a box centred on x in the axis strip, kept inside the plot.
+  function axisTag(ctx, text, x, fill, ink, edge) {
+    const w = ctx.measureText(text).width + 8;
+    const left = Math.min(Math.max(x - w / 2, LABEL_WIDTH), width - w);
+    ctx.fillStyle = fill;
+    ctx.fillRect(left, 1, w, AXIS_HEIGHT - 6);
+    if (edge) {
+      ctx.strokeStyle = edge;
+      ctx.strokeRect(left + 0.5, 1.5, w - 1, AXIS_HEIGHT - 7);
+    }
+    ctx.fillStyle = ink;
+    ctx.fillText(text, left + 4, AXIS_HEIGHT / 2 - 2);
+  }
+
+  // The cursor layer: the measured span with its duration, and a line at the pointer
+  // with the time under it.
+  function drawCursor() {
+    const ctx = cursorLayer.getContext("2d");
+    const ratio = cursorLayer.width / width;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    const height = lanesHeight();
+    ctx.clearRect(0, 0, width, height);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL_WIDTH, 0, width - LABEL_WIDTH, height);
+    ctx.clip();
+    ctx.font = FONT;
+    ctx.textBaseline = "middle";
+    stats.measure = null;
+    if (measure) {
+      const t0 = Math.min(measure.t0, measure.t1);
+      const t1 = Math.max(measure.t0, measure.t1);
+      const [a, b] = [xOf(t0), xOf(t1)];
+      ctx.globalAlpha = 0.16;
+      ctx.fillStyle = theme.link;
+      ctx.fillRect(a, AXIS_HEIGHT - 4, Math.max(b - a, 1), height);
+      ctx.globalAlpha = 1;
+      ctx.fillRect(Math.round(a), 0, 1, height);
+      ctx.fillRect(Math.round(b), 0, 1, height);
+      const text = `Δ ${formatTime(t1 - t0)}`;
+      axisTag(ctx, text, (a + b) / 2, theme.bg, theme.fg, theme.link);
+      stats.measure = { t0, t1, duration: t1 - t0, text };
+    }
+    stats.cursor = null;
+    if (cursorX !== null) {
+      const time = timeOf(cursorX);
+      ctx.fillStyle = theme.fgMuted;
+      ctx.fillRect(Math.round(cursorX), AXIS_HEIGHT - 4, 1, height);
+      const text = formatTime(time, ticks().step / 10);
+      if (!(drag && drag.measure && drag.moved)) axisTag(ctx, text, cursorX, theme.fg, theme.bg);
+      stats.cursor = { x: cursorX, time, text };
+    }
+    ctx.restore();
   }
 
   function rectOfRow(row) {
@@ -500,42 +852,64 @@ export function render({ model, el }) {
     return false;
   }
 
-  // What is under (x, y) in CSS pixels: {hazard}, {row} or null.
+  // What is under (x, y) in CSS pixels: {row}, {row, marker} or {hazard}, or null. The
+  // bar under the pointer in its lane comes first, then host markers, then arrows.
   function hitAt(x, y) {
     if (x < LABEL_WIDTH) return null;
-    for (const { index, path } of hazardPaths) if (nearCurve(path, x, y)) return { hazard: index };
     const lane = laneAt(y);
-    if (lane < 0) return null;
-    const { columns, byLane, maxDuration } = data;
-    const t = timeOf(x);
-    const tolerance = (HIT_PIXELS / plotWidth()) * (view.t1 - view.t0);
-    if (lane === 0 && Math.abs(y - markerY()) <= 7) {
-      const order = hostOrder();
-      let best = null;
-      let k = firstAtOrAfter(order.times, t - tolerance);
-      for (; k < order.times.length && order.times[k] <= t + tolerance; k++) {
-        const gap = Math.abs(order.times[k] - t);
-        if (!best || gap < best.gap) best = { row: order.rows[k], gap };
-      }
-      if (best) return { row: best.row, marker: true };
+    if (lane >= 0) {
+      const bar = barAt(lane, x, y);
+      if (bar !== null) return { row: bar };
+      const marker = lane === 0 ? markerAt(x, y) : null;
+      if (marker !== null) return { row: marker, marker: true };
     }
+    for (const { index, path } of hazardPaths) if (nearCurve(path, x, y)) return { hazard: index };
+    return null;
+  }
+
+  // The row whose bar, as drawn (at least MIN_BAR wide), is at (x, y) in `lane`, or within
+  // HIT_PIXELS of it; of several, the nearest, then the narrowest (a thin bar drawn over a
+  // neighbour's edge wins there), then the one centred nearest x.
+  function barAt(lane, x, y) {
     const [barY, barH] = barBox(lane);
     if (y < barY - 3 || y > barY + barH + 3) return null;
+    const { columns, byLane, maxDuration } = data;
+    const perPixel = (view.t1 - view.t0) / plotWidth();
+    const t = timeOf(x);
+    const reach = (HIT_PIXELS + MIN_BAR) * perPixel;
     const rows = byLane[lane];
     let best = null;
-    let i = lowerBound(rows, columns.start, t - tolerance - maxDuration[lane]);
+    let i = lowerBound(rows, columns.start, t - reach - maxDuration[lane]);
     for (; i < rows.length; i++) {
       const row = rows[i];
       const start = columns.start[row];
-      if (start > t + tolerance) break;
-      const end = start + columns.duration[row];
-      if (end < t - tolerance) continue;
-      const gap = t < start ? start - t : t > end ? t - end : 0;
-      if (!best || gap < best.gap || (gap === best.gap && columns.duration[row] < columns.duration[best.row])) {
-        best = { row, gap };
-      }
+      if (start > t + reach) break;
+      const box = rectOfRow(row);
+      const gap = x < box.x ? box.x - x : x > box.x + box.w ? x - box.x - box.w : 0;
+      if (gap > HIT_PIXELS) continue;
+      const offset = Math.abs(box.x + box.w / 2 - x);
+      const better =
+        !best ||
+        gap < best.gap ||
+        (gap === best.gap && (box.w < best.w || (box.w === best.w && offset < best.offset)));
+      if (better) best = { row, gap, w: box.w, offset };
     }
-    return best ? { row: best.row } : null;
+    return best ? best.row : null;
+  }
+
+  // The host read/write marker nearest (x, y) on the host lane, or null.
+  function markerAt(x, y) {
+    if (Math.abs(y - markerY()) > 7) return null;
+    const tolerance = (HIT_PIXELS / plotWidth()) * (view.t1 - view.t0);
+    const t = timeOf(x);
+    const order = hostOrder();
+    let best = null;
+    let k = firstAtOrAfter(order.times, t - tolerance);
+    for (; k < order.times.length && order.times[k] <= t + tolerance; k++) {
+      const gap = Math.abs(order.times[k] - t);
+      if (!best || gap < best.gap) best = { row: order.rows[k], gap };
+    }
+    return best ? best.row : null;
   }
 
   function recordHtml(row, marker) {
@@ -575,37 +949,76 @@ export function render({ model, el }) {
     tooltip.style.top = `${y + 16}px`;
   }
 
-  function setView(t0, t1) {
-    const [e0, e1] = (summary.meta && summary.meta.extent) || [0, 1];
+  // The view [t0, t1], its span kept between 1e-4 µs and 4x the trace, its centre inside
+  // the trace.
+  function clampView(t0, t1) {
+    const [e0, e1] = extent();
     const limit = Math.max(e1 - e0, 1e-3) * 4;
     const span = Math.min(Math.max(t1 - t0, 1e-4), limit);
-    const centre = (t0 + t1) / 2;
-    view = { t0: centre - span / 2, t1: centre + span / 2 };
+    const centre = Math.min(Math.max((t0 + t1) / 2, e0), e1);
+    return { t0: centre - span / 2, t1: centre + span / 2 };
+  }
+
+  function setView(t0, t1) {
+    view = clampView(t0, t1);
     draw();
   }
 
+  function fit() {
+    view = fullView();
+    draw();
+  }
+
+  // Zoom by `factor` (< 1: in) about x (CSS pixels; the plot's middle by default).
   function zoom(factor, x) {
-    const anchor = timeOf(x === undefined ? LABEL_WIDTH + plotWidth() / 2 : x);
+    const anchor = timeOf(x === undefined || x === null ? LABEL_WIDTH + plotWidth() / 2 : x);
     const t0 = anchor - (anchor - view.t0) * factor;
     const t1 = anchor + (view.t1 - anchor) * factor;
     setView(t0, t1);
   }
 
-  // Bring hazard `index` into view: its arrow and both commands' bars, with a margin.
+  // Pan by `fraction` of the view's span (> 0: later).
+  function pan(fraction) {
+    const shift = fraction * (view.t1 - view.t0);
+    setView(view.t0 + shift, view.t1 + shift);
+  }
+
+  // Whether [lo, hi] lies inside the view, off its edges, and fills at least `share` of it.
+  function comfortable(lo, hi, share) {
+    const span = view.t1 - view.t0;
+    const margin = span * 0.03;
+    return lo >= view.t0 + margin && hi <= view.t1 - margin && hi - lo >= share * span;
+  }
+
+  // Bring hazard `index` into view (its arrow and both commands' bars, with a margin),
+  // unless it already is, comfortably.
   function showHazard(index) {
     const hazard = hazards[index];
-    if (!hazard) return;
-    const times = [];
-    if (hazard.arrow) times.push(hazard.arrow.from.time, hazard.arrow.to.time);
-    for (const row of rowsOf(hazard.command_ids)) {
-      times.push(data.columns.start[row], data.columns.start[row] + data.columns.duration[row]);
-    }
-    if (!times.length) return;
+    const span = hazard ? hazardSpan(hazard) : null;
+    if (!span || comfortable(span[0], span[1], 0.25)) return;
+    view = viewAround(span, 0.15);
+    draw();
+  }
+
+  // Bring command `id` into view (its bar and its host read or write), unless it already
+  // is, comfortably: panned there at this zoom when it fits, else zoomed in or out to it.
+  function showCommand(id) {
+    const [row] = rowsOf([id]);
+    if (row === undefined) return;
+    const { columns } = data;
+    const times = [columns.start[row], columns.start[row] + columns.duration[row]];
+    if (!Number.isNaN(columns.host[row])) times.push(columns.start[row] + columns.host[row]);
     const lo = Math.min(...times);
     const hi = Math.max(...times);
-    if (lo >= view.t0 && hi <= view.t1 && hi - lo > (view.t1 - view.t0) / 50) return;
-    const pad = Math.max(hi - lo, 1) * 0.4;
-    setView(lo - pad, hi + pad);
+    const pixels = ((hi - lo) / (view.t1 - view.t0)) * plotWidth();
+    if (comfortable(lo, hi, 0) && (pixels >= 4 || hi === lo)) return;
+    const span = view.t1 - view.t0;
+    if (hi - lo > 0 && (pixels < 4 || hi - lo > 0.8 * span)) {
+      view = viewAround([lo, hi], 1);
+    } else {
+      view = clampView((lo + hi) / 2 - span / 2, (lo + hi) / 2 + span / 2);
+    }
+    draw();
   }
 
   function button(label, title, action) {
@@ -618,36 +1031,67 @@ export function render({ model, el }) {
     return b;
   }
 
+  // One legend entry: a swatch (HTML) and its name; `mark` names it for tests and styles.
+  function legendItem(box, mark, swatch, name) {
+    const item = document.createElement("span");
+    item.dataset.mark = mark;
+    item.innerHTML = `${swatch}${escapeHtml(name)}`;
+    box.append(item);
+  }
+
+  // Every mark the canvas can draw for this trace: the kinds present, host read/write
+  // markers, failed and never-run bars, and the hazard arrows by colour.
   function legend() {
-    const present = new Set(data.columns.kind || []);
+    const { columns, count, statusMark } = data;
+    const kinds = new Set();
+    const statuses = new Set();
+    let reads = false;
+    let writes = false;
+    for (let i = 0; i < count; i++) {
+      kinds.add(columns.kind[i]);
+      statuses.add(columns.status[i]);
+      if (!Number.isNaN(columns.host[i])) {
+        if (columns.kind[i] === 1) writes = true;
+        else reads = true;
+      }
+    }
     const box = document.createElement("span");
     box.className = "lnb-legend";
     summary.kinds.forEach((kind, code) => {
-      if (!present.has(code)) return;
-      const item = document.createElement("span");
-      item.innerHTML = `<i style="background:${kind.color}"></i>${kind.name}`;
-      box.append(item);
+      if (kinds.has(code)) legendItem(box, `kind:${kind.name}`, `<i style="background:${kind.color}"></i>`, kind.name);
     });
-    const marks = document.createElement("span");
-    marks.textContent = "▼ host read  ▲ host write";
-    box.append(marks);
-    if (hazards.length) {
-      const item = document.createElement("span");
-      item.innerHTML = `<i style="background:${summary.hazard_color}"></i>hazard`;
-      box.append(item);
-    }
+    const colorOf = (name) => (summary.kinds.find((k) => k.name === name) || { color: "" }).color;
+    if (reads) legendItem(box, "host-read", `<b style="color:${colorOf("upload")}">▼</b>`, "host read");
+    if (writes) legendItem(box, "host-write", `<b style="color:${colorOf("download")}">▲</b>`, "host write");
+    const named = (mark) => [...statuses].filter((code) => statusMark[code] === mark).map((code) => summary.statuses[code]);
+    const failed = named(FAILED);
+    if (failed.length) legendItem(box, "failed", '<i class="lnb-legend-failed"></i>', failed.join(" / "));
+    const notRun = named(NOT_RUN);
+    if (notRun.length) legendItem(box, "not-run", '<i class="lnb-legend-not-run"></i>', `${notRun.join(" / ")} (did not run)`);
+    const arrow = '<svg class="lnb-legend-arrow" viewBox="0 0 22 10" width="22" height="10" aria-hidden="true"><path d="M2 8 Q 10 0 17 6" fill="none" stroke="currentColor" stroke-width="2"/><path d="M21 9 L13 7 L17 3 Z" fill="currentColor"/></svg>';
+    const arrows = hazards.filter((h) => h.arrow);
+    if (arrows.some((h) => h.kind !== LATENT)) legendItem(box, "hazard", arrow, "hazard");
+    if (arrows.some((h) => h.kind === LATENT)) legendItem(box, "latent", arrow, "latent hazard");
     toolbar.append(box);
   }
 
   function buildToolbar() {
     toolbar.replaceChildren();
-    button("Fit", "show the whole trace (double-click the timeline)", () => {
-      view = fullView();
-      draw();
+    button("Fit", "show the whole trace (F or 0, or double-click the timeline)", fit);
+    button("+", "zoom in (W, or Ctrl/⌘ + wheel)", () => zoom(0.5));
+    button("−", "zoom out (S, or Ctrl/⌘ + wheel)", () => zoom(2));
+    const rulerButton = button("Ruler", "measure: drag across the timeline (or Shift + drag); Esc clears", () => {
+      ruler = !ruler;
+      rulerButton.setAttribute("aria-pressed", String(ruler));
     });
-    button("+", "zoom in (mouse wheel)", () => zoom(0.5));
-    button("−", "zoom out (mouse wheel)", () => zoom(2));
+    rulerButton.setAttribute("aria-pressed", "false");
     legend();
+    const hint = document.createElement("span");
+    hint.className = "lnb-hint";
+    hint.textContent = "keys W/S zoom · A/D pan · F fit · Ctrl+wheel zoom · Shift+drag measure";
+    hint.title =
+      "Ctrl/⌘ + wheel: zoom about the pointer\nShift + wheel: pan\nWith the timeline focused (click it or Tab to it):\n  W / S: zoom in / out\n  A / D: pan left / right\n  F or 0: fit the whole trace\n  Esc: clear the measurement\nShift + drag: measure a span\nDrag: pan · double-click: fit";
+    toolbar.append(hint);
   }
 
   let drag = null;
@@ -655,34 +1099,77 @@ export function render({ model, el }) {
     const box = canvas.getBoundingClientRect();
     return [event.clientX - box.left, event.clientY - box.top];
   }
+  // A plain vertical wheel is the page's (it scrolls the notebook); Ctrl/⌘ + wheel zooms
+  // about the pointer; Shift + wheel or a horizontal wheel pans.
   function onWheel(event) {
+    const unit = event.deltaMode === 1 ? 16 : event.deltaMode === 2 ? plotWidth() : 1;
+    const dx = event.deltaX * unit;
+    const dy = event.deltaY * unit;
+    if (event.ctrlKey || event.metaKey) {
+      event.preventDefault();
+      const [x] = localPoint(event);
+      zoom(Math.exp(Math.max(Math.min(dy, 200), -200) * 0.002), Math.max(x, LABEL_WIDTH));
+    } else if (event.shiftKey || Math.abs(dx) > Math.abs(dy)) {
+      const delta = Math.abs(dx) > Math.abs(dy) ? dx : dy;
+      if (!delta) return;
+      event.preventDefault();
+      pan(Math.max(Math.min(delta, 400), -400) / plotWidth());
+    }
+  }
+  function onKey(event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const key = event.key.toLowerCase();
+    const at = cursorX;
+    if (key === "w") zoom(KEY_ZOOM, at);
+    else if (key === "s") zoom(1 / KEY_ZOOM, at);
+    else if (key === "a") pan(-KEY_PAN);
+    else if (key === "d") pan(KEY_PAN);
+    else if (key === "f" || key === "0") fit();
+    else if (key === "escape" && measure) {
+      measure = null;
+      drawCursor();
+    } else return;
+    // handled here: not a notebook shortcut, not a page scroll
     event.preventDefault();
-    const [x] = localPoint(event);
-    zoom(Math.exp(Math.max(Math.min(event.deltaY, 200), -200) * 0.002), x);
+    event.stopPropagation();
   }
   function onDown(event) {
+    if (event.button !== 0) return;
+    event.preventDefault();
+    frame.focus({ preventScroll: true });
     const [x] = localPoint(event);
-    drag = { x, view: { ...view }, moved: false };
+    drag = { x, view: { ...view }, moved: false, measure: (event.shiftKey || ruler) && x >= LABEL_WIDTH };
   }
   function onMove(event) {
     const [x, y] = localPoint(event);
+    cursorX = x >= LABEL_WIDTH ? x : null;
     if (drag && event.buttons & 1) {
       const dx = x - drag.x;
       if (Math.abs(dx) > 2) drag.moved = true;
       if (drag.moved) {
-        const shift = (dx / plotWidth()) * (drag.view.t1 - drag.view.t0);
-        view = { t0: drag.view.t0 - shift, t1: drag.view.t1 - shift };
-        draw();
         tooltip.hidden = true;
+        if (drag.measure) {
+          const edge = Math.min(Math.max(x, LABEL_WIDTH), width);
+          measure = { t0: timeOf(drag.x), t1: timeOf(edge) };
+          drawCursor();
+        } else {
+          const shift = (dx / plotWidth()) * (drag.view.t1 - drag.view.t0);
+          setView(drag.view.t0 - shift, drag.view.t1 - shift);
+        }
         return;
       }
     }
     showTooltip(hitAt(x, y), x, y);
+    drawCursor();
   }
   function onUp(event) {
     const wasDrag = drag && drag.moved;
     drag = null;
     if (wasDrag) return;
+    if (measure) {
+      measure = null;
+      drawCursor();
+    }
     const [x, y] = localPoint(event);
     const hit = hitAt(x, y);
     if (hit && hit.hazard !== undefined) {
@@ -692,15 +1179,19 @@ export function render({ model, el }) {
     } else {
       model.set("selected_command", null);
     }
-    model.save_changes();
+    // a click here selects what is already in view: no need to move the view to it
+    ownSelection = true;
+    try {
+      model.save_changes();
+    } finally {
+      ownSelection = false;
+    }
   }
   function onLeave() {
     tooltip.hidden = true;
     drag = null;
-  }
-  function onDoubleClick() {
-    view = fullView();
-    draw();
+    cursorX = null;
+    drawCursor();
   }
 
   canvas.addEventListener("wheel", onWheel, { passive: false });
@@ -708,24 +1199,38 @@ export function render({ model, el }) {
   canvas.addEventListener("mousemove", onMove);
   canvas.addEventListener("mouseup", onUp);
   canvas.addEventListener("mouseleave", onLeave);
-  canvas.addEventListener("dblclick", onDoubleClick);
+  canvas.addEventListener("dblclick", fit);
+  frame.addEventListener("keydown", onKey);
 
   const onSelection = () => draw();
   const onHazard = () => {
     const index = model.get("selected_hazard");
-    if (index !== null && index !== undefined) showHazard(index);
+    if (index !== null && index !== undefined && !ownSelection) showHazard(index);
     draw();
+  };
+  // A command chosen elsewhere (the table) is brought into view; one chosen as part of a
+  // hazard is left to onHazard.
+  const onCommand = () => {
+    const id = model.get("selected_command");
+    const index = model.get("selected_hazard");
+    const hazard = index === null || index === undefined ? null : hazards[index];
+    if (id === null || id === undefined || ownSelection) return;
+    if (hazard && hazard.command_ids.includes(id)) return;
+    showCommand(id);
   };
   const onData = () => {
     summary = model.get("summary") || {};
     hazards = model.get("hazards") || [];
     data = decode(summary, model.get("data"), hazards);
-    view = fullView();
+    textWidths.clear();
+    measure = null;
+    view = initialView();
     buildToolbar();
     resize();
     draw();
   };
   model.on("change:selected_commands", onSelection);
+  model.on("change:selected_command", onCommand);
   model.on("change:selected_hazard", onHazard);
   model.on("change:data", onData);
   model.on("change:summary", onData);
@@ -742,6 +1247,14 @@ export function render({ model, el }) {
     });
     observer.observe(frame);
   }
+  // JupyterLab switches theme live: it swaps its stylesheet and marks <body>. Redraw when
+  // the colours the canvas uses changed.
+  const themeWatch = new MutationObserver(() => {
+    if (refreshTheme()) draw();
+  });
+  for (const node of [document.documentElement, document.body]) {
+    themeWatch.observe(node, { attributes: true, attributeFilter: ["class", "style", "data-jp-theme-name", "data-jp-theme-light"] });
+  }
 
   buildToolbar();
   resize();
@@ -749,7 +1262,9 @@ export function render({ model, el }) {
 
   return () => {
     observer && observer.disconnect();
+    themeWatch.disconnect();
     model.off("change:selected_commands", onSelection);
+    model.off("change:selected_command", onCommand);
     model.off("change:selected_hazard", onHazard);
     model.off("change:data", onData);
     model.off("change:summary", onData);
