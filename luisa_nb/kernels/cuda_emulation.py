@@ -111,8 +111,10 @@ static inline long long __double_as_longlong(double value) {
 """
 
 DRIVER = """\
-/* Runs kernel {kernel} as CUDA would launch it, one thread after another. */
-extern "C" void {entry}(const void *packed, {space}::lnb_launch *launch) {{
+/* Runs kernel {kernel} as CUDA would launch it, one thread after another; `cancel` is
+   the flag the kernel polls (the C path's launch record carries it). */
+extern "C" void {entry}_with_cancel(const void *packed, {space}::lnb_launch *launch,
+                                    const int32_t *cancel) {{
     {space}::{kernel}_arguments a;
     memcpy(&a, packed, sizeof a);
     for (int axis = 0; axis < 3; ++axis) {{
@@ -132,7 +134,11 @@ extern "C" void {entry}(const void *packed, {space}::lnb_launch *launch) {{
         for (blockIdx.y = 0; blockIdx.y < gridDim.y; ++blockIdx.y)
             for (blockIdx.x = 0; blockIdx.x < gridDim.x; ++blockIdx.x)
                 for (threadIdx.x = 0; threadIdx.x < blockDim.x; ++threadIdx.x)
-                    {space}::{kernel}(a, launch, launch->cancel);
+                    {space}::{kernel}(a, launch, cancel);
+}}
+
+extern "C" void {entry}(const void *packed, {space}::lnb_launch *launch) {{
+    {entry}_with_cancel(packed, launch, launch->cancel);
 }}"""
 
 
@@ -183,28 +189,35 @@ def emulate(
     """Executables of the CUDA source of each (IR, source, checks), built as one
     translation unit. Kernel names must differ (their ``__global__`` functions are
     ``extern "C"``)."""
-    parts, emitted = [EMULATION_HEADER], []
-    for index, (kernel, _, checks) in enumerate(kernels):
+    emitted = []
+    for kernel, _, checks in kernels:
         emitter = CudaEmitter(kernel, checks)
-        cuda_source = emitter.emit()
-        space, entry = f"lnb_kernel{index}", f"lnb_emulate{index}"
-        parts.append(f"namespace {space} {{\n{cuda_source}}}")
-        parts.append(
-            DRIVER.format(
-                kernel=emitter.entry_name,
-                entry=entry,
-                space=space,
-                block=BLOCK_SIZE,
-                yz=MAX_GRID_YZ,
-            )
-        )
-        emitted.append((cuda_source, entry))
-    unit = "\n\n".join(parts) + "\n"
+        emitted.append((emitter.emit(), emitter.entry_name))
+    unit = emulation_unit(emitted)
     library = build_unit(unit)
+    emitted = [(source, f"lnb_emulate{index}") for index, (source, _) in enumerate(emitted)]
     return [
         EmulatedCudaExecutable(kernel, source, checks, cuda_source, unit, library, entry)
         for (kernel, source, checks), (cuda_source, entry) in zip(kernels, emitted, strict=True)
     ]
+
+
+def emulation_unit(kernels: Sequence[tuple[str, str]]) -> str:
+    """One C++ translation unit running each (CUDA source, ``__global__`` name): kernel
+    ``i`` sits in namespace ``lnb_kernel<i>``; ``lnb_emulate<i>(packed, record)`` runs it
+    as the C path's launch entry does, ``lnb_emulate<i>_with_cancel(packed, record,
+    cancel)`` as a CUDA launch with those three arguments."""
+    parts = [EMULATION_HEADER]
+    for index, (cuda_source, kernel) in enumerate(kernels):
+        space = f"lnb_kernel{index}"
+        parts.append(f"namespace {space} {{\n{cuda_source}}}")
+        parts.append(
+            DRIVER.format(
+                kernel=kernel, entry=f"lnb_emulate{index}", space=space, block=BLOCK_SIZE,
+                yz=MAX_GRID_YZ,
+            )
+        )  # fmt: skip
+    return "\n\n".join(parts) + "\n"
 
 
 def emulate_executable(executable: Executable) -> EmulatedCudaExecutable:

@@ -1,0 +1,345 @@
+"""The ``cuda`` backend.
+
+Three parts: the error ``create_device("cuda")`` raises without CuPy; the backend's own
+code (pinned staging, streams, spans, launch records, fills, copies) on a CPU stand-in
+for CuPy whose memory is host memory and whose kernels are the CUDA emulation; and, where
+CuPy finds a GPU, the same checks on the GPU (skipped here otherwise, with the reason).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import sys
+import time
+import types
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+import luisa_nb.backends
+from luisa_nb.conformance.programs import FIXED_PROGRAMS
+from luisa_nb.conformance.verify import check_program
+from luisa_nb.errors import BackendUnavailableError, CommandFailedError
+from luisa_nb.kernels import compiler_available, dispatch_id, dtype_of, float3
+from luisa_nb.kernels.cuda_emulation import build_unit, emulation_unit, find_cxx_compiler
+from luisa_nb.recording.trace import Trace
+from luisa_nb.runtime import create_device, kernel
+from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
+
+MODULE = "luisa_nb.backends.cuda"
+CUPY_MODULES = ("cupy", "cupy.cuda", "cupy.cuda.function", "cupy.cuda.runtime")
+
+
+def _forget_backend_module() -> None:
+    sys.modules.pop(MODULE, None)
+    if hasattr(luisa_nb.backends, "cuda"):
+        delattr(luisa_nb.backends, "cuda")
+
+
+def _gpu_reason() -> str | None:
+    """Why the GPU tests cannot run here, or None when they can."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install luisa_nb[cuda])"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # no driver: CUDARuntimeError
+        return f"CuPy {cupy.__version__} finds no GPU ({error})"
+    return None if count else f"CuPy {cupy.__version__} finds no GPU"
+
+
+GPU_REASON = _gpu_reason()
+needs_gpu = pytest.mark.skipif(GPU_REASON is not None, reason=GPU_REASON or "")
+needs_compilers = pytest.mark.skipif(
+    not compiler_available() or find_cxx_compiler() is None, reason="no C and C++ compiler"
+)
+
+
+# --- without CuPy ---------------------------------------------------------------------
+
+
+def test_without_cupy_create_device_says_what_is_missing_and_how_to_install(monkeypatch):
+    _forget_backend_module()
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    try:
+        with pytest.raises(BackendUnavailableError) as caught:
+            create_device("cuda")
+    finally:
+        _forget_backend_module()
+    message = str(caught.value)
+    assert "needs CuPy" in message
+    assert "pip install luisa_nb[cuda]" in message and "cupy-cuda12x" in message
+    assert "cuda" not in luisa_nb.backends.available_backends() or GPU_REASON is None
+
+
+def test_cuda_device_names_parse_with_an_index_and_a_policy():
+    from luisa_nb.runtime.config import DeviceConfig
+
+    config = DeviceConfig._from_text("cuda:1:submit")
+    assert config.backend == "cuda" and config.option_dict == {"device_index": 1}
+    assert config.label == "cuda:1:submit"
+    assert DeviceConfig._from_text("cuda").label == "cuda"
+
+
+# --- a CPU stand-in for CuPy ----------------------------------------------------------
+
+
+class _Memory(np.ndarray):
+    """Host bytes standing in for device or pinned memory (``ptr``, ``size``)."""
+
+    ptr: int
+
+
+def _memory(nbytes: int) -> _Memory:
+    memory = np.zeros(max(nbytes, 1), np.uint8).view(_Memory)
+    memory.ptr = memory.ctypes.data
+    return memory
+
+
+class _Stream:
+    def __init__(self, non_blocking: bool = False) -> None:
+        self.ptr = id(self)
+
+    def synchronize(self) -> None:
+        return None
+
+
+class _Event:
+    def record(self, stream: _Stream | None = None) -> None:
+        self.time = time.perf_counter_ns()
+
+
+class _Device:
+    compute_capability = "00"
+
+    def __init__(self, index: int = 0) -> None:
+        self.index = index
+
+    def use(self) -> None:
+        return None
+
+    def __enter__(self) -> _Device:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        return None
+
+
+class _RawModule:
+    """Builds the CUDA source with the emulation header; calls run it on the CPU."""
+
+    def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
+        self.code = code
+        self.launches = 0
+
+    def get_function(self, name: str):
+        library = ctypes.CDLL(str(build_unit(emulation_unit([(self.code, name)]))))
+        entry = library.lnb_emulate0_with_cancel
+        entry.argtypes = [ctypes.c_void_p] * 3
+        entry.restype = None
+
+        def launch(grid, block, arguments, stream=None):
+            packed, record, cancel = arguments
+            entry(packed.ptr, int(record), int(cancel))
+
+        return launch
+
+
+def _fake_cupy() -> dict[str, types.ModuleType]:
+    cupy = types.ModuleType("cupy")
+    cuda = types.ModuleType("cupy.cuda")
+    function = types.ModuleType("cupy.cuda.function")
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    cupy.__version__ = "stand-in"
+    cupy.cuda = cuda
+    cupy.RawModule = _RawModule
+    cuda.runtime = runtime
+    cuda.function = function
+    cuda.compiler = types.SimpleNamespace(CompileException=type("CompileException", (), {}))
+    cuda.Stream, cuda.Event, cuda.Device = _Stream, _Event, _Device
+    cuda.alloc = cuda.alloc_pinned_memory = _memory
+    cuda.get_elapsed_time = lambda start, end: (end.time - start.time) / 1e6
+    function.CPointer = type(
+        "CPointer", (), {"__init__": lambda self, p=0: setattr(self, "ptr", p)}
+    )
+    runtime.CUDARuntimeError = type("CUDARuntimeError", (RuntimeError,), {})
+    runtime.memcpyHostToDevice, runtime.memcpyDeviceToHost = 1, 2
+    runtime.memcpyDeviceToDevice = 3
+    runtime.getDeviceCount = lambda: 1
+    runtime.memcpy = lambda dst, src, size, kind: ctypes.memmove(dst, src, size)
+    runtime.memcpyAsync = lambda dst, src, size, kind, stream: ctypes.memmove(dst, src, size)
+    runtime.memset = lambda pointer, value, size: ctypes.memset(pointer, value, size)
+    runtime.memsetAsync = lambda pointer, value, size, stream: ctypes.memset(pointer, value, size)
+    runtime.getDeviceProperties = lambda index: {"name": b"CPU stand-in", "totalGlobalMem": 0}
+    runtime.runtimeGetVersion = runtime.driverGetVersion = lambda: 0
+    return dict(zip(CUPY_MODULES, (cupy, cuda, function, runtime), strict=True))
+
+
+@pytest.fixture
+def stand_in(monkeypatch) -> Iterator[None]:
+    """``luisa_nb.backends.cuda`` imported over the CPU stand-in for CuPy."""
+    _forget_backend_module()
+    for name, module in _fake_cupy().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    importlib.import_module(MODULE)
+    yield
+    _forget_backend_module()
+
+
+@pytest.fixture(params=["execute", "submit"])
+def policy(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def stand_in_device(stand_in, policy):
+    device = create_device("cuda", staging=policy)
+    yield device
+    device.close()
+
+
+@needs_compilers
+def test_stand_in_seed_is_stale_only_under_submit(stand_in_device, policy):
+    run = run_seed(stand_in_device)
+    expected = expected_rows()
+    np.testing.assert_array_equal(run.z_data, expected)
+    stale = [check.command_id for check in run.trace.uploads if check.stale]
+    if policy == "execute":
+        np.testing.assert_array_equal(run.x, expected)
+        assert not stale
+    else:
+        np.testing.assert_array_equal(run.x, np.full(expected.size, SEED_FILL, np.float32))
+        assert len(stale) == 1
+
+
+@needs_compilers
+@pytest.mark.parametrize("make_program", FIXED_PROGRAMS, ids=lambda make: make.__name__)
+def test_stand_in_conformance_programs(stand_in_device, make_program):
+    failure = check_program(stand_in_device, make_program())
+    assert failure is None, failure
+
+
+@needs_compilers
+def test_stand_in_kernels_fills_copies_and_spans(stand_in_device):
+    device = stand_in_device
+    info = device.info
+    assert info["name"] == "cuda" and info["gpu"] == "CPU stand-in"
+    assert info["cupy_version"] == "stand-in" and info["readback"] == "fence"
+
+    @kernel
+    def shift(points, offset):
+        i = dispatch_id().x
+        points.write(i, points.read(i) + offset * float(i))
+
+    points = device.create_buffer(5, dtype_of(float3))
+    with Trace() as trace:
+        points.fill(np.array((1.0, 2.0, 3.0), dtype_of(float3)))
+        shift(points, float3(0.5, 0.0, -1.0), dispatch_size=5)
+        values = points.numpy()
+    i = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(values["x"], 1 + 0.5 * i)
+    np.testing.assert_array_equal(values["z"], 3 - i)
+    spans = [(r.device_started, r.device_finished) for r in trace.commands]
+    assert spans and all(s is not None and f is not None and s <= f for s, f in spans)
+
+    numbers = device.create_buffer(10, np.float32)
+    numbers.copy_from(np.arange(10, dtype=np.float32))
+    numbers.view(2, 10).copy_to_buffer(numbers.view(0, 8), sync=True)  # overlapping
+    np.testing.assert_array_equal(numbers.numpy(), [2, 3, 4, 5, 6, 7, 8, 9, 8, 9])
+
+
+@needs_compilers
+def test_stand_in_failed_check_raises_on_synchronize(stand_in_device):
+    @kernel
+    def past_the_end(values):
+        i = dispatch_id().x
+        values.write(i + 3, 1.0)
+
+    values = stand_in_device.create_buffer(4, np.float32)
+    past_the_end(values, dispatch_size=4)
+    with pytest.raises(CommandFailedError, match="thread \\(1, 0, 0\\)"):
+        stand_in_device.default_stream.synchronize()
+
+
+# --- on a GPU -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gpu_device(policy):
+    _forget_backend_module()
+    device = create_device("cuda", staging=policy)
+    yield device
+    device.close()
+
+
+@needs_gpu
+def test_gpu_info_names_the_gpu(gpu_device):
+    info = gpu_device.info
+    assert info["gpu"] and info["compute_capability"] and info["cupy_version"]
+
+
+@needs_gpu
+def test_gpu_seed(gpu_device, policy):
+    run = run_seed(gpu_device)
+    expected = expected_rows()
+    np.testing.assert_array_equal(run.z_data, expected)
+    stale = [check for check in run.trace.uploads if check.stale]
+    if policy == "execute":
+        np.testing.assert_array_equal(run.x, expected)
+        assert not stale
+    else:
+        assert len(stale) == 1
+
+
+@needs_gpu
+@pytest.mark.parametrize("make_program", FIXED_PROGRAMS, ids=lambda make: make.__name__)
+def test_gpu_conformance_programs(gpu_device, make_program):
+    failure = check_program(gpu_device, make_program())
+    assert failure is None, failure
+
+
+@needs_gpu
+def test_gpu_upload_download_round_trip(gpu_device):
+    rng = np.random.default_rng(7)
+    for size in (1, 4096, 1 << 20, 3 * (1 << 22) + 5):
+        data = rng.integers(0, 255, size, dtype=np.uint8)
+        buffer = gpu_device.create_buffer(size, np.uint8)
+        buffer.copy_from(data)
+        out = np.zeros_like(data)
+        buffer.copy_to(out, sync=True)
+        np.testing.assert_array_equal(out, data)
+
+
+@needs_gpu
+def test_gpu_kernels_match_the_c_path(gpu_device):
+    from tests.kernels import sample_kernels
+
+    width, height = 256, 192
+    image = gpu_device.create_buffer(width * height, np.int32)
+    kernel(sample_kernels.mandelbrot)(image, width, height, 100, dispatch_size=(width, height))
+    on_gpu = image.numpy()
+    cpu = create_device("cpu")
+    try:
+        reference = cpu.create_buffer(width * height, np.int32)
+        kernel(sample_kernels.mandelbrot)(
+            reference, width, height, 100, dispatch_size=(width, height)
+        )
+        np.testing.assert_array_equal(on_gpu, reference.numpy())
+    finally:
+        cpu.close()
+
+
+@needs_gpu
+def test_gpu_failed_check_raises_on_synchronize(gpu_device):
+    @kernel
+    def past_the_end(values):
+        i = dispatch_id().x
+        values.write(i + 3, 1.0)
+
+    values = gpu_device.create_buffer(4, np.float32)
+    past_the_end(values, dispatch_size=4)
+    with pytest.raises(CommandFailedError, match="past_the_end"):
+        gpu_device.default_stream.synchronize()
