@@ -1,0 +1,195 @@
+"""The ``cuda`` backend on a GPU, beside references measured in the same run.
+
+    python benchmarks/bench_cuda.py [--count 2000] [--tests "SUMMARY"]
+
+- vecadd over 2^28 float32 (reads 2 GiB, writes 1 GiB) against a device-to-device copy
+  of the same 3 GiB of traffic (1.5 GiB copied), as GB/s and their ratio;
+- per-command cost of tiny dispatches and of 4 KiB uploads under both staging policies
+  (one submission of COUNT commands, then synchronize), beside the ``cpu`` backend;
+- tracing overhead: the tiny dispatches traced against untraced;
+- mandelbrot 4096x4096 (256 iterations) against the ``cpu`` backend, images compared.
+
+Prints one table with the load average. ``--tests`` adds a row with a test summary (what
+``benchmarks/gpu_check.sh`` passes). Without CuPy or a GPU it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+from timing import best_of, load_average, print_table
+
+import luisa_nb as lnb
+from luisa_nb.errors import BackendUnavailableError
+from luisa_nb.recording.trace import Trace
+
+VECADD_ELEMENTS = 1 << 28
+UPLOAD_BYTES = 4096
+MANDELBROT_SIZE = 4096
+MANDELBROT_ITERATIONS = 256
+
+
+@lnb.kernel
+def vecadd(out, a, b):
+    i = lnb.dispatch_id().x
+    out.write(i, a.read(i) + b.read(i))
+
+
+@lnb.kernel
+def tiny(target):
+    target.write(lnb.dispatch_id().x, 1.0)
+
+
+@lnb.kernel
+def mandelbrot(image, width, height, max_iterations):
+    px = lnb.dispatch_id().x
+    py = lnb.dispatch_id().y
+    cx = float(px) / float(width) * 3.0 - 2.0
+    cy = float(py) / float(height) * 2.0 - 1.0
+    zx = 0.0
+    zy = 0.0
+    iteration = 0
+    while iteration < max_iterations and zx * zx + zy * zy <= 4.0:
+        t = zx * zx - zy * zy + cx
+        zy = 2.0 * zx * zy + cy
+        zx = t
+        iteration += 1
+    image.write(py * width + px, iteration)
+
+
+def bandwidth(device: lnb.Device) -> list[list[object]]:
+    """vecadd 2^28 on ``device`` and a CuPy device-to-device copy of the same traffic."""
+    import cupy
+
+    n = VECADD_ELEMENTS
+    a, b, out = (device.create_buffer(n, np.float32) for _ in range(3))
+    a.fill(1.0)
+    b.fill(2.0)
+    stream = device.default_stream
+    traffic = 3 * n * 4
+
+    def run_vecadd() -> None:
+        vecadd(out, a, b, dispatch_size=n)
+        stream.synchronize()
+
+    vecadd_seconds = best_of(run_vecadd)
+    if not (out.numpy() == 3.0).all():
+        raise RuntimeError("vecadd on the GPU did not give 1 + 2 everywhere")
+    copy_bytes = traffic // 2
+    source = cupy.empty(copy_bytes, np.uint8)
+    target = cupy.empty(copy_bytes, np.uint8)
+    copy_stream = cupy.cuda.Stream(non_blocking=True)
+
+    def run_copy() -> None:
+        target.data.copy_from_device_async(source.data, copy_bytes, copy_stream)
+        copy_stream.synchronize()
+
+    copy_seconds = best_of(run_copy)
+    vecadd_rate, copy_rate = traffic / vecadd_seconds / 1e9, traffic / copy_seconds / 1e9
+    return [
+        ["vecadd 2^28 float32", "GB/s", vecadd_rate, "d2d copy, same traffic", copy_rate,
+         vecadd_rate / copy_rate],
+    ]  # fmt: skip
+
+
+def per_command(name: str, staging: str | None, count: int) -> tuple[float, float]:
+    """Microseconds per tiny dispatch and per 4 KiB upload on backend ``name``."""
+    device = lnb.create_device(name, staging=staging)
+    try:
+        stream = device.default_stream
+        small = device.create_buffer(UPLOAD_BYTES // 4, np.float32)
+        host = np.ones(UPLOAD_BYTES // 4, np.float32)
+
+        def dispatches() -> None:
+            stream.submit([tiny.dispatch_async(1, small) for _ in range(count)])
+            stream.synchronize()
+
+        def uploads() -> None:
+            stream.submit([small.copy_from_async(host) for _ in range(count)])
+            stream.synchronize()
+
+        return best_of(dispatches, 3) / count * 1e6, best_of(uploads, 3) / count * 1e6
+    finally:
+        device.close()
+
+
+def tracing(device: lnb.Device, count: int) -> tuple[float, float]:
+    """Microseconds per tiny dispatch untraced and traced."""
+    stream = device.default_stream
+    small = device.create_buffer(1, np.float32)
+
+    def dispatches() -> None:
+        stream.submit([tiny.dispatch_async(1, small) for _ in range(count)])
+        stream.synchronize()
+
+    def traced() -> None:
+        with Trace():
+            dispatches()
+
+    return best_of(dispatches, 3) / count * 1e6, best_of(traced, 3) / count * 1e6
+
+
+def mandelbrot_seconds(name: str) -> tuple[float, np.ndarray]:
+    size = MANDELBROT_SIZE
+    device = lnb.create_device(name)
+    try:
+        image = device.create_buffer(size * size, np.int32)
+
+        def run() -> None:
+            mandelbrot(image, size, size, MANDELBROT_ITERATIONS, dispatch_size=(size, size))
+            device.default_stream.synchronize()
+
+        seconds = best_of(run, 3 if name == "cuda" else 1)
+        return seconds, image.numpy()
+    finally:
+        device.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=2000, help="commands per submission")
+    parser.add_argument("--tests", default="", help="a test summary to print in the table")
+    options = parser.parse_args(argv)
+    try:
+        device = lnb.create_device("cuda")
+    except BackendUnavailableError as error:
+        print(f"bench_cuda: no GPU to measure: {error}")
+        return 0
+    started = time.perf_counter()
+    info = device.info
+    rows: list[list[object]] = []
+    if options.tests:
+        rows.append(["GPU tests", "", options.tests, "", "", ""])
+    rows += bandwidth(device)
+    count = options.count
+    cpu_dispatch, cpu_upload = per_command("cpu", None, count)
+    for staging in ("execute", "submit"):
+        dispatch, upload = per_command("cuda", staging, count)
+        rows.append([f"tiny dispatch ({staging})", "us/command", dispatch, "cpu backend",
+                     cpu_dispatch, dispatch / cpu_dispatch])  # fmt: skip
+        rows.append([f"4 KiB upload ({staging})", "us/command", upload, "cpu backend",
+                     cpu_upload, upload / cpu_upload])  # fmt: skip
+    untraced, traced = tracing(device, count)
+    rows.append(["tiny dispatch traced", "us/command", traced, "untraced", untraced,
+                 traced / untraced])  # fmt: skip
+    device.close()
+    gpu_seconds, gpu_image = mandelbrot_seconds("cuda")
+    cpu_seconds, cpu_image = mandelbrot_seconds("cpu")
+    same = "identical" if np.array_equal(gpu_image, cpu_image) else "DIFFERENT"
+    rows.append([f"mandelbrot 4096^2 ({same})", "ms", gpu_seconds * 1e3, "cpu backend",
+                 cpu_seconds * 1e3, gpu_seconds / cpu_seconds])  # fmt: skip
+    title = (
+        f"cuda backend on {info['gpu']} (compute capability {info['compute_capability']}, "
+        f"CuPy {info['cupy_version']}); {load_average()}; "
+        f"{time.perf_counter() - started:.0f} s"
+    )
+    print_table(title, ["measurement", "unit", "cuda", "reference", "reference value", "ratio"],
+                rows)  # fmt: skip
+    return 0 if same == "identical" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
