@@ -44,6 +44,7 @@ INSTALL_HINT = "`pip install luisa_nb[cuda]` (which installs cupy-cuda12x, for C
 
 try:
     import cupy
+    from cupy.cuda import compiler as cupy_compiler
     from cupy.cuda.function import CPointer
 except ImportError as error:
     raise BackendUnavailableError(
@@ -102,7 +103,8 @@ class CudaKernel:
         try:
             self.module = cupy.RawModule(code=self.source, options=NVRTC_OPTIONS)
             self.function = self.module.get_function(emitter.entry_name)
-        except cupy.cuda.compiler.CompileException as error:
+            self.function.compile()  # now, not at the first launch
+        except cupy_compiler.CompileException as error:
             raise KernelBuildError(
                 f"kernel {kernel.name!r}: NVRTC rejected the generated CUDA source (see "
                 f"kernel.source(...) for the C twin):\n{error}"
@@ -170,7 +172,9 @@ class StreamState:
         chunk, index = divmod(slot, RECORD_CHUNK)
         if chunk == len(self.records):
             memory = cupy.cuda.alloc(RECORD_CHUNK * RECORD_SIZE)
-            cupy.cuda.runtime.memsetAsync(memory.ptr, 0, memory.size, self.stream.ptr)
+            cupy.cuda.runtime.memsetAsync(
+                memory.ptr, 0, RECORD_CHUNK * RECORD_SIZE, self.stream.ptr
+            )
             self.records.append(memory)
         self.records_used += 1
         return slot, self.records[chunk].ptr + index * RECORD_SIZE

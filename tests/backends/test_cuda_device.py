@@ -128,24 +128,32 @@ class _Device:
         return None
 
 
+class _Function:
+    """A ``__global__`` function of the emulation, called as CuPy calls a RawKernel."""
+
+    def __init__(self, entry) -> None:
+        self.entry = entry
+
+    def compile(self) -> None:
+        return None
+
+    def __call__(self, grid, block, arguments, stream=None) -> None:
+        packed, record, cancel = arguments
+        self.entry(packed.ptr, int(record), int(cancel))
+
+
 class _RawModule:
     """Builds the CUDA source with the emulation header; calls run it on the CPU."""
 
     def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
         self.code = code
-        self.launches = 0
 
-    def get_function(self, name: str):
+    def get_function(self, name: str) -> _Function:
         library = ctypes.CDLL(str(build_unit(emulation_unit([(self.code, name)]))))
         entry = library.lnb_emulate0_with_cancel
         entry.argtypes = [ctypes.c_void_p] * 3
         entry.restype = None
-
-        def launch(grid, block, arguments, stream=None):
-            packed, record, cancel = arguments
-            entry(packed.ptr, int(record), int(cancel))
-
-        return launch
+        return _Function(entry)
 
 
 def _fake_cupy() -> dict[str, types.ModuleType]:
