@@ -252,6 +252,7 @@ export function render({ model, el }) {
     view: () => ({ ...view }),
     setView,
     fit,
+    extent: () => [...extent()],
     geometry,
     hit: hitAt,
   };
@@ -751,11 +752,13 @@ export function render({ model, el }) {
     ctx.font = FONT;
     ctx.textBaseline = "middle";
     ctx.fillStyle = theme.fg;
+    stats.axis = [];
     for (const t of times) {
       const x = Math.round(xOf(t));
       ctx.fillRect(x, AXIS_HEIGHT - 8, 1, 4);
       const label = base === null ? formatTime(t, times.step) : `+${formatTime(t - base, times.step)}`;
       ctx.fillText(label, x + 3, AXIS_HEIGHT / 2 - 2);
+      stats.axis.push(label);
     }
     ctx.fillStyle = theme.bg;
     ctx.fillRect(0, 0, LABEL_WIDTH - 1, AXIS_HEIGHT);
