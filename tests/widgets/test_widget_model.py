@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from helpers.streams import PAUSE, streams_trace
 from helpers.synthetic import synthetic_trace
 
-import luisa_nb as lnb
 from luisa_nb.recording import CommandKind
 from luisa_nb.widgets.model import (
     BYTES_PER_RECORD,
@@ -156,45 +155,12 @@ def test_synthetic_scale_model():
 # -- a program with streams, an event, kernels with scalars and user ranges -------------
 
 
-@lnb.kernel
-def produce(data, factor):
-    i = lnb.dispatch_id().x
-    data.write(i, factor * i)
-
-
-@lnb.kernel
-def consume(data, out):
-    i = lnb.dispatch_id().x
-    out.write(i, data.read(i) + 1.0)
-
-
 @pytest.fixture(scope="module")
 def streams_program():
-    """Two streams linked by an event, in nested ranges; the device's default stream is
-    never used, but ``dev.synchronize()`` waits for it too. Between the two command lists
-    the host sleeps for ``PAUSE`` seconds."""
-    dev = lnb.create_device("cpu")
-    producer = dev.create_stream("producer")
-    consumer = dev.create_stream("consumer")
-    data = dev.create_buffer(64, np.float32, name="data")
-    out = dev.create_buffer(64, np.float32, name="out")
-    ready = dev.create_event()
-    result = np.zeros(64, np.float32)
-    with lnb.trace() as trace:
-        with lnb.range("step"):
-            with lnb.range("produce"):
-                producer.submit([produce.dispatch_async(64, data, 2.0), data.copy_to_async(result)])
-                producer.signal(ready)
-            time.sleep(PAUSE)
-            consumer.wait(ready)
-            consumer.submit([consume.dispatch_async(64, data, out)])
-        dev.synchronize()
+    trace = streams_trace(PAUSE)
     model = build_timeline(trace)
     records = {record.id: record for record in trace.records}
     return SimpleNamespace(trace=trace, model=model, summary=model.summary(), records=records)
-
-
-PAUSE = 0.03
 
 
 def rows_of(model, record_id):

@@ -1,7 +1,8 @@
 // Command table of a luisa_nb trace: every record in issue (id) order, virtually
 // scrolled so 100,000 rows cost only the rows in view. Click a row to select it; the
 // details panel under the table shows every field of the selected record. The filter
-// box keeps the rows whose id ("#12"), kind, range or description holds the text.
+// box keeps the rows whose id, kind, range or description holds the text ("#12" alone
+// is record 12).
 // anywidget renderer: export render({model, el}).
 //
 // Model keys read: summary (with ranges, details, errors), data (the packed columns, as
@@ -122,12 +123,17 @@ export function render({ model, el }) {
     return position < 0 ? -1 : data.order[position];
   }
 
-  // The rows whose "#id", kind, range name or description holds `text` (any case).
+  // The rows whose kind, range name or description holds `text` (any case); "#12" is
+  // record 12.
   function applyFilter(text) {
     query = text.trim().toLowerCase();
     const { columns, order, count } = data;
+    const exact = /^#\d+$/.test(query) ? Number(query.slice(1)) : null;
     if (!query) {
       data.shown = order;
+    } else if (exact !== null) {
+      const position = findId(order, columns, exact);
+      data.shown = position < 0 ? new Uint32Array(0) : order.subarray(position, position + 1);
     } else {
       const holds = (value) => value.toLowerCase().includes(query);
       const textHit = (summary.texts || []).map(holds);
@@ -152,6 +158,7 @@ export function render({ model, el }) {
     data.position = new Map();
     tally.textContent = `${data.shown.length.toLocaleString("en-US")} of ${count.toLocaleString("en-US")}`;
     root.dataset.shown = String(data.shown.length);
+    root.dataset.filter = query;
     setUp();
   }
 
