@@ -6,7 +6,8 @@ the other built-in variables, atomics, bit casts) for one CPU thread, and
 own namespace of one translation unit, with an entry per kernel that walks the grid
 CUDA would launch (``cuda_emitter.grid_of``) block by block and thread by thread. The
 result is an executable with the C path's interface, so tests run the same IR through
-both and compare the buffers. Serial threads make atomics plain read-modify-writes.
+both and compare the buffers. Serial threads make atomics plain read-modify-writes; the
+built-in variables are thread-local, so launches on several host threads do not mix.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ EMULATION_HEADER = """\
 #define __forceinline__ inline
 
 struct lnb_dim3 { unsigned int x, y, z; };
-static lnb_dim3 blockIdx, threadIdx, blockDim, gridDim;
+static thread_local lnb_dim3 blockIdx, threadIdx, blockDim, gridDim;
 
 template <typename T> static inline T atomicAdd(T *address, T value) {
     const T old = *address;
