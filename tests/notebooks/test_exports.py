@@ -43,7 +43,12 @@ CELLS = [
 ]
 MISSING_BROWSER = missing_browser_reason()
 MISSING_LAB = missing_browser_reason(lab=True)
-browser_test = pytest.mark.skipif(MISSING_BROWSER is not None, reason=str(MISSING_BROWSER))
+
+
+def browser_test(test):
+    """A test that drives chromium (marked ``browser``; skipped where it cannot run)."""
+    skip = pytest.mark.skipif(MISSING_BROWSER is not None, reason=str(MISSING_BROWSER))
+    return pytest.mark.browser(skip(test))
 
 
 def _notebook():
