@@ -74,6 +74,9 @@ RECORD_CHUNK = 256
 RECORD_SIZE = ctypes.sizeof(LaunchRecord)
 FILL_CHUNK = 1 << 16
 ALIGNMENT = 256
+STRUCT_ALIGNMENT = 16
+"""The packed arguments are padded to this, the largest alignment of a member, so the
+launch copies ``sizeof`` the CUDA struct from within them."""
 HOST_TO_DEVICE = cupy.cuda.runtime.memcpyHostToDevice
 DEVICE_TO_HOST = cupy.cuda.runtime.memcpyDeviceToHost
 DEVICE_TO_DEVICE = cupy.cuda.runtime.memcpyDeviceToDevice
@@ -179,14 +182,18 @@ class StreamState:
         self.records_used += 1
         return slot, self.records[chunk].ptr + index * RECORD_SIZE
 
-    def mark(self, span: DeviceSpan) -> DeviceSpan:
-        """Record an event after the operation just enqueued; ``span`` ends there."""
+    def begin(self) -> StreamState:
+        """Before an operation is enqueued: at the first of a run, record the event that
+        places the run on the host clock (the stream is idle, so it completes at once)."""
         if self.base is None:
             self.base = self._event()
             self.base.record(self.stream)
             self.base_time = time.perf_counter_ns()
-        event = self._event()
-        event.record(self.stream)
+        return self
+
+    def mark(self, span: DeviceSpan) -> DeviceSpan:
+        """Record an event after the operation just enqueued; ``span`` ends there."""
+        self._event().record(self.stream)
         self.spans.append(span)
         return span
 
@@ -267,10 +274,11 @@ class CudaBackend(Backend):
             cupy.cuda.runtime.memset(self._cancel_flag.ptr, 0, 4)
 
     def _state(self) -> StreamState:
+        """This worker thread's stream state, ready for the next operation."""
         state = getattr(self._local, "state", None)
         if state is None:
             state = self._local.state = StreamState(self._device)
-        return state
+        return state.begin()
 
     def info(self) -> dict[str, Any]:
         properties = cupy.cuda.runtime.getDeviceProperties(self.device_index)
@@ -384,7 +392,8 @@ class CudaBackend(Backend):
         state = self._state()
         addresses = [b.allocation.address + b.offset for b in buffers]
         flat = flatten_scalars(scalars, compiled.composites) if compiled.composites else scalars
-        packed = np.frombuffer(compiled.pack(*dims, *addresses, *flat), np.uint8)
+        raw = compiled.pack(*dims, *addresses, *flat)
+        packed = np.frombuffer(raw + bytes(-len(raw) % STRUCT_ALIGNMENT), np.uint8)
         span = DispatchSpan(executable, dims, scalars)
         span.record, record = state.record_address()
         grid, block = grid_of(dims)
