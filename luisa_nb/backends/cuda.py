@@ -365,6 +365,11 @@ class CudaBackend(Backend):
         the dispatch is made."""
         self._kernel(executable)
 
+    def cuda_source(self, executable: Any) -> str:
+        """The CUDA C++ that NVRTC compiled for ``executable`` (``kernel.source(...)``
+        shows the C path's twin)."""
+        return self._kernel(executable).source
+
     def _kernel(self, executable: Any) -> CudaKernel:
         compiled = self._kernels.get(executable)
         if compiled is not None:
