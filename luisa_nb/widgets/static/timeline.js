@@ -34,19 +34,19 @@ const LATENT = "LATENT_STALE_UPLOAD";
 // Fallbacks for the --lnb-* properties, should a page not define them.
 const THEME = {
   fg: "#222",
-  fgMuted: "#555",
+  fgMuted: "#5f5f5f",
   bg: "#fff",
-  bgAlt: "#f4f4f4",
+  bgAlt: "#f0f0f0",
   border: "#ddd",
   hover: "#eef3fb",
   selected: "#ffe9a8",
-  selectedFg: "#222",
-  hazard: "#d62728",
-  latent: "#e69500",
+  selectedFg: "#1a1a1a",
+  hazard: "#c62828",
+  latent: "#8a5a00",
   ok: "#2e7d32",
-  link: "#2e5d8a",
-  markBg: "#fde3df",
-  markFg: "#222",
+  link: "#1565c0",
+  markBg: "#ffd6d6",
+  markFg: "#5c0000",
 };
 // Aggregated columns keep the most telling kind: transfers over dispatches over syncs.
 const PRIORITY = [9, 9, 6, 5, 7, 2, 3, 3, 2, 1];
