@@ -298,9 +298,9 @@ export function render({ model, el }) {
     return lane === 0 ? HOST_LANE_HEIGHT : LANE_HEIGHT;
   }
 
-  // What the drawing helpers of another file need to draw in step with the bars: the
-  // time -> x mapping, the lanes' boxes, the plot's size (numbers, in CSS pixels) and
-  // the theme colours of this draw.
+  // What overlays.js's drawOverlays needs to draw in step with the bars: the time -> x
+  // mapping and back, the lanes' boxes, the plot's size (numbers, in CSS pixels) and the
+  // theme colours of this draw.
   function geometry() {
     return {
       xOf,
