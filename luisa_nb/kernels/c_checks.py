@@ -195,16 +195,18 @@ def access_function(
     type_name: Callable[[KernelType], str],
     prefix: str,
     components: list[str] | None = None,
+    compound: Callable[[str, str], str] = lambda type_text, items: f"({type_text}){{{items}}}",
 ) -> str:
     """The C definition of one checked access helper; ``components`` are the C
     expressions of the scalar components of ``value`` for vector and matrix elements
     (all must be finite; the first that is not is reported). An ``atomic_<operation>``
     access checks the index and calls the unchecked helper ``lnb_atomic_<operation>_<T>``
-    (``c_atomics``) with its value parameters."""
+    (``c_atomics``) with its value parameters. ``compound`` writes a value of a type from
+    the items of a brace initializer, in the emitter's dialect."""
     finite, reported = "__builtin_isfinite(value)", "value"
     zero = "0"
     if components is not None:
-        zero = f"({type_name(element)}){{0}}"
+        zero = compound(type_name(element), "0")
         finite = " & ".join(f"__builtin_isfinite({c})" for c in components)
         reported = components[-1]
         for component in reversed(components[:-1]):

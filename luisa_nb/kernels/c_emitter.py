@@ -201,7 +201,7 @@ class CEmitter(
             else None
         )
         return access_function(
-            access, element, index, self.type_name, self.function_prefix, components
+            access, element, index, self.type_name, self.function_prefix, components, self.compound
         )
 
     def compound(self, type_text: str, initializer: str) -> str:

@@ -34,7 +34,7 @@ FLAGS = (
     "-x",
     "c++",
     "-std=gnu++17",
-    "-O1",
+    "-O0",
     "-fPIC",
     "-shared",
     "-fno-math-errno",

@@ -7,6 +7,7 @@ module costs a few compiler runs however many kernels it covers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,18 @@ import pytest
 
 from luisa_nb.conformance import kernels as conformance_kernels
 from luisa_nb.errors import KernelIndexError
-from luisa_nb.kernels import KernelDefinition, argument_type, compiler_available, dtype_of
+from luisa_nb.kernels import (
+    KernelDefinition,
+    argument_type,
+    compiler_available,
+    dispatch_id,
+    dtype_of,
+    exp10,
+    fmod,
+    isinf,
+    isnan,
+    pow,
+)
 from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
 from luisa_nb.kernels.cuda_emulation import emulate, find_cxx_compiler
 from luisa_nb.kernels.matrices import float3x3
@@ -44,6 +56,31 @@ class Case:
     size: int | tuple[int, ...]
     arguments: Callable[[np.random.Generator], list[Any]]
     checks: bool | str = True
+
+
+def wide_atomics(longs, uints, doubles):
+    """Atomics on int64, uint32 and float64 elements (CUDA's 64-bit and unsigned forms)."""
+    i = dispatch_id().x
+    longs.atomic_fetch_add(0, 3)
+    longs.atomic_fetch_min(1, -7)
+    longs.atomic_fetch_max(2, 9)
+    longs.atomic_fetch_xor(3, 5)
+    uints.atomic_fetch_sub(0, 1)
+    uints.atomic_fetch_or(1, 6)
+    doubles.atomic_fetch_add(0, 0.5)
+    doubles.atomic_fetch_min(1, -0.25)
+    doubles.atomic_exchange(2 + i % 2, 1.5)
+    doubles.atomic_compare_exchange(4, 0.0, 7.0)
+
+
+def special_floats(out, flags):
+    """Infinity and NaN constants and tests, and float helpers CUDA spells as C does."""
+    i = dispatch_id().x
+    x = float(i) - 2.0
+    big = math.inf
+    y = x / 0.0 if i == 2 else x
+    out.write(i, y + exp10(x * 0.1) + pow(2.0, x) + fmod(x, 1.5))
+    flags.write(i, int(isnan(y)) + 2 * int(isinf(y)) + 4 * int(-big < x) + 8 * int(isinf(big)))
 
 
 def _floats(rng: np.random.Generator, n: int, low: float = -4.0, high: float = 4.0) -> FakeBuffer:
@@ -153,6 +190,11 @@ CASES = [
         FakeBuffer(np.array([0.0, -0.0, 2.0, np.nan], F32))]),
     Case("sum_in_expression", atomic_kernels.sum_in_expression, 1, lambda r: [
         FakeBuffer(np.zeros(1, np.int32)), FakeBuffer(np.zeros(1, np.int32))]),
+    Case("wide_atomics", wide_atomics, 40, lambda r: [
+        FakeBuffer(np.array([0, 5, -3, 0], np.int64)), FakeBuffer(np.array([100, 0], np.uint32)),
+        FakeBuffer(np.array([0, 1, 0, 0, 0], np.float64))]),
+    Case("special_floats", special_floats, 8, lambda r: [
+        FakeBuffer(np.zeros(8, F32)), FakeBuffer(np.zeros(8, np.int32))]),
     Case("image_gradient", image_kernels.gradient, (16, 8), lambda r: [
         FakeImage(16, 8, 4, "float", np.uint8)]),
     Case("image_mandelbrot", image_kernels.mandelbrot, (32, 24), lambda r: [
