@@ -317,8 +317,9 @@ def test_jupyterlab_shows_one_copy_of_each_view(browser, executed, tmp_path):
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
             page.wait_for_selector(".lnb-timeline[data-draws]", timeout=60_000)
             page.wait_for_selector(".lnb-diff tbody tr", timeout=60_000)
-            page.wait_for_function(
-                "() => document.querySelectorAll('.lnb-twin').length === 2",
+            page.wait_for_function(  # both widgets rendered live, both twins displayed
+                "() => globalThis.__luisa_nb?.live?.size === 2 && "
+                "document.querySelectorAll('.lnb-twin').length === 2",
                 timeout=30_000,
             )
             # the viewer's inspector is a diff view too
@@ -327,7 +328,6 @@ def test_jupyterlab_shows_one_copy_of_each_view(browser, executed, tmp_path):
                 ".lnb-twin": 0, ".lnb-fallback-image": 0,
             }  # fmt: skip
             assert page.evaluate(VISIBLE_COUNTS) == expected
-            assert page.evaluate("() => [...globalThis.__luisa_nb.live].length") == 2
             assert errors == []
 
             # saved by nbclient, so untrusted here: sanitised twins, no scripts
