@@ -1146,7 +1146,8 @@ export function render({ model, el }) {
   function onMove(event) {
     const [x, y] = localPoint(event);
     cursorX = x >= LABEL_WIDTH ? x : null;
-    if (drag && event.buttons & 1) {
+    if (drag && !(event.buttons & 1)) drag = null; // released outside the canvas
+    if (drag) {
       const dx = x - drag.x;
       if (Math.abs(dx) > 2) drag.moved = true;
       if (drag.moved) {
