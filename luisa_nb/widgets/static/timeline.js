@@ -1003,23 +1003,27 @@ export function render({ model, el }) {
     draw();
   }
 
-  // Bring command `id` into view (its bar and its host read or write), unless it already
-  // is, comfortably: panned there at this zoom when it fits, else zoomed in or out to it.
+  // Bring command `id` into view, with its host read or write when that is close enough
+  // to show both, unless it is already comfortably in view (inside, and at least 4 pixels
+  // wide unless an instant): panned there at this zoom when that shows it, else zoomed.
   function showCommand(id) {
     const [row] = rowsOf([id]);
     if (row === undefined) return;
     const { columns } = data;
-    const times = [columns.start[row], columns.start[row] + columns.duration[row]];
-    if (!Number.isNaN(columns.host[row])) times.push(columns.start[row] + columns.host[row]);
-    const lo = Math.min(...times);
-    const hi = Math.max(...times);
-    const pixels = ((hi - lo) / (view.t1 - view.t0)) * plotWidth();
-    if (comfortable(lo, hi, 0) && (pixels >= 4 || hi === lo)) return;
+    const start = columns.start[row];
+    const end = start + columns.duration[row];
+    const host = start + columns.host[row];
+    let [lo, hi] = [start, end];
+    if (!Number.isNaN(host) && Math.max(end, host) - Math.min(start, host) <= 20 * (end - start)) {
+      [lo, hi] = [Math.min(start, host), Math.max(end, host)];
+    }
     const span = view.t1 - view.t0;
-    if (hi - lo > 0 && (pixels < 4 || hi - lo > 0.8 * span)) {
-      view = viewAround([lo, hi], 1);
-    } else {
+    const wide = end === start || ((end - start) / span) * plotWidth() >= 4;
+    if (wide && comfortable(lo, hi, 0)) return;
+    if (wide && hi - lo <= 0.8 * span) {
       view = clampView((lo + hi) / 2 - span / 2, (lo + hi) / 2 + span / 2);
+    } else {
+      view = viewAround([lo, hi], 1);
     }
     draw();
   }
