@@ -198,7 +198,6 @@ class CudaEmitter(CEmitter):
     function_prefix = FUNCTION_PREFIX
     launch_prelude = LAUNCH_PRELUDE
     note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)
-    block_size = BLOCK_SIZE
 
     def emit(self) -> str:
         """The complete CUDA translation unit."""
@@ -236,18 +235,6 @@ class CudaEmitter(CEmitter):
         bits = "0x7f800000u" if single else "0x7ff0000000000000LL"
         text = f"__uint_as_float({bits})" if single else f"__longlong_as_double({bits})"
         return f"(-{text})" if value < 0 else text
-
-    def call(
-        self,
-        function: str,
-        result_type: ScalarType,
-        arguments: list[str],
-        operand: ScalarType | None = None,
-    ) -> str:
-        """As in C; ``isnan``/``isinf`` are CUDA's overloaded device functions."""
-        if function in ("isnan", "isinf"):
-            return f"{function}({arguments[0]})"
-        return super().call(function, result_type, arguments, operand)
 
     def atomic_helper(self, operation: str, element: ScalarType) -> str:
         """The unchecked helper of ``operation`` on ``element`` on CUDA's atomics on the
