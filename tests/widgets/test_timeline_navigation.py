@@ -557,6 +557,8 @@ def test_failed_and_never_run_commands(open_page):
     failed = timeline(page, "t.barRect(7)")
     skipped = timeline(page, "t.barRect(8)")
     assert skipped["x"] + skipped["w"] / 2 == pytest.approx(failed["x"] + failed["w"], abs=1.5)
+    text = hover(page, skipped["x"] + 1, skipped["y"] + skipped["h"] / 2)
+    assert text.startswith("#8 download") and "did not run" in text, text
     stripe = pixels(page, failed["x"] + failed["w"] / 2, failed["y"] + 1, 1, 1)[0]
     assert near(stripe, theme_rgb(page, "hazard"), 2), "a failed bar has a red stripe on top"
     body = pixels(page, failed["x"] + 2, failed["y"] + failed["h"] - 3, 1, 1)[0]

@@ -924,7 +924,11 @@ export function render({ model, el }) {
     const lines = [`<b>#${columns.id[row]} ${escapeHtml(summary.texts[columns.text[row]])}</b>`];
     const where = lane.stream === null ? "host" : `stream ${escapeHtml(lane.name)}`;
     lines.push(`${kind} · ${where} · ${summary.statuses[columns.status[row]]}`);
-    lines.push(`start ${formatTime(start)} · took ${formatTime(duration)}`);
+    if (data.statusMark[columns.status[row]] === NOT_RUN) {
+      lines.push(`did not run; drawn where it stands in its stream, at ${formatTime(start)}`);
+    } else {
+      lines.push(`start ${formatTime(start)} · took ${formatTime(duration)}`);
+    }
     if (!Number.isNaN(columns.host[row])) {
       const what = kind === "upload" ? "host read" : "host write";
       const offset = columns.host[row];
