@@ -144,6 +144,16 @@ def test_show_on_a_cells_last_line_displays_one_view(executed):
         assert model_id in executed.metadata.widgets[WIDGET_STATE]["state"]
 
 
+@pytest.mark.parametrize("after", ["", "\ndone = True"], ids=["last line", "not last"])
+def test_show_displays_one_view_wherever_it_is_in_a_cell(ipython, after):
+    code = "import numpy as np\nimport luisa_nb as lnb\nlnb.show(np.zeros(3), np.ones(3))"
+    shown = ipython.run(code + after)
+    assert shown.success, shown.stderr
+    assert [WIDGET_VIEW in output for output in shown.outputs] == [True, False]
+    assert 'class="lnb-twin"' in shown.outputs[1]["text/html"]
+    assert "DiffView" not in shown.stdout  # no execute_result besides the display
+
+
 def test_nbconvert_renders_the_widget_view_only_with_stored_state(exports):
     with_state = exports["with state"].read_text(encoding="utf-8")
     without_state = exports["without state"].read_text(encoding="utf-8")
