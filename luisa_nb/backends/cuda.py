@@ -154,6 +154,14 @@ class StreamState:
         self.dispatches: list[DispatchSpan] = []
         self.downloads: list[tuple[np.ndarray, np.ndarray]] = []
 
+    def release(self) -> None:
+        """Give back the pinned chunks and launch records (the device is closing)."""
+        self.stream.synchronize()
+        self.chunks.clear()
+        self.oversized.clear()
+        self.records.clear()
+        self.chunk = self.offset = self.records_used = 0
+
     def staging(self, nbytes: int) -> tuple[np.ndarray, int]:
         """``nbytes`` of pinned memory until the end of the run: (array, address)."""
         if nbytes > PINNED_CHUNK:
@@ -266,8 +274,9 @@ class CudaBackend(Backend):
         self.device_index = device_index
         self._device = cupy.cuda.Device(device_index)
         self._local = threading.local()
+        self._states: list[StreamState] = []
         self._kernels: weakref.WeakKeyDictionary[Any, CudaKernel] = weakref.WeakKeyDictionary()
-        self._kernels_lock = threading.Lock()
+        self._lock = threading.Lock()
         with self._device:
             self._cancel_stream = cupy.cuda.Stream(non_blocking=True)
             self._cancel_flag = cupy.cuda.alloc(4)
@@ -278,6 +287,8 @@ class CudaBackend(Backend):
         state = getattr(self._local, "state", None)
         if state is None:
             state = self._local.state = StreamState(self._device)
+            with self._lock:
+                self._states.append(state)
         return state.begin()
 
     def info(self) -> dict[str, Any]:
@@ -379,7 +390,7 @@ class CudaBackend(Backend):
                 f"kernel {executable.name!r} runs in Python mode (mode='python', or no C "
                 f"compiler); the cuda device runs compiled kernels only"
             )
-        with self._kernels_lock:
+        with self._lock:
             compiled = self._kernels.get(executable)
             if compiled is None:
                 with self._device:
@@ -425,6 +436,14 @@ class CudaBackend(Backend):
     def cancel(self) -> None:
         with self._device:
             cupy.cuda.runtime.memsetAsync(self._cancel_flag.ptr, 1, 4, self._cancel_stream.ptr)
+
+    def close(self) -> None:
+        """Return every stream's pinned arena and launch records to CuPy's pools."""
+        with self._lock:
+            for state in self._states:
+                state.release()
+            self._states.clear()
+            self._kernels.clear()
 
     def resume(self) -> None:
         with self._device:
