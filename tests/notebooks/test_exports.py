@@ -154,6 +154,18 @@ def test_show_displays_one_view_wherever_it_is_in_a_cell(ipython, after):
     assert "DiffView" not in shown.stdout  # no execute_result besides the display
 
 
+def test_live_widget_modules_export_the_twin_hiding_render_only():
+    from luisa_nb.errors import ConfigurationError
+    from luisa_nb.widgets import CommandTable, DiffView, HazardList, TimelineWidget
+    from luisa_nb.widgets.html_page import widget_module
+
+    for widget in (TimelineWidget, CommandTable, HazardList, DiffView):
+        assert re.findall(r"^export\b.*", widget._esm, re.MULTILINE) == ["export default {"]
+        assert "lnbHideStaticTwins(props.model);" in widget._esm
+    with pytest.raises(ConfigurationError, match="found 0 of"):
+        widget_module("export function draw() {}\n")
+
+
 def test_nbconvert_renders_the_widget_view_only_with_stored_state(exports):
     with_state = exports["with state"].read_text(encoding="utf-8")
     without_state = exports["without state"].read_text(encoding="utf-8")
