@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import html
+from functools import cache
 
 import numpy as np
 
+from luisa_nb.analysis import HazardKind
 from luisa_nb.compare import FIRST_INDICES, ArrayDifference, Comparison, Run, index_text
+from luisa_nb.widgets.html_page import stylesheet
 
+# Colours are the widgets' theme properties (see theme_style), with their light values
+# where a page drops the style element. A differing value is a pale mark with dark text,
+# readable in any theme.
 _MARK = "background:#ffd6d6;color:#7f0000;font-weight:bold"
-_EQUAL = "color:#1a7f37"
-_UNEQUAL = "color:#cf222e;font-weight:bold"
+_EQUAL = "color:var(--lnb-ok,#2e7d32)"
+_UNEQUAL = "color:var(--lnb-hazard,#c62828);font-weight:bold"
+_LATENT = "color:var(--lnb-latent,#8a5a00);font-weight:bold"
+_RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
 _CELL = "padding:2px 8px;text-align:right;font-family:monospace"
+_THEME_END = "/* End of the theme block. */"
 SHOWN_ELEMENTS = 4
 """How many leading elements the HTML view shows of an array equal everywhere."""
 
@@ -38,7 +47,7 @@ def comparison_html(comparison: Comparison) -> str:
             else:
                 verdict_cell = ""
             label = "" if index is None else index_text(index)
-            border = " style='border-top:1px solid #d0d7de'" if position == 0 else ""
+            border = f" style='{_RULE}'" if position == 0 else ""
             rows.append(
                 f"<tr{border}>{lead}<td style='{_CELL}'>{label}</td>{cells}{verdict_cell}</tr>"
             )
@@ -52,7 +61,7 @@ def comparison_html(comparison: Comparison) -> str:
         else "arrays differ; differing values are marked"
     )
     return (
-        "<div class='lnb-compare'>"
+        f"{theme_style()}<div class='lnb-compare'>"
         f"<p><b>luisa_nb comparison</b> of {', '.join(_escape(c) for c in configs)} "
         f"(reference: <code>{_escape(configs[0])}</code>): {summary}.</p>"
         f"<ul style='margin:0'>{hazards}</ul>"
@@ -121,8 +130,23 @@ def _hazards_html(run: Run) -> str:
     if not hazards:
         return "no hazards"
     return ", ".join(
-        f"<b>{_escape(h.kind.value)}</b> (#{', #'.join(map(str, h.command_ids))})" for h in hazards
+        f"<span style='{_kind_style(h.kind)}'><b>{_escape(h.kind.value)}</b></span> "
+        f"(#{', #'.join(map(str, h.command_ids))})"
+        for h in hazards
     )
+
+
+def _kind_style(kind: HazardKind) -> str:
+    """Amber for a latent stale upload, red for any other hazard, as in the widgets."""
+    return _LATENT if kind is HazardKind.LATENT_STALE_UPLOAD else _UNEQUAL
+
+
+@cache
+def theme_style() -> str:
+    """A ``<style>`` element with the widgets' theme properties (``--lnb-*``, from the head
+    of their stylesheet), so HTML outside the widgets follows JupyterLab's theme too."""
+    text = stylesheet()
+    return f"<style>{text[: text.index(_THEME_END)]}</style>"
 
 
 def _escape(value: object) -> str:

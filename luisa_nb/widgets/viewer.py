@@ -45,8 +45,10 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         self._links = []
         for view in (self.timeline, self.table, self.hazard_list):
             self._links += link_selection(self, view)
-        narrow = ipywidgets.Layout(width="40%", min_width="280px")
-        wide = ipywidgets.Layout(width="60%", min_width="360px")
+        # Side by side where the command table keeps a readable "what" column, one above
+        # the other on a laptop-sized notebook.
+        narrow = ipywidgets.Layout(flex="1 1 300px", min_width="0")
+        wide = ipywidgets.Layout(flex="3 1 760px", min_width="0")
         panels = ipywidgets.HBox(
             [
                 ipywidgets.VBox(
@@ -54,7 +56,8 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
                     layout=narrow,
                 ),
                 ipywidgets.VBox([_heading("Commands and sync points"), self.table], layout=wide),
-            ]
+            ],
+            layout=ipywidgets.Layout(flex_flow="row wrap"),
         )
         children = [
             ipywidgets.HTML(_header(self.model.meta)),
@@ -64,6 +67,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
             self.inspector,
         ]
         super().__init__(children, **kwargs)
+        self.add_class("lnb-viewer")  # the stylesheet's theme colours apply to the header
 
     @observe("selected_hazard", "selected_command")
     def _inspect(self, _change: dict[str, Any]) -> None:
@@ -105,9 +109,9 @@ def _heading(text: str) -> ipywidgets.HTML:
 def _header(meta: dict[str, Any]) -> str:
     hazards = meta["hazards"]
     verdict = (
-        f'<b style="color:#c62828">{hazards} hazard(s)</b>'
+        f'<b class="lnb-bad">{hazards} hazard(s)</b>'
         if hazards
-        else '<b style="color:#2e7d32">no hazards</b>'
+        else '<b class="lnb-good">no hazards</b>'
     )
     return (
         f"device: {escape(', '.join(meta['devices']) or '—')} · staging: "

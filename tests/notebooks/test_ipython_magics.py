@@ -194,7 +194,7 @@ def test_ipython_compare_marks_the_arrays_that_differ(ipython):
     assert comparison.difference("y").equal
     assert [h.kind for h in comparison.run("cpu:submit").trace.hazards] == [HazardKind.STALE_UPLOAD]
     assert "1024 of 1024 differ" in shown.html
-    assert "cpu:submit: <span style='color:#1a7f37'>equal</span>" in shown.html
+    assert "cpu:submit: <span style='color:var(--lnb-ok,#2e7d32)'>equal</span>" in shown.html
     assert "x [cpu:submit vs cpu:execute]: 1024 of 1024 elements differ" in shown.plain
     if extension_display.diff_view_class() is not None:  # one DiffView each for x and z
         views = [o for o in shown.outputs if "application/vnd.jupyter.widget-view+json" in o]

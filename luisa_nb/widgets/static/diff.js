@@ -67,6 +67,19 @@ function unravel(flat, shape) {
   return `(${out.join(", ")})`;
 }
 
+// The theme colour `name` (a --lnb-* property) at `node` as [r, g, b], else `fallback`
+// (a canvas turns any CSS colour into #rrggbb or rgba()).
+function themeColour(node, name, fallback) {
+  const text = node.isConnected ? getComputedStyle(node).getPropertyValue(name).trim() : "";
+  if (!text) return fallback;
+  const context = document.createElement("canvas").getContext("2d");
+  context.fillStyle = text;
+  const style = context.fillStyle;
+  if (style.startsWith("#")) return [1, 3, 5].map((k) => parseInt(style.slice(k, k + 2), 16));
+  const parts = /rgba?\(([^)]*)\)/.exec(style);
+  return parts ? parts[1].split(",").slice(0, 3).map(Number) : fallback;
+}
+
 function element(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
@@ -203,14 +216,19 @@ export function render({ model, el }) {
     image.height = layout.grid_rows;
     const ctx = image.getContext("2d");
     const pixels = ctx.createImageData(layout.grid_columns, layout.grid_rows);
+    // Equal cells in the theme's alternate background; differences from the pale mark
+    // colour (few) to the hazard colour (many).
+    const equal = themeColour(root, "--lnb-bg-alt", [240, 240, 240]);
+    const few = themeColour(root, "--lnb-mark-bg", [255, 214, 214]);
+    const many = themeColour(root, "--lnb-hazard", [198, 40, 40]);
     for (let k = 0; k < cells.length; k++) {
       const level = cells[k];
       const p = 4 * k;
       if (level === 0) {
-        pixels.data.set([232, 240, 232, 255], p);
+        pixels.data.set([...equal, 255], p);
       } else {
         const t = level / 255;
-        pixels.data.set([255 - 40 * t, 210 - 190 * t, 200 - 180 * t, 255], p);
+        pixels.data.set([0, 1, 2].map((c) => few[c] + (many[c] - few[c]) * t).concat(255), p);
       }
     }
     ctx.putImageData(pixels, 0, 0);

@@ -6,6 +6,9 @@
 // A trace with thousands of hazards shows them STEP at a time ("show more").
 
 const STEP = 200;
+// Colours keep one meaning in every view: a latent stale upload is amber, any other
+// hazard red (the stylesheet's --lnb-latent and --lnb-hazard).
+const LATENT = "LATENT_STALE_UPLOAD";
 
 export function render({ model, el }) {
   const root = document.createElement("div");
@@ -30,11 +33,13 @@ export function render({ model, el }) {
       item.className = "lnb-hazard";
       item.tabIndex = 0;
       item.dataset.hazardIndex = String(hazard.index);
+      item.dataset.kind = hazard.kind;
+      if (hazard.kind === LATENT) item.classList.add("lnb-latent-hazard");
       if (hazard.index === selected) item.classList.add("lnb-selected");
       const title = document.createElement("div");
       title.className = "lnb-hazard-title";
       const kind = document.createElement("b");
-      kind.className = "lnb-bad";
+      kind.className = hazard.kind === LATENT ? "lnb-latent" : "lnb-bad";
       kind.textContent = hazard.kind;
       title.append(kind, document.createTextNode(` ${hazard.descriptions.join(" → ")}`));
       const message = document.createElement("div");
