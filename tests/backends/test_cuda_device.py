@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import signal
 import sys
+import threading
 import time
 import types
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ from luisa_nb.conformance.verify import check_program
 from luisa_nb.errors import BackendUnavailableError, CommandFailedError
 from luisa_nb.kernels import compiler_available, dispatch_id, dtype_of, float3
 from luisa_nb.kernels.cuda_emulation import build_unit, emulation_unit, find_cxx_compiler
+from luisa_nb.recording.records import Status
 from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import create_device, kernel
 from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
@@ -274,7 +277,69 @@ def test_stand_in_failed_check_raises_on_synchronize(stand_in_device):
         stand_in_device.default_stream.synchronize()
 
 
+@needs_compilers
+def test_stand_in_large_fills_and_zero_fills(stand_in_device):
+    n = 100_000  # 1.6 MB of float3: one uploaded chunk, then doubling device copies
+    points = stand_in_device.create_buffer(n, dtype_of(float3))
+    points.fill(np.array((1.5, -2.0, 4.0), dtype_of(float3)))
+    values = points.numpy()
+    assert (values["x"] == 1.5).all() and (values["y"] == -2).all() and (values["z"] == 4).all()
+    points.fill(np.zeros((), dtype_of(float3)))
+    zeroed = points.numpy()
+    assert not (zeroed["x"].any() or zeroed["y"].any() or zeroed["z"].any())
+
+
+def _interrupt_main_thread_after(seconds: float) -> threading.Timer:
+    """Send SIGINT to the main thread, as Ctrl-C does."""
+    timer = threading.Timer(
+        seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
+    )
+    timer.start()
+    return timer
+
+
+def _ctrl_c_cancels_a_kernel_that_never_ends(device) -> None:
+    from kernels.checked_kernels import spin_forever
+
+    out = device.create_buffer(1000, np.int32)
+    with Trace() as trace:
+        device.default_stream.submit([kernel(spin_forever).dispatch_async(1000, out)])
+        timer = _interrupt_main_thread_after(0.3)
+        with pytest.raises(KeyboardInterrupt):
+            device.synchronize()
+        timer.join()
+        device.synchronize()  # a cancelled kernel is not a failure
+    (command,) = trace.commands
+    assert command.status is Status.CANCELLED
+    data = np.arange(1000, dtype=np.int32)
+    out.copy_from(data)
+    kernel(double)(out, dispatch_size=1000)
+    np.testing.assert_array_equal(out.numpy(), data * 2)
+
+
+def double(out):
+    i = dispatch_id().x
+    out.write(i, out.read(i) * 2)
+
+
+needs_main_thread = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread(), reason="needs the main thread"
+)
+
+
+@needs_compilers
+@needs_main_thread
+def test_stand_in_ctrl_c_cancels_a_kernel_that_never_ends(stand_in_device):
+    _ctrl_c_cancels_a_kernel_that_never_ends(stand_in_device)
+
+
 # --- on a GPU -------------------------------------------------------------------------
+
+
+@needs_gpu
+@needs_main_thread
+def test_gpu_ctrl_c_cancels_a_kernel_that_never_ends(gpu_device):
+    _ctrl_c_cancels_a_kernel_that_never_ends(gpu_device)
 
 
 @pytest.fixture
