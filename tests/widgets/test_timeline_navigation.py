@@ -286,6 +286,15 @@ def text_contrast(page, selector: str) -> float:
     return contrast(over(parse_color(colors["text"]), background), background)
 
 
+BACKGROUND_IS = """(rgb) => {
+  const canvas = document.querySelector('.lnb-timeline-canvas');
+  const ratio = canvas.width / canvas.getBoundingClientRect().width;
+  const [x, y] = [Math.round(3 * ratio), Math.round(25 * ratio)];
+  const d = canvas.getContext('2d').getImageData(x, y, 1, 1).data;
+  return d[0] === rgb[0] && d[1] === rgb[1] && d[2] === rgb[2];
+}"""
+
+
 def screenshot(page, path: Path) -> None:
     page.locator(".lnb-timeline").screenshot(path=str(path))
     print(f"screenshot: {path}")
@@ -598,5 +607,17 @@ def test_dark_theme_canvas_and_controls_are_readable(open_page, tmp_path):
     light.evaluate(f"() => document.body.setAttribute('style', {DARK_BODY!r})")
     light.wait_for_function(f"() => globalThis.__luisa_nb.timelines[0].stats.draws > {draws}")
     assert pixels(light, 3, AXIS_HEIGHT + 3, 1, 1)[0] == (17, 17, 17)
+    # back to light, then dark again the way JupyterLab does it: a stylesheet in <head>
+    light.evaluate("() => document.body.removeAttribute('style')")
+    light.wait_for_function(BACKGROUND_IS, arg=[255, 255, 255], timeout=5000)
+    light.evaluate(
+        """(css) => {
+          const sheet = document.createElement('style');
+          sheet.textContent = css;
+          document.head.append(sheet);
+        }""",
+        f"body{{{DARK_BODY}}}",
+    )
+    light.wait_for_function(BACKGROUND_IS, arg=[17, 17, 17], timeout=5000)
     for name, shown in (("light", light), ("dark", page)):
         screenshot(shown, tmp_path / f"timeline-{name}.png")

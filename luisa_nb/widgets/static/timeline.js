@@ -1259,14 +1259,23 @@ export function render({ model, el }) {
     });
     observer.observe(frame);
   }
-  // JupyterLab switches theme live: it swaps its stylesheet and marks <body>. Redraw when
-  // the colours the canvas uses changed.
-  const themeWatch = new MutationObserver(() => {
+  // JupyterLab switches theme live: it marks <body> and swaps a stylesheet in <head>,
+  // which may apply a moment later. Redraw when the colours the canvas uses changed, now
+  // and once more after the new stylesheet had time to load.
+  let themeTimer = null;
+  const checkTheme = () => {
     if (refreshTheme()) draw();
+  };
+  const themeWatch = new MutationObserver(() => {
+    checkTheme();
+    clearTimeout(themeTimer);
+    themeTimer = setTimeout(checkTheme, 300);
   });
+  const themeAttributes = ["class", "style", "data-jp-theme-name", "data-jp-theme-light"];
   for (const node of [document.documentElement, document.body]) {
-    themeWatch.observe(node, { attributes: true, attributeFilter: ["class", "style", "data-jp-theme-name", "data-jp-theme-light"] });
+    themeWatch.observe(node, { attributes: true, attributeFilter: themeAttributes });
   }
+  if (document.head) themeWatch.observe(document.head, { childList: true });
 
   buildToolbar();
   resize();
@@ -1275,6 +1284,7 @@ export function render({ model, el }) {
   return () => {
     observer && observer.disconnect();
     themeWatch.disconnect();
+    clearTimeout(themeTimer);
     model.off("change:selected_commands", onSelection);
     model.off("change:selected_command", onCommand);
     model.off("change:selected_hazard", onHazard);
