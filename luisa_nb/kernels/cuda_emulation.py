@@ -221,11 +221,6 @@ def emulation_unit(kernels: Sequence[tuple[str, str]]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def emulate_executable(executable: Executable) -> EmulatedCudaExecutable:
-    """The CUDA emulation of the kernel a C or Python executable was specialised from."""
-    return emulate([(executable.kernel, executable.kernel_source, executable.checks)])[0]
-
-
 def build_unit(unit: str) -> Path:
     """A shared library built from the C++ translation unit ``unit`` (cached on disk by a
     hash of the source, the compiler and its version, and the flags)."""
