@@ -280,7 +280,9 @@ class CudaBackend(Backend):
         with self._device:
             self._cancel_stream = cupy.cuda.Stream(non_blocking=True)
             self._cancel_flag = cupy.cuda.alloc(4)
-            cupy.cuda.runtime.memset(self._cancel_flag.ptr, 0, 4)
+            self._cancel_values = cupy.cuda.alloc_pinned_memory(8)
+            np.frombuffer(self._cancel_values, np.int32, 2)[...] = (0, 1)
+            self._set_cancel_flag(0)
 
     def _state(self) -> StreamState:
         """This worker thread's stream state, ready for the next operation."""
@@ -435,7 +437,7 @@ class CudaBackend(Backend):
 
     def cancel(self) -> None:
         with self._device:
-            cupy.cuda.runtime.memsetAsync(self._cancel_flag.ptr, 1, 4, self._cancel_stream.ptr)
+            self._set_cancel_flag(1)
 
     def close(self) -> None:
         """Return every stream's pinned arena and launch records to CuPy's pools."""
@@ -445,10 +447,20 @@ class CudaBackend(Backend):
             self._states.clear()
             self._kernels.clear()
 
+    def _set_cancel_flag(self, value: int) -> None:
+        """Write the flag kernels poll by a copy from pinned memory on its own stream: a
+        copy engine runs it beside kernels that fill every multiprocessor (a memset
+        could wait behind them for a free one)."""
+        source = self._cancel_values.ptr + 4 * value
+        cupy.cuda.runtime.memcpyAsync(
+            self._cancel_flag.ptr, source, 4, HOST_TO_DEVICE, self._cancel_stream.ptr
+        )
+        if value == 0:
+            self._cancel_stream.synchronize()
+
     def resume(self) -> None:
         with self._device:
-            cupy.cuda.runtime.memsetAsync(self._cancel_flag.ptr, 0, 4, self._cancel_stream.ptr)
-            self._cancel_stream.synchronize()
+            self._set_cancel_flag(0)
 
 
 backend_class = CudaBackend
