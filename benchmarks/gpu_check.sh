@@ -13,7 +13,7 @@ if ! python -c 'import cupy, sys; sys.exit(cupy.cuda.runtime.getDeviceCount() ==
 fi
 
 log=$(mktemp)
-timeout 150 python -m pytest -q -p no:cacheprovider -k gpu \
+timeout 200 python -m pytest -q -p no:cacheprovider -k gpu \
     tests/backends/test_cuda_device.py >"$log" 2>&1
 tests_status=$?
 summary=$(tail -n 1 "$log")
@@ -22,7 +22,7 @@ if [ "$tests_status" -ne 0 ]; then
 fi
 rm -f "$log"
 
-timeout 150 python benchmarks/bench_cuda.py --tests "$summary"
+timeout 95 python benchmarks/bench_cuda.py --tests "$summary"
 bench_status=$?
 if [ "$tests_status" -ne 0 ] || [ "$bench_status" -ne 0 ]; then
     echo "gpu_check: failed (tests exit $tests_status, benchmark exit $bench_status)"
