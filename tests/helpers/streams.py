@@ -1,5 +1,5 @@
 """A small real program for the timeline's overlays: two streams linked by an event, in
-nested user ranges, with kernels taking a scalar (a test helper, not part of the
+nested user ranges, with a kernel taking a scalar (a test helper, not part of the
 package)."""
 
 from __future__ import annotations
@@ -14,23 +14,23 @@ PAUSE = 0.03
 """Seconds the host sleeps between the signal and the wait (user Python time)."""
 
 
-@lnb.kernel
-def produce(data, factor):
-    i = lnb.dispatch_id().x
-    data.write(i, factor * i)
-
-
-@lnb.kernel
-def consume(data, out):
-    i = lnb.dispatch_id().x
-    out.write(i, data.read(i) + 1.0)
-
-
 def streams_trace(pause: float = PAUSE) -> lnb.ViewableTrace:
     """The trace of: in range "step", range "produce" runs ``produce`` and downloads its
     result into ``result`` on stream "producer", then signals an event; the host sleeps
     ``pause`` seconds; stream "consumer" waits for the event and runs ``consume``. The
-    device's default stream is never used, but ``dev.synchronize()`` waits for it too."""
+    device's default stream is never used, but ``dev.synchronize()`` waits for it too.
+    The kernels are made anew, so that each trace records their preparation."""
+
+    @lnb.kernel
+    def produce(data, factor):
+        i = lnb.dispatch_id().x
+        data.write(i, factor * i)
+
+    @lnb.kernel
+    def consume(data, out):
+        i = lnb.dispatch_id().x
+        out.write(i, data.read(i) + 1.0)
+
     dev = lnb.create_device("cpu")
     producer = dev.create_stream("producer")
     consumer = dev.create_stream("consumer")
