@@ -63,8 +63,8 @@ def _device_count() -> int:
 if _device_count() == 0:
     raise BackendUnavailableError(
         f"the cuda backend needs an NVIDIA GPU, but CuPy {cupy.__version__} finds none (no "
-        f"device, or no driver). On a machine with an NVIDIA GPU and driver, install it with "
-        f"{INSTALL_HINT}; here use another backend such as 'cpu'"
+        f"device, or no driver): run on a machine with an NVIDIA GPU and its driver (there "
+        f"{INSTALL_HINT} is all luisa_nb needs), or use another backend such as 'cpu'"
     )
 
 NVRTC_OPTIONS = ("-std=c++17", "--fmad=false")

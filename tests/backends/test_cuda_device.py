@@ -78,6 +78,22 @@ def test_without_cupy_create_device_says_what_is_missing_and_how_to_install(monk
     assert "cuda" not in luisa_nb.backends.available_backends() or GPU_REASON is None
 
 
+def test_without_a_gpu_create_device_says_so(monkeypatch):
+    _forget_backend_module()
+    modules = _fake_cupy()
+    modules["cupy.cuda.runtime"].getDeviceCount = lambda: 0
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    try:
+        with pytest.raises(BackendUnavailableError) as caught:
+            create_device("cuda")
+    finally:
+        _forget_backend_module()
+    message = str(caught.value)
+    assert "needs an NVIDIA GPU, but CuPy stand-in finds none" in message
+    assert "pip install luisa_nb[cuda]" in message
+
+
 def test_cuda_device_names_parse_with_an_index_and_a_policy():
     from luisa_nb.runtime.config import DeviceConfig
 
