@@ -322,9 +322,15 @@ VISIBLE_COUNTS = """() => {
 @pytest.mark.browser
 @pytest.mark.skipif(MISSING_LAB is not None, reason=str(MISSING_LAB))
 def test_jupyterlab_shows_one_copy_of_each_view(browser, executed, tmp_path):
-    nbformat.write(_notebook(), tmp_path / "live.ipynb")
-    nbformat.write(executed, tmp_path / "saved.ipynb")
-    with jupyter_lab(tmp_path) as lab:
+    root = tmp_path / "lab"
+    root.mkdir()
+    nbformat.write(_notebook(), root / "live.ipynb")
+    nbformat.write(executed, root / "saved.ipynb")
+    settings = tmp_path / "settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')  # every cell's outputs in the page
+    with jupyter_lab(root, settings=settings) as lab:
         context = browser.new_context(viewport={"width": 1280, "height": 1000})
         try:
             page = context.new_page()
@@ -355,6 +361,9 @@ def test_jupyterlab_shows_one_copy_of_each_view(browser, executed, tmp_path):
             # saved by nbclient, so untrusted here: sanitised twins, no scripts
             page.goto(lab.url("lab/tree/saved.ipynb"), timeout=60_000)
             page.wait_for_selector("img.lnb-fallback-image", timeout=60_000)
+            page.wait_for_function(
+                "() => document.querySelectorAll('.lnb-twin').length === 2", timeout=30_000
+            )
             shown = page.evaluate(VISIBLE_COUNTS)
             assert shown[".lnb-fallback-image"] == 1 and shown[".lnb-timeline"] == 0
             assert shown[".lnb-twin"] == 2
