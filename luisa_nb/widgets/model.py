@@ -20,7 +20,9 @@ enqueued    f4     µs from start to when the command was enqueued or the
 text        u4     index into ``summary["texts"]`` (the description minus
                    ``#id``)
 detail      u4     index into ``summary["details"]``: the record's device
-                   and host ranges, one per line ("" for sync points)
+                   and host ranges, one per line ("" for sync points; all 0
+                   past :data:`DETAILS_INLINE_LIMIT` records, where a view
+                   asks :func:`record_details` for the selected record)
 submission  u4     the command list a command was submitted in (0: a sync
                    point)
 range       i4     index into ``summary["ranges"]`` of the innermost user
@@ -75,6 +77,8 @@ STATUSES = tuple(status.value for status in Status)
 STATUS_CODES = {name: code for code, name in enumerate(STATUSES)}
 HAZARD_COLOR = "#d62728"
 HOST_LANE = 0
+DETAILS_INLINE_LIMIT = 20_000
+"""Up to this many records, the summary holds every command's device and host ranges."""
 
 #: (name, dtype) in buffer order; 8-byte columns first keeps every column aligned.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -215,8 +219,9 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     submission = np.zeros(count, np.int64)
     text_codes: dict[str, int] = {}
     stream_ends: dict[int, int] = {}
-    details = _Details(trace)
-    busy: list[tuple[int, int]] = []
+    details = _Details(trace) if count <= DETAILS_INLINE_LIMIT else None
+    busy_end = np.empty(count, np.int64)
+    submitted = np.empty(count, np.int64)
     errors: dict[str, str] = {}
     for row, record in enumerate(records):
         if isinstance(record, CommandRecord):
@@ -226,9 +231,10 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
             lane[row] = lane_of[record.stream]
             moments[row] = record.enqueued
             submission[row] = record.submission
-            detail[row] = details.code(record)
-            busy.append((record.enqueued, record.enqueued))
-            busy.append((record.submitted, record.submitted))
+            if details is not None:
+                detail[row] = details.code(record)
+            busy_end[row] = record.enqueued
+            submitted[row] = record.submitted
         else:
             start = record.issued
             end = record.completed if record.completed is not None else start
@@ -236,7 +242,8 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
                 start = end
             lane[row] = HOST_LANE if _on_host(record) else lane_of[record.stream]
             moments[row] = record.issued
-            busy.append((record.issued, end if record.kind in _HOST_WAITS else record.issued))
+            busy_end[row] = end if record.kind in _HOST_WAITS else record.issued
+            submitted[row] = record.issued
         if record.error:
             errors[str(record.id)] = record.error
         starts[row], ends[row] = start, max(end, start)
@@ -291,8 +298,14 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
         "links": event_links(
             [r for r in records if not isinstance(r, CommandRecord)], lane_of, origin
         ),
-        "host_activity": host_activity(trace, busy, origin, extent),
-        "details": details.texts,
+        "host_activity": host_activity(
+            trace,
+            np.concatenate([moments, submitted]),
+            np.concatenate([busy_end, submitted]),
+            origin,
+            extent,
+        ),
+        "details": details.texts if details is not None else [""],
         "errors": errors,
     }
     return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
@@ -319,10 +332,10 @@ class _Details:
         found = self._codes.get(key)
         if found is None:
             found = self._codes[key] = len(self.texts)
-            self.texts.append(self._text(record))
+            self.texts.append(self.text(record))
         return found
 
-    def _text(self, record: CommandRecord) -> str:
+    def text(self, record: CommandRecord) -> str:
         lines = [
             f"{r.access.value.replace('_', '-')} {device_name(self.trace, r)} "
             f"({r.nbytes:,} B at byte {r.offset:,})"
@@ -336,6 +349,16 @@ class _Details:
                 f"at 0x{host.address:x}"
             )
         return "\n".join(lines)
+
+
+def record_details(trace: Trace, record_id: int) -> dict[str, Any]:
+    """What the table's details panel shows of command ``record_id`` beyond the packed
+    columns: ``{"id", "lines"}``, its device and host ranges one per line (none for a sync
+    point or an id not in the trace)."""
+    for record in trace.commands:
+        if record.id == record_id:
+            return {"id": record_id, "lines": _Details(trace).text(record)}
+    return {"id": record_id, "lines": ""}
 
 
 def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[int, int]:

@@ -132,11 +132,11 @@ def _end_point(record: SyncRecord, lane_of: dict[int, int], origin: int) -> dict
 
 
 def host_activity(
-    trace: Trace, busy: list[tuple[int, int]], origin: int, extent: float
+    trace: Trace, begins: np.ndarray, ends: np.ndarray, origin: int, extent: float
 ) -> list[dict[str, Any]]:
     """Blocks on the host lane: each kernel compile (or cached load), and each gap between
-    what the host was recorded doing (``busy``: ``(begin, end)`` host times, including
-    the compiles) long enough to be the user's Python."""
+    what the host was recorded doing (from ``begins`` to ``ends``, host times; the
+    compiles are added here) long enough to be the user's Python."""
     blocks = [
         {
             "start": (record.begin - origin) / 1000.0,
@@ -146,15 +146,17 @@ def host_activity(
         }
         for record in trace.compiles
     ]
-    moments = [*busy, *((r.begin, r.end) for r in trace.compiles)]
+    extra = [(r.begin, r.end) for r in trace.compiles]
     if trace.metadata.started:
-        moments.append((trace.metadata.started, trace.metadata.started))
-    if not moments:
+        extra.append((trace.metadata.started, trace.metadata.started))
+    extra_spans = np.array(extra, np.int64).reshape(-1, 2)
+    starts = np.concatenate([np.asarray(begins, np.int64), extra_spans[:, 0]])
+    stops = np.concatenate([np.asarray(ends, np.int64), extra_spans[:, 1]])
+    if not starts.size:
         return blocks
-    spans = np.array(moments, np.int64)
-    spans = spans[np.argsort(spans[:, 0], kind="stable")]
-    reach = np.maximum.accumulate(spans[:, 1])
-    gaps_from, gaps_to = reach[:-1], spans[1:, 0]
+    order = np.argsort(starts, kind="stable")
+    reach = np.maximum.accumulate(stops[order])
+    gaps_from, gaps_to = reach[:-1], starts[order][1:]
     shortest = max(MIN_PYTHON_GAP_US, PYTHON_GAP_SHARE * extent) * 1000.0
     for begin, end in zip(
         gaps_from[gaps_to - gaps_from >= shortest].tolist(),

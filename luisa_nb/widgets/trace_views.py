@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from traitlets import Bytes, Dict, List
+from traitlets import Bytes, Dict, List, observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
 from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.html_page import module_source
-from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline
+from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline, record_details
 from luisa_nb.widgets.pages import (
     hazards_fallback,
     table_fallback,
@@ -93,10 +93,18 @@ class TimelineWidget(TraceView):
 
 
 class CommandTable(TraceView):
-    """Every command and sync point in issue order; click a row to select it."""
+    """Every command and sync point in issue order; click a row to select it. The details
+    panel shows the selected record; a large trace's summary leaves out the device and
+    host ranges of its commands, which ``record_details`` brings for the selected one."""
 
     _esm = module_source("table")
     _view = "table"
+    record_details = Dict(help="the selected record's device and host ranges").tag(sync=True)
+
+    @observe("selected_command")
+    def _send_record_details(self, change: dict[str, Any]) -> None:
+        selected = change["new"]
+        self.record_details = {} if selected is None else record_details(self.trace, selected)
 
     def _fallback(self) -> str:
         return table_fallback(self.model)

@@ -11,6 +11,7 @@ from helpers.streams import PAUSE, streams_trace
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.recording import CommandKind
+from luisa_nb.widgets import model as model_module
 from luisa_nb.widgets.model import (
     BYTES_PER_RECORD,
     COLUMNS,
@@ -19,6 +20,7 @@ from luisa_nb.widgets.model import (
     KINDS,
     Analysis,
     build_timeline,
+    record_details,
 )
 
 
@@ -284,3 +286,26 @@ def test_details_name_device_and_host_ranges(streams_program):
     assert host.startswith("host result: 256 B of <f4 [64] at 0x")
     assert summary["errors"] == {}
     json.dumps(summary, allow_nan=False)
+
+
+def test_a_large_trace_sends_details_for_the_selected_record_only(streams_program, monkeypatch):
+    from luisa_nb.widgets import CommandTable
+
+    trace = streams_program.trace
+    [download] = ids_of(trace, "download")
+    inline = streams_program.summary["details"]
+    expected = inline[
+        streams_program.model.columns["detail"][rows_of(streams_program.model, download)]
+    ]
+    assert record_details(trace, download) == {"id": download, "lines": expected}
+    [wait] = ids_of(trace, "wait")
+    assert record_details(trace, wait) == {"id": wait, "lines": ""}
+
+    monkeypatch.setattr(model_module, "DETAILS_INLINE_LIMIT", 3)
+    large = build_timeline(trace)
+    assert large.summary()["details"] == [""] and not large.columns["detail"].any()
+    table = CommandTable(trace, model=large)
+    table.selected_command = download
+    assert table.record_details == {"id": download, "lines": expected}
+    table.selected_command = None
+    assert table.record_details == {}

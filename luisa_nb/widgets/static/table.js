@@ -6,8 +6,9 @@
 // anywidget renderer: export render({model, el}).
 //
 // Model keys read: summary (with ranges, details, errors), data (the packed columns, as
-// for the timeline), hazards, selected_command, selected_commands. Key written:
-// selected_command.
+// for the timeline), hazards, selected_command, selected_commands, record_details (the
+// device and host ranges of the selected record, for traces too large for the summary
+// to hold them). Key written: selected_command.
 
 const ROW_HEIGHT = 22;
 const OVERSCAN = 8;
@@ -231,7 +232,9 @@ export function render({ model, el }) {
     if (!Number.isNaN(host)) {
       fields.push([kind === "upload" ? "host read" : "host write", formatTime(start + host)]);
     }
-    const detail = columns.detail ? (summary.details || [])[columns.detail[row]] : "";
+    let detail = columns.detail ? (summary.details || [])[columns.detail[row]] : "";
+    const sent = model.get("record_details");
+    if (!detail && sent && sent.id === id) detail = sent.lines;
     for (const line of (detail || "").split("\n")) {
       if (!line) continue;
       fields.push(line.startsWith("host ") ? ["host range", line.slice(5)] : ["device range", line]);
@@ -335,6 +338,7 @@ export function render({ model, el }) {
   search.addEventListener("input", onInput);
   model.on("change:selected_commands", onSelection);
   model.on("change:selected_command", onSelection);
+  model.on("change:record_details", showDetails);
   model.on("change:data", onData);
   model.on("change:summary", onData);
   applyFilter("");
@@ -345,6 +349,7 @@ export function render({ model, el }) {
     clearTimeout(timer);
     model.off("change:selected_commands", onSelection);
     model.off("change:selected_command", onSelection);
+    model.off("change:record_details", showDetails);
     model.off("change:data", onData);
     model.off("change:summary", onData);
   };
