@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.compare import Comparison
+from luisa_nb.compare_html import theme_style
 from luisa_nb.recording import CommandKind, CommandRecord
 from luisa_nb.recording.naming import describe, stream_name
 
@@ -25,15 +26,17 @@ DIFF_VIEWS = 4
 configuration); the table above them lists every array."""
 
 _TABLE = "border-collapse:collapse;margin:4px 0"
-_CELL = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:left;vertical-align:top"
-_NUMBER = "padding:2px 8px;border-top:1px solid #d0d7de;text-align:right;font-family:monospace"
+_RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
+_CELL = f"padding:2px 8px;{_RULE};text-align:left;vertical-align:top"
+_NUMBER = f"padding:2px 8px;{_RULE};text-align:right;font-family:monospace"
 _STAGED_MARK = "background:#ffd6d6;color:#7f0000"  # dark text: readable in any theme
+_HAZARD = "var(--lnb-hazard,#c62828)"  # the widgets' theme colours (compare_html.theme_style)
 _KIND_COLOURS = {
-    HazardKind.STALE_UPLOAD: "#cf222e",
-    HazardKind.DEVICE_RACE: "#cf222e",
-    HazardKind.HOST_WRITE_IN_FLIGHT: "#cf222e",
-    HazardKind.HOST_USE_AFTER_FREE: "#cf222e",
-    HazardKind.LATENT_STALE_UPLOAD: "#9a6700",
+    HazardKind.STALE_UPLOAD: _HAZARD,
+    HazardKind.DEVICE_RACE: _HAZARD,
+    HazardKind.HOST_WRITE_IN_FLIGHT: _HAZARD,
+    HazardKind.HOST_USE_AFTER_FREE: _HAZARD,
+    HazardKind.LATENT_STALE_UPLOAD: "var(--lnb-latent,#8a5a00)",
 }
 
 
@@ -59,7 +62,8 @@ class HazardTable:
     def _repr_html_(self) -> str:
         if not self.hazards:
             return (
-                f"<p class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: none found "
+                f"{theme_style()}<p class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: "
+                "none found "
                 "(no stale upload, host write in flight or device race).</p>"
             )
         rows = []
@@ -73,7 +77,8 @@ class HazardTable:
                 f"<td style='{_CELL}'>{_escape(hazard.fix)}</td></tr>"
             )
         return (
-            f"<div class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: {len(self.hazards)}"
+            f"{theme_style()}<div class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: "
+            f"{len(self.hazards)}"
             f"{_table(['kind', 'commands', 'message', 'fix'], rows)}</div>"
         )
 

@@ -1,7 +1,8 @@
-"""Readable in any theme, on a laptop screen: the live widgets and a comparison table in
-real JupyterLab (light, then dark, one server and one page), and the static report under
-a dark colour-scheme preference, at 1280 px. Text contrast is measured from computed
-styles (WCAG 2: at least 4.5 : 1 against the background the text is drawn on)."""
+"""Readable in any theme, on a laptop screen: the live widgets, a comparison table and
+the IPython extension's hazard table in real JupyterLab (light, then dark, one server
+and one page), and the static report under a dark colour-scheme preference, at 1280 px.
+Text contrast is measured from computed styles (WCAG 2: at least 4.5 : 1 against the
+background the text is drawn on)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ viewer"""
 
 DIFF_CELL = """\
 import numpy as np
+from luisa_nb.ipython.display import HazardTable
+display(HazardTable(viewer.analysis.hazards))
 DiffView(np.arange(8.0), np.array([0.0, 1.0, 9.0, 3.0, 4.0, 7.0, 6.0, 7.0]), title="diff")"""
 
 COMPARE_CELL = """\
@@ -51,6 +54,7 @@ TEXTS = {
     "differing values (comparison)": (".lnb-compare td", True),
     "verdicts": (".lnb-bad, .lnb-good, .lnb-latent", False),
     "comparison verdicts and hazards": (".lnb-compare td span, .lnb-compare li span", False),
+    "hazard table of the IPython extension": (".lnb-ipython-hazards td", False),
 }
 
 CONTRAST = """([texts, marked]) => {
@@ -213,8 +217,8 @@ def measured(tmp_path_factory, seed) -> dict:
 @pytest.mark.parametrize("theme", [*THEMES, "static"])
 @pytest.mark.parametrize("text", list(TEXTS))
 def test_text_is_readable_in_each_theme(measured, theme, text):
-    if theme == "static" and "comparison" in text:
-        pytest.skip("the report has no comparison table")
+    if theme == "static" and ("comparison" in text or "IPython" in text):
+        pytest.skip("the report has no comparison or IPython table")
     found = measured[theme]["contrast"][text]
     assert found["count"], f"nothing matched {TEXTS[text][0]!r} in {theme}"
     assert found["worst"]["ratio"] >= MINIMUM_CONTRAST, f"{text} in {theme}: {found['worst']}"
