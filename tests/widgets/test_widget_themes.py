@@ -130,6 +130,26 @@ WHAT_WIDTH = """() => {
   return Math.max(right - left, 0) / average;
 }"""
 
+KIND_COLOURS = """() => {
+  const colour = (selector) => {
+    const node = document.querySelector(selector);
+    return node ? getComputedStyle(node).color : null;
+  };
+  const property = (name) => {
+    const probe = document.createElement("span");
+    probe.style.color = `var(${name})`;
+    document.querySelector(".lnb-hazards").append(probe);
+    const value = getComputedStyle(probe).color;
+    probe.remove();
+    return value;
+  };
+  return {
+    "hazard list": colour(".lnb-hazard-title b"),
+    "hazard table of the IPython extension": colour(".lnb-ipython-hazards td"),
+    "--lnb-hazard": property("--lnb-hazard"),
+    "--lnb-latent": property("--lnb-latent"),
+  };
+}"""
 
 RUN_ALL = """async () => {
   const notebook = window.jupyterapp.shell.currentWidget;
@@ -169,19 +189,25 @@ def _open_and_run(page, url: str) -> None:
 def _measure(page) -> dict:
     texts = {name: selector for name, (selector, _) in TEXTS.items()}
     marked = [name for name, (_, own) in TEXTS.items() if own]
-    return {"contrast": page.evaluate(CONTRAST, [texts, marked]), "what": page.evaluate(WHAT_WIDTH)}
+    return {
+        "contrast": page.evaluate(CONTRAST, [texts, marked]),
+        "what": page.evaluate(WHAT_WIDTH),
+        "kinds": page.evaluate(KIND_COLOURS),
+    }
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory, seed) -> dict:
-    """Contrast and the "what" column's width, per theme, in one JupyterLab page; and the
-    static report's under a dark colour-scheme preference."""
+def measured(tmp_path_factory, seed, execute_seed) -> dict:
+    """Contrast, the "what" column's width and the hazard kinds' colours, per theme, in one
+    JupyterLab page; the same for the static report under a dark colour-scheme preference,
+    and the kinds' colours in the report of a trace with a latent stale upload."""
     from playwright.sync_api import sync_playwright
 
     root = tmp_path_factory.mktemp("themes")
     seed.trace.save(root / "seed.lnbtrace")
     _notebook(root)
     report = write_report(seed.trace, root / "report.html")
+    latent = write_report(execute_seed.trace, root / "latent.html")
     results = {}
     with jupyter_lab(root) as server, sync_playwright() as playwright:
         browser = launch_chromium(playwright)
@@ -209,6 +235,9 @@ def measured(tmp_path_factory, seed) -> dict:
         static.wait_for_selector(".lnb-diff tr.lnb-differs", timeout=20_000)
         static.mouse.move(1, 1)
         results["static"] = _measure(static)
+        static.goto(latent.as_uri())
+        static.wait_for_selector(".lnb-root[data-ready='1']", timeout=20_000)
+        results["latent"] = static.evaluate(KIND_COLOURS)
         browser.close()
     assert errors == []
     return results
@@ -227,3 +256,16 @@ def test_text_is_readable_in_each_theme(measured, theme, text):
 @pytest.mark.parametrize("where", [THEMES[0], "1400", "static"])
 def test_what_column_is_visible_on_a_laptop_screen(measured, where):
     assert measured[where]["what"] >= WHAT_CHARACTERS, measured[where]["what"]
+
+
+@pytest.mark.parametrize("theme", THEMES)
+def test_a_stale_upload_is_red_in_every_view(measured, theme):
+    kinds = measured[theme]["kinds"]
+    views = ("hazard list", "hazard table of the IPython extension")
+    assert {kinds[view] for view in views} == {kinds["--lnb-hazard"]}, kinds
+    assert kinds["--lnb-hazard"] != kinds["--lnb-latent"]
+
+
+def test_a_latent_stale_upload_is_amber(measured):
+    kinds = measured["latent"]
+    assert kinds["hazard list"] == kinds["--lnb-latent"] != kinds["--lnb-hazard"], kinds
