@@ -9,15 +9,14 @@ import numpy as np
 
 from luisa_nb.analysis import HazardKind
 from luisa_nb.compare import FIRST_INDICES, ArrayDifference, Comparison, Run, index_text
-from luisa_nb.widgets.html_page import stylesheet
+from luisa_nb.widgets.html_page import HAZARD_COLOUR, MARK_STYLE, kind_colour, stylesheet
 
 # Colours are the widgets' theme properties (see theme_style), with their light values
 # where a page drops the style element. A differing value is a pale mark with dark text,
 # readable in any theme.
-_MARK = "background:#ffd6d6;color:#7f0000;font-weight:bold"
+_MARK = f"{MARK_STYLE};font-weight:bold"
 _EQUAL = "color:var(--lnb-ok,#2e7d32)"
-_UNEQUAL = "color:var(--lnb-hazard,#c62828);font-weight:bold"
-_LATENT = "color:var(--lnb-latent,#8a5a00);font-weight:bold"
+_UNEQUAL = f"color:{HAZARD_COLOUR};font-weight:bold"
 _RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
 _CELL = "padding:2px 8px;text-align:right;font-family:monospace"
 _THEME_END = "/* End of the theme block. */"
@@ -137,8 +136,7 @@ def _hazards_html(run: Run) -> str:
 
 
 def _kind_style(kind: HazardKind) -> str:
-    """Amber for a latent stale upload, red for any other hazard, as in the widgets."""
-    return _LATENT if kind is HazardKind.LATENT_STALE_UPLOAD else _UNEQUAL
+    return f"color:{kind_colour(kind)};font-weight:bold"
 
 
 @cache

@@ -18,6 +18,7 @@ from luisa_nb.compare import Comparison
 from luisa_nb.compare_html import theme_style
 from luisa_nb.recording import CommandKind, CommandRecord
 from luisa_nb.recording.naming import describe, stream_name
+from luisa_nb.widgets.html_page import MARK_STYLE, kind_colour
 
 DIFF_ROWS = 8
 """How many differing elements of a stale upload the summary lists."""
@@ -29,15 +30,6 @@ _TABLE = "border-collapse:collapse;margin:4px 0"
 _RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
 _CELL = f"padding:2px 8px;{_RULE};text-align:left;vertical-align:top"
 _NUMBER = f"padding:2px 8px;{_RULE};text-align:right;font-family:monospace"
-_STAGED_MARK = "background:#ffd6d6;color:#7f0000"  # dark text: readable in any theme
-_HAZARD = "var(--lnb-hazard,#c62828)"  # the widgets' theme colours (compare_html.theme_style)
-_KIND_COLOURS = {
-    HazardKind.STALE_UPLOAD: _HAZARD,
-    HazardKind.DEVICE_RACE: _HAZARD,
-    HazardKind.HOST_WRITE_IN_FLIGHT: _HAZARD,
-    HazardKind.HOST_USE_AFTER_FREE: _HAZARD,
-    HazardKind.LATENT_STALE_UPLOAD: "var(--lnb-latent,#8a5a00)",
-}
 
 
 def _escape(value: object) -> str:
@@ -68,7 +60,7 @@ class HazardTable:
             )
         rows = []
         for hazard in self.hazards:
-            colour = _KIND_COLOURS.get(hazard.kind, "inherit")
+            colour = kind_colour(hazard.kind)
             commands = ", ".join(f"#{command}" for command in hazard.command_ids)
             rows.append(
                 f"<tr><td style='{_CELL};color:{colour};font-weight:bold'>"
@@ -168,7 +160,7 @@ def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
     indices = check.differing_indices
     rows = [
         f"<tr><td style='{_NUMBER}'>{int(index)}</td>"
-        f"<td style='{_NUMBER};{_STAGED_MARK}'>{_escape(check.staged[index])}</td>"
+        f"<td style='{_NUMBER};{MARK_STYLE}'>{_escape(check.staged[index])}</td>"
         f"<td style='{_NUMBER}'>{_escape(check.expected[index])}</td></tr>"
         for index in indices[:DIFF_ROWS]
     ]

@@ -30,6 +30,10 @@ from luisa_nb.errors import ConfigurationError
 
 STATIC = Path(__file__).parent / "static"
 MODULE_TYPE = "text/x-luisa-nb-module"
+MARK_STYLE = "background:#ffd6d6;color:#7f0000"
+"""A differing or staged value: a pale mark with dark text, readable in any theme."""
+HAZARD_COLOUR = "var(--lnb-hazard,#c62828)"
+LATENT_COLOUR = "var(--lnb-latent,#8a5a00)"
 HAZARDS_REFERENCE = "$hazards"
 TWIN_GRACE_MS = 4000
 """How long a static twin inside JupyterLab or Notebook waits for its live widget."""
@@ -120,6 +124,13 @@ def static_twin(fragment: str, twin_ids: list[str]) -> str:
 @cache
 def stylesheet() -> str:
     return (STATIC / "widgets.css").read_text(encoding="utf-8")
+
+
+def kind_colour(kind: str) -> str:
+    """Amber for a latent stale upload, red for any other hazard kind: the one meaning
+    these colours have in every view (the stylesheet's ``--lnb-latent``/``--lnb-hazard``,
+    with their light values where a page drops the style element)."""
+    return LATENT_COLOUR if kind == "LATENT_STALE_UPLOAD" else HAZARD_COLOUR
 
 
 def _script_safe(text: str) -> str:

@@ -15,7 +15,7 @@ from luisa_nb.widgets.array_diff import (
     unavailable,
     upload_array_diff,
 )
-from luisa_nb.widgets.html_page import StaticPage, escape
+from luisa_nb.widgets.html_page import StaticPage, escape, kind_colour
 from luisa_nb.widgets.model import UPLOAD_HAZARDS, Analysis, TimelineModel, build_timeline
 
 #: Uploads whose staged-vs-expected values a static trace page embeds, at most.
@@ -101,7 +101,7 @@ def hazards_fallback(hazards: list[dict[str, Any]], limit: int = FALLBACK_ROWS) 
         return '<p class="lnb-good">No hazards found in this trace.</p>'
     more = len(hazards) - limit
     items = "".join(
-        f'<li><b class="lnb-bad">{escape(h["kind"])}</b> '
+        f'<li><b style="color:{kind_colour(h["kind"])}">{escape(h["kind"])}</b> '
         f"{escape(' → '.join(h['descriptions']))}<br>{escape(h['message'])}"
         f"<br><i>fix: {escape(h['fix'])}</i></li>"
         for h in hazards[:limit]

@@ -83,3 +83,14 @@ def test_scripts_cannot_break_out_of_their_elements(seed):
     page = report_html(seed.trace)
     scripts = re.findall(r"<script[^>]*>(.*?)</script>", page, re.S)
     assert all("<script" not in body.lower() for body in scripts)
+
+
+def test_the_no_script_hazard_list_colours_each_kind_as_every_view_does():
+    from luisa_nb.widgets.html_page import HAZARD_COLOUR, LATENT_COLOUR
+    from luisa_nb.widgets.pages import hazards_fallback
+
+    hazard = {"descriptions": ["#1 download", "#2 upload"], "message": "m", "fix": "f"}
+    latent = hazards_fallback([{**hazard, "kind": "LATENT_STALE_UPLOAD"}])
+    stale = hazards_fallback([{**hazard, "kind": "STALE_UPLOAD"}])
+    assert f'style="color:{LATENT_COLOUR}"' in latent and HAZARD_COLOUR not in latent
+    assert f'style="color:{HAZARD_COLOUR}"' in stale
