@@ -85,8 +85,9 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
 class TimelineWidget(TraceView):
     """A lane per stream and a host lane; each record a bar coloured by kind; host reads
     (▼) and writes (▲) on the host lane; each hazard a red arrow from the download's host
-    write to the stale upload's host read. Wheel zooms, drag pans, hover shows the record,
-    click selects (a bar: ``selected_command``; an arrow: ``selected_hazard``)."""
+    write to the stale upload's host read. Opens on the first hazard; Ctrl+wheel or W/S
+    zoom, drag or A/D pan, hover shows the record, click selects (a bar:
+    ``selected_command``; an arrow: ``selected_hazard``)."""
 
     _esm = module_source("timeline")
     _view = "timeline"
