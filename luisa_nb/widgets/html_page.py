@@ -76,21 +76,20 @@ try {
 </script>"""
 
 
-#: Renderers that read binary traits; ``static/columns.js`` is prepended to each of them.
-COLUMN_READERS = frozenset({"timeline", "table", "diff"})
+#: The files in ``static/`` put in front of a renderer, in order: anywidget loads one
+#: module per widget, so renderers cannot import what they share.
+RENDERER_PARTS = {
+    "timeline": ("columns", "timeline_parts", "overlays"),
+    "table": ("columns",),
+    "diff": ("columns",),
+}
 
 
 @cache
 def module_source(name: str) -> str:
-    """The module ``static/<name>.js``, with the shared ``columns.js`` in front where it
-    needs it, and the timeline's ``overlays.js`` (anywidget loads one module per widget,
-    so renderers cannot import)."""
-    text = (STATIC / f"{name}.js").read_text(encoding="utf-8")
-    if name == "timeline":
-        text = (STATIC / "overlays.js").read_text(encoding="utf-8") + "\n" + text
-    if name in COLUMN_READERS:
-        text = (STATIC / "columns.js").read_text(encoding="utf-8") + "\n" + text
-    return text
+    """The renderer ``static/<name>.js`` as one module, its :data:`RENDERER_PARTS` first."""
+    files = (*RENDERER_PARTS.get(name, ()), name)
+    return "\n".join((STATIC / f"{part}.js").read_text(encoding="utf-8") for part in files)
 
 
 _EXPORTS = (
