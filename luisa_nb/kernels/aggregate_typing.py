@@ -37,6 +37,9 @@ class TypingContext:
 
     buffers: list[ir.BufferSlot] = field(default_factory=list)
     captured_buffers: dict[int, int] = field(default_factory=dict)
+    heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
+    captured_heaps: dict[int, int] = field(default_factory=dict)
+    heap_sizes: dict[int, int] = field(default_factory=dict)  # buffer slot -> element count
     functions: list[ir.FunctionIR] = field(default_factory=list)
     specialisations: dict[tuple[int, tuple[Any, ...]], int] = field(default_factory=dict)
     definitions: list[Any] = field(default_factory=list)  # keeps the ids above valid

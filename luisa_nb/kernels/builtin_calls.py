@@ -104,6 +104,8 @@ class BuiltinCallTyping:
 
     def visit_Call(self: KernelTyper, node: ast.Call) -> ir.Expression:
         self.check_buffer_call(node)
+        if isinstance(node.func, ast.Attribute) and self.is_heap(node.func.value):
+            return self.heap_method(node)
         if isinstance(node.func, ast.Attribute) and self.is_buffer(node.func.value):
             return self.buffer_method(node, statement=False)
         label = ast.unparse(node.func)

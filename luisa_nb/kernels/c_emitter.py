@@ -14,6 +14,7 @@ import numpy as np
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.c_aggregates import AggregateEmission
 from luisa_nb.kernels.c_atomics import AtomicEmission
+from luisa_nb.kernels.c_bindless import BindlessEmission
 from luisa_nb.kernels.c_checks import (
     LAUNCH_PRELUDE,
     NOTE_FUNCTION,
@@ -89,6 +90,7 @@ class CEmitter(
     AggregateEmission,
     AtomicEmission,
     ImageEmission,
+    BindlessEmission,
     LaunchEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
@@ -128,7 +130,9 @@ class CEmitter(
         self.references: set[str] = set()  # parameters of the callable being emitted
         self.return_type: object = None  # its return type
         self.sequence_counter = 0
-        names = [c_identifier(slot.name) for slot in kernel.buffers]
+        names = [  # a bindless array's resources are named heap[slot]
+            c_identifier(slot.name.replace("[", "_").replace("]", "")) for slot in kernel.buffers
+        ]
         self.buffer_names = [
             name if names.count(name) == 1 else f"{name}_{index}"
             for index, name in enumerate(names)
@@ -138,6 +142,8 @@ class CEmitter(
         self.composite_types: set[KernelType] = set()
         self.access_helpers: dict[tuple[str, KernelType, ScalarType], None] = {}
         self.image_helper_texts: list[str] = []  # after the checked accesses
+        self.bindless_sites: list[ir.BindlessCall] = []  # see c_bindless
+        self.notes_checks = False  # a check outside the access helpers notes failures
         self.uses_math = False
         self.loop_counter = 0
 
@@ -178,7 +184,11 @@ class CEmitter(
             LAUNCH_PRELUDE,
             arguments,
             *self.helper_texts,
-            *((NOTE_FUNCTION,) if self.access_helpers or (self.checks and images) else ()),
+            *(
+                (NOTE_FUNCTION,)
+                if self.access_helpers or (self.checks and images) or self.notes_checks
+                else ()
+            ),
             *accesses,
             *images,
             *functions,

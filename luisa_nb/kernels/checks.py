@@ -136,6 +136,30 @@ def texel_error(
     )
 
 
+def slot_error(
+    kernel: str,
+    where: str,
+    line: int,
+    thread: tuple[int, int, int],
+    slot: int,
+    heap: str,
+    method: str,
+    suitable: list[int],
+) -> KernelIndexError:
+    """The error of a thread whose bindless call ``method`` used ``slot`` of bindless array
+    ``heap``, which holds no resource the call can use (``suitable``: the slots that do)."""
+    location = f" at {where}" if where else ""
+    listed = ", ".join(map(str, suitable)) if suitable else "none"
+    message = (
+        f"kernel {kernel!r}: thread {thread} calls {heap}.{method} on slot {slot}, which "
+        f"holds no resource that call can use{location}; the dispatch stopped. Slots it can "
+        f"use: {listed}. Emplace a resource of that kind there and update() the array"
+    )
+    return KernelIndexError(
+        message, kernel=kernel, line=line, thread=thread, index=slot, size=-1, buffer=heap
+    )
+
+
 def non_finite_error(
     kernel: str,
     where: str,

@@ -86,6 +86,23 @@ class ImageRead(Expression):
 
 
 @dataclass(frozen=True)
+class BindlessCall(Expression):
+    """A method of bindless array ``heap`` (an index into ``KernelIR.heaps``):
+    ``buffer_read(dtype, slot, index)``, ``buffer_size(slot)``, ``texture2d_read(slot,
+    coord)``, ``texture2d_sample(slot, uv)`` or ``texture2d_size(slot)``. ``slots`` are
+    the ``(bindless slot, buffer slot)`` pairs whose resource suits the call; any other
+    slot fails the call's check."""
+
+    heap: int
+    method: str
+    slots: tuple[tuple[int, int], ...]
+    slot: Expression
+    arguments: tuple[Expression, ...]
+    line: int = 0
+    sizes: tuple[int, ...] = ()  # buffer_size: the element count of each of ``slots``
+
+
+@dataclass(frozen=True)
 class AtomicCall(Expression):
     """``buffer.atomic_<operation>(index, *arguments)``: changes the element atomically
     and gives its old value (``operation`` is "exchange", "compare_exchange",
@@ -246,6 +263,7 @@ class BufferSlot:
     name: str
     element: KernelType
     capture: Any = None  # the captured buffer object, None for arguments
+    heap: str | None = None  # the bindless array holding it, None for buffers of their own
 
 
 @dataclass(frozen=True)
@@ -282,10 +300,13 @@ class KernelIR:
     name: str
     buffers: list[BufferSlot]  # launch order: buffer arguments, then captured buffers
     scalars: list[ScalarSlot]
-    arguments: list[tuple[str, str, int]]  # (name, "buffer"|"scalar", slot index) in call order
+    # (name, "buffer"|"scalar"|"bindless", index into buffers|scalars|heaps) in call order
+    arguments: list[tuple[str, str, int]]
     locals: dict[str, KernelType] = field(default_factory=dict)
     body: tuple[Statement, ...] = ()
     functions: list[FunctionIR] = field(default_factory=list)  # callees before callers
+    # per bindless array: its name and (bindless slot, buffer slot) of each resource
+    heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
 
     @property
     def has_control_flow(self) -> bool:
@@ -328,6 +349,8 @@ class KernelIR:
         names = {(True, True): "read_write", (False, True): "write", (True, False): "read"}
         return [
             names.get((index in reads, index in writes), "none")
+            if self.buffers[index].heap is None
+            else "read"  # a dispatch may read any resource of a bindless array
             for index in range(len(self.buffers))
         ]
 
@@ -394,4 +417,6 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return expression.arguments
     if isinstance(expression, AtomicCall):
         return (expression.index, *expression.arguments)
+    if isinstance(expression, BindlessCall):
+        return (expression.slot, *expression.arguments)
     return ()

@@ -26,8 +26,15 @@ from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.matrices import composite_class
+from luisa_nb.kernels.python_bindless import BindlessShim
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.type_system import BufferType, ImageType, ScalarType, is_aggregate_type
+from luisa_nb.kernels.type_system import (
+    BufferType,
+    ImageType,
+    ScalarType,
+    is_aggregate_type,
+    is_bindless_like,
+)
 from luisa_nb.kernels.value_copies import copying_function
 from luisa_nb.kernels.vectors import int3, uint2, vector_class
 
@@ -258,6 +265,9 @@ def kernel_range(*bounds: Any) -> Iterator[np.integer]:
         yield scalar(value)
 
 
+kernel_int.kernel_type = ScalarType.INT32  # what they stand for as a dtype argument
+kernel_float.kernel_type = ScalarType.FLOAT32
+
 KERNEL_BUILTINS = {
     "int": kernel_int,
     "float": kernel_float,
@@ -297,7 +307,11 @@ class PythonExecutable(Executable):
         self._lock = threading.Lock()
         self._loops = kernel.has_control_flow
         self._arguments = kernel.arguments
-        self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
+        self._heaps = kernel.heaps
+        self._argument_buffer_count = sum(
+            1 if kind == "buffer" else len(kernel.heaps[index][1]) if kind == "bindless" else 0
+            for _, kind, index in kernel.arguments
+        )
         self._scalar_types = [_argument_converter(slot.type) for slot in kernel.scalars]
         self._copied_arguments = [
             position
@@ -332,13 +346,24 @@ class PythonExecutable(Executable):
         callables their Python-mode functions, and builtins return numpy scalars."""
         replacements = {}
         for name, value in captures.captured().items():
-            if id(value) in self._capture_shims:
+            if is_bindless_like(value):
+                replacements[name] = self._captured_heap_shim(name)
+            elif id(value) in self._capture_shims:
                 replacements[name] = self._capture_shims[id(value)]
             elif callable_definition(value) is not None:
                 replacements[name] = self._python_function(callable_definition(value))
         namespace, closure = captures.python_mode_namespaces(replacements)
         namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
         return namespace, closure
+
+    def _captured_heap_shim(self, name: str) -> BindlessShim:
+        """The shim of captured bindless array ``name`` over its resources' shims."""
+        pairs = next((pairs for heap, pairs in self._heaps if heap == name), ())
+        shims = {
+            slot: self._capture_shims[id(self._buffer_slots[buffer].capture)]
+            for slot, buffer in pairs
+        }
+        return BindlessShim(name, self, shims)
 
     def _python_function(self, definition: Any) -> Callable[..., Any]:
         """The Python-mode function of a callable: its vector arguments are copies."""
@@ -373,8 +398,14 @@ class PythonExecutable(Executable):
             for shim, array in zip(self._capture_shims.values(), buffers[count:], strict=True):
                 shim.bind(array)
             arguments = []
-            for _, kind, index in self._arguments:
-                if kind == "buffer":
+            for name, kind, index in self._arguments:
+                if kind == "bindless":
+                    shims = {
+                        slot: self._shim(self._buffer_slots[buffer]).bind(buffers[buffer])
+                        for slot, buffer in self._heaps[index][1]
+                    }
+                    arguments.append(BindlessShim(name, self, shims))
+                elif kind == "buffer":
                     arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))

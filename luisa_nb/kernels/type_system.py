@@ -243,6 +243,26 @@ class BufferType:
         return f"buffer[{self.element}]"
 
 
+@dataclass(frozen=True)
+class BindlessType:
+    """A bindless array as kernels see it: its emplaced resources by slot, each as
+    ``(slot, type, size)``: a :class:`BufferType` (of an element or of an
+    :class:`ImageType`) and the element count. The resources are part of the type: a
+    kernel is compiled once per set of resources."""
+
+    entries: tuple[tuple[int, BufferType, int], ...]
+
+    def __str__(self) -> str:
+        listed = ", ".join(f"{slot}: {kind}" for slot, kind, _ in self.entries)
+        return f"bindless[{listed}]"
+
+
+def is_bindless_like(value: Any) -> bool:
+    """Duck typing: ``__lnb_bindless__`` is true and ``resources()`` gives the emplaced
+    buffers and images by slot."""
+    return bool(getattr(value, "__lnb_bindless__", False))
+
+
 _BUFFER_TYPE_OF_DTYPE = {
     t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES, *MATRIX_TYPES)
 }
@@ -274,6 +294,9 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
         return value_type
     if is_image_like(value):
         return BufferType(image_type(value))
+    if is_bindless_like(value):
+        resources = sorted(value.resources().items())
+        return BindlessType(tuple((slot, argument_type(r), int(r.size)) for slot, r in resources))
     if is_buffer_like(value):
         try:
             return BufferType.of_dtype(value.dtype)

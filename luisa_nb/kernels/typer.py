@@ -14,6 +14,7 @@ from luisa_nb.errors import KernelArgumentError
 from luisa_nb.kernels import ir, type_system
 from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
 from luisa_nb.kernels.atomic_typing import AtomicTyping
+from luisa_nb.kernels.bindless_typing import BindlessTyping
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.captures import CaptureResolver, builtin_name
 from luisa_nb.kernels.constant_conditions import ConstantConditions
@@ -22,6 +23,7 @@ from luisa_nb.kernels.image_typing import ImageTyping
 from luisa_nb.kernels.matrix_typing import MatrixTyping
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
+    BindlessType,
     BufferType,
     KernelType,
     ScalarType,
@@ -42,6 +44,7 @@ class KernelTyper(
     AggregateTyping,
     AtomicTyping,
     ImageTyping,
+    BindlessTyping,
     BuiltinCallTyping,
     ast.NodeVisitor,
 ):
@@ -71,6 +74,10 @@ class KernelTyper(
         self.buffer_arguments: dict[str, int] = {}
         self.scalar_arguments: set[str] = set()
         self.captured_buffers: dict[int, int] = self.context.captured_buffers
+        self.heaps = self.context.heaps
+        self.captured_heaps: dict[int, int] = self.context.captured_heaps
+        self.heap_sizes: dict[int, int] = self.context.heap_sizes
+        self.heap_arguments: dict[str, int] = {}
         self.first_assignments: dict[str, int] = {}
         self.temporaries: list[str] = []
         self.statement_call: ast.Call | None = None
@@ -83,6 +90,9 @@ class KernelTyper(
             elif self.is_callable:
                 self.scalar_arguments.add(name)
                 self.locals[name] = argument_type
+            elif isinstance(argument_type, BindlessType):
+                self.heap_arguments[name] = self.add_heap(name, argument_type)
+                self.arguments.append((name, "bindless", self.heap_arguments[name]))
             elif isinstance(argument_type, BufferType):
                 self.buffer_arguments[name] = len(self.buffers)
                 self.arguments.append((name, "buffer", len(self.buffers)))
@@ -97,7 +107,9 @@ class KernelTyper(
             for node in ast.walk(source.tree)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
         }
-        self.local_names = assigned | self.scalar_arguments | set(self.buffer_arguments)
+        self.local_names = (
+            assigned | self.scalar_arguments | set(self.buffer_arguments) | set(self.heap_arguments)
+        )
         self.constants = ConstantConditions(source.tree, self.local_names, captures)
 
     def run(self) -> ir.KernelIR:
@@ -113,6 +125,7 @@ class KernelTyper(
             local_types,
             body,
             self.context.functions,
+            self.heaps,
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -214,6 +227,8 @@ class KernelTyper(
         if isinstance(value, ast.Call):
             self.statement_call = value
             self.check_buffer_call(value)
+            if isinstance(value.func, ast.Attribute) and self.is_heap(value.func.value):
+                return [ir.Evaluate(self.heap_method(value))]
             if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
                 result = self.buffer_method(value, statement=True)
                 return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]

@@ -12,6 +12,7 @@ as names that raise :class:`~luisa_nb.errors.UnsupportedFeatureError` when used.
 from __future__ import annotations
 
 from luisa_nb.luisa import session
+from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffer import Buffer
 from luisa_nb.luisa.func import Func, func
 from luisa_nb.luisa.gui import GUI
@@ -76,6 +77,7 @@ __all__ = [
     *_math_names,
     *MISSING,
     "ArrayType",
+    "BindlessArray",
     "StructType",
     "array",
     "struct",
@@ -86,6 +88,7 @@ __all__ = [
     "Image2D",
     "Texture2D",
     "Stream",
+    "bindless_array",
     "buffer",
     "del_device",
     "execute",

@@ -55,7 +55,6 @@ _FEATURES = {
     ),
     "automatic differentiation": ("autodiff",),
     "3D images (not yet in luisa_nb)": ("Image3D", "Volume", "image3d", "Texture3DType"),
-    "bindless arrays (not yet in luisa_nb)": ("BindlessArray", "bindless_array"),
     "shared memory": ("SharedArrayType",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
