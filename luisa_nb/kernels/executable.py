@@ -244,7 +244,11 @@ class CExecutable(Executable):
         image = self.buffer_elements[record.buffer]
         if isinstance(image, ImageType) and record.status == STATUS_INDEX_ERROR:
             access = ("reads", "writes")[record.access]
-            coord, size = (index, int(record.value)), (image.width, image.height)
+            row = int(record.value)  # y, or z * height + y for a 3D image
+            coord: tuple[int, ...] = (index, row)
+            if image.depth:
+                coord = (index, row % image.height, row // image.height)
+            size = image.size
             return texel_error(self.name, where, line, thread, access, coord, size, buffer)
         if record.status == STATUS_NON_FINITE:
             return non_finite_error(self.name, where, line, thread, index, buffer, record.value)

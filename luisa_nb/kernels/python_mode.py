@@ -36,7 +36,7 @@ from luisa_nb.kernels.type_system import (
     is_bindless_like,
 )
 from luisa_nb.kernels.value_copies import copying_function
-from luisa_nb.kernels.vectors import int3, uint2, vector_class
+from luisa_nb.kernels.vectors import int3, uint2, uint3, vector_class
 
 
 class BufferShim:
@@ -201,17 +201,19 @@ class ImageShim(BufferShim):
 
     def _start(self, coord: Any, access: str) -> int:
         """The first channel of texel ``coord``; a :class:`KernelIndexError` outside."""
-        x, y = (int(c) for c in coord._values)
+        position = tuple(int(c) for c in coord._values)
         image = self.image
-        if not (0 <= x < image.width and 0 <= y < image.height):
+        size = image.size
+        if not all(0 <= c < extent for c, extent in zip(position, size, strict=True)):
             line = sys._getframe(2).f_lineno  # the kernel's frame: it called read/write
             executable = self.executable
             where = executable.kernel_source.where(line)
-            size = (image.width, image.height)
             raise texel_error(
-                executable.name, where, line, current_thread(), access, (x, y), size, self.name
+                executable.name, where, line, current_thread(), access, position, size, self.name
             )
-        return (y * image.width + x) * image.channels
+        x, y = position[:2]
+        row = position[2] * image.height + y if image.depth else y
+        return (row * image.width + x) * image.channels
 
     def read(self, coord: Any) -> Any:
         start = self._start(coord, "reads")
@@ -232,7 +234,7 @@ class ImageShim(BufferShim):
         self.array[start : start + self.image.channels] = values.astype(self.image.dtype)
 
     def texture_size(self) -> Any:
-        return uint2(self.image.width, self.image.height)
+        return (uint3 if self.image.depth else uint2)(*self.image.size)
 
 
 def copy_vector(value: Any) -> Any:

@@ -16,7 +16,7 @@ from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffer import Buffer
 from luisa_nb.luisa.func import Func, func
 from luisa_nb.luisa.gui import GUI
-from luisa_nb.luisa.image import Image2D, Texture2D, image2d
+from luisa_nb.luisa.image import Image2D, Image3D, Texture2D, image2d, image3d
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
 from luisa_nb.luisa.missing import MISSING
@@ -86,6 +86,7 @@ __all__ = [
     "Func",
     "GUI",
     "Image2D",
+    "Image3D",
     "Texture2D",
     "Stream",
     "bindless_array",
@@ -95,6 +96,7 @@ __all__ = [
     "func",
     "init",
     "image2d",
+    "image3d",
     "init_headless",
     "long",
     "synchronize",

@@ -61,7 +61,7 @@ class BindlessArray(runtime.BindlessArray):
                 raise InvalidArgumentError(
                     f"a bindless array holds float images, not {res.kind} ones (as in luisa)"
                 )
-            if getattr(res, "depth", 1) != 1:
+            if res.depth is not None:
                 raise UnsupportedFeatureError(
                     "3D images in bindless arrays are not supported by luisa_nb"
                 )

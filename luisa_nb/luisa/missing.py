@@ -54,7 +54,7 @@ _FEATURES = {
         "MeshFormat",
     ),
     "automatic differentiation": ("autodiff",),
-    "3D images (not yet in luisa_nb)": ("Image3D", "Volume", "image3d", "Texture3DType"),
+    "3D image type annotations": ("Texture3DType",),
     "shared memory": ("SharedArrayType",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
