@@ -20,6 +20,7 @@ import numpy as np
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.expressions import is_weak
+from luisa_nb.kernels.shared import is_shared_array_type
 from luisa_nb.kernels.type_system import (
     MatrixType,
     ScalarType,
@@ -86,6 +87,10 @@ class AggregateTyping:
                 if node.args or node.keywords:
                     self.fail(node, f"{ast.unparse(function)}() takes no arguments in kernels")
                 return ir.Construct(value, ())
+            if is_shared_array_type(value):
+                if node.args or node.keywords:
+                    self.fail(node, f"{ast.unparse(function)}() takes no arguments")
+                return ir.SharedArray(value.array_type)
             return None
         if isinstance(function, ast.Attribute) and not self.is_buffer(function.value):
             operand = self.visit(function.value)

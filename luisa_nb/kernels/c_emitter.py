@@ -15,6 +15,7 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.c_aggregates import AggregateEmission
 from luisa_nb.kernels.c_atomics import AtomicEmission
 from luisa_nb.kernels.c_bindless import BindlessEmission
+from luisa_nb.kernels.c_blocks import BlockEmission
 from luisa_nb.kernels.c_checks import (
     LAUNCH_PRELUDE,
     NOTE_FUNCTION,
@@ -91,6 +92,7 @@ class CEmitter(
     AtomicEmission,
     ImageEmission,
     BindlessEmission,
+    BlockEmission,
     LaunchEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
@@ -144,6 +146,7 @@ class CEmitter(
         self.image_helper_texts: list[str] = []  # after the checked accesses
         self.bindless_sites: list[ir.BindlessCall] = []  # see c_bindless
         self.notes_checks = False  # a check outside the access helpers notes failures
+        self.in_kernel_body = False  # emitting the body of a kernel whose threads run as blocks
         self.uses_math = False
         self.loop_counter = 0
 
@@ -161,11 +164,13 @@ class CEmitter(
     def emit(self) -> str:
         """The complete C translation unit."""
         functions = [self.function_definition(i) for i in range(len(self.kernel.functions))]
-        body = self.body_function()
+        blocks = self.kernel.uses_blocks
+        body = self.block_body_function() if blocks else self.body_function()
         images = self.image_helper_texts
         run = () if self.kernel.has_control_flow else (self.run_function(),)
-        entry = self.entry()
+        entry = self.block_entry() if blocks else self.entry()
         arguments = self.argument_struct()
+        structs = (self.block_structs(),) if blocks else ()
         accesses = [
             access_function(
                 access, element, index, self.type_name, self.function_prefix,
@@ -174,7 +179,11 @@ class CEmitter(
             )
             for access, element, index in self.access_helpers
         ]  # fmt: skip
-        includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
+        includes = [
+            *self.includes,
+            *(("math.h",) if self.uses_math else ()),
+            *(("stdlib.h",) if blocks else ()),
+        ]
         checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
         parts = [
             f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
@@ -183,6 +192,7 @@ class CEmitter(
             "\n".join(self.type_definitions()),
             LAUNCH_PRELUDE,
             arguments,
+            *structs,
             *self.helper_texts,
             *(
                 (NOTE_FUNCTION,)
@@ -216,7 +226,7 @@ class CEmitter(
         and array parameters are pointers: the name dereferences them)."""
         if name in self.references:
             return f"(*v_{c_identifier(name)})"
-        return f"v_{c_identifier(name)}"
+        return self.block_variable(name) or f"v_{c_identifier(name)}"
 
     def scalar_field_name(self, name: str) -> str:
         """A scalar parameter, as a field of the argument struct."""
@@ -301,6 +311,8 @@ class CEmitter(
     def statement(self, statement: ir.Statement, depth: int) -> list[str]:
         indent = "    " * depth
         if isinstance(statement, ir.Assign):
+            if isinstance(statement.value, ir.SharedArray):
+                return []  # the block function holds the block's shared arrays
             value = self.expression(statement.value)
             return [f"{indent}{self.variable_name(statement.name)} = {value};"]
         if isinstance(statement, ir.BufferWrite):
@@ -320,6 +332,8 @@ class CEmitter(
         if isinstance(statement, ir.ForRange):
             return self.for_range(statement, depth)
         if isinstance(statement, ir.Return):
+            if self.in_kernel_body:  # a thread of a block: skip its later phases
+                return [f"{indent}lnb_l->lnb_finished = 1;", f"{indent}return;"]
             return [f"{indent}{self.return_statement(statement)}"]
         keyword = {ir.Break: "break", ir.Continue: "continue"}
         return [f"{indent}{keyword[type(statement)]};"]
@@ -426,6 +440,13 @@ class CEmitter(
         return self.variable_name(expression.name)
 
     def expression_dispatchvalue(self, expression: ir.DispatchValue) -> str:
+        if expression.which in ("thread", "block"):  # ids are never negative: C's % is floored
+            symbol = "%" if expression.which == "thread" else "/"
+            parts = [
+                f"dispatch_id.{axis} {symbol} {extent}"
+                for axis, extent in zip("xyz", self.kernel.block_size, strict=True)
+            ]
+            return f"(({self.type_name(expression.type)}){{{', '.join(parts)}}})"
         return "dispatch_id" if expression.which == "id" else "dispatch_size"
 
     def expression_member(self, expression: ir.Member) -> str:

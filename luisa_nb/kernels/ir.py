@@ -31,7 +31,13 @@ class Local(Expression):
 
 @dataclass(frozen=True)
 class DispatchValue(Expression):
-    which: str  # "id" or "size"
+    which: str  # "id", "size", or "thread" / "block" (the position in / of the block)
+
+
+@dataclass(frozen=True)
+class SharedArray(Expression):
+    """``Tile()`` for a ``SharedArrayType``: the block's shared array of that type (only
+    as the value of a first assignment in a kernel's body)."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +249,12 @@ class Continue(Statement):
 
 
 @dataclass(frozen=True)
+class Barrier(Statement):
+    """``sync_block()``: every thread of the block reaches it before any goes on (only at
+    the top level of a kernel's body)."""
+
+
+@dataclass(frozen=True)
 class Return(Statement):
     """``return``: ends the thread in a kernel; returns ``value`` from a callable."""
 
@@ -307,11 +319,25 @@ class KernelIR:
     functions: list[FunctionIR] = field(default_factory=list)  # callees before callers
     # per bindless array: its name and (bindless slot, buffer slot) of each resource
     heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
+    block_size: tuple[int, int, int] = (256, 1, 1)  # set_block_size's, else luisa's default
+    shared: tuple[str, ...] = ()  # the locals that are the block's shared arrays
+
+    @property
+    def phases(self) -> int:
+        """How many parts ``sync_block()`` barriers split the body into (1: none)."""
+        return 1 + sum(isinstance(s, Barrier) for s in self.body)
+
+    @property
+    def uses_blocks(self) -> bool:
+        """Whether threads of a block must run as a group: barriers or shared arrays."""
+        return self.phases > 1 or bool(self.shared)
 
     @property
     def has_control_flow(self) -> bool:
         """Whether the body has loops or early returns, or calls callables with loops, or
-        uses atomics (all of which rule out ``omp simd``)."""
+        uses atomics or blocks (all of which rule out ``omp simd``)."""
+        if self.uses_blocks:
+            return True
         if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
             return True
         if any(

@@ -27,6 +27,7 @@ from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.matrices import composite_class
 from luisa_nb.kernels.python_bindless import BindlessShim
+from luisa_nb.kernels.python_blocks import run_blocks
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -308,6 +309,8 @@ class PythonExecutable(Executable):
         self.source = source.text
         self._lock = threading.Lock()
         self._loops = kernel.has_control_flow
+        self._block_size = kernel.block_size
+        self._phases = kernel.phases if kernel.uses_blocks else 0  # 0: no blocks
         self._arguments = kernel.arguments
         self._heaps = kernel.heaps
         self._argument_buffer_count = sum(
@@ -417,11 +420,24 @@ class PythonExecutable(Executable):
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None
     ) -> None:
         size_x, size_y, size_z = (int(size) for size in dims)
-        previous = (thread_state.dispatch_id, thread_state.dispatch_size)
-        thread_state.dispatch_size = int3(size_x, size_y, size_z)
         function = self._function
         copied = self._copied_arguments
         originals = list(arguments)
+        if self._phases:
+
+            def thread_arguments() -> list[Any]:
+                copies = list(originals)
+                for position in copied:
+                    copies[position] = originals[position].copy()
+                return copies
+
+            size, block, phases = (size_x, size_y, size_z), self._block_size, self._phases
+            resolver = self._method_function
+            run_blocks(self.name, function, thread_arguments, size, block, phases, resolver, cancel)
+            return
+        previous = (thread_state.dispatch_id, thread_state.dispatch_size, thread_state.block_size)
+        thread_state.dispatch_size = int3(size_x, size_y, size_z)
+        thread_state.block_size = self._block_size
         watching = cancel is not None and self._loops and sys.gettrace() is None
         if watching:
             sys.settrace(self._cancel_watch(cancel))
@@ -444,7 +460,8 @@ class PythonExecutable(Executable):
             python_callables.resolvers.pop()
             if watching:
                 sys.settrace(None)
-            thread_state.dispatch_id, thread_state.dispatch_size = previous
+            thread_state.dispatch_id, thread_state.dispatch_size = previous[:2]
+            thread_state.block_size = previous[2]
 
     def _cancel_watch(self, cancel: CancelFlag) -> Callable[..., Any]:
         """A trace function that raises :class:`KernelCancelledError` on the next line of

@@ -11,6 +11,7 @@ as names that raise :class:`~luisa_nb.errors.UnsupportedFeatureError` when used.
 
 from __future__ import annotations
 
+from luisa_nb.kernels import SharedArrayType
 from luisa_nb.luisa import session
 from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffer import Buffer
@@ -78,6 +79,7 @@ __all__ = [
     *MISSING,
     "ArrayType",
     "BindlessArray",
+    "SharedArrayType",
     "StructType",
     "array",
     "struct",

@@ -55,7 +55,6 @@ _FEATURES = {
     ),
     "automatic differentiation": ("autodiff",),
     "3D image type annotations": ("Texture3DType",),
-    "shared memory": ("SharedArrayType",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
     "indirect dispatch": ("IndirectDispatchBuffer",),
