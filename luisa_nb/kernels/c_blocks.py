@@ -94,8 +94,8 @@ for (int32_t z = 0; z < blocks.z; ++z)
                 for (int32_t x = 0; x < blocks.x; ++x)
                     {name}_block(&a, launch, size, x, y, z);"""
         return f"""\
-static void {name}_block(const {name}_arguments *a, lnb_launch *launch, lnb_int3 size,
-                         int32_t bx, int32_t by, int32_t bz) {{
+{self.block_function_prefix} void {name}_block(const {name}_arguments *a, lnb_launch *launch,
+        lnb_int3 size, int32_t bx, int32_t by, int32_t bz) {{
     if (lnb_launch_stopped(launch)) return;
 {locals}
     {name}_locals *locals = calloc({count}, sizeof *locals);
