@@ -84,6 +84,7 @@ class KernelDefinition:
         self.name: str = function.__name__
         self.parameter_names = [argument.arg for argument in self.kernel_source.tree.args.args]
         self._captures: CaptureResolver | None = None
+        self._captured_heaps: tuple[Any, ...] = ()  # bindless arrays typing resolved
         self._typed_kernels: dict[tuple[Any, ...], tuple[str, ir.KernelIR]] = {}
         self._executables: dict[tuple[Any, ...], Executable] = {}
         self._lock = threading.Lock()
@@ -105,13 +106,9 @@ class KernelDefinition:
     def capture_state(self) -> tuple[Any, ...]:
         """The versions of the bindless arrays the kernel captured so far: a kernel is
         typed again when one of them was updated since."""
-        if self._captures is None:
+        if not self._captured_heaps:
             return ()
-        return tuple(
-            (id(value), value.version)
-            for value in self._captures.captured().values()
-            if is_bindless_like(value)
-        )
+        return tuple((id(heap), heap.version) for heap in self._captured_heaps)
 
     def _checked_depth(self) -> int:
         depth, expression = deepest_expression(self.kernel_source.tree)
@@ -166,6 +163,11 @@ class KernelDefinition:
                 kernel = call_with_room(typer.run, self._expression_depth)
             except KernelCompileError as error:
                 raise _hide_compiler_frames(error) from None
+            self._captured_heaps = tuple(
+                value
+                for value in self.capture_resolver().captured().values()
+                if is_bindless_like(value)
+            )
             typed = self._typed_kernels[(*types, self.capture_state())] = (target, kernel)
         return typed
 
