@@ -7,7 +7,14 @@ docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported 
 """
 
 from luisa_nb.kernels.aggregates import ArrayType, StructType
-from luisa_nb.kernels.builtins import dispatch_id, dispatch_size, set_block_size
+from luisa_nb.kernels.builtins import (
+    block_id,
+    dispatch_id,
+    dispatch_size,
+    set_block_size,
+    sync_block,
+    thread_id,
+)
 from luisa_nb.kernels.definition import KernelDefinition
 from luisa_nb.kernels.executable import Executable, Parameter
 from luisa_nb.kernels.math_builtins import (
@@ -80,6 +87,7 @@ from luisa_nb.kernels.matrices import (
     make_float4x4,
     transpose,
 )
+from luisa_nb.kernels.shared import SharedArrayType
 from luisa_nb.kernels.toolchain import compiler_available
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -124,6 +132,7 @@ __all__ = [
     "MatrixType",
     "Parameter",
     "ScalarType",
+    "SharedArrayType",
     "StructType",
     "VectorType",
     "abs",
@@ -137,6 +146,7 @@ __all__ = [
     "atan",
     "atan2",
     "atanh",
+    "block_id",
     "bool2",
     "bool3",
     "bool4",
@@ -215,8 +225,10 @@ __all__ = [
     "smoothstep",
     "sqrt",
     "step",
+    "sync_block",
     "tan",
     "tanh",
+    "thread_id",
     "transpose",
     "trunc",
     "uint2",

@@ -20,6 +20,7 @@ import numpy as np
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregates import ArrayType, StructType
 from luisa_nb.kernels.expressions import is_weak
+from luisa_nb.kernels.shared import is_shared_array_type
 from luisa_nb.kernels.type_system import (
     MatrixType,
     ScalarType,
@@ -37,6 +38,9 @@ class TypingContext:
 
     buffers: list[ir.BufferSlot] = field(default_factory=list)
     captured_buffers: dict[int, int] = field(default_factory=dict)
+    heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
+    captured_heaps: dict[int, int] = field(default_factory=dict)
+    heap_sizes: dict[int, int] = field(default_factory=dict)  # buffer slot -> element count
     functions: list[ir.FunctionIR] = field(default_factory=list)
     specialisations: dict[tuple[int, tuple[Any, ...]], int] = field(default_factory=dict)
     definitions: list[Any] = field(default_factory=list)  # keeps the ids above valid
@@ -83,6 +87,10 @@ class AggregateTyping:
                 if node.args or node.keywords:
                     self.fail(node, f"{ast.unparse(function)}() takes no arguments in kernels")
                 return ir.Construct(value, ())
+            if is_shared_array_type(value):
+                if node.args or node.keywords:
+                    self.fail(node, f"{ast.unparse(function)}() takes no arguments")
+                return ir.SharedArray(value.array_type)
             return None
         if isinstance(function, ast.Attribute) and not self.is_buffer(function.value):
             operand = self.visit(function.value)

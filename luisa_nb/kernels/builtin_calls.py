@@ -55,6 +55,12 @@ CONSTRUCTORS: dict[str, VectorType | MatrixType] = {
     **{cls.__name__: cls.__lnb_type__ for cls in (*VECTOR_CLASSES, *MATRIX_CLASSES)},
     **{f"make_{cls.__name__}": cls.__lnb_type__ for cls in (*VECTOR_CLASSES, *MATRIX_CLASSES)},
 }
+DISPATCH_VALUES = {
+    "dispatch_id": "id",
+    "dispatch_size": "size",
+    "thread_id": "thread",
+    "block_id": "block",
+}
 ARITIES = {
     **dict.fromkeys((*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *VECTOR_FUNCTIONS), (1, 1)),
     **dict.fromkeys(MATRIX_FUNCTIONS, (1, 1)),
@@ -74,6 +80,8 @@ ARITIES = {
     "max": (2, 64),
     "dispatch_id": (0, 0),
     "dispatch_size": (0, 0),
+    "thread_id": (0, 0),
+    "block_id": (0, 0),
 }
 SCALE_FACTORS = {"radians": math.pi / 180, "degrees": 180 / math.pi}
 CAST_TYPES = {"int": ScalarType.INT32, "float": ScalarType.FLOAT32}
@@ -104,6 +112,8 @@ class BuiltinCallTyping:
 
     def visit_Call(self: KernelTyper, node: ast.Call) -> ir.Expression:
         self.check_buffer_call(node)
+        if isinstance(node.func, ast.Attribute) and self.is_heap(node.func.value):
+            return self.heap_method(node)
         if isinstance(node.func, ast.Attribute) and self.is_buffer(node.func.value):
             return self.buffer_method(node, statement=False)
         label = ast.unparse(node.func)
@@ -113,7 +123,7 @@ class BuiltinCallTyping:
                 self.fail(node, f"{label}() returns nothing; call it as a statement")
             return special
         name = self.callee(node)
-        if name in ("print", "breakpoint", "set_block_size"):
+        if name in ("print", "breakpoint", "set_block_size", "sync_block"):
             self.fail(node, f"{label}() is a statement; it returns no value")
         if name == "range":
             self.fail(node, "range() can only be used as the iterable of a for loop")
@@ -123,8 +133,8 @@ class BuiltinCallTyping:
         if not low <= len(node.args) <= high:
             expected = str(low) if low == high else f"{low} or more"
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
-        if name in ("dispatch_id", "dispatch_size"):
-            return ir.DispatchValue(INT3, "id" if name == "dispatch_id" else "size")
+        if name in DISPATCH_VALUES:
+            return ir.DispatchValue(INT3, DISPATCH_VALUES[name])
         arguments = [self.visit(argument) for argument in node.args]
         if name in CONSTRUCTORS:
             target = CONSTRUCTORS[name]

@@ -1,19 +1,26 @@
-"""``dispatch_id()``, ``dispatch_size()`` and ``set_block_size()``. The compiler
-recognises them by identity; in Python mode the first two read the running thread's
-state. The math functions kernels call live in ``math_builtins``.
+"""``dispatch_id()``, ``dispatch_size()``, ``set_block_size()``, ``thread_id()``,
+``block_id()`` and ``sync_block()``. The compiler recognises them by identity; in Python
+mode they read the running thread's state. The math functions kernels call live in
+``math_builtins``.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from luisa_nb.errors import KernelError
-from luisa_nb.kernels.vectors import Vector
+from luisa_nb.kernels.vectors import Vector, int3
+
+DEFAULT_BLOCK_SIZE = (256, 1, 1)  # luisa-python's, when a kernel sets none
 
 
 class _ThreadState(threading.local):
     dispatch_id: Vector | None = None
     dispatch_size: Vector | None = None
+    block_size: tuple[int, int, int] = DEFAULT_BLOCK_SIZE
+    barrier: threading.Barrier | None = None  # the block's, in Python mode
+    shared: dict[int, Any] | None = None  # the block's shared arrays, by type id
 
 
 thread_state = _ThreadState()
@@ -37,5 +44,27 @@ def dispatch_size() -> Vector:
 
 def set_block_size(x: int, y: int, z: int) -> None:
     """luisa-python's block size for a kernel's threads: checked by the compiler (constant
-    positive integers, at most 1024 threads in all), then ignored, as the CPU runs threads
-    in blocks of its own size. Does nothing when called."""
+    positive integers, at most 1024 threads in all). It decides what ``thread_id()`` and
+    ``block_id()`` give and which threads share arrays and barriers. Does nothing when
+    called."""
+
+
+def thread_id() -> Vector:
+    """The thread's position in its block, an ``int3``: ``dispatch_id() % block size``
+    (``set_block_size``, default 256 x 1 x 1)."""
+    value = dispatch_id()._values.tolist()
+    return int3(*(v % b for v, b in zip(value, thread_state.block_size, strict=True)))
+
+
+def block_id() -> Vector:
+    """The thread's block, an ``int3``: ``dispatch_id() // block size``."""
+    value = dispatch_id()._values.tolist()
+    return int3(*(v // b for v, b in zip(value, thread_state.block_size, strict=True)))
+
+
+def sync_block() -> None:
+    """Wait until every thread of the block has reached this barrier, so that what each
+    wrote to shared arrays before it is seen by all after it."""
+    if thread_state.barrier is None:
+        raise KernelError("sync_block() only works inside a kernel; dispatch the kernel")
+    thread_state.barrier.wait()

@@ -14,6 +14,8 @@ import numpy as np
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.c_aggregates import AggregateEmission
 from luisa_nb.kernels.c_atomics import AtomicEmission
+from luisa_nb.kernels.c_bindless import BindlessEmission
+from luisa_nb.kernels.c_blocks import BlockEmission
 from luisa_nb.kernels.c_checks import (
     LAUNCH_PRELUDE,
     NOTE_FUNCTION,
@@ -89,6 +91,8 @@ class CEmitter(
     AggregateEmission,
     AtomicEmission,
     ImageEmission,
+    BindlessEmission,
+    BlockEmission,
     LaunchEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
@@ -111,6 +115,9 @@ class CEmitter(
     function_prefix = "static inline"
     launch_prelude = LAUNCH_PRELUDE
     note_function = NOTE_FUNCTION
+    # The parallel and the serial launch loop both call the block function: inlined, the
+    # whole kernel would be optimized twice (about 10% of a cold compile).
+    block_function_prefix = "static __attribute__((noinline))"
     # Threads run in blocks along x; OpenMP hands out blocks from a shared counter
     # (schedule dynamic), so a thread that shares its core with another process takes
     # fewer. See "OpenMP" in docs/kernels.md for the measurements behind these numbers.
@@ -130,7 +137,9 @@ class CEmitter(
         self.references: set[str] = set()  # parameters of the callable being emitted
         self.return_type: object = None  # its return type
         self.sequence_counter = 0
-        names = [c_identifier(slot.name) for slot in kernel.buffers]
+        names = [  # a bindless array's resources are named heap[slot]
+            c_identifier(slot.name.replace("[", "_").replace("]", "")) for slot in kernel.buffers
+        ]
         self.buffer_names = [
             name if names.count(name) == 1 else f"{name}_{index}"
             for index, name in enumerate(names)
@@ -140,6 +149,9 @@ class CEmitter(
         self.composite_types: set[KernelType] = set()
         self.access_helpers: dict[tuple[str, KernelType, ScalarType], None] = {}
         self.image_helper_texts: list[str] = []  # after the checked accesses
+        self.bindless_sites: list[ir.BindlessCall] = []  # see c_bindless
+        self.notes_checks = False  # a check outside the access helpers notes failures
+        self.in_kernel_body = False  # emitting the body of a kernel whose threads run as blocks
         self.uses_math = False
         self.loop_counter = 0
 
@@ -157,10 +169,12 @@ class CEmitter(
     def emit(self) -> str:
         """The complete C translation unit."""
         functions = [self.function_definition(i) for i in range(len(self.kernel.functions))]
-        body = self.body_function()
+        blocks = self.kernel.uses_blocks
+        body = self.block_body_function() if blocks else self.body_function()
         images = self.image_helper_texts
         launch = self.launch_functions()
         arguments = self.argument_struct()
+        structs = (self.block_structs(),) if blocks else ()
         accesses = [
             self.access_definition(access, element, index)
             for access, element, index in self.access_helpers
@@ -173,8 +187,13 @@ class CEmitter(
             "\n".join(self.type_definitions()),
             self.launch_prelude,
             arguments,
+            *structs,
             *self.helper_texts,
-            *((self.note_function,) if self.access_helpers or (self.checks and images) else ()),
+            *(
+                (self.note_function,)
+                if self.access_helpers or (self.checks and images) or self.notes_checks
+                else ()
+            ),
             *accesses,
             *images,
             *functions,
@@ -185,13 +204,17 @@ class CEmitter(
 
     def include_lines(self) -> str:
         """The ``#include`` lines (``math.h`` once a math function is used)."""
-        includes = [*self.includes, *(("math.h",) if self.uses_math else ())]
+        includes = [
+            *self.includes,
+            *(("math.h",) if self.uses_math else ()),
+            *(("stdlib.h",) if self.kernel.uses_blocks else ()),
+        ]
         return "\n".join(f"#include <{name}>" for name in includes)
 
     def launch_functions(self) -> list[str]:
         """What runs the threads: the one-thread runner of simd loops, and the entries."""
         run = [] if self.kernel.has_control_flow else [self.run_function()]
-        return [*run, self.entry()]
+        return [*run, self.block_entry() if self.kernel.uses_blocks else self.entry()]
 
     def access_definition(self, access: str, element: KernelType, index: ScalarType) -> str:
         """The definition of one checked access helper (see ``c_checks``)."""
@@ -238,7 +261,7 @@ class CEmitter(
         and array parameters are pointers: the name dereferences them)."""
         if name in self.references:
             return f"(*v_{c_identifier(name)})"
-        return f"v_{c_identifier(name)}"
+        return self.block_variable(name) or f"v_{c_identifier(name)}"
 
     def scalar_field_name(self, name: str) -> str:
         """A scalar parameter, as a field of the argument struct."""
@@ -323,6 +346,8 @@ class CEmitter(
     def statement(self, statement: ir.Statement, depth: int) -> list[str]:
         indent = "    " * depth
         if isinstance(statement, ir.Assign):
+            if isinstance(statement.value, ir.SharedArray):
+                return []  # the block function holds the block's shared arrays
             value = self.expression(statement.value)
             return [f"{indent}{self.variable_name(statement.name)} = {value};"]
         if isinstance(statement, ir.BufferWrite):
@@ -342,6 +367,8 @@ class CEmitter(
         if isinstance(statement, ir.ForRange):
             return self.for_range(statement, depth)
         if isinstance(statement, ir.Return):
+            if self.in_kernel_body:  # a thread of a block: skip its later phases
+                return [f"{indent}lnb_l->lnb_finished = 1;", f"{indent}return;"]
             return [f"{indent}{self.return_statement(statement)}"]
         keyword = {ir.Break: "break", ir.Continue: "continue"}
         return [f"{indent}{keyword[type(statement)]};"]
@@ -448,6 +475,13 @@ class CEmitter(
         return self.variable_name(expression.name)
 
     def expression_dispatchvalue(self, expression: ir.DispatchValue) -> str:
+        if expression.which in ("thread", "block"):  # ids are never negative: C's % is floored
+            symbol = "%" if expression.which == "thread" else "/"
+            parts = [
+                f"dispatch_id.{axis} {symbol} {extent}"
+                for axis, extent in zip("xyz", self.kernel.block_size, strict=True)
+            ]
+            return f"({self.compound(self.type_name(expression.type), ', '.join(parts))})"
         return "dispatch_id" if expression.which == "id" else "dispatch_size"
 
     def expression_member(self, expression: ir.Member) -> str:

@@ -1,10 +1,11 @@
 """Images in the emitted C: an image is a pointer to its stored channels, and each read
 and write a ``static inline`` helper per (image type, coordinate type) that converts the
 channels (``byte``/``short`` storage of float images is unsigned normalized: divided by
-255 or 65535 on read, clamped to [0, 1], scaled and rounded to nearest on write). Width
-and height are constants of the image type. Checked helpers test ``x < width`` and
-``y < height`` and note a failure as buffer accesses do, with ``x`` as the index and
-``y`` as the value of the report. A mixin of :class:`~luisa_nb.kernels.c_emitter.CEmitter`.
+255 or 65535 on read, clamped to [0, 1], scaled and rounded to nearest on write). Width,
+height (and a 3D image's depth) are constants of the image type. Checked helpers test
+``x < width``, ``y < height`` (and ``z < depth``) and note a failure as buffer accesses
+do, with ``x`` as the index and ``y`` (3D: ``z * height + y``) as the value of the
+report. A mixin of :class:`~luisa_nb.kernels.c_emitter.CEmitter`.
 """
 
 from __future__ import annotations
@@ -32,28 +33,29 @@ STORAGE_TYPES = {
 
 READ = """\
 {prefix} {texel} {name}(const {storage} *texels, {coord} coord{check_parameters}) {{
-    const int64_t x = coord.x, y = coord.y;
-{check}    const {storage} *t = texels + (y * {width} + x) * {channels};
+    const int64_t x = coord.x, y = coord.y{z};
+{check}    const {storage} *t = texels + ({row} * {width} + x) * {channels};
     return {value};
 }}"""
 
 WRITE = """\
 {prefix} void {name}({storage} *texels, {coord} coord, {texel} value{check_parameters}) {{
-    const int64_t x = coord.x, y = coord.y;
-{check}    {storage} *t = texels + (y * {width} + x) * {channels};
+    const int64_t x = coord.x, y = coord.y{z};
+{check}    {storage} *t = texels + ({row} * {width} + x) * {channels};
 {stores}
 }}"""
 
 CHECK = """\
-    const _Bool ok = ((uint64_t)x < {width}u) & ((uint64_t)y < {height}u);
-    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, {access}, x, 0, (double)y);
+    const _Bool ok = ((uint64_t)x < {width}u) & ((uint64_t)y < {height}u){z_check};
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, {access}, x, 0, (double){row});
     if ({skip}) return{zero};
 """
 
 
 def image_label(image: ImageType) -> str:
     """The image type as part of a C identifier."""
-    return re.sub(r"\W+", "_", f"{image.texel}_{image.storage}_{image.width}x{image.height}")
+    size = "x".join(map(str, image.size))
+    return re.sub(r"\W+", "_", f"{image.texel}_{image.storage}_{size}")
 
 
 class ImageEmission:
@@ -78,12 +80,16 @@ class ImageEmission:
             "channels": image.channels,
             "check_parameters": "",
             "check": "",
+            "z": ", z = coord.z" if image.depth else "",
+            "row": f"(z * {image.height} + y)" if image.depth else "y",
         }
         if self.checks:
             fields["check_parameters"] = ", int32_t line, int32_t slot, lnb_thread *state"
             fields["check"] = CHECK.format(
                 width=image.width,
                 height=image.height,
+                z_check=f" & ((uint64_t)z < {image.depth}u)" if image.depth else "",
+                row=fields["row"],
                 access=0 if access == "read" else 1,
                 skip="!ok" if access == "read" else "!ok | state->skip_writes",
                 zero=(" 0" if image.channels == 1 else f" {self.compound(texel, '0')}")

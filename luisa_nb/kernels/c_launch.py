@@ -61,7 +61,7 @@ for (int32_t z = 0; z < size.z; ++z)
         )
         locals = "\n".join(self.block_locals())
         return f"""\
-{self.function_prefix} void {name}_block({block_parameters}) {{
+{self.block_function_prefix} void {name}_block({block_parameters}) {{
     if (lnb_launch_stopped(launch)) return;
     const int32_t start = (int32_t)(block * {block});
     const int32_t end = size.x - start > {block} ? start + {block} : size.x;

@@ -111,28 +111,51 @@ def texel_error(
     line: int,
     thread: tuple[int, int, int],
     access: str,
-    coord: tuple[int, int],
-    size: tuple[int, int],
+    coord: tuple[int, ...],
+    size: tuple[int, ...],
     image: str,
 ) -> KernelIndexError:
     """The error of a thread that used texel ``coord`` of an image of ``size`` (width,
-    height). Its ``index`` is ``y * width + x`` and its ``size`` the number of texels."""
+    height[, depth]). Its ``index`` is the texel's number in storage order and its
+    ``size`` the number of texels."""
     location = f" at {where}" if where else ""
-    (x, y), (width, height) = coord, size
+    index, stride = 0, 1
+    for position, extent in zip(coord, size, strict=True):
+        index, stride = index + position * stride, stride * extent
+    axes = zip("xyz"[: len(size)], size, strict=True)
+    bounds = " and ".join(f"0 <= {axis} < {extent}" for axis, extent in axes)
+    shape = "(width, height)" if len(size) == 2 else "(width, height, depth)"
     message = (
-        f"kernel {kernel!r}: thread {thread} {access} texel ({x}, {y}) of image {image!r}, "
-        f"which is {width}x{height}{location}; the dispatch stopped. Keep coordinates in "
-        f"0 <= x < {width} and 0 <= y < {height}: dispatch (width, height) threads, or "
-        f"guard the access"
+        f"kernel {kernel!r}: thread {thread} {access} texel {tuple(coord)} of image {image!r}, "
+        f"which is {'x'.join(map(str, size))}{location}; the dispatch stopped. Keep "
+        f"coordinates in {bounds}: dispatch {shape} threads, or guard the access"
     )
     return KernelIndexError(
-        message,
-        kernel=kernel,
-        line=line,
-        thread=thread,
-        index=y * width + x,
-        size=width * height,
-        buffer=image,
+        message, kernel=kernel, line=line, thread=thread, index=index, size=stride, buffer=image
+    )
+
+
+def slot_error(
+    kernel: str,
+    where: str,
+    line: int,
+    thread: tuple[int, int, int],
+    slot: int,
+    heap: str,
+    method: str,
+    suitable: list[int],
+) -> KernelIndexError:
+    """The error of a thread whose bindless call ``method`` used ``slot`` of bindless array
+    ``heap``, which holds no resource the call can use (``suitable``: the slots that do)."""
+    location = f" at {where}" if where else ""
+    listed = ", ".join(map(str, suitable)) if suitable else "none"
+    message = (
+        f"kernel {kernel!r}: thread {thread} calls {heap}.{method} on slot {slot}, which "
+        f"holds no resource that call can use{location}; the dispatch stopped. Slots it can "
+        f"use: {listed}. Emplace a resource of that kind there and update() the array"
+    )
+    return KernelIndexError(
+        message, kernel=kernel, line=line, thread=thread, index=slot, size=-1, buffer=heap
     )
 
 

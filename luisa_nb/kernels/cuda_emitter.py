@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 
+from luisa_nb.errors import UnsupportedFeatureError
 from luisa_nb.kernels.c_checks import NOTE_FUNCTION
 from luisa_nb.kernels.c_emitter import CEmitter
 from luisa_nb.kernels.checks import (
@@ -200,7 +201,21 @@ class CudaEmitter(CEmitter):
     note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)
 
     def emit(self) -> str:
-        """The complete CUDA translation unit."""
+        """The complete CUDA translation unit. Kernels with block-shared arrays, barriers
+        or bindless arrays are not emitted yet: they raise ``UnsupportedFeatureError``."""
+        missing = [
+            feature
+            for feature, used in (
+                ("shared arrays and sync_block()", self.kernel.uses_blocks),
+                ("bindless arrays", bool(self.kernel.heaps)),
+            )
+            if used
+        ]
+        if missing:
+            raise UnsupportedFeatureError(
+                f"kernel {self.kernel.name!r} uses {' and '.join(missing)}, which the cuda "
+                "backend does not compile yet; run it on a cpu device"
+            )
         text = super().emit()
         for pattern, replacement in DIALECT:
             text = pattern.sub(replacement, text)

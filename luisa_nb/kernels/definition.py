@@ -24,12 +24,14 @@ from luisa_nb.kernels.python_mode import PythonExecutable
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import compiler_available
 from luisa_nb.kernels.type_system import (
+    BindlessType,
     BufferType,
     KernelType,
     MatrixType,
     ScalarType,
     VectorType,
     is_aggregate_type,
+    is_bindless_like,
 )
 from luisa_nb.kernels.typer import KernelTyper
 from luisa_nb.kernels.validation import SyntaxValidator
@@ -82,7 +84,8 @@ class KernelDefinition:
         self.name: str = function.__name__
         self.parameter_names = [argument.arg for argument in self.kernel_source.tree.args.args]
         self._captures: CaptureResolver | None = None
-        self._typed_kernels: dict[tuple[KernelType | BufferType, ...], tuple[str, ir.KernelIR]] = {}
+        self._captured_heaps: tuple[Any, ...] = ()  # bindless arrays typing resolved
+        self._typed_kernels: dict[tuple[Any, ...], tuple[str, ir.KernelIR]] = {}
         self._executables: dict[tuple[Any, ...], Executable] = {}
         self._lock = threading.Lock()
 
@@ -99,6 +102,13 @@ class KernelDefinition:
         if self._captures is None:
             self._captures = CaptureResolver(self.function)
         return self._captures
+
+    def capture_state(self) -> tuple[Any, ...]:
+        """The versions of the bindless arrays the kernel captured so far: a kernel is
+        typed again when one of them was updated since."""
+        if not self._captured_heaps:
+            return ()
+        return tuple((id(heap), heap.version) for heap in self._captured_heaps)
 
     def _checked_depth(self) -> int:
         depth, expression = deepest_expression(self.kernel_source.tree)
@@ -117,7 +127,7 @@ class KernelDefinition:
         """The executable for these argument types and ``checks`` setting (True, False or
         "nan"), compiled on first use and cached."""
         types = tuple(argument_types)
-        key = (*types, checks)
+        key = (*types, checks, self.capture_state())
         executable = self._executables.get(key)
         if executable is not None:
             return executable
@@ -132,7 +142,7 @@ class KernelDefinition:
                     )
                 except KernelCompileError as error:
                     raise _hide_compiler_frames(error) from None
-                self._executables[key] = executable
+                self._executables[(*key[:-1], self.capture_state())] = executable
         return executable
 
     def captured_buffers(self, argument_types: Sequence[KernelType | BufferType]) -> list[Any]:
@@ -143,7 +153,8 @@ class KernelDefinition:
 
     def _typed(self, types: tuple[KernelType | BufferType, ...]) -> tuple[str, ir.KernelIR]:
         """The target ("c" or "python") and typed IR for ``types``; call under the lock."""
-        typed = self._typed_kernels.get(types)
+        key = (*types, self.capture_state())
+        typed = self._typed_kernels.get(key)
         if typed is None:
             self._check_argument_types(types)
             target = self._target()
@@ -152,7 +163,12 @@ class KernelDefinition:
                 kernel = call_with_room(typer.run, self._expression_depth)
             except KernelCompileError as error:
                 raise _hide_compiler_frames(error) from None
-            typed = self._typed_kernels[types] = (target, kernel)
+            self._captured_heaps = tuple(
+                value
+                for value in self.capture_resolver().captured().values()
+                if is_bindless_like(value)
+            )
+            typed = self._typed_kernels[(*types, self.capture_state())] = (target, kernel)
         return typed
 
     def _check_argument_types(self, argument_types: tuple[Any, ...]) -> None:
@@ -164,7 +180,7 @@ class KernelDefinition:
             )
         for name, argument_type in zip(names, argument_types, strict=True):
             if not isinstance(
-                argument_type, (ScalarType, VectorType, MatrixType, BufferType)
+                argument_type, (ScalarType, VectorType, MatrixType, BufferType, BindlessType)
             ) and not is_aggregate_type(argument_type):
                 raise KernelArgumentError(
                     f"kernel {self.name!r}, parameter {name!r}: expected a ScalarType, "

@@ -26,6 +26,7 @@ from luisa_nb.kernels.checks import (
     LaunchRecord,
     index_error,
     non_finite_error,
+    slot_error,
     texel_error,
 )
 from luisa_nb.kernels.source import KernelSource
@@ -90,6 +91,11 @@ def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
     access = kernel.buffer_access()
     parameters = []
     for name, kind, index in kernel.arguments:
+        if kind == "bindless":
+            for _, slot in kernel.heaps[index][1]:
+                buffer = kernel.buffers[slot]
+                parameters.append(Parameter(buffer.name, "buffer", buffer.element.dtype, "read"))
+            continue
         if kind == "buffer":
             dtype, mode = kernel.buffers[index].element.dtype, access[index]
         else:
@@ -188,6 +194,8 @@ class CExecutable(Executable):
             self.parameters += count_parameters(kernel)
         emitter = emitter_class(kernel, checks)
         self.source = emitter.emit()
+        self._heap_names = [name for name, _ in kernel.heaps]
+        self._bindless_sites = emitter.bindless_sites
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
         self._pack = argument_struct(kernel, checks).pack
@@ -222,6 +230,14 @@ class CExecutable(Executable):
                 f"must be in 0 <= n < 2**31 and the product below 2**63"
             )
         thread = tuple(record.thread)
+        if record.buffer <= -2:
+            call = self._bindless_sites[-2 - record.buffer]
+            where = self.kernel_source.where(record.line)
+            suitable = [slot for slot, _ in call.slots]
+            heap = self._heap_names[call.heap]
+            return slot_error(
+                self.name, where, record.line, thread, record.index, heap, call.method, suitable
+            )
         if record.buffer < 0:
             return self._unexplained_failure(thread)
         index = record.index % 2**64 if record.unsigned_index else record.index
@@ -230,7 +246,11 @@ class CExecutable(Executable):
         image = self.buffer_elements[record.buffer]
         if isinstance(image, ImageType) and record.status == STATUS_INDEX_ERROR:
             access = ("reads", "writes")[record.access]
-            coord, size = (index, int(record.value)), (image.width, image.height)
+            row = int(record.value)  # y, or z * height + y for a 3D image
+            coord: tuple[int, ...] = (index, row)
+            if image.depth:
+                coord = (index, row % image.height, row // image.height)
+            size = image.size
             return texel_error(self.name, where, line, thread, access, coord, size, buffer)
         if record.status == STATUS_NON_FINITE:
             return non_finite_error(self.name, where, line, thread, index, buffer, record.value)

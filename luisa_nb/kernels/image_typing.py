@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 IMAGE_METHODS = {"read": "read(coord)", "write": "write(coord, value)", "texture_size": ""}
 UINT2 = VectorType(ScalarType.UINT32, 2)
+UINT3 = VectorType(ScalarType.UINT32, 3)
 COORD_TYPES = (VectorType(ScalarType.INT32, 2), UINT2)
+COORD_TYPES_3D = (VectorType(ScalarType.INT32, 3), UINT3)
 
 
 class ImageTyping:
@@ -49,17 +51,14 @@ class ImageTyping:
             usage = f"{name}.{IMAGE_METHODS[method] or method + '()'}"
             self.fail(node, f"{usage} takes {expected} argument(s), got {len(node.args)}")
         if method == "texture_size":
-            size = (
-                ir.Constant(ScalarType.UINT32, image.width),
-                ir.Constant(ScalarType.UINT32, image.height),
-            )
-            return ir.Construct(UINT2, size)
+            size = tuple(ir.Constant(ScalarType.UINT32, extent) for extent in image.size)
+            return ir.Construct(UINT3 if image.depth else UINT2, size)
         coord = self.visit(node.args[0])
-        if coord.type not in COORD_TYPES:
+        if coord.type not in (COORD_TYPES_3D if image.depth else COORD_TYPES):
+            kinds = "an int3 or uint3" if image.depth else "an int2 or uint2"
             self.fail(
                 node.args[0],
-                f"{name}.{IMAGE_METHODS[method]} takes an int2 or uint2 coordinate, got "
-                f"{coord.type}",
+                f"{name}.{IMAGE_METHODS[method]} takes {kinds} coordinate, got {coord.type}",
             )
         if method == "read":
             return ir.ImageRead(image.texel, slot, coord, node.lineno)

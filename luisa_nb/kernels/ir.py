@@ -31,7 +31,13 @@ class Local(Expression):
 
 @dataclass(frozen=True)
 class DispatchValue(Expression):
-    which: str  # "id" or "size"
+    which: str  # "id", "size", or "thread" / "block" (the position in / of the block)
+
+
+@dataclass(frozen=True)
+class SharedArray(Expression):
+    """``Tile()`` for a ``SharedArrayType``: the block's shared array of that type (only
+    as the value of a first assignment in a kernel's body)."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,23 @@ class ImageRead(Expression):
     buffer: int
     coord: Expression
     line: int = 0
+
+
+@dataclass(frozen=True)
+class BindlessCall(Expression):
+    """A method of bindless array ``heap`` (an index into ``KernelIR.heaps``):
+    ``buffer_read(dtype, slot, index)``, ``buffer_size(slot)``, ``texture2d_read(slot,
+    coord)``, ``texture2d_sample(slot, uv)`` or ``texture2d_size(slot)``. ``slots`` are
+    the ``(bindless slot, buffer slot)`` pairs whose resource suits the call; any other
+    slot fails the call's check."""
+
+    heap: int
+    method: str
+    slots: tuple[tuple[int, int], ...]
+    slot: Expression
+    arguments: tuple[Expression, ...]
+    line: int = 0
+    sizes: tuple[int, ...] = ()  # buffer_size: the element count of each of ``slots``
 
 
 @dataclass(frozen=True)
@@ -226,6 +249,12 @@ class Continue(Statement):
 
 
 @dataclass(frozen=True)
+class Barrier(Statement):
+    """``sync_block()``: every thread of the block reaches it before any goes on (only at
+    the top level of a kernel's body)."""
+
+
+@dataclass(frozen=True)
 class Return(Statement):
     """``return``: ends the thread in a kernel; returns ``value`` from a callable."""
 
@@ -246,6 +275,7 @@ class BufferSlot:
     name: str
     element: KernelType
     capture: Any = None  # the captured buffer object, None for arguments
+    heap: str | None = None  # the bindless array holding it, None for buffers of their own
 
 
 @dataclass(frozen=True)
@@ -282,15 +312,32 @@ class KernelIR:
     name: str
     buffers: list[BufferSlot]  # launch order: buffer arguments, then captured buffers
     scalars: list[ScalarSlot]
-    arguments: list[tuple[str, str, int]]  # (name, "buffer"|"scalar", slot index) in call order
+    # (name, "buffer"|"scalar"|"bindless", index into buffers|scalars|heaps) in call order
+    arguments: list[tuple[str, str, int]]
     locals: dict[str, KernelType] = field(default_factory=dict)
     body: tuple[Statement, ...] = ()
     functions: list[FunctionIR] = field(default_factory=list)  # callees before callers
+    # per bindless array: its name and (bindless slot, buffer slot) of each resource
+    heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
+    block_size: tuple[int, int, int] = (256, 1, 1)  # set_block_size's, else luisa's default
+    shared: tuple[str, ...] = ()  # the locals that are the block's shared arrays
+
+    @property
+    def phases(self) -> int:
+        """How many parts ``sync_block()`` barriers split the body into (1: none)."""
+        return 1 + sum(isinstance(s, Barrier) for s in self.body)
+
+    @property
+    def uses_blocks(self) -> bool:
+        """Whether threads of a block must run as a group: barriers or shared arrays."""
+        return self.phases > 1 or bool(self.shared)
 
     @property
     def has_control_flow(self) -> bool:
         """Whether the body has loops or early returns, or calls callables with loops, or
-        uses atomics (all of which rule out ``omp simd``)."""
+        uses atomics or blocks (all of which rule out ``omp simd``)."""
+        if self.uses_blocks:
+            return True
         if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
             return True
         if any(
@@ -328,6 +375,8 @@ class KernelIR:
         names = {(True, True): "read_write", (False, True): "write", (True, False): "read"}
         return [
             names.get((index in reads, index in writes), "none")
+            if self.buffers[index].heap is None
+            else "read"  # a dispatch may read any resource of a bindless array
             for index in range(len(self.buffers))
         ]
 
@@ -394,4 +443,6 @@ def subexpressions(expression: Expression) -> tuple[Expression, ...]:
         return expression.arguments
     if isinstance(expression, AtomicCall):
         return (expression.index, *expression.arguments)
+    if isinstance(expression, BindlessCall):
+        return (expression.slot, *expression.arguments)
     return ()

@@ -26,10 +26,18 @@ from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.matrices import composite_class
+from luisa_nb.kernels.python_bindless import BindlessShim
+from luisa_nb.kernels.python_blocks import run_blocks
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.type_system import BufferType, ImageType, ScalarType, is_aggregate_type
+from luisa_nb.kernels.type_system import (
+    BufferType,
+    ImageType,
+    ScalarType,
+    is_aggregate_type,
+    is_bindless_like,
+)
 from luisa_nb.kernels.value_copies import copying_function
-from luisa_nb.kernels.vectors import int3, uint2, vector_class
+from luisa_nb.kernels.vectors import int3, uint2, uint3, vector_class
 
 
 class BufferShim:
@@ -194,17 +202,19 @@ class ImageShim(BufferShim):
 
     def _start(self, coord: Any, access: str) -> int:
         """The first channel of texel ``coord``; a :class:`KernelIndexError` outside."""
-        x, y = (int(c) for c in coord._values)
+        position = tuple(int(c) for c in coord._values)
         image = self.image
-        if not (0 <= x < image.width and 0 <= y < image.height):
+        size = image.size
+        if not all(0 <= c < extent for c, extent in zip(position, size, strict=True)):
             line = sys._getframe(2).f_lineno  # the kernel's frame: it called read/write
             executable = self.executable
             where = executable.kernel_source.where(line)
-            size = (image.width, image.height)
             raise texel_error(
-                executable.name, where, line, current_thread(), access, (x, y), size, self.name
+                executable.name, where, line, current_thread(), access, position, size, self.name
             )
-        return (y * image.width + x) * image.channels
+        x, y = position[:2]
+        row = position[2] * image.height + y if image.depth else y
+        return (row * image.width + x) * image.channels
 
     def read(self, coord: Any) -> Any:
         start = self._start(coord, "reads")
@@ -225,7 +235,7 @@ class ImageShim(BufferShim):
         self.array[start : start + self.image.channels] = values.astype(self.image.dtype)
 
     def texture_size(self) -> Any:
-        return uint2(self.image.width, self.image.height)
+        return (uint3 if self.image.depth else uint2)(*self.image.size)
 
 
 def copy_vector(value: Any) -> Any:
@@ -257,6 +267,9 @@ def kernel_range(*bounds: Any) -> Iterator[np.integer]:
     for value in python_builtins.range(*(int(bound) for bound in bounds)):
         yield scalar(value)
 
+
+kernel_int.kernel_type = ScalarType.INT32  # what they stand for as a dtype argument
+kernel_float.kernel_type = ScalarType.FLOAT32
 
 KERNEL_BUILTINS = {
     "int": kernel_int,
@@ -296,8 +309,14 @@ class PythonExecutable(Executable):
         self.source = source.text
         self._lock = threading.Lock()
         self._loops = kernel.has_control_flow
+        self._block_size = kernel.block_size
+        self._phases = kernel.phases if kernel.uses_blocks else 0  # 0: no blocks
         self._arguments = kernel.arguments
-        self._argument_buffer_count = sum(1 for _, kind, _ in kernel.arguments if kind == "buffer")
+        self._heaps = kernel.heaps
+        self._argument_buffer_count = sum(
+            1 if kind == "buffer" else len(kernel.heaps[index][1]) if kind == "bindless" else 0
+            for _, kind, index in kernel.arguments
+        )
         self._scalar_types = [_argument_converter(slot.type) for slot in kernel.scalars]
         self._copied_arguments = [
             position
@@ -332,13 +351,24 @@ class PythonExecutable(Executable):
         callables their Python-mode functions, and builtins return numpy scalars."""
         replacements = {}
         for name, value in captures.captured().items():
-            if id(value) in self._capture_shims:
+            if is_bindless_like(value):
+                replacements[name] = self._captured_heap_shim(name)
+            elif id(value) in self._capture_shims:
                 replacements[name] = self._capture_shims[id(value)]
             elif callable_definition(value) is not None:
                 replacements[name] = self._python_function(callable_definition(value))
         namespace, closure = captures.python_mode_namespaces(replacements)
         namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
         return namespace, closure
+
+    def _captured_heap_shim(self, name: str) -> BindlessShim:
+        """The shim of captured bindless array ``name`` over its resources' shims."""
+        pairs = next((pairs for heap, pairs in self._heaps if heap == name), ())
+        shims = {
+            slot: self._capture_shims[id(self._buffer_slots[buffer].capture)]
+            for slot, buffer in pairs
+        }
+        return BindlessShim(name, self, shims)
 
     def _python_function(self, definition: Any) -> Callable[..., Any]:
         """The Python-mode function of a callable: its vector arguments are copies."""
@@ -373,8 +403,14 @@ class PythonExecutable(Executable):
             for shim, array in zip(self._capture_shims.values(), buffers[count:], strict=True):
                 shim.bind(array)
             arguments = []
-            for _, kind, index in self._arguments:
-                if kind == "buffer":
+            for name, kind, index in self._arguments:
+                if kind == "bindless":
+                    shims = {
+                        slot: self._shim(self._buffer_slots[buffer]).bind(buffers[buffer])
+                        for slot, buffer in self._heaps[index][1]
+                    }
+                    arguments.append(BindlessShim(name, self, shims))
+                elif kind == "buffer":
                     arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))
@@ -384,11 +420,24 @@ class PythonExecutable(Executable):
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None
     ) -> None:
         size_x, size_y, size_z = (int(size) for size in dims)
-        previous = (thread_state.dispatch_id, thread_state.dispatch_size)
-        thread_state.dispatch_size = int3(size_x, size_y, size_z)
         function = self._function
         copied = self._copied_arguments
         originals = list(arguments)
+        if self._phases:
+
+            def thread_arguments() -> list[Any]:
+                copies = list(originals)
+                for position in copied:
+                    copies[position] = originals[position].copy()
+                return copies
+
+            size, block, phases = (size_x, size_y, size_z), self._block_size, self._phases
+            resolver = self._method_function
+            run_blocks(self.name, function, thread_arguments, size, block, phases, resolver, cancel)
+            return
+        previous = (thread_state.dispatch_id, thread_state.dispatch_size, thread_state.block_size)
+        thread_state.dispatch_size = int3(size_x, size_y, size_z)
+        thread_state.block_size = self._block_size
         watching = cancel is not None and self._loops and sys.gettrace() is None
         if watching:
             sys.settrace(self._cancel_watch(cancel))
@@ -411,7 +460,8 @@ class PythonExecutable(Executable):
             python_callables.resolvers.pop()
             if watching:
                 sys.settrace(None)
-            thread_state.dispatch_id, thread_state.dispatch_size = previous
+            thread_state.dispatch_id, thread_state.dispatch_size = previous[:2]
+            thread_state.block_size = previous[2]
 
     def _cancel_watch(self, cancel: CancelFlag) -> Callable[..., Any]:
         """A trace function that raises :class:`KernelCancelledError` on the next line of

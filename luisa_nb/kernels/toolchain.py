@@ -67,6 +67,14 @@ def compiler_version(compiler: list[str]) -> str:
         return _versions[key]
 
 
+def compiler_flags(compiler: list[str]) -> tuple[str, ...]:
+    """``FLAGS`` for ``compiler``: clang takes GCC's OpenMP runtime (libgomp), which every
+    GCC install has, instead of its own libomp, which is often missing."""
+    if "clang" not in compiler_version(compiler):
+        return FLAGS
+    return tuple("-fopenmp=libgomp" if flag == "-fopenmp" else flag for flag in FLAGS)
+
+
 def cache_directory() -> Path:
     """Where compiled kernels live; ``$LUISA_NB_CACHE_DIR`` overrides the default."""
     override = os.environ.get("LUISA_NB_CACHE_DIR")
@@ -90,7 +98,8 @@ def build_library(name: str, source: str) -> Path:
             f"kernel {name!r}: no C compiler found (set CC or put `cc` on PATH), or use "
             f'mode="python"'
         )
-    key_text = "\0".join([source, *compiler, compiler_version(compiler), *FLAGS])
+    flags = compiler_flags(compiler)
+    key_text = "\0".join([source, *compiler, compiler_version(compiler), *flags])
     digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     directory = cache_directory()
     library = directory / f"{name}-{digest}.so"
@@ -101,7 +110,7 @@ def build_library(name: str, source: str) -> Path:
     _write_atomically(source_path, source.encode())
     descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=library.name, suffix=".tmp")
     os.close(descriptor)
-    command = [*compiler, *FLAGS, str(source_path), "-o", temporary, "-lm"]
+    command = [*compiler, *flags, str(source_path), "-o", temporary, "-lm"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:

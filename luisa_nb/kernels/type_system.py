@@ -169,13 +169,16 @@ class ImageType:
     """A 2D image as kernels see it: ``width`` x ``height`` texels of ``channels`` (1, 2
     or 4) values of ``kind`` (float32, int32 or uint32), each channel stored as the numpy
     dtype named ``storage``; texel (x, y) starts at channel ``(y * width + x) * channels``.
-    The size is part of the type: a kernel is compiled once per image size."""
+    A 3D image has a ``depth`` too, and texel (x, y, z) starts at channel
+    ``((z * height + y) * width + x) * channels``. The size is part of the type: a kernel
+    is compiled once per image size."""
 
     kind: ScalarType
     channels: int
     storage: str
     width: int
     height: int
+    depth: int = 0  # a 3D image's depth; 0 for 2D images
 
     @property
     def dtype(self) -> np.dtype:
@@ -192,8 +195,14 @@ class ImageType:
         """What ``read`` gives and ``write`` takes: the kind, or a vector of it."""
         return self.kind if self.channels == 1 else VectorType(self.kind, self.channels)
 
+    @property
+    def size(self) -> tuple[int, ...]:
+        """``(width, height)``, or ``(width, height, depth)`` for a 3D image."""
+        return (self.width, self.height, self.depth) if self.depth else (self.width, self.height)
+
     def __str__(self) -> str:
-        return f"image[{self.texel}, {self.storage}, {self.width}x{self.height}]"
+        size = "x".join(map(str, self.size))
+        return f"image{'3d' if self.depth else ''}[{self.texel}, {self.storage}, {size}]"
 
 
 def is_image_like(value: Any) -> bool:
@@ -205,7 +214,12 @@ def image_type(image: Any) -> ImageType:
     """The :class:`ImageType` of an image object (``kind``, ``channels``, ``width``,
     ``height`` and a ``dtype`` of its stored channels)."""
     return ImageType(
-        IMAGE_KINDS[image.kind], image.channels, image.dtype.name, image.width, image.height
+        IMAGE_KINDS[image.kind],
+        image.channels,
+        image.dtype.name,
+        image.width,
+        image.height,
+        getattr(image, "depth", None) or 0,
     )
 
 
@@ -243,6 +257,26 @@ class BufferType:
         return f"buffer[{self.element}]"
 
 
+@dataclass(frozen=True)
+class BindlessType:
+    """A bindless array as kernels see it: its emplaced resources by slot, each as
+    ``(slot, type, size)``: a :class:`BufferType` (of an element or of an
+    :class:`ImageType`) and the element count. The resources are part of the type: a
+    kernel is compiled once per set of resources."""
+
+    entries: tuple[tuple[int, BufferType, int], ...]
+
+    def __str__(self) -> str:
+        listed = ", ".join(f"{slot}: {kind}" for slot, kind, _ in self.entries)
+        return f"bindless[{listed}]"
+
+
+def is_bindless_like(value: Any) -> bool:
+    """Duck typing: ``__lnb_bindless__`` is true and ``resources()`` gives the emplaced
+    buffers and images by slot."""
+    return bool(getattr(value, "__lnb_bindless__", False))
+
+
 _BUFFER_TYPE_OF_DTYPE = {
     t.dtype: BufferType(t) for t in (*ScalarType, *VECTOR_TYPES, *MATRIX_TYPES)
 }
@@ -274,6 +308,9 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
         return value_type
     if is_image_like(value):
         return BufferType(image_type(value))
+    if is_bindless_like(value):
+        resources = sorted(value.resources().items())
+        return BindlessType(tuple((slot, argument_type(r), int(r.size)) for slot, r in resources))
     if is_buffer_like(value):
         try:
             return BufferType.of_dtype(value.dtype)

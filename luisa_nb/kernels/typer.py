@@ -14,14 +14,17 @@ from luisa_nb.errors import KernelArgumentError
 from luisa_nb.kernels import ir, type_system
 from luisa_nb.kernels.aggregate_typing import AggregateTyping, TypingContext
 from luisa_nb.kernels.atomic_typing import AtomicTyping
+from luisa_nb.kernels.bindless_typing import BindlessTyping
 from luisa_nb.kernels.builtin_calls import BuiltinCallTyping
-from luisa_nb.kernels.captures import CaptureResolver, builtin_name
+from luisa_nb.kernels.builtins import DEFAULT_BLOCK_SIZE
+from luisa_nb.kernels.captures import CaptureResolver, Unresolved, builtin_name
 from luisa_nb.kernels.constant_conditions import ConstantConditions
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.image_typing import ImageTyping
 from luisa_nb.kernels.matrix_typing import MatrixTyping
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
+    BindlessType,
     BufferType,
     KernelType,
     ScalarType,
@@ -42,6 +45,7 @@ class KernelTyper(
     AggregateTyping,
     AtomicTyping,
     ImageTyping,
+    BindlessTyping,
     BuiltinCallTyping,
     ast.NodeVisitor,
 ):
@@ -71,6 +75,13 @@ class KernelTyper(
         self.buffer_arguments: dict[str, int] = {}
         self.scalar_arguments: set[str] = set()
         self.captured_buffers: dict[int, int] = self.context.captured_buffers
+        self.heaps = self.context.heaps
+        self.captured_heaps: dict[int, int] = self.context.captured_heaps
+        self.heap_sizes: dict[int, int] = self.context.heap_sizes
+        self.heap_arguments: dict[str, int] = {}
+        self.shared: list[str] = []  # locals that are the block's shared arrays
+        self.block_size = DEFAULT_BLOCK_SIZE
+        self.top_level = {id(statement) for statement in source.tree.body}
         self.first_assignments: dict[str, int] = {}
         self.temporaries: list[str] = []
         self.statement_call: ast.Call | None = None
@@ -83,6 +94,9 @@ class KernelTyper(
             elif self.is_callable:
                 self.scalar_arguments.add(name)
                 self.locals[name] = argument_type
+            elif isinstance(argument_type, BindlessType):
+                self.heap_arguments[name] = self.add_heap(name, argument_type)
+                self.arguments.append((name, "bindless", self.heap_arguments[name]))
             elif isinstance(argument_type, BufferType):
                 self.buffer_arguments[name] = len(self.buffers)
                 self.arguments.append((name, "buffer", len(self.buffers)))
@@ -97,11 +111,14 @@ class KernelTyper(
             for node in ast.walk(source.tree)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
         }
-        self.local_names = assigned | self.scalar_arguments | set(self.buffer_arguments)
+        self.local_names = (
+            assigned | self.scalar_arguments | set(self.buffer_arguments) | set(self.heap_arguments)
+        )
         self.constants = ConstantConditions(source.tree, self.local_names, captures)
 
     def run(self) -> ir.KernelIR:
         """Type the whole body."""
+        self.block_size = self.declared_block_size()
         body = self.block(self.source.tree.body)
         scalar_names = {slot.name for slot in self.scalars}
         local_types = {name: t for name, t in self.locals.items() if name not in scalar_names}
@@ -113,6 +130,9 @@ class KernelTyper(
             local_types,
             body,
             self.context.functions,
+            self.heaps,
+            self.block_size,
+            tuple(self.shared),
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -187,6 +207,8 @@ class KernelTyper(
         """``name = value``: the first assignment fixes the local's type."""
         if name in self.buffer_arguments:
             self.fail(node, f"cannot assign to buffer parameter {name!r}")
+        if isinstance(value, ir.SharedArray) or name in self.shared:
+            self.shared_array(name, value, node)
         if name not in self.locals:
             self.locals[name] = value.type
             self.first_assignments[name] = node.lineno
@@ -214,6 +236,8 @@ class KernelTyper(
         if isinstance(value, ast.Call):
             self.statement_call = value
             self.check_buffer_call(value)
+            if isinstance(value.func, ast.Attribute) and self.is_heap(value.func.value):
+                return [ir.Evaluate(self.heap_method(value))]
             if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
                 result = self.buffer_method(value, statement=True)
                 return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]
@@ -224,11 +248,13 @@ class KernelTyper(
                 if name == "set_block_size":
                     self.check_block_size(value, node)
                     return []
+                if name == "sync_block":
+                    return [self.barrier(value, node)]
         return [ir.Evaluate(self.visit(value))]
 
-    def check_block_size(self, call: ast.Call, statement: ast.Expr) -> None:
+    def check_block_size(self, call: ast.Call, statement: ast.Expr) -> tuple[int, int, int]:
         """``set_block_size(x, y, z)``: luisa-python's rules (constant positive integers, at
-        most 1024 threads in all); no IR, as the C backend picks its own blocks."""
+        most 1024 threads in all); no IR: the block size is the kernel's (see ``run``)."""
         if call.keywords or len(call.args) != 3:
             self.fail(call, "set_block_size() takes three positional arguments: x, y, z")
         sizes: list[int] = []
@@ -248,6 +274,53 @@ class KernelTyper(
                 f"set_block_size({', '.join(map(str, sizes))}) asks for {math.prod(sizes)} "
                 f"threads per block; make x * y * z at most {MAX_BLOCK_THREADS}",
             )
+        return (sizes[0], sizes[1], sizes[2])
+
+    def declared_block_size(self) -> tuple[int, int, int]:
+        """The block size of a valid top-level ``set_block_size(x, y, z)``, found before
+        typing the body (``thread_id()`` needs it); else luisa-python's default. Invalid
+        calls are reported when the body is typed."""
+        for statement in self.source.tree.body:
+            call = statement.value if isinstance(statement, ast.Expr) else None
+            if not (
+                isinstance(call, ast.Call)
+                and self.is_capture_chain(call.func)
+                and len(call.args) == 3
+            ):
+                continue
+            try:
+                if builtin_name(self.captures.resolve(call.func)) != "set_block_size":
+                    continue
+            except Unresolved:
+                continue
+            sizes = [self.constants.constant(argument, statement) for argument in call.args]
+            if all(type(size) is int and size >= 1 for size in sizes):
+                return (sizes[0], sizes[1], sizes[2])
+        return DEFAULT_BLOCK_SIZE
+
+    def barrier(self, call: ast.Call, statement: ast.Expr) -> ir.Barrier:
+        """``sync_block()``: a statement at the top level of a kernel's body."""
+        if call.args or call.keywords:
+            self.fail(call, "sync_block() takes no arguments")
+        if self.is_callable or id(statement) not in self.top_level:
+            self.fail(
+                call,
+                "luisa_nb supports sync_block() only as a statement at the top level of the "
+                "kernel's body: its C backend runs a block's threads one after another, "
+                "each part between barriers for every thread in turn. Move the barrier out "
+                "of the if/loop/callable (e.g. compute a flag before it, act on it after)",
+            )
+        return ir.Barrier()
+
+    def shared_array(self, name: str, value: ir.Expression, node: ast.AST) -> None:
+        """``name = Tile()`` for a ``SharedArrayType``: once, in the kernel's body."""
+        if self.is_callable:
+            self.fail(node, "shared arrays are made in the kernel's body, not in callables")
+        if name in self.shared or name in self.locals:
+            self.fail(node, f"{name!r} names a shared array; assign its elements instead")
+        if not isinstance(value, ir.SharedArray):
+            self.fail(node, "a shared array can only be made as `name = SharedType()`")
+        self.shared.append(name)
 
     def debug_statement(self, node: ast.Call) -> ir.Print:
         """``print(...)``/``breakpoint()``: Python mode only; typed for access analysis."""

@@ -11,11 +11,13 @@ as names that raise :class:`~luisa_nb.errors.UnsupportedFeatureError` when used.
 
 from __future__ import annotations
 
+from luisa_nb.kernels import SharedArrayType
 from luisa_nb.luisa import session
+from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffer import Buffer
 from luisa_nb.luisa.func import Func, func
 from luisa_nb.luisa.gui import GUI
-from luisa_nb.luisa.image import Image2D, Texture2D, image2d
+from luisa_nb.luisa.image import Image2D, Image3D, Texture2D, image2d, image3d
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
 from luisa_nb.luisa.missing import MISSING
@@ -76,6 +78,8 @@ __all__ = [
     *_math_names,
     *MISSING,
     "ArrayType",
+    "BindlessArray",
+    "SharedArrayType",
     "StructType",
     "array",
     "struct",
@@ -84,14 +88,17 @@ __all__ = [
     "Func",
     "GUI",
     "Image2D",
+    "Image3D",
     "Texture2D",
     "Stream",
+    "bindless_array",
     "buffer",
     "del_device",
     "execute",
     "func",
     "init",
     "image2d",
+    "image3d",
     "init_headless",
     "long",
     "synchronize",

@@ -15,6 +15,7 @@ _COMPILER_API = {
     "MatrixType",
     "Parameter",
     "ScalarType",
+    "SharedArrayType",
     "VectorType",
     "argument_type",
     "compiler_available",

@@ -1,4 +1,5 @@
-"""luisa-python's ``Image2D`` (``Texture2D`` in older programs) on luisa_nb.
+"""luisa-python's ``Image2D`` (``Texture2D`` in older programs) and ``Image3D`` on
+luisa_nb.
 
 Arrays are ``(height, width, channels)`` of the storage's dtype both ways, as
 ``Image2D.numpy()`` returns them (luisa-python's ``from_array`` reads the first axis as
@@ -21,6 +22,12 @@ from luisa_nb.png import encode_png
 from luisa_nb.runtime import Stream
 
 _KINDS = {float: "float", int: "int", uint: "uint"}
+_ARRAY_FORMATS = {  # an array's dtype -> the texel dtype and storage of its image
+    np.dtype(np.uint8): (float, "byte"),
+    np.dtype(np.float32): (float, "float"),
+    np.dtype(np.int32): (int, "int"),
+    np.dtype(np.uint32): (uint, "uint"),
+}
 
 
 class Image2D(ListedCopies, runtime.Image):
@@ -76,12 +83,7 @@ class Image2D(ListedCopies, runtime.Image):
         """An image of a ``(height, width, channels)`` array: uint8 is byte storage of
         float texels, float32 float texels, int32 int texels, uint32 uint texels."""
         array = np.asarray(array)
-        formats = {
-            np.dtype(np.uint8): (float, "byte"),
-            np.dtype(np.float32): (float, "float"),
-            np.dtype(np.int32): (int, "int"),
-            np.dtype(np.uint32): (uint, "uint"),
-        }
+        formats = _ARRAY_FORMATS
         if array.ndim != 3 or array.dtype not in formats:
             raise InvalidArgumentError(
                 f"Image2D.from_array needs a (height, width, channels) array of uint8, "
@@ -124,3 +126,105 @@ class Image2D(ListedCopies, runtime.Image):
 
 Texture2D = Image2D
 image2d = Image2D.from_array
+
+
+class Image3D(ListedCopies, runtime.Image):
+    """``width`` x ``height`` x ``volume`` texels of ``channel`` channels of ``dtype``
+    (float, int or uint), stored as ``storage``; arrays are ``(volume, height, width,
+    channels)``. Kernels read and write texels at int3 or uint3 coordinates."""
+
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        volume: int,
+        channel: int,
+        dtype: Any = float,
+        mip: int = 1,
+        storage: str | None = None,
+    ) -> None:
+        if mip != 1:
+            raise UnsupportedFeatureError(
+                f"Image3D with {mip} mip levels: luisa_nb images have one level; pass mip=1"
+            )
+        kind = _KINDS.get(dtype)
+        if kind is None:
+            raise InvalidArgumentError(f"Image3D holds float, int or uint texels, got {dtype!r}")
+        device = session.device()
+        device.check_open()
+        super().__init__(device, width, height, channel, kind, storage, depth=volume)
+
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    @property
+    def channel(self) -> int:
+        return self.channels
+
+    @property
+    def volume(self) -> int:
+        return self.depth
+
+    @staticmethod
+    def empty(
+        width: int,
+        height: int,
+        volume: int,
+        channel: int,
+        dtype: Any = float,
+        storage: str | None = None,
+    ) -> Image3D:
+        return Image3D(width, height, volume, channel, dtype, 1, storage)
+
+    @staticmethod
+    def zeros(
+        width: int,
+        height: int,
+        volume: int,
+        channel: int,
+        dtype: Any = float,
+        storage: str | None = None,
+    ) -> Image3D:
+        """An image whose zero fill is added to the stream's command list."""
+        created = Image3D(width, height, volume, channel, dtype, 1, storage)
+        session.stream().add(created.fill_async(0))
+        return created
+
+    @staticmethod
+    def from_array(array: np.ndarray) -> Image3D:
+        """An image of a ``(volume, height, width, channels)`` array, typed as
+        :meth:`Image2D.from_array` types a 2D one."""
+        array = np.asarray(array)
+        if array.ndim != 4 or array.dtype not in _ARRAY_FORMATS:
+            raise InvalidArgumentError(
+                f"Image3D.from_array needs a (volume, height, width, channels) array of "
+                f"uint8, float32, int32 or uint32; got shape {array.shape} of {array.dtype}"
+            )
+        dtype, storage = _ARRAY_FORMATS[array.dtype]
+        volume, height, width, channels = array.shape
+        created = Image3D(width, height, volume, channels, dtype, 1, storage)
+        created.copy_from(array)
+        return created
+
+    def copy_from(self, source: Any, sync: bool = False, stream: Stream | None = None) -> None:
+        """Add an upload of an array, or a copy from another image, to the command list."""
+        if isinstance(source, runtime.Image):
+            self.copy_from_tex(source, sync, stream)
+        else:
+            super().copy_from(source, sync, stream)
+
+    def copy_from_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of ``other`` (same size and storage) into this image."""
+        add_to_list(other.copy_to_buffer_async(self), sync, stream)
+
+    def copy_to_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of this image into ``other`` (same size and storage)."""
+        add_to_list(self.copy_to_buffer_async(other), sync, stream)
+
+
+image3d = Image3D.from_array

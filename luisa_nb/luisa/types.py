@@ -22,13 +22,19 @@ from luisa_nb.runtime.device import buffer_dtype
 class uint:
     """luisa-python's 32-bit unsigned integer type."""
 
+    dtype = np.dtype(np.uint32)  # so that np.dtype(uint), and kernels, know it
+
 
 class long:
     """luisa-python's 64-bit signed integer type."""
 
+    dtype = np.dtype(np.int64)
+
 
 class ulong:
     """luisa-python's 64-bit unsigned integer type."""
+
+    dtype = np.dtype(np.uint64)
 
 
 half, short, ushort = MISSING["half"], MISSING["short"], MISSING["ushort"]

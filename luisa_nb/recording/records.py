@@ -230,8 +230,9 @@ class CompileRecord:
 
 @dataclass(slots=True)
 class BufferInfo:
-    """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image, whose
-    channels are the buffer's elements."""
+    """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image
+    (``(depth, height, width, channels)`` for a 3D one), whose channels are the buffer's
+    elements."""
 
     id: int
     nbytes: int
@@ -239,7 +240,7 @@ class BufferInfo:
     size: int
     device: str
     name: str | None = None
-    image: tuple[int, int, int] | None = None
+    image: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True)

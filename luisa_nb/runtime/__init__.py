@@ -4,6 +4,7 @@ from collections.abc import Mapping
 
 from luisa_nb.recording import recorder
 from luisa_nb.recording.trace import Trace
+from luisa_nb.runtime.bindless import BindlessArray
 from luisa_nb.runtime.buffer import Buffer, BufferView
 from luisa_nb.runtime.commands import (
     Command,
@@ -37,6 +38,7 @@ def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
 recorder.register_namer(_name_buffers)
 
 __all__ = [
+    "BindlessArray",
     "Buffer",
     "BufferView",
     "Command",

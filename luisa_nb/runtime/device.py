@@ -132,12 +132,14 @@ class Device:
         storage: str | None = None,
         *,
         name: str | None = None,
+        depth: int | None = None,
     ) -> Image:
-        """A ``width`` x ``height`` image of ``channels`` channels of ``kind`` (``"float"``,
-        ``"int"``, ``"uint"``), stored as ``storage`` (default: the kind's own 32 bits;
-        ``"byte"`` or ``"short"`` store float channels normalized)."""
+        """A ``width`` x ``height`` image (x ``depth``: a 3D image) of ``channels``
+        channels of ``kind`` (``"float"``, ``"int"``, ``"uint"``), stored as ``storage``
+        (default: the kind's own 32 bits; ``"byte"`` or ``"short"`` store float channels
+        normalized)."""
         self.check_open()
-        return Image(self, width, height, channels, kind, storage, name)
+        return Image(self, width, height, channels, kind, storage, name, depth)
 
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()

@@ -51,8 +51,9 @@ def storage_dtype(kind: str, storage: str | None) -> tuple[str, np.dtype]:
 
 
 class Image(Buffer):
-    """``width`` x ``height`` texels of ``channels`` channels of ``kind`` (float, int or
-    uint), each channel stored as ``storage`` (byte, short, int, uint or float)."""
+    """``width`` x ``height`` texels (x ``depth`` for a 3D image) of ``channels`` channels
+    of ``kind`` (float, int or uint), each channel stored as ``storage`` (byte, short, int,
+    uint or float). ``depth`` is None for a 2D image."""
 
     __lnb_image__ = True
 
@@ -65,10 +66,13 @@ class Image(Buffer):
         kind: str,
         storage: str | None,
         name: str | None = None,
+        depth: int | None = None,
     ) -> None:
         if channels not in (1, 2, 4):
             raise InvalidArgumentError(f"an image has 1, 2 or 4 channels, got {channels!r}")
-        for axis, extent in (("width", width), ("height", height)):
+        extents = [("width", width), ("height", height)]
+        extents += [("depth", depth)] if depth is not None else []
+        for axis, extent in extents:
             if not isinstance(extent, (int, np.integer)) or isinstance(extent, bool) or extent < 1:
                 raise InvalidArgumentError(
                     f"image {axis} must be a positive integer, got {extent!r}"
@@ -76,12 +80,16 @@ class Image(Buffer):
         self.storage, dtype = storage_dtype(kind, storage)
         self.kind = kind
         self.width, self.height, self.channels = int(width), int(height), channels
-        super().__init__(device, self.width * self.height * channels, dtype, name)
+        self.depth = None if depth is None else int(depth)
+        texels = self.width * self.height * (self.depth or 1)
+        super().__init__(device, texels * channels, dtype, name)
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        """``(height, width, channels)``, the shape of ``numpy()``."""
-        return (self.height, self.width, self.channels)
+    def shape(self) -> tuple[int, ...]:
+        """``(height, width, channels)``, or ``(depth, height, width, channels)`` for a 3D
+        image: the shape of ``numpy()``."""
+        plane = (self.height, self.width, self.channels)
+        return plane if self.depth is None else (self.depth, *plane)
 
     @property
     def normalized(self) -> bool:
@@ -90,7 +98,7 @@ class Image(Buffer):
         return self.kind == "float" and self.storage != "float"
 
     def numpy(self, *, stream: Stream | None = None) -> np.ndarray:
-        """A new ``(height, width, channels)`` array of the stored channels."""
+        """A new array of the stored channels, shaped as :attr:`shape`."""
         out = np.empty(self.shape, dtype=self.dtype)
         self.copy_to(out, sync=True, stream=stream)
         return out
@@ -100,7 +108,8 @@ class Image(Buffer):
         return f"{name} {self.name!r}" if self.name else name
 
     def __repr__(self) -> str:
+        size = f"{self.width}x{self.height}" + (f"x{self.depth}" if self.depth else "")
         return (
-            f"<Image {self._name()} {self.width}x{self.height} {self.kind}{self.channels} "
+            f"<Image {self._name()} {size} {self.kind}{self.channels} "
             f"({self.storage}) on {self.device.name}>"
         )

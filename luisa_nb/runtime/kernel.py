@@ -19,6 +19,7 @@ from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.toolchain import compiler_runs
+from luisa_nb.kernels.type_system import is_bindless_like
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import active_recorder
 from luisa_nb.recording.records import Access
@@ -77,16 +78,20 @@ class _DispatchPlan:
         "captures",
         "count_positions",
         "executable",
+        "heap_positions",
         "scalar_positions",
+        "state",
         "views_are_arguments",
     )
 
-    def __init__(self, executable: Any, args: Sequence[Any]) -> None:
+    def __init__(self, executable: Any, args: Sequence[Any], state: tuple[Any, ...]) -> None:
         self.executable = executable
-        self.buffer_positions = tuple(i for i, a in enumerate(args) if isinstance(a, BufferView))
-        self.scalar_positions = tuple(
-            i for i, a in enumerate(args) if not isinstance(a, BufferView)
+        self.state = state
+        self.heap_positions = frozenset(i for i, a in enumerate(args) if is_bindless_like(a))
+        self.buffer_positions = tuple(
+            i for i, a in enumerate(args) if isinstance(a, BufferView) or i in self.heap_positions
         )
+        self.scalar_positions = tuple(i for i in range(len(args)) if i not in self.buffer_positions)
         self.captures = tuple(
             p.capture for p in executable.buffer_parameters if p.capture is not None
         )
@@ -94,13 +99,22 @@ class _DispatchPlan:
         self.count_positions = tuple(
             p.count_of for p in executable.scalar_parameters if p.count_of is not None
         )
-        self.views_are_arguments = not self.scalar_positions and not self.captures
+        self.views_are_arguments = (
+            not self.scalar_positions and not self.captures and not self.heap_positions
+        )
 
     def views(self, args: tuple[Any, ...]) -> tuple[BufferView, ...]:
-        """The buffer arguments, then the captured buffers."""
+        """The buffer arguments (a bindless array's resources in slot order), then the
+        captured buffers."""
         if self.views_are_arguments:
             return args
-        return (*[args[i] for i in self.buffer_positions], *self.captures)
+        views: list[BufferView] = []
+        for i in self.buffer_positions:
+            if i in self.heap_positions:
+                views.extend(args[i].views())
+            else:
+                views.append(args[i])
+        return (*views, *self.captures)
 
     def scalars(self, args: tuple[Any, ...], views: Sequence[BufferView]) -> tuple[Any, ...]:
         """The scalar arguments, then the element counts of a checked kernel."""
@@ -122,7 +136,7 @@ class _BoundArguments(DispatchArguments):
     """Dispatch arguments made for a call whose arguments (``call``) are all buffer views,
     under the checks setting ``checks``."""
 
-    __slots__ = ("call", "checks")
+    __slots__ = ("call", "checks", "state")
 
     def __init__(
         self,
@@ -137,6 +151,7 @@ class _BoundArguments(DispatchArguments):
         super().__init__(device, plan.executable, views, buffers, plan.accesses, scalars)
         self.call = call
         self.checks = checks
+        self.state = plan.state
 
 
 class Kernel:
@@ -177,6 +192,7 @@ class Kernel:
                 for a in args
             ],
             checks,
+            self._definition.capture_state(),
         )
         plan = self._plans.get(key)
         if plan is None:
@@ -184,7 +200,8 @@ class Kernel:
             builds, begin = compiler_runs(), now()
             executable = self._definition.executable(types, checks)
             end = now()
-            plan = self._plans[key] = _DispatchPlan(executable, args)
+            state = self._definition.capture_state()
+            plan = self._plans[(*key[:-1], state)] = _DispatchPlan(executable, args, state)
             if getattr(executable, "mode", "c") != "c":
                 label, cached = f"prepare {self.name} ({executable.mode})", False
             elif compiler_runs() != builds:
@@ -198,7 +215,7 @@ class Kernel:
         """The device a dispatch with ``args`` runs on, found before compiling: the first
         buffer argument's, else the captured buffers', else the default device."""
         for argument in args:
-            if isinstance(argument, BufferView):
+            if isinstance(argument, BufferView) or is_bindless_like(argument):
                 return argument.device
         types = tuple(argument_type(a) for a in args)
         for captured in self._definition.captured_buffers(types):
@@ -223,6 +240,7 @@ class Kernel:
         latest = self._latest() if self._latest is not None else None
         if (
             latest is None
+            or latest.state != self._definition.capture_state()
             or len(args) != len(latest.call)
             or not all(map(is_, args, latest.call))
             or (latest.device.kernel_checks if self.checks is None else self.checks)
@@ -250,7 +268,7 @@ class Kernel:
                     f"dispatch runs on one device"
                 )
         scalars = plan.scalars(args, views)
-        if plan.scalar_positions or not args:
+        if plan.scalar_positions or plan.heap_positions or not args:
             executable, accesses = plan.executable, plan.accesses
             return DispatchArguments(device, executable, views, buffers, accesses, scalars)
         arguments = _BoundArguments(args, checks, device, plan, views, buffers, scalars)

@@ -135,3 +135,21 @@ def debug_print(out):
     if i == 1:
         print(f"thread {i} sees {out.read(i)}", "end")
     out.write(i, i)
+
+
+ROW = lnb.kernels.SharedArrayType(64, float)
+
+
+def bindless_gather(heap, out):
+    i = lnb.dispatch_id().x
+    texel = heap.texture2d_read(1, lnb.kernels.int2(i % 4, 0))
+    out.write(i, heap.buffer_read(float, 0, i) + texel.x + float(heap.buffer_size(0)))
+
+
+def shared_shift(values, out):
+    lnb.kernels.set_block_size(64, 1, 1)
+    row = ROW()
+    t = lnb.kernels.thread_id().x
+    row[t] = values.read(lnb.dispatch_id().x)
+    lnb.kernels.sync_block()
+    out.write(lnb.dispatch_id().x, row[(t + 1) % 64])

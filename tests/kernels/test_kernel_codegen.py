@@ -18,6 +18,7 @@ from luisa_nb.kernels import (
 from luisa_nb.kernels.c_emitter import CEmitter
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.toolchain import FLAGS, find_compiler
+from luisa_nb.kernels.type_system import BindlessType, ImageType
 from luisa_nb.kernels.typer import KernelTyper
 
 from . import sample_kernels
@@ -25,6 +26,12 @@ from . import sample_kernels
 F32 = BufferType(ScalarType.FLOAT32)
 I32 = BufferType(ScalarType.INT32)
 VECADD = (F32,)
+HEAP = BindlessType(
+    (
+        (0, F32, 16),
+        (1, BufferType(ImageType(ScalarType.FLOAT32, 4, "uint8", 4, 2)), 32),
+    )
+)
 MANDELBROT = (I32, ScalarType.INT32, ScalarType.INT32, ScalarType.INT32)
 GOLDEN_KERNELS = {  # golden file name: (kernel, argument types, checks)
     "vecadd": ("vecadd", VECADD, False),
@@ -33,6 +40,8 @@ GOLDEN_KERNELS = {  # golden file name: (kernel, argument types, checks)
     "mandelbrot_checked": ("mandelbrot", MANDELBROT, True),
     "division_nan_checked": ("division", (I32, I32, I32, I32, F32, F32), "nan"),
     "control_flow_checked": ("control_flow", (I32, ScalarType.INT32), True),
+    "bindless_checked": ("bindless_gather", (HEAP, F32), True),
+    "shared_blocks_checked": ("shared_shift", (F32, F32), True),
 }
 
 

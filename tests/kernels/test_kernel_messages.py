@@ -27,7 +27,7 @@ def kernel_under_test(out):
     [
         ("r = luisa.make_ray(1.0)", 9, "luisa.make_ray", "ray tracing"),
         ("a = Accel()", 9, "Accel", "ray tracing"),
-        ("s = luisa.SharedArrayType", 9, "luisa.SharedArrayType", "shared memory"),
+        ("b = luisa.ByteBuffer", 9, "luisa.ByteBuffer", "byte buffers"),
     ],
 )
 def test_missing_features_name_the_feature(tmp_path, statement, column, label, feature):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import warnings
 
@@ -145,3 +146,13 @@ def test_openmp_waits_passively_unless_the_user_chose(monkeypatch, user_environm
         if (value := os.environ.get(name))
     }
     assert chosen == expected
+
+
+@pytest.mark.skipif(shutil.which("clang") is None, reason="no clang")
+def test_clang_builds_with_gccs_openmp_runtime(cache_dir, monkeypatch) -> None:
+    monkeypatch.setenv("CC", "clang")
+    assert "-fopenmp=libgomp" in toolchain.compiler_flags(toolchain.find_compiler())
+    arguments = saxpy_arguments()
+    run(KernelDefinition(sample_kernels.saxpy, mode="c"), 50, *arguments)
+    expected = np.float32(3) * np.arange(50, dtype=np.float32) + np.float32(1)
+    np.testing.assert_array_equal(arguments[3].array, expected)

@@ -175,7 +175,7 @@ static inline void lnb_control_flow_thread(lnb_int3 dispatch_id, lnb_int3 dispat
     lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 68, 0, lnb_state);
 }
 
-static inline void lnb_control_flow_block(const lnb_control_flow_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+static __attribute__((noinline)) void lnb_control_flow_block(const lnb_control_flow_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
     if (lnb_launch_stopped(launch)) return;
     const int32_t start = (int32_t)(block * 64);
     const int32_t end = size.x - start > 64 ? start + 64 : size.x;

@@ -150,7 +150,7 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
     lnb_write_int32_int32(b_image, n_image, ((v_py * v_width) + v_px), v_iteration, 43, 0, lnb_state);
 }
 
-static inline void lnb_mandelbrot_block(const lnb_mandelbrot_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+static __attribute__((noinline)) void lnb_mandelbrot_block(const lnb_mandelbrot_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
     if (lnb_launch_stopped(launch)) return;
     const int32_t start = (int32_t)(block * 64);
     const int32_t end = size.x - start > 64 ? start + 64 : size.x;

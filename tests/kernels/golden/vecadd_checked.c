@@ -144,7 +144,7 @@ static inline int32_t lnb_vecadd_run(lnb_int3 dispatch_id, lnb_int3 dispatch_siz
     return state.failed;
 }
 
-static inline void lnb_vecadd_block(const lnb_vecadd_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+static __attribute__((noinline)) void lnb_vecadd_block(const lnb_vecadd_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
     if (lnb_launch_stopped(launch)) return;
     const int32_t start = (int32_t)(block * 2048);
     const int32_t end = size.x - start > 2048 ? start + 2048 : size.x;

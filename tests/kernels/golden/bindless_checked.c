@@ -1,0 +1,221 @@
+/* luisa_nb kernel 'bindless_gather': generated code; checks: indices. */
+
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+typedef struct { _Alignas(8) int32_t x; int32_t y; } lnb_int2;
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
+typedef struct { _Alignas(16) float x; float y, z, w; } lnb_float4;
+
+enum {
+    LNB_OK = 0,
+    LNB_INDEX_ERROR = 1,
+    LNB_NON_FINITE = 2,
+    LNB_CANCELLED = 3,
+    LNB_INVALID_SIZE = 4
+};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    int64_t size[3];
+    const float *b_heap_0;
+    const uint8_t *b_heap_1;
+    float *b_out;
+    int64_t n_heap_0;
+    int64_t n_heap_1;
+    int64_t n_out;
+} lnb_bindless_gather_arguments;
+
+static inline int32_t lnb_mod_int32(int32_t a, int32_t b) {
+    if (b == 0 || b == -1) return 0;
+    int32_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static inline lnb_int2 lnb_make_int2_1_1(int32_t a0, int32_t a1) {
+    return (lnb_int2){a0, a1};
+}
+
+/* Note a failed check. Without `details` (simd loops), OR the failure code in: a select
+   that vectorizes. With `details`, record the thread's first failure and where it was. */
+static inline void lnb_note(lnb_thread *state, _Bool ok, int32_t failure, int32_t line,
+                            int32_t buffer, int32_t access, int64_t index,
+                            int32_t unsigned_index, double value) {
+    if (!state->details) {
+        state->failed |= ok ? LNB_OK : failure;
+        return;
+    }
+    if (ok | (state->failed != LNB_OK)) return;
+    state->failed = failure;
+    state->line = line;
+    state->buffer = buffer;
+    state->access = access;
+    state->index = index;
+    state->unsigned_index = unsigned_index;
+    state->value = value;
+}
+
+static inline float lnb_read_float32_int32(const float *buffer, uint64_t count, int32_t index,
+        int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, (int64_t)index, 0, 0.0);
+    return ok ? buffer[index] : 0;
+}
+
+static inline void lnb_write_float32_int32(float *buffer, uint64_t count, int32_t index,
+        float value, int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, 0, 0.0);
+    if (ok & !state->skip_writes) buffer[index] = value;
+}
+
+static inline lnb_float4 lnb_checked_image_read_float4_uint8_4x2_int2(const uint8_t *texels, lnb_int2 coord, int32_t line, int32_t slot, lnb_thread *state) {
+    const int64_t x = coord.x, y = coord.y;
+    const _Bool ok = ((uint64_t)x < 4u) & ((uint64_t)y < 2u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, x, 0, (double)y);
+    if (!ok) return (lnb_float4){0};
+    const uint8_t *t = texels + (y * 4 + x) * 4;
+    return (lnb_float4){t[0] / 255.0f, t[1] / 255.0f, t[2] / 255.0f, t[3] / 255.0f};
+}
+
+static inline void lnb_bindless_gather_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_heap_0, const uint8_t *b_heap_1, float *b_out, uint64_t n_heap_0, uint64_t n_heap_1, uint64_t n_out, lnb_thread *lnb_state) {
+    int32_t v_i = 0;
+    lnb_float4 v_texel = {0};
+    v_i = dispatch_id.x;
+    v_texel = ({ const int64_t lnb_slot0 = (int64_t)(1); const lnb_int2 v_lnb_argument0 = lnb_make_int2_1_1(lnb_mod_int32(v_i, 4), 0); lnb_float4 lnb_result0 = {0}; switch (lnb_slot0) { case 1: lnb_result0 = lnb_checked_image_read_float4_uint8_4x2_int2(b_heap_1, v_lnb_argument0, 145, 1, lnb_state); break; default: lnb_note(lnb_state, 0, LNB_INDEX_ERROR, 145, -2, 0, lnb_slot0, 0, 0.0); break; } lnb_result0; });
+    lnb_write_float32_int32(b_out, n_out, v_i, ((({ const int64_t lnb_slot1 = (int64_t)(0); const int32_t v_lnb_argument1 = v_i; float lnb_result1 = {0}; switch (lnb_slot1) { case 0: lnb_result1 = lnb_read_float32_int32(b_heap_0, n_heap_0, v_lnb_argument1, 146, 0, lnb_state); break; default: lnb_note(lnb_state, 0, LNB_INDEX_ERROR, 146, -3, 0, lnb_slot1, 0, 0.0); break; } lnb_result1; }) + v_texel.x) + ((float)({ const int64_t lnb_slot2 = (int64_t)(0); uint32_t lnb_result2 = {0}; switch (lnb_slot2) { case 0: lnb_result2 = 16u; break; default: lnb_note(lnb_state, 0, LNB_INDEX_ERROR, 146, -4, 0, lnb_slot2, 0, 0.0); break; } lnb_result2; }))), 146, 2, lnb_state);
+}
+
+static inline int32_t lnb_bindless_gather_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_heap_0, const uint8_t *b_heap_1, float *b_out, uint64_t n_heap_0, uint64_t n_heap_1, uint64_t n_out, const int32_t *cancel) {
+    lnb_thread state = {.cancel = cancel};
+    lnb_bindless_gather_thread(dispatch_id, dispatch_size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, &state);
+    return state.failed;
+}
+
+static __attribute__((noinline)) void lnb_bindless_gather_block(const lnb_bindless_gather_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+    if (lnb_launch_stopped(launch)) return;
+    const int32_t start = (int32_t)(block * 2048);
+    const int32_t end = size.x - start > 2048 ? start + 2048 : size.x;
+    const float *b_heap_0 = a->b_heap_0;
+    const uint8_t *b_heap_1 = a->b_heap_1;
+    float *b_out = a->b_out;
+    const uint64_t n_heap_0 = (uint64_t)a->n_heap_0;
+    const uint64_t n_heap_1 = (uint64_t)a->n_heap_1;
+    const uint64_t n_out = (uint64_t)a->n_out;
+    const int32_t *const cancel = launch->cancel;
+    int32_t failed = LNB_OK;
+#pragma omp simd reduction(|:failed)
+    for (int32_t x = start; x < end; ++x) {
+        const lnb_int3 id = {x, y, z};
+        failed |= lnb_bindless_gather_run(id, size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, cancel);
+    }
+    if (failed != LNB_OK) {
+        for (int32_t x = start; x < end; ++x) {
+            lnb_thread state = {.details = 1, .skip_writes = 1, .cancel = cancel};
+            const lnb_int3 id = {x, y, z};
+            lnb_bindless_gather_thread(id, size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, &state);
+            if (state.failed != LNB_OK) {
+                lnb_report(launch, &state, x, y, z);
+                return;
+            }
+        }
+        const lnb_thread unexplained = {.failed = LNB_INDEX_ERROR, .buffer = -1};
+        lnb_report(launch, &unexplained, start, y, z);
+    }
+}
+
+void lnb_bindless_gather_launch(const void *packed_arguments, lnb_launch *launch) {
+    lnb_bindless_gather_arguments a;
+    memcpy(&a, packed_arguments, sizeof a);
+    if (!lnb_valid_size(a.size, launch)) return;
+    const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
+    const int64_t blocks = ((int64_t)size.x + 2047) / 2048;
+    if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
+#pragma omp parallel for collapse(3) schedule(dynamic, 8)
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_bindless_gather_block(&a, launch, size, z, y, block);
+    } else {
+        for (int32_t z = 0; z < size.z; ++z)
+            for (int32_t y = 0; y < size.y; ++y)
+                for (int64_t block = 0; block < blocks; ++block)
+                    lnb_bindless_gather_block(&a, launch, size, z, y, block);
+    }
+}

@@ -1,0 +1,218 @@
+/* luisa_nb kernel 'shared_shift': generated code; checks: indices. */
+
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+
+typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
+typedef struct { float a[64]; } lnb_array0_64;
+
+enum {
+    LNB_OK = 0,
+    LNB_INDEX_ERROR = 1,
+    LNB_NON_FINITE = 2,
+    LNB_CANCELLED = 3,
+    LNB_INVALID_SIZE = 4
+};
+
+/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
+typedef struct {
+    int32_t status;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t thread[3];
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_launch;
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+    int32_t failed;
+    int32_t line;
+    int32_t buffer;
+    int32_t access;
+    int32_t unsigned_index;
+    int32_t details;
+    int32_t skip_writes;
+    int64_t index;
+    double value;
+    const int32_t *cancel;
+} lnb_thread;
+
+/* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
+static int lnb_launch_stopped(lnb_launch *launch) {
+    if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
+    if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    int32_t running = LNB_OK;
+    __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
+                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
+static inline int lnb_thread_stopped(lnb_thread *state) {
+    if (state->failed != LNB_OK) return 1;
+    if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
+    state->failed = LNB_CANCELLED;
+    return 1;
+}
+
+/* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
+static void lnb_report(lnb_launch *launch, const lnb_thread *state,
+                       int32_t x, int32_t y, int32_t z) {
+    int32_t running = LNB_OK;
+    if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+    launch->line = state->line;
+    launch->buffer = state->buffer;
+    launch->access = state->access;
+    launch->unsigned_index = state->unsigned_index;
+    launch->index = state->index;
+    launch->value = state->value;
+    launch->thread[0] = x;
+    launch->thread[1] = y;
+    launch->thread[2] = z;
+}
+
+/* Dispatch sizes must fit the int32 ids and an int64 thread count. */
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
+    int64_t total = 1;
+    for (int axis = 0; axis < 3; ++axis) {
+        if (size[axis] < 0 || size[axis] > INT32_MAX
+            || __builtin_mul_overflow(total, size[axis], &total)) {
+            launch->status = LNB_INVALID_SIZE;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+typedef struct {
+    int64_t size[3];
+    const float *b_values;
+    float *b_out;
+    int64_t n_values;
+    int64_t n_out;
+} lnb_shared_shift_arguments;
+
+typedef struct {
+    _Bool lnb_finished;
+    int32_t v_t;
+} lnb_shared_shift_locals;
+
+typedef struct {
+    char lnb_none;
+    lnb_array0_64 v_row;
+} lnb_shared_shift_shared;
+
+static inline int32_t lnb_mod_int32(int32_t a, int32_t b) {
+    if (b == 0 || b == -1) return 0;
+    int32_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static inline float lnb_at_lnb_array0_64(lnb_array0_64 a0, int64_t a1) {
+    return (uint64_t)a1 < 64 ? a0.a[a1] : 0;
+}
+
+/* Note a failed check. Without `details` (simd loops), OR the failure code in: a select
+   that vectorizes. With `details`, record the thread's first failure and where it was. */
+static inline void lnb_note(lnb_thread *state, _Bool ok, int32_t failure, int32_t line,
+                            int32_t buffer, int32_t access, int64_t index,
+                            int32_t unsigned_index, double value) {
+    if (!state->details) {
+        state->failed |= ok ? LNB_OK : failure;
+        return;
+    }
+    if (ok | (state->failed != LNB_OK)) return;
+    state->failed = failure;
+    state->line = line;
+    state->buffer = buffer;
+    state->access = access;
+    state->index = index;
+    state->unsigned_index = unsigned_index;
+    state->value = value;
+}
+
+static inline float lnb_read_float32_int32(const float *buffer, uint64_t count, int32_t index,
+        int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 0, (int64_t)index, 0, 0.0);
+    return ok ? buffer[index] : 0;
+}
+
+static inline void lnb_write_float32_int32(float *buffer, uint64_t count, int32_t index,
+        float value, int32_t line, int32_t slot, lnb_thread *state) {
+    const _Bool ok = (uint32_t)index < (count < 0x80000000u ? (uint32_t)count : 0x80000000u);
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, 1, (int64_t)index, 0, 0.0);
+    if (ok & !state->skip_writes) buffer[index] = value;
+}
+
+static inline void lnb_shared_shift_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_values, float *b_out, uint64_t n_values, uint64_t n_out, lnb_shared_shift_locals *lnb_l, lnb_shared_shift_shared *lnb_sh, int32_t phase, lnb_thread *lnb_state) {
+    if (lnb_l->lnb_finished) return;
+    switch (phase) {
+    case 0:
+        lnb_l->v_t = ((lnb_int3){dispatch_id.x % 64, dispatch_id.y % 1, dispatch_id.z % 1}).x;
+        if ((uint64_t)(int64_t)(lnb_l->v_t) < 64) lnb_sh->v_row.a[lnb_l->v_t] = lnb_read_float32_int32(b_values, n_values, dispatch_id.x, 153, 0, lnb_state);
+        break;
+    case 1:
+        lnb_write_float32_int32(b_out, n_out, dispatch_id.x, lnb_at_lnb_array0_64(lnb_sh->v_row, (int64_t)lnb_mod_int32((lnb_l->v_t + 1), 64)), 155, 1, lnb_state);
+        break;
+    }
+}
+
+static __attribute__((noinline)) void lnb_shared_shift_block(const lnb_shared_shift_arguments *a, lnb_launch *launch,
+        lnb_int3 size, int32_t bx, int32_t by, int32_t bz) {
+    if (lnb_launch_stopped(launch)) return;
+    const float *b_values = a->b_values;
+    float *b_out = a->b_out;
+    const uint64_t n_values = (uint64_t)a->n_values;
+    const uint64_t n_out = (uint64_t)a->n_out;
+    const int32_t *const cancel = launch->cancel;
+    lnb_shared_shift_locals *locals = calloc(64, sizeof *locals);
+    lnb_shared_shift_shared shared;
+    memset(&shared, 0, sizeof shared);
+    for (int32_t phase = 0; phase < 2; ++phase) {
+        for (int32_t t = 0; t < 64; ++t) {
+            const int64_t x = (int64_t)bx * 64 + t % 64;
+            const int64_t y = (int64_t)by * 1 + t / 64 % 1;
+            const int64_t z = (int64_t)bz * 1 + t / 64;
+            if (x >= size.x || y >= size.y || z >= size.z) continue;
+            const lnb_int3 id = {(int32_t)x, (int32_t)y, (int32_t)z};
+            lnb_thread state = {.details = 1, .cancel = cancel};
+            lnb_shared_shift_thread(id, size, b_values, b_out, n_values, n_out, &locals[t], &shared, phase, &state);
+            if (state.failed != LNB_OK) {
+                lnb_report(launch, &state, id.x, id.y, id.z);
+                free(locals);
+                return;
+            }
+        }
+    }
+    free(locals);
+}
+
+void lnb_shared_shift_launch(const void *packed_arguments, lnb_launch *launch) {
+    lnb_shared_shift_arguments a;
+    memcpy(&a, packed_arguments, sizeof a);
+    if (!lnb_valid_size(a.size, launch)) return;
+    const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
+    const lnb_int3 blocks = {(int32_t)(((int64_t)size.x + 63) / 64),
+                             (int32_t)(((int64_t)size.y + 0) / 1),
+                             (int32_t)(((int64_t)size.z + 0) / 1)};
+    if (a.size[0] * a.size[1] * a.size[2] >= 256) {
+#pragma omp parallel for collapse(3) schedule(dynamic)
+        for (int32_t z = 0; z < blocks.z; ++z)
+            for (int32_t y = 0; y < blocks.y; ++y)
+                for (int32_t x = 0; x < blocks.x; ++x)
+                    lnb_shared_shift_block(&a, launch, size, x, y, z);
+    } else {
+        for (int32_t z = 0; z < blocks.z; ++z)
+            for (int32_t y = 0; y < blocks.y; ++y)
+                for (int32_t x = 0; x < blocks.x; ++x)
+                    lnb_shared_shift_block(&a, launch, size, x, y, z);
+    }
+}
