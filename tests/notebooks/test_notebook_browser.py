@@ -158,6 +158,13 @@ def test_notebook_seed_bug_in_jupyterlab(tmp_path):
             assert stale.is_visible()
             viewer = page.locator(".jupyter-widgets, .lnb-ipython-commands").first
             assert viewer.is_visible()  # the trace viewer, or the fallback command table
+            # the timeline opens on the stale upload: its arrow spans a real share of the plot
+            arrow = page.evaluate(
+                "() => { const t = globalThis.__luisa_nb.timelines.find("
+                "(entry) => entry.arrowPath(0)); const p = t.arrowPath(0);"
+                " return Math.abs(p.x2 - p.x1) / t.geometry().plotWidth; }"
+            )
+            assert arrow > 0.3, arrow
             seed_cell = page.locator(".jp-CodeCell").filter(has=summary).first
             screenshot = tmp_path / "seed-cell.png"
             seed_cell.screenshot(path=str(screenshot))
