@@ -30,7 +30,61 @@ _ARRAY_FORMATS = {  # an array's dtype -> the texel dtype and storage of its ima
 }
 
 
-class Image2D(ListedCopies, runtime.Image):
+class _Image(ListedCopies, runtime.Image):
+    """What luisa-python's ``Image2D`` and ``Image3D`` share: one mip level, texels of
+    float, int or uint, arrays in the host shape, and copies to and from other images."""
+
+    def __init__(
+        self,
+        width: int,
+        height: int,
+        channel: int,
+        dtype: Any,
+        mip: int,
+        storage: str | None,
+        depth: int | None = None,
+    ) -> None:
+        name = type(self).__name__
+        if mip != 1:
+            raise UnsupportedFeatureError(
+                f"{name} with {mip} mip levels: luisa_nb images have one level; pass mip=1"
+            )
+        kind = _KINDS.get(dtype)
+        if kind is None:
+            raise InvalidArgumentError(f"{name} holds float, int or uint texels, got {dtype!r}")
+        device = session.device()
+        device.check_open()
+        super().__init__(device, width, height, channel, kind, storage, depth=depth)
+
+    @property
+    def host_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    @property
+    def channel(self) -> int:
+        return self.channels
+
+    def copy_from(self, source: Any, sync: bool = False, stream: Stream | None = None) -> None:
+        """Add an upload of an array, or a copy from another image, to the command list."""
+        if isinstance(source, runtime.Image):
+            self.copy_from_tex(source, sync, stream)
+        else:
+            super().copy_from(source, sync, stream)
+
+    def copy_from_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of ``other`` (same size and storage) into this image."""
+        add_to_list(other.copy_to_buffer_async(self), sync, stream)
+
+    def copy_to_tex(
+        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
+    ) -> None:
+        """Add a device copy of this image into ``other`` (same size and storage)."""
+        add_to_list(self.copy_to_buffer_async(other), sync, stream)
+
+
+class Image2D(_Image):
     """``width`` x ``height`` texels of ``channel`` channels of ``dtype`` (float, int or
     uint), stored as ``storage`` ("byte", "short", "int", "uint", "float"; default: the
     dtype's own)."""
@@ -44,24 +98,7 @@ class Image2D(ListedCopies, runtime.Image):
         mip: int = 1,
         storage: str | None = None,
     ) -> None:
-        if mip != 1:
-            raise UnsupportedFeatureError(
-                f"Image2D with {mip} mip levels: luisa_nb images have one level; pass mip=1"
-            )
-        kind = _KINDS.get(dtype)
-        if kind is None:
-            raise InvalidArgumentError(f"Image2D holds float, int or uint texels, got {dtype!r}")
-        device = session.device()
-        device.check_open()
-        super().__init__(device, width, height, channel, kind, storage)
-
-    @property
-    def host_shape(self) -> tuple[int, ...]:
-        return self.shape
-
-    @property
-    def channel(self) -> int:
-        return self.channels
+        super().__init__(width, height, channel, dtype, mip, storage)
 
     @staticmethod
     def empty(
@@ -95,25 +132,6 @@ class Image2D(ListedCopies, runtime.Image):
         created.copy_from(array)
         return created
 
-    def copy_from(self, source: Any, sync: bool = False, stream: Stream | None = None) -> None:
-        """Add an upload of an array, or a copy from another image, to the command list."""
-        if isinstance(source, runtime.Image):
-            self.copy_from_tex(source, sync, stream)
-        else:
-            super().copy_from(source, sync, stream)
-
-    def copy_from_tex(
-        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
-    ) -> None:
-        """Add a device copy of ``other`` (same size and storage) into this image."""
-        add_to_list(other.copy_to_buffer_async(self), sync, stream)
-
-    def copy_to_tex(
-        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
-    ) -> None:
-        """Add a device copy of this image into ``other`` (same size and storage)."""
-        add_to_list(self.copy_to_buffer_async(other), sync, stream)
-
     def to_image(self, path: str | Path) -> None:
         """Save a byte-stored image as PNG, after the stream's earlier work."""
         if self.storage != "byte":
@@ -128,7 +146,7 @@ Texture2D = Image2D
 image2d = Image2D.from_array
 
 
-class Image3D(ListedCopies, runtime.Image):
+class Image3D(_Image):
     """``width`` x ``height`` x ``volume`` texels of ``channel`` channels of ``dtype``
     (float, int or uint), stored as ``storage``; arrays are ``(volume, height, width,
     channels)``. Kernels read and write texels at int3 or uint3 coordinates."""
@@ -143,24 +161,7 @@ class Image3D(ListedCopies, runtime.Image):
         mip: int = 1,
         storage: str | None = None,
     ) -> None:
-        if mip != 1:
-            raise UnsupportedFeatureError(
-                f"Image3D with {mip} mip levels: luisa_nb images have one level; pass mip=1"
-            )
-        kind = _KINDS.get(dtype)
-        if kind is None:
-            raise InvalidArgumentError(f"Image3D holds float, int or uint texels, got {dtype!r}")
-        device = session.device()
-        device.check_open()
-        super().__init__(device, width, height, channel, kind, storage, depth=volume)
-
-    @property
-    def host_shape(self) -> tuple[int, ...]:
-        return self.shape
-
-    @property
-    def channel(self) -> int:
-        return self.channels
+        super().__init__(width, height, channel, dtype, mip, storage, volume)
 
     @property
     def volume(self) -> int:
@@ -206,25 +207,6 @@ class Image3D(ListedCopies, runtime.Image):
         created = Image3D(width, height, volume, channels, dtype, 1, storage)
         created.copy_from(array)
         return created
-
-    def copy_from(self, source: Any, sync: bool = False, stream: Stream | None = None) -> None:
-        """Add an upload of an array, or a copy from another image, to the command list."""
-        if isinstance(source, runtime.Image):
-            self.copy_from_tex(source, sync, stream)
-        else:
-            super().copy_from(source, sync, stream)
-
-    def copy_from_tex(
-        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
-    ) -> None:
-        """Add a device copy of ``other`` (same size and storage) into this image."""
-        add_to_list(other.copy_to_buffer_async(self), sync, stream)
-
-    def copy_to_tex(
-        self, other: runtime.Image, sync: bool = False, stream: Stream | None = None
-    ) -> None:
-        """Add a device copy of this image into ``other`` (same size and storage)."""
-        add_to_list(self.copy_to_buffer_async(other), sync, stream)
 
 
 image3d = Image3D.from_array
