@@ -18,12 +18,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from luisa_nb.recording.naming import describe, describe_sync, stream_name
+from luisa_nb.recording.naming import describe, describe_sync, drawn_streams, on_host, stream_name
 from luisa_nb.recording.records import (
     CommandKind,
     CommandRecord,
     Record,
-    SyncKind,
     SyncRecord,
     record_to_dict,
 )
@@ -35,7 +34,6 @@ PROCESS_ID = 1
 HOST_THREAD = 0
 _TIME_FIELDS = ("enqueued", "submitted", "started", "finished", "host_read", "host_write")
 _SYNC_TIME_FIELDS = ("issued", "completed")
-_HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
 
 
 # -- export ---------------------------------------------------------------------------
@@ -63,9 +61,8 @@ class _Export:
         self.trace = trace
         self.records = sorted(trace.records, key=lambda record: record.seq)
         self.origin = _origin(trace, self.records)
-        streams = set(trace.streams)
-        streams.update(r.stream for r in self.records if r.stream is not None)
-        self.threads = {stream: position + 1 for position, stream in enumerate(sorted(streams))}
+        streams = drawn_streams(self.records)
+        self.threads = {stream: position + 1 for position, stream in enumerate(streams)}
         self.range_thread = len(self.threads) + 1
         self.flow_ids = 0
         self.out: list[dict[str, Any]] = []
@@ -210,7 +207,7 @@ class _Export:
         time = record.completed if record.completed is not None else record.issued
         args = record_to_dict(record)
         name = describe_sync(self.trace, record)
-        if record.kind in _HOST_WAITS or record.stream is None:
+        if on_host(record):
             self._instant(name, HOST_THREAD, time, "sync", args)
         else:
             self._instant(name, self.threads[record.stream], time, "sync", args)

@@ -19,6 +19,7 @@ import numpy as np
 
 from luisa_nb.recording.records import (
     CommandKind,
+    CommandRecord,
     DeviceRange,
     HostRange,
     Record,
@@ -28,6 +29,20 @@ from luisa_nb.recording.records import (
 
 if TYPE_CHECKING:
     from luisa_nb.recording.trace import Trace
+
+
+def on_host(record: Record) -> bool:
+    """Whether a view draws ``record`` on the host's row, not its stream's: a host-side
+    wait (a synchronize of a stream, the device or an event)."""
+    return not isinstance(record, CommandRecord) and (
+        record.kind in (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE) or record.stream is None
+    )
+
+
+def drawn_streams(records: Iterable[Record]) -> list[int]:
+    """The streams something is drawn on, in id order: a stream that only a host-side
+    wait names (a device synchronize waits on every stream) gets no row of its own."""
+    return sorted({r.stream for r in records if r.stream is not None and not on_host(r)})
 
 
 def stream_name(trace: Trace, stream: int | None) -> str:

@@ -50,7 +50,14 @@ from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
-from luisa_nb.recording.naming import describe, device_name, host_name, stream_name
+from luisa_nb.recording.naming import (
+    describe,
+    device_name,
+    drawn_streams,
+    host_name,
+    on_host,
+    stream_name,
+)
 from luisa_nb.recording.ranges import innermost_ranges
 from luisa_nb.widgets.overlays import (
     event_links,
@@ -199,7 +206,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
     analysis = analysis if analysis is not None else Analysis.of(trace)
     records = sorted(trace.records, key=lambda record: record.seq)
     origin = _origin(trace, records)
-    streams = sorted({r.stream for r in records if r.stream is not None and not _on_host(r)})
+    streams = drawn_streams(records)
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
     lanes = [{"name": "host", "stream": None}]
     lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
@@ -240,7 +247,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
             end = record.completed if record.completed is not None else start
             if record.kind not in _HOST_WAITS:
                 start = end
-            lane[row] = HOST_LANE if _on_host(record) else lane_of[record.stream]
+            lane[row] = HOST_LANE if on_host(record) else lane_of[record.stream]
             moments[row] = record.issued
             busy_end[row] = end if record.kind in _HOST_WAITS else record.issued
             submitted[row] = record.issued
@@ -309,13 +316,6 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
         "errors": errors,
     }
     return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
-
-
-def _on_host(record: Any) -> bool:
-    """Whether ``record`` is drawn on the host lane: a host-side wait."""
-    return not isinstance(record, CommandRecord) and (
-        record.kind in _HOST_WAITS or record.stream is None
-    )
 
 
 class _Details:

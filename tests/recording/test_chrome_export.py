@@ -117,3 +117,23 @@ def test_times_before_the_trace_started_never_go_negative(sample_trace):
     document = chrome_trace(sample_trace)
     assert min(event["ts"] for event in document["traceEvents"] if "ts" in event) == 0.0
     assert upload_start(document) == 0.2
+
+
+def test_a_stream_only_a_device_synchronize_names_gets_no_track():
+    """As in the timeline: the device's synchronize waits on its idle default stream too,
+    which has nothing of its own to draw."""
+    import numpy as np
+
+    import luisa_nb as lnb
+
+    device = lnb.create_device("cpu")
+    busy = device.create_stream("busy")
+    buffer = device.create_buffer(4, np.float32)
+    assert device.default_stream is not busy  # made before the trace, never used in it
+    with lnb.trace() as trace:
+        busy.submit([buffer.fill_async(1.0)])
+        device.synchronize()
+    document = chrome_trace(trace)
+    names = {e["args"]["name"] for e in events(document, "M") if e["name"] == "thread_name"}
+    assert names == {"host", "busy"}
+    device.close()
