@@ -82,7 +82,7 @@ def test_reused_arguments_record_the_same_trace_as_new_ones(device):
             increment(buffer, dispatch_size=8)
         device.synchronize()
     records = trace.commands
-    assert [record.label for record in records] == ["increment"] * 3
+    assert [record.label for record in records] == ["increment [8]"] * 3
     assert len({record.id for record in records}) == 3
     assert {record.device_ranges for record in records} == {records[0].device_ranges}
     assert records[0].device_ranges[0].buffer == buffer.id
