@@ -100,7 +100,7 @@ def test_dispatch_records_device_ranges_by_access(device):
         copy.dispatch(8, y.view(0, 8))
         device.synchronize()
     record = trace.commands[0]
-    assert record.label == "copy"
+    assert record.label == "copy [8]"
     ranges = {(r.buffer, r.access.value) for r in record.device_ranges}
     assert ranges == {(y.id, "write"), (x.id, "read")}
 
