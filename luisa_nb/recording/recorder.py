@@ -71,9 +71,12 @@ UNNAMED_LIMIT = 8
 
 class RunTimer:
     """The null timer of one run: the worker calls ``tick()`` before each step and once
-    after the last."""
+    after the last. ``times`` is where a timer keeps the clock at each tick, so that the
+    steps run by one call elsewhere (in C) can add their ticks there; ``None``: nothing
+    is timed."""
 
     __slots__ = ()
+    times: array | None = None
 
     def tick(self) -> None:
         return None

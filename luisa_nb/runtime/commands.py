@@ -22,6 +22,7 @@ from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
 
 if TYPE_CHECKING:
+    from luisa_nb.backends.base import Backend
     from luisa_nb.runtime.buffer import BufferView
     from luisa_nb.runtime.device import Device
     from luisa_nb.runtime.staging import Transfers
@@ -183,16 +184,19 @@ class DispatchArguments:
     """What a dispatch runs besides its size: ``executable`` on ``device``, the buffer
     ``views`` it touches with the device memory it holds of each (``buffers``, made while
     every view was alive) and how it accesses each, and its ``scalars``. Commands may share
-    one (a kernel dispatched again on the same buffers does)."""
+    one (a kernel dispatched again on the same buffers does); so do the backend's prepared
+    launch and the trace label of the latest size dispatched."""
 
     __slots__ = (
         "__weakref__",
         "_device_ranges",
+        "_label",
         "_named_scalars",
         "accesses",
         "buffers",
         "device",
         "executable",
+        "prepared",
         "scalars",
         "views",
     )
@@ -214,6 +218,17 @@ class DispatchArguments:
         self.scalars = scalars
         self._device_ranges: tuple[DeviceRange, ...] | None = None
         self._named_scalars: tuple[tuple[str, Any], ...] | None = None
+        self._label: tuple[tuple[int, int, int], str, str] | None = None
+        self.prepared: tuple[tuple[int, int, int], Any] | None = None
+
+    def label(self, name: str, dims: tuple[int, int, int]) -> str:
+        """The trace label of a dispatch of kernel ``name`` over ``dims`` (the latest kept)."""
+        known = self._label
+        if known is not None and known[0] == dims and known[1] == name:
+            return known[2]
+        label = dispatch_label(name, self.named_scalars(), dims)
+        self._label = (dims, name, label)
+        return label
 
     def named_scalars(self) -> tuple[tuple[str, Any], ...]:
         """The user's scalar arguments with their parameter names (element counts a
@@ -257,13 +272,26 @@ class DispatchCommand(Command):
     @property
     def label(self) -> str:  # type: ignore[override]
         """What a trace records: ``vecadd(n=1024) [1024]`` (made when a trace asks)."""
-        return dispatch_label(self.name, self.arguments.named_scalars(), self.dims)
+        return self.arguments.label(self.name, self.dims)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.arguments.device_ranges()
 
     def describe(self) -> str:
         return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
+
+    def prepare(self, backend: Backend) -> Any | None:
+        """This dispatch made ready for ``backend.run_dispatches``, or ``None`` when the
+        backend runs it with ``run`` only; kept on the arguments for the next dispatch of
+        the same size."""
+        arguments = self.arguments
+        prepared = arguments.prepared
+        if prepared is None or prepared[0] != self.dims:
+            ready = backend.prepare_dispatch(
+                arguments.executable, self.dims, arguments.buffers, arguments.scalars
+            )
+            prepared = arguments.prepared = (self.dims, ready)
+        return prepared[1]
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         arguments = self.arguments

@@ -1,6 +1,9 @@
 """Running one :class:`~luisa_nb.runtime.staging.Run` on a stream's worker: the order,
 the failures, and what the recorder hears.
 
+Consecutive dispatches that the backend prepares (compiled C on the CPU backends) run in
+one backend call; they report the same times and failures as dispatches run one by one.
+
 A step that raises fails itself, and the steps after it in its run are skipped; the
 failure waits in the stream's list until the next ``synchronize()``. Nothing a step
 raises (``SystemExit`` and ``KeyboardInterrupt`` included) escapes the worker.
@@ -10,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
 from luisa_nb.recording.recorder import RunTimer
 from luisa_nb.recording.records import Status
+from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
 
 
@@ -74,14 +79,22 @@ class Executor:
         tick = timer.tick
         transfers.recorder = recorder
         spans: list[tuple[int, DeviceSpan]] = []
-        position = 0
+        position, count = 0, len(order)
         try:
-            for position, step in enumerate(order):
+            while position < count:
+                step = order[position]
+                if type(step) is DispatchCommand and (ready := step.prepare(backend)) is not None:
+                    end, done, error = _run_dispatches(backend, order, position, ready, timer)
+                    if error is not None:
+                        position += done
+                        raise error
+                    position = end
+                    continue
                 tick()
                 span = step.run(transfers)
                 if span is not None:
                     spans.append((position, span))
-            position = len(order)
+                position += 1
             tick()
             if transfers.pending:
                 transfers.land()
@@ -96,6 +109,31 @@ class Executor:
                 backend.flush()  # finish the deferred operations issued before the failure
             transfers.land_before(order, position)
         timer.spans(spans)
+
+
+def _run_dispatches(
+    backend: Backend, order: Sequence[Step], start: int, first: Any, timer: RunTimer
+) -> tuple[int, int, BaseException | None]:
+    """Run ``order[start]`` (prepared as ``first``) and the prepared dispatches right after
+    it in one backend call; returns where they end, how many ran, and the error of the one
+    that failed. A dispatch that cannot be prepared ends the batch; it runs (and fails)
+    on its own."""
+    batch = [first]
+    end, count = start + 1, len(order)
+    while end < count:
+        step = order[end]
+        if type(step) is not DispatchCommand:
+            break
+        try:
+            ready = step.prepare(backend)
+        except Exception:
+            break
+        if ready is None:
+            break
+        batch.append(ready)
+        end += 1
+    done, error = backend.run_dispatches(batch, timer.times)
+    return end, done, error
 
 
 def _fail(
