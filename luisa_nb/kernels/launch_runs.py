@@ -12,6 +12,7 @@ says which one it was; with a ``times`` array it also reads the trace clock
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 from array import array
 from collections.abc import Callable, Sequence
@@ -49,8 +50,10 @@ int64_t lnb_run_launches(const int64_t *launches, int64_t count, void *launch,
 }
 """
 
+_PAIR = struct.Struct("=qq")
 _runner: Callable[..., int] | None = None
 _runner_lock = threading.Lock()
+_records = threading.local()  # each worker's launch record, reused while no launch stops
 
 
 def launch_runner() -> Callable[..., int]:
@@ -61,12 +64,7 @@ def launch_runner() -> Callable[..., int]:
         if _runner is None:
             library = build_library("lnb_launch_runner", RUNNER_SOURCE, counted=False)
             function = ctypes.CDLL(str(library)).lnb_run_launches
-            function.argtypes = [
-                ctypes.c_void_p,
-                ctypes.c_int64,
-                ctypes.POINTER(LaunchRecord),
-                ctypes.c_void_p,
-            ]
+            function.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
             function.restype = ctypes.c_int64
             _runner = function
         return _runner
@@ -74,8 +72,8 @@ def launch_runner() -> Callable[..., int]:
 
 class PreparedLaunch:
     """One launch of ``executable`` over ``dims`` ready for :func:`run_launches`:
-    ``pair`` is (entry address, packed arguments address); ``scalars`` are kept to
-    explain a failure."""
+    ``pair`` holds the entry's address and the packed arguments' address as two int64;
+    ``scalars`` are kept to explain a failure."""
 
     __slots__ = ("_packed", "dims", "executable", "pair", "scalars")
 
@@ -90,7 +88,7 @@ class PreparedLaunch:
         self.dims = dims
         self.scalars = scalars
         self._packed = ctypes.create_string_buffer(packed, len(packed))
-        self.pair = (executable.entry_address, ctypes.addressof(self._packed))
+        self.pair = _PAIR.pack(executable.entry_address, ctypes.addressof(self._packed))
 
 
 def run_launches(
@@ -99,19 +97,19 @@ def run_launches(
     """Run ``launches`` in order until one stops; returns how many ran to the end and the
     error of the one that stopped (``None`` if none did). With ``times`` (an ``array("q")``),
     appends the clock before each launch that started."""
+    runner = _runner if _runner is not None else launch_runner()
     count = len(launches)
-    pairs = array("q", [address for launch in launches for address in launch.pair])
-    record = LaunchRecord(cancel=cancel.address)
-    clock = array("q", bytes(8 * count)) if times is not None else None
-    done = launch_runner()(
-        pairs.buffer_info()[0],
-        count,
-        ctypes.byref(record),
-        None if clock is None else clock.buffer_info()[0],
-    )
+    pairs = launches[0].pair if count == 1 else b"".join([launch.pair for launch in launches])
+    record = getattr(_records, "record", None)
+    if record is None:
+        record = _records.record = LaunchRecord()
+    record.cancel = cancel.address
+    clock = (ctypes.c_int64 * count)() if times is not None else None
+    done = runner(pairs, count, ctypes.addressof(record), clock)
     if clock is not None:
         times.extend(clock[: min(done + 1, count)])
     if done == count:
         return done, None
+    _records.record = None  # the stopped launch's record explains it; the next gets a new one
     stopped = launches[done]
     return done, stopped.executable.failure(record, stopped.dims, stopped.scalars)

@@ -180,23 +180,35 @@ class FillCommand(Command):
         return transfers.backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
 
 
+class DispatchMemo:
+    """What dispatches with the same arguments work out once and share: the trace's
+    device ranges and named scalars, the label and the backend's prepared launch of the
+    latest size. It holds no buffer or device memory, so a kernel may keep it after its
+    commands are gone, for the next dispatch on the same live buffers."""
+
+    __slots__ = ("device_ranges", "label", "named_scalars", "prepared")
+
+    def __init__(self) -> None:
+        self.device_ranges: tuple[DeviceRange, ...] | None = None
+        self.named_scalars: tuple[tuple[str, Any], ...] | None = None
+        self.label: tuple[tuple[int, int, int], str, str] | None = None
+        self.prepared: tuple[tuple[int, int, int], Any] | None = None
+
+
 class DispatchArguments:
     """What a dispatch runs besides its size: ``executable`` on ``device``, the buffer
     ``views`` it touches with the device memory it holds of each (``buffers``, made while
     every view was alive) and how it accesses each, and its ``scalars``. Commands may share
-    one (a kernel dispatched again on the same buffers does); so do the backend's prepared
-    launch and the trace label of the latest size dispatched."""
+    one (a kernel dispatched again on the same buffers does); ``memo`` may be shared
+    further, by arguments of the same views."""
 
     __slots__ = (
         "__weakref__",
-        "_device_ranges",
-        "_label",
-        "_named_scalars",
         "accesses",
         "buffers",
         "device",
         "executable",
-        "prepared",
+        "memo",
         "scalars",
         "views",
     )
@@ -209,6 +221,7 @@ class DispatchArguments:
         buffers: Sequence[KernelBuffer],
         accesses: Sequence[Access | None],
         scalars: Sequence[Any],
+        memo: DispatchMemo | None = None,
     ) -> None:
         self.device = device
         self.executable = executable
@@ -216,27 +229,26 @@ class DispatchArguments:
         self.buffers = buffers
         self.accesses = accesses
         self.scalars = scalars
-        self._device_ranges: tuple[DeviceRange, ...] | None = None
-        self._named_scalars: tuple[tuple[str, Any], ...] | None = None
-        self._label: tuple[tuple[int, int, int], str, str] | None = None
-        self.prepared: tuple[tuple[int, int, int], Any] | None = None
+        self.memo = DispatchMemo() if memo is None else memo
 
     def label(self, name: str, dims: tuple[int, int, int]) -> str:
         """The trace label of a dispatch of kernel ``name`` over ``dims`` (the latest kept)."""
-        known = self._label
+        memo = self.memo
+        known = memo.label
         if known is not None and known[0] == dims and known[1] == name:
             return known[2]
         label = dispatch_label(name, self.named_scalars(), dims)
-        self._label = (dims, name, label)
+        memo.label = (dims, name, label)
         return label
 
     def named_scalars(self) -> tuple[tuple[str, Any], ...]:
         """The user's scalar arguments with their parameter names (element counts a
         checked kernel adds left out), made once."""
-        named = self._named_scalars
+        memo = self.memo
+        named = memo.named_scalars
         if named is None:
             parameters = getattr(self.executable, "scalar_parameters", ())
-            named = self._named_scalars = tuple(
+            named = memo.named_scalars = tuple(
                 (parameter.name, value)
                 for parameter, value in zip(parameters, self.scalars, strict=False)
                 if parameter.count_of is None
@@ -245,9 +257,10 @@ class DispatchArguments:
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         """The views as device ranges of a trace record (made once)."""
-        ranges = self._device_ranges
+        memo = self.memo
+        ranges = memo.device_ranges
         if ranges is None:
-            ranges = self._device_ranges = tuple(
+            ranges = memo.device_ranges = tuple(
                 [
                     view.device_ranges(access)[0]
                     for view, access in zip(self.views, self.accesses, strict=True)
@@ -282,15 +295,16 @@ class DispatchCommand(Command):
 
     def prepare(self, backend: Backend) -> Any | None:
         """This dispatch made ready for ``backend.run_dispatches``, or ``None`` when the
-        backend runs it with ``run`` only; kept on the arguments for the next dispatch of
-        the same size."""
+        backend runs it with ``run`` only; kept in the arguments' memo for the next dispatch
+        of the same size."""
         arguments = self.arguments
-        prepared = arguments.prepared
+        memo = arguments.memo
+        prepared = memo.prepared
         if prepared is None or prepared[0] != self.dims:
             ready = backend.prepare_dispatch(
                 arguments.executable, self.dims, arguments.buffers, arguments.scalars
             )
-            prepared = arguments.prepared = (self.dims, ready)
+            prepared = memo.prepared = (self.dims, ready)
         return prepared[1]
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:

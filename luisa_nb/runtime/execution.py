@@ -17,7 +17,7 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.recorder import RunTimer
+from luisa_nb.recording.recorder import NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
@@ -56,59 +56,67 @@ class Executor:
     """Runs one stream's :class:`~luisa_nb.runtime.staging.Run` s on its worker, in the
     backend's order, then frees their staging memory."""
 
-    __slots__ = ("backend", "failures", "staging", "transfers")
+    __slots__ = ("backend", "failures", "flushes", "schedules", "staging", "transfers")
 
     def __init__(self, backend: Backend, staging: Staging, failures: list[Failure]) -> None:
         self.backend = backend
         self.staging = staging
         self.failures = failures
         self.transfers = Transfers(backend, staging)
+        kind = type(backend)
+        self.schedules = kind.schedule is not Backend.schedule
+        self.flushes = kind.flush is not Backend.flush
 
     def execute(self, run: Run) -> None:
         """Run the steps of ``run`` in the backend's order, then free their staging memory."""
-        try:
-            self._execute(run)
-        finally:
-            if run.blocks:
-                self.staging.release(run.blocks)
-
-    def _execute(self, run: Run) -> None:
         backend, transfers, recorder = self.backend, self.transfers, run.recorder
-        order = backend.schedule(run.steps)
+        order = backend.schedule(run.steps) if self.schedules else run.steps
         timer = recorder.run_timer(order)
+        timed = timer is not NULL_TIMER
         tick = timer.tick
         transfers.recorder = recorder
         spans: list[tuple[int, DeviceSpan]] = []
         position, count = 0, len(order)
         try:
-            while position < count:
-                step = order[position]
-                if type(step) is DispatchCommand and (ready := step.prepare(backend)) is not None:
-                    end, done, error = _run_dispatches(backend, order, position, ready, timer)
-                    if error is not None:
-                        position += done
-                        raise error
-                    position = end
-                    continue
-                tick()
-                span = step.run(transfers)
-                if span is not None:
-                    spans.append((position, span))
-                position += 1
-            tick()
-            if transfers.pending:
-                transfers.land()
-            backend.flush()
-        except OperationFailed as error:
-            failed = next(index for index, span in spans if span is error.span)
-            _fail(order, failed, error.cause or error, self.failures, timer)
-            transfers.land_before(order, failed)
-        except BaseException as error:  # a worker must outlive any step
-            _fail(order, position, error, self.failures, timer)
-            with contextlib.suppress(Exception):
-                backend.flush()  # finish the deferred operations issued before the failure
-            transfers.land_before(order, position)
-        timer.spans(spans)
+            try:
+                while position < count:
+                    step = order[position]
+                    if (
+                        type(step) is DispatchCommand
+                        and (ready := step.prepare(backend)) is not None
+                    ):
+                        end, done, error = _run_dispatches(backend, order, position, ready, timer)
+                        if error is not None:
+                            position += done
+                            raise error
+                        position = end
+                        continue
+                    if timed:
+                        tick()
+                    span = step.run(transfers)
+                    if span is not None:
+                        spans.append((position, span))
+                    position += 1
+                if timed:
+                    tick()
+                if transfers.pending:
+                    transfers.land()
+                if self.flushes:
+                    backend.flush()
+            except OperationFailed as error:
+                failed = next(index for index, span in spans if span is error.span)
+                _fail(order, failed, error.cause or error, self.failures, timer)
+                transfers.land_before(order, failed)
+            except BaseException as error:  # a worker must outlive any step
+                _fail(order, position, error, self.failures, timer)
+                with contextlib.suppress(Exception):
+                    backend.flush()  # finish the deferred operations issued before the failure
+                transfers.land_before(order, position)
+            if timed:
+                timer.spans(spans)
+        finally:
+            if run.blocks:
+                self.staging.release(run.blocks)
 
 
 def _run_dispatches(
