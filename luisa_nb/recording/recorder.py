@@ -27,7 +27,9 @@ from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
+    CommandKind,
     CompileRecord,
+    DeviceRange,
     HostRange,
     RangeRecord,
     Status,
@@ -51,20 +53,22 @@ HOST_WRITE = 1
 COMMAND_ROW = (
     "id",
     "seq",
-    "kind",
     "stream",
     "submission",
     "index",
     "enqueued",
     "submitted",
     "staging",
-    "label",
-    "device_ranges",
-    "host",
-    "enqueue_capture",
+    "described",
 )
-"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order."""
-HOST_FIELD = COMMAND_ROW.index("host")
+"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order;
+``described`` is the command's ``trace_fields()``, a tuple of :data:`DESCRIBED`."""
+DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
+"""What a command says about itself in a trace (``trace_fields()``), in order."""
+TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None, Capture | None]
+"""The type of a command's ``trace_fields()``: the values of :data:`DESCRIBED`."""
+DESCRIBED_AT = COMMAND_ROW.index("described")
+HOST_FIELD = DESCRIBED.index("host")
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
 
@@ -258,31 +262,32 @@ class TraceRecorder(Recorder):
             rows = self.commands
             row = len(rows)
             seq = 0
+            known_views = None
             for index, command in enumerate(commands):
-                for view in command.views:
-                    if view.buffer.id not in buffers:
-                        self._first_use(view.buffer, stream.device)
+                views = command.views
+                if views is not known_views:  # commands of one kernel share their views
+                    known_views = views
+                    for view in views:
+                        if view.buffer.id not in buffers:
+                            self._first_use(view.buffer, stream.device)
                 seq = next(_sequence)
                 command.row = row
                 row += 1
-                host = command.host_range()
+                described = command.trace_fields()
+                host = described[HOST_FIELD]
                 if host is not None and id(host) not in self._hosts:
                     self._name_host(host, command.host)
                 rows.append(
                     (
                         command.id,
                         seq,
-                        command.kind,
                         stream_id,
                         submission,
                         index,
                         command.enqueued,
                         submitted,
                         policy,
-                        command.label,
-                        command.device_ranges(),
-                        host,
-                        command.enqueue_capture,
+                        described,
                     )
                 )
             if seq:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import COMMAND_ROW, HOST_READ
+from luisa_nb.recording.recorder import COMMAND_ROW, DESCRIBED, HOST_READ
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -188,6 +188,7 @@ class CommandTable:
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
         logged = dict(zip(COMMAND_ROW, zip(*rows, strict=True), strict=True))
+        logged.update(zip(DESCRIBED, zip(*logged.pop("described"), strict=True), strict=True))
         started = [MISSING] * count
         finished = [MISSING] * count
         status = [STATUS_CODES[Status.PENDING]] * count

@@ -14,7 +14,7 @@ import xxhash
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import HOST_FIELD, TraceRecorder
+from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -241,7 +241,7 @@ class Trace:
     def host_ranges(self) -> list[HostRange]:
         """The distinct host ranges the commands touched."""
         if self._loaded is None and not any(self._added):
-            hosts = [row[HOST_FIELD] for row in self.recorder.commands[:]]
+            hosts = [row[DESCRIBED_AT][HOST_FIELD] for row in self.recorder.commands[:]]
         else:
             hosts = self.table.objects["host"]
         return list({id(host): host for host in hosts if host is not None}.values())

@@ -16,7 +16,7 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import active_recorder
+from luisa_nb.recording.recorder import TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
@@ -62,6 +62,17 @@ class Command:
 
     def describe(self) -> str:
         return self.kind.value
+
+    def trace_fields(self) -> TraceFields:
+        """What a trace records of this command besides ids and times: kind, label,
+        device ranges, host range and the capture of its bytes at enqueue."""
+        return (
+            self.kind,
+            self.label,
+            self.device_ranges(),
+            self.host_range(),
+            self.enqueue_capture,
+        )
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         """Run on the worker; returns the span of a deferred device operation, if any."""
@@ -182,16 +193,17 @@ class FillCommand(Command):
 
 class DispatchMemo:
     """What dispatches with the same arguments work out once and share: the trace's
-    device ranges and named scalars, the label and the backend's prepared launch of the
-    latest size. It holds no buffer or device memory, so a kernel may keep it after its
-    commands are gone, for the next dispatch on the same live buffers."""
+    device ranges and named scalars, and the trace fields (label included) and the
+    backend's prepared launch of the latest size. It holds no buffer or device memory,
+    so a kernel may keep it after its commands are gone, for the next dispatch on the
+    same live buffers."""
 
-    __slots__ = ("device_ranges", "label", "named_scalars", "prepared")
+    __slots__ = ("described", "device_ranges", "named_scalars", "prepared")
 
     def __init__(self) -> None:
         self.device_ranges: tuple[DeviceRange, ...] | None = None
         self.named_scalars: tuple[tuple[str, Any], ...] | None = None
-        self.label: tuple[tuple[int, int, int], str, str] | None = None
+        self.described: tuple[tuple[int, int, int], str, TraceFields] | None = None
         self.prepared: tuple[tuple[int, int, int], Any] | None = None
 
 
@@ -231,15 +243,17 @@ class DispatchArguments:
         self.scalars = scalars
         self.memo = DispatchMemo() if memo is None else memo
 
-    def label(self, name: str, dims: tuple[int, int, int]) -> str:
-        """The trace label of a dispatch of kernel ``name`` over ``dims`` (the latest kept)."""
+    def trace_fields(self, name: str, dims: tuple[int, int, int]) -> TraceFields:
+        """The trace fields of a dispatch of kernel ``name`` over ``dims`` (the latest
+        kept): see :meth:`Command.trace_fields`."""
         memo = self.memo
-        known = memo.label
+        known = memo.described
         if known is not None and known[0] == dims and known[1] == name:
             return known[2]
         label = dispatch_label(name, self.named_scalars(), dims)
-        memo.label = (dims, name, label)
-        return label
+        described = (CommandKind.DISPATCH, label, self.device_ranges(), None, None)
+        memo.described = (dims, name, described)
+        return described
 
     def named_scalars(self) -> tuple[tuple[str, Any], ...]:
         """The user's scalar arguments with their parameter names (element counts a
@@ -285,10 +299,13 @@ class DispatchCommand(Command):
     @property
     def label(self) -> str:  # type: ignore[override]
         """What a trace records: ``vecadd(n=1024) [1024]`` (made when a trace asks)."""
-        return self.arguments.label(self.name, self.dims)
+        return self.arguments.trace_fields(self.name, self.dims)[1]
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.arguments.device_ranges()
+
+    def trace_fields(self) -> TraceFields:
+        return self.arguments.trace_fields(self.name, self.dims)
 
     def describe(self) -> str:
         return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
