@@ -50,24 +50,26 @@ _namers: list[Namer] = []
 
 HOST_READ = 0
 HOST_WRITE = 1
-COMMAND_ROW = (
-    "id",
-    "seq",
+SUBMISSION_ROW = (
     "stream",
     "submission",
-    "index",
-    "enqueued",
     "submitted",
     "staging",
+    "seq",
+    "id",
+    "enqueued",
     "described",
 )
-"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order;
-``described`` is the command's ``trace_fields()``, a tuple of :data:`DESCRIBED`."""
+"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per submission, in order:
+the first four hold one value for the submission, the others a list with one item per
+command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
 """What a command says about itself in a trace (``trace_fields()``), in order."""
 TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None, Capture | None]
 """The type of a command's ``trace_fields()``: the values of :data:`DESCRIBED`."""
-DESCRIBED_AT = COMMAND_ROW.index("described")
+PER_COMMAND = ("seq", "id", "enqueued", "described")
+"""The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
+DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
@@ -194,7 +196,8 @@ class TraceRecorder(Recorder):
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.commands: list[tuple] = []
+        self.submissions: list[tuple] = []
+        self.command_count = 0
         self.runs: list[RunLog] = []
         self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
         self.syncs: list[SyncRecord] = []
@@ -259,39 +262,31 @@ class TraceRecorder(Recorder):
             policy = self._policies.get(stream_id)
             if policy is None:
                 policy = self._first_submission_of(stream)
-            rows = self.commands
-            row = len(rows)
-            seq = 0
+            first = self.command_count
             known_views = None
-            for index, command in enumerate(commands):
+            described = []
+            for row, command in enumerate(commands, first):
                 views = command.views
                 if views is not known_views:  # commands of one kernel share their views
                     known_views = views
                     for view in views:
                         if view.buffer.id not in buffers:
                             self._first_use(view.buffer, stream.device)
-                seq = next(_sequence)
                 command.row = row
-                row += 1
-                described = command.trace_fields()
-                host = described[HOST_FIELD]
+                fields = command.trace_fields()
+                host = fields[HOST_FIELD]
                 if host is not None and id(host) not in self._hosts:
                     self._name_host(host, command.host)
-                rows.append(
-                    (
-                        command.id,
-                        seq,
-                        stream_id,
-                        submission,
-                        index,
-                        command.enqueued,
-                        submitted,
-                        policy,
-                        described,
-                    )
-                )
-            if seq:
-                self._last_seq[stream_id] = seq
+                described.append(fields)
+            if not described:
+                return
+            seqs = list(itertools.islice(_sequence, len(described)))
+            ids = [command.id for command in commands]
+            enqueued = [command.enqueued for command in commands]
+            entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
+            self.submissions.append(entry)
+            self.command_count = first + len(described)
+            self._last_seq[stream_id] = seqs[-1]
 
     def _first_submission_of(self, stream: Any) -> str:
         """Note ``stream`` in the trace; returns its device's staging policy as rows record
