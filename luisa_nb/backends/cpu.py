@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -97,7 +96,7 @@ class CpuBackend(Backend):
         return executable.prepare(dims, addresses, scalars)
 
     def run_dispatches(
-        self, prepared: Sequence[PreparedLaunch], times: array | None
+        self, prepared: Sequence[PreparedLaunch], times: list[int] | None
     ) -> tuple[int, BaseException | None]:
         return run_launches(prepared, self._cancel, times)
 

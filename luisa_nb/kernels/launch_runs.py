@@ -5,7 +5,7 @@ several times that. So a launch is prepared once (:class:`PreparedLaunch`: the e
 address and the packed argument struct, kept while the same arguments are dispatched
 again) and a run of prepared launches goes to C as one array of (entry, arguments)
 address pairs. The loop in C stops at the first launch that fails or is cancelled and
-says which one it was; with a ``times`` array it also reads the trace clock
+says which one it was; with a ``times`` list it also reads the trace clock
 (``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-from array import array
 from collections.abc import Callable, Sequence
+from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
 
 from luisa_nb.kernels.checks import LaunchRecord
@@ -92,10 +92,10 @@ class PreparedLaunch:
 
 
 def run_launches(
-    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: array | None = None
+    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: list[int] | None = None
 ) -> tuple[int, KernelError | None]:
     """Run ``launches`` in order until one stops; returns how many ran to the end and the
-    error of the one that stopped (``None`` if none did). With ``times`` (an ``array("q")``),
+    error of the one that stopped (``None`` if none did). With ``times`` (a list),
     appends the clock before each launch that started."""
     runner = _runner if _runner is not None else launch_runner()
     count = len(launches)
@@ -104,7 +104,12 @@ def run_launches(
     if record is None:
         record = _records.record = LaunchRecord()
     record.cancel = cancel.address
-    clock = (ctypes.c_int64 * count)() if times is not None else None
+    clock = None
+    if times is not None:
+        if count == 1:
+            times.append(now())
+        else:
+            clock = (ctypes.c_int64 * count)()
     done = runner(pairs, count, ctypes.addressof(record), clock)
     if clock is not None:
         times.extend(clock[: min(done + 1, count)])

@@ -15,7 +15,6 @@ import itertools
 import math
 import threading
 import weakref
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +81,7 @@ class RunTimer:
     is timed."""
 
     __slots__ = ()
-    times: array | None = None
+    times: list[int] | None = None
 
     def tick(self) -> None:
         return None
@@ -170,7 +169,7 @@ class RunLog(RunTimer):
 
     def __init__(self, rows: Sequence[int]) -> None:
         self.rows = rows
-        self.times = array("q")
+        self.times: list[int] = []
         self.failure: tuple[int, Status, str, int] | None = None
         self.device_spans: Sequence[tuple[int, Any]] = ()
         self.ended = False
@@ -264,7 +263,9 @@ class TraceRecorder(Recorder):
                 policy = self._first_submission_of(stream)
             first = self.command_count
             known_views = None
-            described = []
+            ids: list[int] = []
+            enqueued: list[int] = []
+            described: list[TraceFields] = []
             for row, command in enumerate(commands, first):
                 views = command.views
                 if views is not known_views:  # commands of one kernel share their views
@@ -277,15 +278,16 @@ class TraceRecorder(Recorder):
                 host = fields[HOST_FIELD]
                 if host is not None and id(host) not in self._hosts:
                     self._name_host(host, command.host)
+                ids.append(command.id)
+                enqueued.append(command.enqueued)
                 described.append(fields)
-            if not described:
+            count = len(ids)
+            if not count:
                 return
-            seqs = list(itertools.islice(_sequence, len(described)))
-            ids = [command.id for command in commands]
-            enqueued = [command.enqueued for command in commands]
+            seqs = (next(_sequence),) if count == 1 else list(itertools.islice(_sequence, count))
             entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
             self.submissions.append(entry)
-            self.command_count = first + len(described)
+            self.command_count = first + count
             self._last_seq[stream_id] = seqs[-1]
 
     def _first_submission_of(self, stream: Any) -> str:
@@ -311,7 +313,8 @@ class TraceRecorder(Recorder):
         )
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        log = RunLog(tuple([step.row for step in steps]))
+        rows = (steps[0].row,) if len(steps) == 1 else tuple([step.row for step in steps])
+        log = RunLog(rows)
         self.runs.append(log)
         return log
 

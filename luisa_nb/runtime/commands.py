@@ -103,6 +103,10 @@ class UploadCommand(Command):
     def host_range(self) -> HostRange:
         return host_range(self.host)
 
+    def trace_fields(self) -> TraceFields:
+        ranges = self.target.device_ranges(Access.WRITE)
+        return (CommandKind.UPLOAD, "", ranges, host_range(self.host), self.enqueue_capture)
+
     def describe(self) -> str:
         return f"upload buffer#{self.target.buffer.id}"
 
@@ -131,6 +135,10 @@ class DownloadCommand(Command):
 
     def host_range(self) -> HostRange:
         return host_range(self.host)
+
+    def trace_fields(self) -> TraceFields:
+        ranges = self.source.device_ranges(Access.READ)
+        return (CommandKind.DOWNLOAD, "", ranges, host_range(self.host), None)
 
     def describe(self) -> str:
         return f"download buffer#{self.source.buffer.id}"
@@ -291,7 +299,13 @@ class DispatchCommand(Command):
     __slots__ = ("arguments", "dims", "name")
 
     def __init__(self, name: str, dims: tuple[int, int, int], arguments: DispatchArguments) -> None:
-        Command.__init__(self, arguments.device, arguments.views)
+        # Command.__init__ written out: a tiny dispatch's cost is mostly Python calls
+        self.id = next(_ids)
+        self.enqueued = now()
+        self.device = arguments.device
+        self.views = arguments.views
+        self.row = -1
+        self.stream_id = None
         self.name = name
         self.dims = dims
         self.arguments = arguments

@@ -227,7 +227,10 @@ class Kernel:
 
     def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand:
         """A command that runs this kernel over ``size`` threads with ``args``."""
-        dims = dispatch_dims(size, self.name)
+        if type(size) is int and 0 <= size <= MAX_AXIS:
+            dims = (size, 1, 1)
+        else:
+            dims = dispatch_dims(size, self.name)
         arguments = self._latest_arguments(args)
         if arguments is None:
             arguments = self._arguments(args)

@@ -144,6 +144,7 @@ class Stream:
             ) from None
         device = self.device
         seen: set[int] = set()
+        checked_views = None
         for command in commands:
             if not isinstance(command, Command):
                 raise InvalidArgumentError(
@@ -162,8 +163,11 @@ class Stream:
                     f"{command.device.name!r}, not to stream {self.name!r}'s device "
                     f"{device.name!r}"
                 )
-            for view in command.views:
-                view.buffer.check_alive()
+            views = command.views
+            if views is not checked_views:  # commands of one kernel share their views
+                checked_views = views
+                for view in views:
+                    view.buffer.check_alive()
         return commands
 
     def submit(self, commands: Iterable[Command]) -> None:
@@ -219,7 +223,9 @@ class Stream:
     def _enqueue_run(
         self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder
     ) -> None:
-        self._enqueue(Run(steps, blocks, recorder, self._executor))
+        if self._worker is None:
+            self._start_worker()
+        self._items.put(Run(steps, blocks, recorder, self._executor))
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the
