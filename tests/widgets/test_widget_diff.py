@@ -150,7 +150,7 @@ def test_inspector_of_the_stale_upload(seed):
 def test_inspector_validates_the_upload(seed, execute_seed):
     inspector = StagingInspector(seed.trace)
     assert inspector.summary["available"] is False and inspector.count == 0
-    dispatch = rf"#{seed.dispatch} dispatch vecadd\(z, x, y\) is not an upload"
+    dispatch = rf"#{seed.dispatch} dispatch vecadd\(z, x, y\) \[1024\] is not an upload"
     with pytest.raises(TraitError, match=dispatch):
         inspector.command_id = seed.dispatch
     uploads = f"uploads in this trace: #{seed.first_upload}, #{seed.upload}"
