@@ -289,15 +289,21 @@ class Kernel:
     ) -> None:
         """Submit this kernel to ``stream`` (default: its device's default stream)."""
         command = self.dispatch_async(size, *args)
-        stream = stream or command.device.default_stream
-        stream.submit([command])
+        if stream is None:
+            stream = command.device.default_stream
+            stream._submit_made(command)
+        else:
+            stream.submit([command])
         if sync:
             stream.synchronize()
 
     def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
         """``dispatch(dispatch_size, *args, stream=stream)``."""
         command = self.dispatch_async(dispatch_size, *args)
-        (stream or command.device.default_stream).submit([command])
+        if stream is None:
+            command.device.default_stream._submit_made(command)
+        else:
+            stream.submit([command])
 
     def source(self, *args: Any) -> str:
         """The generated code for these arguments (C, or Python in python mode)."""

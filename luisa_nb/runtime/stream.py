@@ -182,6 +182,18 @@ class Stream:
             command.stream_id = stream_id
         self._submit(commands)
 
+    def _submit_made(self, command: Command) -> None:
+        """``submit([command])`` for a command just made by a ``*_async`` call on this
+        stream's device (the synchronous forms): the list checks are already true of it,
+        only its buffers are checked again."""
+        for view in command.views:
+            view.buffer.check_alive()
+        self.device.check_open()
+        if self._pending:
+            self.execute()
+        command.stream_id = self.id
+        self._submit([command])
+
     def add(self, command: Command) -> None:
         """Append ``command`` to this stream's implicit command list, which ``execute()``
         (or anything else that orders the stream) submits. Under ``staging="submit"`` its
