@@ -262,33 +262,38 @@ class TraceRecorder(Recorder):
             if policy is None:
                 policy = self._first_submission_of(stream)
             first = self.command_count
-            known_views = None
-            ids: list[int] = []
-            enqueued: list[int] = []
-            described: list[TraceFields] = []
-            for row, command in enumerate(commands, first):
-                views = command.views
-                if views is not known_views:  # commands of one kernel share their views
-                    known_views = views
-                    for view in views:
-                        if view.buffer.id not in buffers:
-                            self._first_use(view.buffer, stream.device)
-                command.row = row
-                fields = command.trace_fields()
-                host = fields[HOST_FIELD]
-                if host is not None and id(host) not in self._hosts:
-                    self._name_host(host, command.host)
-                ids.append(command.id)
-                enqueued.append(command.enqueued)
-                described.append(fields)
-            count = len(ids)
-            if not count:
+            if len(commands) == 1:  # the common case: tuples, no lists
+                (command,) = commands
+                fields = self._described(command, first, stream, buffers)
+                seqs, ids, enqueued = (next(_sequence),), (command.id,), (command.enqueued,)
+                described: Sequence[TraceFields] = (fields,)
+            elif commands:
+                described = [
+                    self._described(command, row, stream, buffers)
+                    for row, command in enumerate(commands, first)
+                ]
+                seqs = list(itertools.islice(_sequence, len(described)))
+                ids = [command.id for command in commands]
+                enqueued = [command.enqueued for command in commands]
+            else:
                 return
-            seqs = (next(_sequence),) if count == 1 else list(itertools.islice(_sequence, count))
             entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
             self.submissions.append(entry)
-            self.command_count = first + count
+            self.command_count = first + len(ids)
             self._last_seq[stream_id] = seqs[-1]
+
+    def _described(self, command: Any, row: int, stream: Any, buffers: dict) -> TraceFields:
+        """Give ``command`` its ``row``; note its buffers and host array on first sight;
+        returns its trace fields."""
+        for view in command.views:
+            if view.buffer.id not in buffers:
+                self._first_use(view.buffer, stream.device)
+        command.row = row
+        fields = command.trace_fields()
+        host = fields[HOST_FIELD]
+        if host is not None and id(host) not in self._hosts:
+            self._name_host(host, command.host)
+        return fields
 
     def _first_submission_of(self, stream: Any) -> str:
         """Note ``stream`` in the trace; returns its device's staging policy as rows record
