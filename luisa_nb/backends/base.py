@@ -8,6 +8,7 @@ read: that is the staging policy, shared by every backend in ``luisa_nb.runtime`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -115,11 +116,11 @@ class Backend(ABC):
         return None
 
     def run_dispatches(
-        self, prepared: Sequence[Any], times: list[int] | None
+        self, prepared: Sequence[Any], times: array | None
     ) -> tuple[int, BaseException | None]:
         """Run dispatches from :meth:`prepare_dispatch` in order, finished on return, until
         one fails; returns how many ran and the error of the one that failed, if any. With
-        ``times`` (a list), appends the clock before each one that started."""
+        ``times`` (an ``array("q")``), appends the clock before each one that started."""
         raise NotImplementedError(f"backend {self.name!r} does not prepare dispatches")
 
     def check_executable(self, executable: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,7 +97,7 @@ class CpuBackend(Backend):
         return executable.prepare(dims, addresses, scalars)
 
     def run_dispatches(
-        self, prepared: Sequence[PreparedLaunch], times: list[int] | None
+        self, prepared: Sequence[PreparedLaunch], times: array | None
     ) -> tuple[int, BaseException | None]:
         return run_launches(prepared, self._cancel, times)
 

@@ -5,7 +5,7 @@ several times that. So a launch is prepared once (:class:`PreparedLaunch`: the e
 address and the packed argument struct, kept while the same arguments are dispatched
 again) and a run of prepared launches goes to C as one array of (entry, arguments)
 address pairs. The loop in C stops at the first launch that fails or is cancelled and
-says which one it was; with a ``times`` list it also reads the trace clock
+says which one it was; with a ``times`` array it also reads the trace clock
 (``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
+from array import array
 from collections.abc import Callable, Sequence
 from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
@@ -92,10 +93,10 @@ class PreparedLaunch:
 
 
 def run_launches(
-    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: list[int] | None = None
+    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: array | None = None
 ) -> tuple[int, KernelError | None]:
     """Run ``launches`` in order until one stops; returns how many ran to the end and the
-    error of the one that stopped (``None`` if none did). With ``times`` (a list),
+    error of the one that stopped (``None`` if none did). With ``times`` (an ``array("q")``),
     appends the clock before each launch that started."""
     runner = _runner if _runner is not None else launch_runner()
     count = len(launches)

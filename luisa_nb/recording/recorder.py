@@ -15,6 +15,7 @@ import itertools
 import math
 import threading
 import weakref
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,19 @@ PER_COMMAND = ("seq", "id", "enqueued", "described")
 """The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
 DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
+FLAT_ROW_LENGTH = 7 + len(DESCRIBED)
+"""A submission of one command is logged flat, as one tuple: the first four fields of
+:data:`SUBMISSION_ROW`, the command's seq, id and enqueue time, then its trace fields
+(fewer objects for the garbage collector to walk); :func:`listed` expands it."""
+
+
+def listed(entry: tuple) -> tuple:
+    """A logged submission in the :data:`SUBMISSION_ROW` form, a flat one expanded."""
+    if len(entry) != FLAT_ROW_LENGTH:
+        return entry
+    return (*entry[:4], (entry[4],), (entry[5],), (entry[6],), (entry[7:],))
+
+
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
 
@@ -81,7 +95,7 @@ class RunTimer:
     is timed."""
 
     __slots__ = ()
-    times: list[int] | None = None
+    times: array | None = None
 
     def tick(self) -> None:
         return None
@@ -169,7 +183,7 @@ class RunLog(RunTimer):
 
     def __init__(self, rows: Sequence[int]) -> None:
         self.rows = rows
-        self.times: list[int] = []
+        self.times = array("q")
         self.failure: tuple[int, Status, str, int] | None = None
         self.device_spans: Sequence[tuple[int, Any]] = ()
         self.ended = False
@@ -262,21 +276,24 @@ class TraceRecorder(Recorder):
             if policy is None:
                 policy = self._first_submission_of(stream)
             first = self.command_count
-            if len(commands) == 1:  # the common case: tuples, no lists
+            if len(commands) == 1:  # the common case: one flat tuple
                 (command,) = commands
                 fields = self._described(command, first, stream, buffers)
-                seqs, ids, enqueued = (next(_sequence),), (command.id,), (command.enqueued,)
-                described: Sequence[TraceFields] = (fields,)
-            elif commands:
-                described = [
-                    self._described(command, row, stream, buffers)
-                    for row, command in enumerate(commands, first)
-                ]
-                seqs = list(itertools.islice(_sequence, len(described)))
-                ids = [command.id for command in commands]
-                enqueued = [command.enqueued for command in commands]
-            else:
+                seq = next(_sequence)
+                head = (stream_id, submission, submitted, policy, seq, command.id, command.enqueued)
+                self.submissions.append(head + fields)
+                self.command_count = first + 1
+                self._last_seq[stream_id] = seq
                 return
+            if not commands:
+                return
+            described = [
+                self._described(command, row, stream, buffers)
+                for row, command in enumerate(commands, first)
+            ]
+            seqs = list(itertools.islice(_sequence, len(described)))
+            ids = [command.id for command in commands]
+            enqueued = [command.enqueued for command in commands]
             entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
             self.submissions.append(entry)
             self.command_count = first + len(ids)

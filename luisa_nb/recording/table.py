@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import DESCRIBED, HOST_READ, PER_COMMAND, SUBMISSION_ROW
+from luisa_nb.recording.recorder import (
+    DESCRIBED,
+    HOST_READ,
+    PER_COMMAND,
+    SUBMISSION_ROW,
+    listed,
+)
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -184,7 +190,7 @@ class CommandTable:
         # Runs and host accesses first: every row they name is then in the submissions.
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
-        logged = _commands_of(recorder.submissions[:])
+        logged = _commands_of([listed(entry) for entry in recorder.submissions[:]])
         count = len(logged["id"])
         if not count:
             return cls.empty()

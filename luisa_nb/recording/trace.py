@@ -14,7 +14,7 @@ import xxhash
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder
+from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder, listed
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -243,7 +243,7 @@ class Trace:
         if self._loaded is None and not any(self._added):
             hosts = [
                 fields[HOST_FIELD]
-                for entry in self.recorder.submissions[:]
+                for entry in map(listed, self.recorder.submissions[:])
                 for fields in entry[DESCRIBED_AT]
             ]
         else:
