@@ -4,7 +4,7 @@ The runtime always reports to :func:`active_recorder`. With no trace active that
 :data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
 hook and takes the same locks, in the same order, as a traced one.
 
-A :class:`TraceRecorder` appends what it hears to logs (a row per command at submit, a
+A :class:`TraceRecorder` appends what it hears to logs (an entry per submission, a
 :class:`RunLog` per run, host reads and writes, sync points) without building an object
 per field; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
 """
