@@ -8,6 +8,7 @@ read: that is the staging policy, shared by every backend in ``luisa_nb.runtime`
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from array import array
 from collections.abc import Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -101,6 +102,26 @@ class Backend(ABC):
     ) -> DeviceSpan | None:
         """Run ``executable`` over ``dims`` threads. Each operation returns ``None`` when it
         has finished on return, or a :class:`DeviceSpan` that ``flush()`` fills in."""
+
+    def prepare_dispatch(
+        self,
+        executable: Any,
+        dims: tuple[int, int, int],
+        buffers: Sequence[KernelBuffer],
+        scalars: Sequence[Any],
+    ) -> Any | None:
+        """The dispatch made ready for :meth:`run_dispatches` (the runtime keeps it while
+        the same arguments are dispatched again at the same size), or ``None`` when this
+        backend runs it with :meth:`dispatch` only (the default)."""
+        return None
+
+    def run_dispatches(
+        self, prepared: Sequence[Any], times: array | None
+    ) -> tuple[int, BaseException | None]:
+        """Run dispatches from :meth:`prepare_dispatch` in order, finished on return, until
+        one fails; returns how many ran and the error of the one that failed, if any. With
+        ``times`` (an ``array("q")``), appends the clock before each one that started."""
+        raise NotImplementedError(f"backend {self.name!r} does not prepare dispatches")
 
     def check_executable(self, executable: Any) -> None:
         """Raise a :class:`~luisa_nb.errors.LuisaNbError` if this backend cannot run the

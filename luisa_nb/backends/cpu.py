@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
 from luisa_nb.kernels.executable import CancelFlag
+from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
 
 ALIGNMENT = 64
 
@@ -80,6 +82,24 @@ class CpuBackend(Backend):
                 b.allocation.data[b.offset : b.offset + b.nbytes].view(b.dtype) for b in buffers
             ]
             executable.launch(dims, arrays, scalars, self._cancel)
+
+    def prepare_dispatch(
+        self,
+        executable: Any,
+        dims: tuple[int, int, int],
+        buffers: Sequence[KernelBuffer],
+        scalars: Sequence[Any],
+    ) -> PreparedLaunch | None:
+        """Compiled C runs in batches; python mode one dispatch at a time."""
+        if executable.mode != "c":
+            return None
+        addresses = [b.allocation.address + b.offset for b in buffers]
+        return executable.prepare(dims, addresses, scalars)
+
+    def run_dispatches(
+        self, prepared: Sequence[PreparedLaunch], times: array | None
+    ) -> tuple[int, BaseException | None]:
+        return run_launches(prepared, self._cancel, times)
 
 
 backend_class = CpuBackend

@@ -29,6 +29,7 @@ from luisa_nb.kernels.checks import (
     slot_error,
     texel_error,
 )
+from luisa_nb.kernels.launch_runs import PreparedLaunch, launch_runner
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_aggregate_type
@@ -198,12 +199,21 @@ class CExecutable(Executable):
         self._bindless_sites = emitter.bindless_sites
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
+        self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
+        launch_runner()  # built with the kernel, so a missing compiler shows up here
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {
             position: slot.type
             for position, slot in enumerate(kernel.scalars)
             if not isinstance(slot.type, ScalarType)
         }
+
+    def pack(
+        self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]
+    ) -> bytes:
+        """The argument struct of a launch: ``dims``, buffer addresses, then scalars."""
+        packed_scalars = flatten_scalars(scalars, self._composites) if self._composites else scalars
+        return self._pack(*dims, *buffers, *packed_scalars)
 
     def launch(
         self,
@@ -212,10 +222,16 @@ class CExecutable(Executable):
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        packed_scalars = flatten_scalars(scalars, self._composites) if self._composites else scalars
-        stopped = run_launch(self._function, self._pack(*dims, *buffers, *packed_scalars), cancel)
+        stopped = run_launch(self._function, self.pack(dims, buffers, scalars), cancel)
         if stopped is not None:
             raise self.failure(stopped, dims, scalars)
+
+    def prepare(
+        self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]
+    ) -> PreparedLaunch:
+        """A launch for :func:`~luisa_nb.kernels.launch_runs.run_launches` (argument
+        errors are raised here, as ``launch`` raises them)."""
+        return PreparedLaunch(self, dims, self.pack(dims, buffers, scalars), scalars)
 
     def failure(
         self, record: LaunchRecord, dims: tuple[int, int, int], scalars: Sequence[Any]

@@ -4,7 +4,7 @@ The runtime always reports to :func:`active_recorder`. With no trace active that
 :data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
 hook and takes the same locks, in the same order, as a traced one.
 
-A :class:`TraceRecorder` appends what it hears to logs (a row per command at submit, a
+A :class:`TraceRecorder` appends what it hears to logs (an entry per submission, a
 :class:`RunLog` per run, host reads and writes, sync points) without building an object
 per field; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
 """
@@ -27,7 +27,9 @@ from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
+    CommandKind,
     CompileRecord,
+    DeviceRange,
     HostRange,
     RangeRecord,
     Status,
@@ -48,32 +50,52 @@ _namers: list[Namer] = []
 
 HOST_READ = 0
 HOST_WRITE = 1
-COMMAND_ROW = (
-    "id",
-    "seq",
-    "kind",
+SUBMISSION_ROW = (
     "stream",
     "submission",
-    "index",
-    "enqueued",
     "submitted",
     "staging",
-    "label",
-    "device_ranges",
-    "host",
-    "enqueue_capture",
+    "seq",
+    "id",
+    "enqueued",
+    "described",
 )
-"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per command, in order."""
-HOST_FIELD = COMMAND_ROW.index("host")
+"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per submission, in order:
+the first four hold one value for the submission, the others a list with one item per
+command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`)."""
+DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
+"""What a command says about itself in a trace (``trace_fields()``), in order."""
+TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None, Capture | None]
+"""The type of a command's ``trace_fields()``: the values of :data:`DESCRIBED`."""
+PER_COMMAND = ("seq", "id", "enqueued", "described")
+"""The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
+DESCRIBED_AT = SUBMISSION_ROW.index("described")
+HOST_FIELD = DESCRIBED.index("host")
+FLAT_ROW_LENGTH = 7 + len(DESCRIBED)
+"""A submission of one command is logged flat, as one tuple: the first four fields of
+:data:`SUBMISSION_ROW`, the command's seq, id and enqueue time, then its trace fields
+(fewer objects for the garbage collector to walk); :func:`listed` expands it."""
+
+
+def listed(entry: tuple) -> tuple:
+    """A logged submission in the :data:`SUBMISSION_ROW` form, a flat one expanded."""
+    if len(entry) != FLAT_ROW_LENGTH:
+        return entry
+    return (*entry[:4], (entry[4],), (entry[5],), (entry[6],), (entry[7:],))
+
+
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
 
 
 class RunTimer:
     """The null timer of one run: the worker calls ``tick()`` before each step and once
-    after the last."""
+    after the last. ``times`` is where a timer keeps the clock at each tick, so that the
+    steps run by one call elsewhere (in C) can add their ticks there; ``None``: nothing
+    is timed."""
 
     __slots__ = ()
+    times: array | None = None
 
     def tick(self) -> None:
         return None
@@ -187,7 +209,8 @@ class TraceRecorder(Recorder):
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.commands: list[tuple] = []
+        self.submissions: list[tuple] = []
+        self.command_count = 0
         self.runs: list[RunLog] = []
         self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
         self.syncs: list[SyncRecord] = []
@@ -252,38 +275,42 @@ class TraceRecorder(Recorder):
             policy = self._policies.get(stream_id)
             if policy is None:
                 policy = self._first_submission_of(stream)
-            rows = self.commands
-            row = len(rows)
-            seq = 0
-            for index, command in enumerate(commands):
-                for view in command.views:
-                    if view.buffer.id not in buffers:
-                        self._first_use(view.buffer, stream.device)
+            first = self.command_count
+            if len(commands) == 1:  # the common case: one flat tuple
+                (command,) = commands
+                fields = self._described(command, first, stream, buffers)
                 seq = next(_sequence)
-                command.row = row
-                row += 1
-                host = command.host_range()
-                if host is not None and id(host) not in self._hosts:
-                    self._name_host(host, command.host)
-                rows.append(
-                    (
-                        command.id,
-                        seq,
-                        command.kind,
-                        stream_id,
-                        submission,
-                        index,
-                        command.enqueued,
-                        submitted,
-                        policy,
-                        command.label,
-                        command.device_ranges(),
-                        host,
-                        command.enqueue_capture,
-                    )
-                )
-            if seq:
+                head = (stream_id, submission, submitted, policy, seq, command.id, command.enqueued)
+                self.submissions.append(head + fields)
+                self.command_count = first + 1
                 self._last_seq[stream_id] = seq
+                return
+            if not commands:
+                return
+            described = [
+                self._described(command, row, stream, buffers)
+                for row, command in enumerate(commands, first)
+            ]
+            seqs = list(itertools.islice(_sequence, len(described)))
+            ids = [command.id for command in commands]
+            enqueued = [command.enqueued for command in commands]
+            entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
+            self.submissions.append(entry)
+            self.command_count = first + len(ids)
+            self._last_seq[stream_id] = seqs[-1]
+
+    def _described(self, command: Any, row: int, stream: Any, buffers: dict) -> TraceFields:
+        """Give ``command`` its ``row``; note its buffers and host array on first sight;
+        returns its trace fields."""
+        for view in command.views:
+            if view.buffer.id not in buffers:
+                self._first_use(view.buffer, stream.device)
+        command.row = row
+        fields = command.trace_fields()
+        host = fields[HOST_FIELD]
+        if host is not None and id(host) not in self._hosts:
+            self._name_host(host, command.host)
+        return fields
 
     def _first_submission_of(self, stream: Any) -> str:
         """Note ``stream`` in the trace; returns its device's staging policy as rows record
@@ -308,7 +335,8 @@ class TraceRecorder(Recorder):
         )
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        log = RunLog(tuple([step.row for step in steps]))
+        rows = (steps[0].row,) if len(steps) == 1 else tuple([step.row for step in steps])
+        log = RunLog(rows)
         self.runs.append(log)
         return log
 

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import COMMAND_ROW, HOST_READ
+from luisa_nb.recording.recorder import (
+    DESCRIBED,
+    HOST_READ,
+    PER_COMMAND,
+    SUBMISSION_ROW,
+    listed,
+)
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -181,13 +187,13 @@ class CommandTable:
     @classmethod
     def from_log(cls, recorder: TraceRecorder, trace: Trace) -> CommandTable:
         """A snapshot of what ``recorder`` has heard so far."""
-        rows = recorder.commands[:]
-        count = len(rows)
-        if not count:
-            return cls.empty()
+        # Runs and host accesses first: every row they name is then in the submissions.
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
-        logged = dict(zip(COMMAND_ROW, zip(*rows, strict=True), strict=True))
+        logged = _commands_of([listed(entry) for entry in recorder.submissions[:]])
+        count = len(logged["id"])
+        if not count:
+            return cls.empty()
         started = [MISSING] * count
         finished = [MISSING] * count
         status = [STATUS_CODES[Status.PENDING]] * count
@@ -231,6 +237,25 @@ class CommandTable:
             for row, read in pieces.items()
         }
         return cls(numbers, objects, host_pieces)
+
+
+def _commands_of(submissions: Sequence[tuple]) -> dict[str, Sequence[Any]]:
+    """The logged submissions (:data:`~.recorder.SUBMISSION_ROW`) as one column per field,
+    with a row per command."""
+    if not submissions:
+        return {name: [] for name in (*SUBMISSION_ROW, "index", *DESCRIBED) if name != "described"}
+    fields = dict(zip(SUBMISSION_ROW, zip(*submissions, strict=True), strict=True))
+    sizes = [len(ids) for ids in fields["id"]]
+    logged: dict[str, Sequence[Any]] = {}
+    for name, values in fields.items():
+        if name in PER_COMMAND:
+            logged[name] = [value for listed in values for value in listed]
+        else:
+            logged[name] = [value for value, size in zip(values, sizes, strict=True)
+                            for _ in range(size)]  # fmt: skip
+    logged["index"] = [index for size in sizes for index in range(size)]
+    logged.update(zip(DESCRIBED, zip(*logged.pop("described"), strict=True), strict=True))
+    return logged
 
 
 def _apply_runs(

@@ -14,7 +14,7 @@ import xxhash
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import HOST_FIELD, TraceRecorder
+from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder, listed
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -136,7 +136,7 @@ class Trace:
         runs = log.runs
         ticks = sum(len(run.times) + run.ended + (run.failure is not None) for run in runs)
         completed = sum(sync.completed is not None for sync in log.syncs)
-        return (len(log.commands), len(runs), ticks, len(log.host_accesses), len(log.syncs),
+        return (log.command_count, len(runs), ticks, len(log.host_accesses), len(log.syncs),
                 completed)  # fmt: skip
 
     def _read(self) -> CommandTable:
@@ -165,7 +165,7 @@ class Trace:
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
         recording trace gets its records from its recorder only)."""
-        if self.recorder.commands or self.recorder.syncs:
+        if self.recorder.command_count or self.recorder.syncs:
             raise TraceError("records cannot be added by hand to a trace that recorded some")
         if self._loaded is not None and not any(self._added):
             table, syncs = self._loaded
@@ -241,7 +241,11 @@ class Trace:
     def host_ranges(self) -> list[HostRange]:
         """The distinct host ranges the commands touched."""
         if self._loaded is None and not any(self._added):
-            hosts = [row[HOST_FIELD] for row in self.recorder.commands[:]]
+            hosts = [
+                fields[HOST_FIELD]
+                for entry in map(listed, self.recorder.submissions[:])
+                for fields in entry[DESCRIBED_AT]
+            ]
         else:
             hosts = self.table.objects["host"]
         return list({id(host): host for host in hosts if host is not None}.values())

@@ -169,8 +169,11 @@ class BufferView:
     # -- synchronous forms -----------------------------------------------------------
 
     def _submit(self, command: Command, stream: Stream | None, sync: bool) -> None:
-        stream = stream or self.device.default_stream
-        stream.submit([command])
+        if stream is None:
+            stream = self.device.default_stream
+            stream._submit_made(command)
+        else:
+            stream.submit([command])
         if sync:
             stream.synchronize()
 

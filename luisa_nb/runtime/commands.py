@@ -16,12 +16,13 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import active_recorder
+from luisa_nb.recording.recorder import TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
 
 if TYPE_CHECKING:
+    from luisa_nb.backends.base import Backend
     from luisa_nb.runtime.buffer import BufferView
     from luisa_nb.runtime.device import Device
     from luisa_nb.runtime.staging import Transfers
@@ -62,6 +63,17 @@ class Command:
     def describe(self) -> str:
         return self.kind.value
 
+    def trace_fields(self) -> TraceFields:
+        """What a trace records of this command besides ids and times: kind, label,
+        device ranges, host range and the capture of its bytes at enqueue."""
+        return (
+            self.kind,
+            self.label,
+            self.device_ranges(),
+            self.host_range(),
+            self.enqueue_capture,
+        )
+
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         """Run on the worker; returns the span of a deferred device operation, if any."""
         raise NotImplementedError
@@ -91,6 +103,10 @@ class UploadCommand(Command):
     def host_range(self) -> HostRange:
         return host_range(self.host)
 
+    def trace_fields(self) -> TraceFields:
+        ranges = self.target.device_ranges(Access.WRITE)
+        return (CommandKind.UPLOAD, "", ranges, host_range(self.host), self.enqueue_capture)
+
     def describe(self) -> str:
         return f"upload buffer#{self.target.buffer.id}"
 
@@ -119,6 +135,10 @@ class DownloadCommand(Command):
 
     def host_range(self) -> HostRange:
         return host_range(self.host)
+
+    def trace_fields(self) -> TraceFields:
+        ranges = self.source.device_ranges(Access.READ)
+        return (CommandKind.DOWNLOAD, "", ranges, host_range(self.host), None)
 
     def describe(self) -> str:
         return f"download buffer#{self.source.buffer.id}"
@@ -179,20 +199,36 @@ class FillCommand(Command):
         return transfers.backend.fill(memory.allocation, memory.offset, memory.nbytes, self.element)
 
 
+class DispatchMemo:
+    """What dispatches with the same arguments work out once and share: the trace's
+    device ranges and named scalars, and the trace fields (label included) and the
+    backend's prepared launch of the latest size. It holds no buffer or device memory,
+    so a kernel may keep it after its commands are gone, for the next dispatch on the
+    same live buffers."""
+
+    __slots__ = ("described", "device_ranges", "named_scalars", "prepared")
+
+    def __init__(self) -> None:
+        self.device_ranges: tuple[DeviceRange, ...] | None = None
+        self.named_scalars: tuple[tuple[str, Any], ...] | None = None
+        self.described: tuple[tuple[int, int, int], str, TraceFields] | None = None
+        self.prepared: tuple[tuple[int, int, int], Any] | None = None
+
+
 class DispatchArguments:
     """What a dispatch runs besides its size: ``executable`` on ``device``, the buffer
     ``views`` it touches with the device memory it holds of each (``buffers``, made while
     every view was alive) and how it accesses each, and its ``scalars``. Commands may share
-    one (a kernel dispatched again on the same buffers does)."""
+    one (a kernel dispatched again on the same buffers does); ``memo`` may be shared
+    further, by arguments of the same views."""
 
     __slots__ = (
         "__weakref__",
-        "_device_ranges",
-        "_named_scalars",
         "accesses",
         "buffers",
         "device",
         "executable",
+        "memo",
         "scalars",
         "views",
     )
@@ -205,6 +241,7 @@ class DispatchArguments:
         buffers: Sequence[KernelBuffer],
         accesses: Sequence[Access | None],
         scalars: Sequence[Any],
+        memo: DispatchMemo | None = None,
     ) -> None:
         self.device = device
         self.executable = executable
@@ -212,16 +249,28 @@ class DispatchArguments:
         self.buffers = buffers
         self.accesses = accesses
         self.scalars = scalars
-        self._device_ranges: tuple[DeviceRange, ...] | None = None
-        self._named_scalars: tuple[tuple[str, Any], ...] | None = None
+        self.memo = DispatchMemo() if memo is None else memo
+
+    def trace_fields(self, name: str, dims: tuple[int, int, int]) -> TraceFields:
+        """The trace fields of a dispatch of kernel ``name`` over ``dims`` (the latest
+        kept): see :meth:`Command.trace_fields`."""
+        memo = self.memo
+        known = memo.described
+        if known is not None and known[0] == dims and known[1] == name:
+            return known[2]
+        label = dispatch_label(name, self.named_scalars(), dims)
+        described = (CommandKind.DISPATCH, label, self.device_ranges(), None, None)
+        memo.described = (dims, name, described)
+        return described
 
     def named_scalars(self) -> tuple[tuple[str, Any], ...]:
         """The user's scalar arguments with their parameter names (element counts a
         checked kernel adds left out), made once."""
-        named = self._named_scalars
+        memo = self.memo
+        named = memo.named_scalars
         if named is None:
             parameters = getattr(self.executable, "scalar_parameters", ())
-            named = self._named_scalars = tuple(
+            named = memo.named_scalars = tuple(
                 (parameter.name, value)
                 for parameter, value in zip(parameters, self.scalars, strict=False)
                 if parameter.count_of is None
@@ -230,9 +279,10 @@ class DispatchArguments:
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         """The views as device ranges of a trace record (made once)."""
-        ranges = self._device_ranges
+        memo = self.memo
+        ranges = memo.device_ranges
         if ranges is None:
-            ranges = self._device_ranges = tuple(
+            ranges = memo.device_ranges = tuple(
                 [
                     view.device_ranges(access)[0]
                     for view, access in zip(self.views, self.accesses, strict=True)
@@ -249,7 +299,13 @@ class DispatchCommand(Command):
     __slots__ = ("arguments", "dims", "name")
 
     def __init__(self, name: str, dims: tuple[int, int, int], arguments: DispatchArguments) -> None:
-        Command.__init__(self, arguments.device, arguments.views)
+        # Command.__init__ written out: a tiny dispatch's cost is mostly Python calls
+        self.id = next(_ids)
+        self.enqueued = now()
+        self.device = arguments.device
+        self.views = arguments.views
+        self.row = -1
+        self.stream_id = None
         self.name = name
         self.dims = dims
         self.arguments = arguments
@@ -257,13 +313,30 @@ class DispatchCommand(Command):
     @property
     def label(self) -> str:  # type: ignore[override]
         """What a trace records: ``vecadd(n=1024) [1024]`` (made when a trace asks)."""
-        return dispatch_label(self.name, self.arguments.named_scalars(), self.dims)
+        return self.arguments.trace_fields(self.name, self.dims)[1]
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.arguments.device_ranges()
 
+    def trace_fields(self) -> TraceFields:
+        return self.arguments.trace_fields(self.name, self.dims)
+
     def describe(self) -> str:
         return f"dispatch {self.name}{list(d for d in self.dims if d != 1) or [1]}"
+
+    def prepare(self, backend: Backend) -> Any | None:
+        """This dispatch made ready for ``backend.run_dispatches``, or ``None`` when the
+        backend runs it with ``run`` only; kept in the arguments' memo for the next dispatch
+        of the same size."""
+        arguments = self.arguments
+        memo = arguments.memo
+        prepared = memo.prepared
+        if prepared is None or prepared[0] != self.dims:
+            ready = backend.prepare_dispatch(
+                arguments.executable, self.dims, arguments.buffers, arguments.scalars
+            )
+            prepared = memo.prepared = (self.dims, ready)
+        return prepared[1]
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         arguments = self.arguments

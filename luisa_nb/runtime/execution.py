@@ -1,6 +1,9 @@
 """Running one :class:`~luisa_nb.runtime.staging.Run` on a stream's worker: the order,
 the failures, and what the recorder hears.
 
+Consecutive dispatches that the backend prepares (compiled C on the CPU backends) run in
+one backend call; they report the same times and failures as dispatches run one by one.
+
 A step that raises fails itself, and the steps after it in its run are skipped; the
 failure waits in the stream's list until the next ``synchronize()``. Nothing a step
 raises (``SystemExit`` and ``KeyboardInterrupt`` included) escapes the worker.
@@ -10,11 +13,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.recorder import RunTimer
+from luisa_nb.recording.recorder import NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
+from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
 
 
@@ -51,51 +56,92 @@ class Executor:
     """Runs one stream's :class:`~luisa_nb.runtime.staging.Run` s on its worker, in the
     backend's order, then frees their staging memory."""
 
-    __slots__ = ("backend", "failures", "staging", "transfers")
+    __slots__ = ("backend", "failures", "flushes", "schedules", "staging", "transfers")
 
     def __init__(self, backend: Backend, staging: Staging, failures: list[Failure]) -> None:
         self.backend = backend
         self.staging = staging
         self.failures = failures
         self.transfers = Transfers(backend, staging)
+        kind = type(backend)
+        self.schedules = kind.schedule is not Backend.schedule
+        self.flushes = kind.flush is not Backend.flush
 
     def execute(self, run: Run) -> None:
         """Run the steps of ``run`` in the backend's order, then free their staging memory."""
+        backend, transfers, recorder = self.backend, self.transfers, run.recorder
+        order = backend.schedule(run.steps) if self.schedules else run.steps
+        timer = recorder.run_timer(order)
+        timed = timer is not NULL_TIMER
+        tick = timer.tick
+        transfers.recorder = recorder
+        spans: list[tuple[int, DeviceSpan]] = []
+        position, count = 0, len(order)
         try:
-            self._execute(run)
+            try:
+                while position < count:
+                    step = order[position]
+                    if (
+                        type(step) is DispatchCommand
+                        and (ready := step.prepare(backend)) is not None
+                    ):
+                        end, done, error = _run_dispatches(backend, order, position, ready, timer)
+                        if error is not None:
+                            position += done
+                            raise error
+                        position = end
+                        continue
+                    if timed:
+                        tick()
+                    span = step.run(transfers)
+                    if span is not None:
+                        spans.append((position, span))
+                    position += 1
+                if timed:
+                    tick()
+                if transfers.pending:
+                    transfers.land()
+                if self.flushes:
+                    backend.flush()
+            except OperationFailed as error:
+                failed = next(index for index, span in spans if span is error.span)
+                _fail(order, failed, error.cause or error, self.failures, timer)
+                transfers.land_before(order, failed)
+            except BaseException as error:  # a worker must outlive any step
+                _fail(order, position, error, self.failures, timer)
+                with contextlib.suppress(Exception):
+                    backend.flush()  # finish the deferred operations issued before the failure
+                transfers.land_before(order, position)
+            if timed:
+                timer.spans(spans)
         finally:
             if run.blocks:
                 self.staging.release(run.blocks)
 
-    def _execute(self, run: Run) -> None:
-        backend, transfers, recorder = self.backend, self.transfers, run.recorder
-        order = backend.schedule(run.steps)
-        timer = recorder.run_timer(order)
-        tick = timer.tick
-        transfers.recorder = recorder
-        spans: list[tuple[int, DeviceSpan]] = []
-        position = 0
+
+def _run_dispatches(
+    backend: Backend, order: Sequence[Step], start: int, first: Any, timer: RunTimer
+) -> tuple[int, int, BaseException | None]:
+    """Run ``order[start]`` (prepared as ``first``) and the prepared dispatches right after
+    it in one backend call; returns where they end, how many ran, and the error of the one
+    that failed. A dispatch that cannot be prepared ends the batch; it runs (and fails)
+    on its own."""
+    batch = [first]
+    end, count = start + 1, len(order)
+    while end < count:
+        step = order[end]
+        if type(step) is not DispatchCommand:
+            break
         try:
-            for position, step in enumerate(order):
-                tick()
-                span = step.run(transfers)
-                if span is not None:
-                    spans.append((position, span))
-            position = len(order)
-            tick()
-            if transfers.pending:
-                transfers.land()
-            backend.flush()
-        except OperationFailed as error:
-            failed = next(index for index, span in spans if span is error.span)
-            _fail(order, failed, error.cause or error, self.failures, timer)
-            transfers.land_before(order, failed)
-        except BaseException as error:  # a worker must outlive any step
-            _fail(order, position, error, self.failures, timer)
-            with contextlib.suppress(Exception):
-                backend.flush()  # finish the deferred operations issued before the failure
-            transfers.land_before(order, position)
-        timer.spans(spans)
+            ready = step.prepare(backend)
+        except Exception:
+            break
+        if ready is None:
+            break
+        batch.append(ready)
+        end += 1
+    done, error = backend.run_dispatches(batch, timer.times)
+    return end, done, error
 
 
 def _fail(

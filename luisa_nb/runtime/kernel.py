@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import weakref
 from collections.abc import Callable, Sequence
-from operator import is_
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,8 +28,7 @@ from luisa_nb.runtime.device import default_device
 from luisa_nb.runtime.stream import Stream
 
 if TYPE_CHECKING:
-    from luisa_nb.backends.base import KernelBuffer
-    from luisa_nb.runtime.device import Device
+    pass
 
 MAX_AXIS = 2**31 - 1  # dispatch_id() and dispatch_size() components are int32
 MAX_THREADS = 2**63 - 1  # the C entry counts threads in an int64
@@ -132,26 +130,47 @@ _ACCESSES = {
 }
 
 
-class _BoundArguments(DispatchArguments):
-    """Dispatch arguments made for a call whose arguments (``call``) are all buffer views,
-    under the checks setting ``checks``."""
+class _LatestCall:
+    """A kernel's latest dispatch whose arguments are all buffer views: weak references to
+    them, the checks setting and plan it ran with, the memo its arguments share, and
+    (weakly) those arguments while a command holds them. Nothing here keeps a buffer, its
+    device memory or its device alive."""
 
-    __slots__ = ("call", "checks", "state")
+    __slots__ = ("arguments", "checks", "memo", "plan", "references", "scalars", "state")
 
     def __init__(
         self,
         call: tuple[BufferView, ...],
         checks: bool | str,
-        device: Device,
         plan: _DispatchPlan,
-        views: tuple[BufferView, ...],
-        buffers: tuple[KernelBuffer, ...],
-        scalars: tuple[Any, ...],
+        arguments: DispatchArguments,
     ) -> None:
-        super().__init__(device, plan.executable, views, buffers, plan.accesses, scalars)
-        self.call = call
+        self.references = tuple([weakref.ref(view) for view in call])
         self.checks = checks
         self.state = plan.state
+        self.plan = plan
+        self.scalars = arguments.scalars  # element counts at most: no buffer is held
+        self.memo = arguments.memo
+        self.arguments = weakref.ref(arguments)
+
+    def arguments_for(self, args: tuple[Any, ...]) -> DispatchArguments:
+        """The arguments of a dispatch with ``args`` (the same views as this call): the
+        ones still held by a command, else new ones sharing the memo. Raises for a
+        destroyed buffer, as a first dispatch does."""
+        arguments = self.arguments()
+        if arguments is not None:
+            for view in arguments.views:
+                view.buffer.check_alive()
+            return arguments
+        plan = self.plan
+        views = plan.views(args)
+        buffers = tuple([view.kernel_buffer for view in views])  # raises for a destroyed buffer
+        device = args[0].device
+        arguments = DispatchArguments(
+            device, plan.executable, views, buffers, plan.accesses, self.scalars, self.memo
+        )
+        self.arguments = weakref.ref(arguments)
+        return arguments
 
 
 class Kernel:
@@ -169,7 +188,7 @@ class Kernel:
         self.checks = check_setting(checks, allow_default=True)
         self._definition = KernelDefinition(function, mode=mode)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
-        self._latest: weakref.ref[_BoundArguments] | None = None
+        self._latest: _LatestCall | None = None
         self.name = self._definition.name
         functools.update_wrapper(self, function)
 
@@ -225,7 +244,10 @@ class Kernel:
 
     def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand:
         """A command that runs this kernel over ``size`` threads with ``args``."""
-        dims = dispatch_dims(size, self.name)
+        if type(size) is int and 0 <= size <= MAX_AXIS:
+            dims = (size, 1, 1)
+        else:
+            dims = dispatch_dims(size, self.name)
         arguments = self._latest_arguments(args)
         if arguments is None:
             arguments = self._arguments(args)
@@ -233,24 +255,26 @@ class Kernel:
 
     def _latest_arguments(self, args: tuple[Any, ...]) -> DispatchArguments | None:
         """The arguments of the latest dispatch on buffers only, if ``args`` are the same
-        buffers, the checks setting is the same, and a command still holds them (the
-        kernel holds them weakly, never keeping a buffer alive); checked as ``_arguments``
-        checks new ones. A buffer's device memory changes only when it is destroyed, so
-        that of live buffers is still theirs."""
-        latest = self._latest() if self._latest is not None else None
-        if (
-            latest is None
-            or latest.state != self._definition.capture_state()
-            or len(args) != len(latest.call)
-            or not all(map(is_, args, latest.call))
-            or (latest.device.kernel_checks if self.checks is None else self.checks)
-            != latest.checks
-        ):
+        buffers (still alive: the kernel holds them weakly, never keeping a buffer alive),
+        the checks setting and what the kernel captures are the same; checked as
+        ``_arguments`` checks new ones. A buffer's device memory changes only when it is
+        destroyed, so that of live buffers is still theirs."""
+        latest = self._latest
+        if latest is None or latest.state != self._definition.capture_state():
             return None
-        for view in latest.views:
-            view.buffer.check_alive()
-        latest.device.backend.check_executable(latest.executable)
-        return latest
+        references = latest.references
+        if len(args) != len(references) or not args:
+            return None
+        for reference, argument in zip(references, args, strict=True):
+            if reference() is not argument:
+                return None
+        device = args[0].device
+        checks = self.checks
+        if (device.kernel_checks if checks is None else checks) != latest.checks:
+            return None
+        arguments = latest.arguments_for(args)
+        device.backend.check_executable(arguments.executable)
+        return arguments
 
     def _arguments(self, args: tuple[Any, ...]) -> DispatchArguments:
         """Check ``args`` and make the arguments of a dispatch with them."""
@@ -271,8 +295,10 @@ class Kernel:
         if plan.scalar_positions or plan.heap_positions or not args:
             executable, accesses = plan.executable, plan.accesses
             return DispatchArguments(device, executable, views, buffers, accesses, scalars)
-        arguments = _BoundArguments(args, checks, device, plan, views, buffers, scalars)
-        self._latest = weakref.ref(arguments)
+        arguments = DispatchArguments(
+            device, plan.executable, views, buffers, plan.accesses, scalars
+        )
+        self._latest = _LatestCall(args, checks, plan, arguments)
         return arguments
 
     def dispatch(
@@ -280,15 +306,21 @@ class Kernel:
     ) -> None:
         """Submit this kernel to ``stream`` (default: its device's default stream)."""
         command = self.dispatch_async(size, *args)
-        stream = stream or command.device.default_stream
-        stream.submit([command])
+        if stream is None:
+            stream = command.device.default_stream
+            stream._submit_made(command)
+        else:
+            stream.submit([command])
         if sync:
             stream.synchronize()
 
     def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
         """``dispatch(dispatch_size, *args, stream=stream)``."""
         command = self.dispatch_async(dispatch_size, *args)
-        (stream or command.device.default_stream).submit([command])
+        if stream is None:
+            command.device.default_stream._submit_made(command)
+        else:
+            stream.submit([command])
 
     def source(self, *args: Any) -> str:
         """The generated code for these arguments (C, or Python in python mode)."""

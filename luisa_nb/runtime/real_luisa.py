@@ -32,7 +32,7 @@ import numpy as np
 from luisa_nb.errors import LuisaNbError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import user_namespaces, variable_name
-from luisa_nb.recording.recorder import Recorder, active_recorder, register_namer
+from luisa_nb.recording.recorder import Recorder, TraceFields, active_recorder, register_namer
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange, HostRange, Status, SyncKind
 from luisa_nb.runtime.buffer import next_buffer_id
 from luisa_nb.runtime.commands import next_id
@@ -90,6 +90,10 @@ class LuisaCommand:
 
     def host_range(self) -> HostRange | None:
         return None if self.host is None else host_range(self.host)
+
+    def trace_fields(self) -> TraceFields:
+        """What the trace records of this command besides ids and times."""
+        return (self.kind, self.label, self._ranges, self.host_range(), self.enqueue_capture)
 
 
 class LuisaDevice:

@@ -144,6 +144,7 @@ class Stream:
             ) from None
         device = self.device
         seen: set[int] = set()
+        checked_views = None
         for command in commands:
             if not isinstance(command, Command):
                 raise InvalidArgumentError(
@@ -162,8 +163,11 @@ class Stream:
                     f"{command.device.name!r}, not to stream {self.name!r}'s device "
                     f"{device.name!r}"
                 )
-            for view in command.views:
-                view.buffer.check_alive()
+            views = command.views
+            if views is not checked_views:  # commands of one kernel share their views
+                checked_views = views
+                for view in views:
+                    view.buffer.check_alive()
         return commands
 
     def submit(self, commands: Iterable[Command]) -> None:
@@ -177,6 +181,18 @@ class Stream:
         for command in commands:
             command.stream_id = stream_id
         self._submit(commands)
+
+    def _submit_made(self, command: Command) -> None:
+        """``submit([command])`` for a command just made by a ``*_async`` call on this
+        stream's device (the synchronous forms): the list checks are already true of it,
+        only its buffers are checked again."""
+        for view in command.views:
+            view.buffer.check_alive()
+        self.device.check_open()
+        if self._pending:
+            self.execute()
+        command.stream_id = self.id
+        self._submit([command])
 
     def add(self, command: Command) -> None:
         """Append ``command`` to this stream's implicit command list, which ``execute()``
@@ -219,7 +235,9 @@ class Stream:
     def _enqueue_run(
         self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder
     ) -> None:
-        self._enqueue(Run(steps, blocks, recorder, self._executor))
+        if self._worker is None:
+            self._start_worker()
+        self._items.put(Run(steps, blocks, recorder, self._executor))
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the

@@ -119,3 +119,41 @@ def test_captured_buffers_follow_the_arguments(device):
     source.destroy()
     with pytest.raises(errors.BufferDestroyedError):
         add.dispatch_async(4, target)
+
+
+def test_a_dispatch_after_the_commands_are_gone_reuses_the_prepared_launch(device):
+    buffer = device.create_buffer(8, np.float32)
+    buffer.fill(0.0)
+    first = increment.dispatch_async(8, buffer)
+    memo = first.arguments.memo
+    prepared = first.prepare(device.backend)
+    device.default_stream.submit([first])
+    device.synchronize()
+    gone = weakref.ref(first.arguments)
+    del first
+    gc.collect()
+    assert gone() is None
+    again = increment.dispatch_async(8, buffer)
+    assert again.arguments.memo is memo
+    assert again.prepare(device.backend) is prepared
+    device.default_stream.submit([again])
+    np.testing.assert_array_equal(buffer.numpy(), np.full(8, 2.0))
+
+
+def test_a_destroyed_buffer_is_rejected_after_the_commands_are_gone(device):
+    buffer = device.create_buffer(8, np.float32)
+    increment.dispatch(8, buffer, sync=True)
+    gc.collect()
+    buffer.destroy()
+    with pytest.raises(errors.BufferDestroyedError):
+        increment.dispatch_async(8, buffer)
+
+
+def test_the_kernel_never_keeps_a_device_alive():
+    device = lnb.create_device("cpu")
+    buffer = device.create_buffer(8, np.float32)
+    increment.dispatch(8, buffer, sync=True)
+    gone = weakref.ref(device)
+    del device, buffer
+    gc.collect()
+    assert gone() is None
