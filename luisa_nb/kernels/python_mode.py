@@ -54,10 +54,8 @@ class BufferShim:
         self.check_finite = False
 
     def bind(self, array: np.ndarray) -> BufferShim:
-        if array.dtype.names is not None:
-            if is_aggregate_type(BufferType.of_dtype(array.dtype).element):
-                return AggregateBufferShim(self.name, self.executable).bind(array)
-            return CompositeBufferShim(self.name, self.executable).bind(array)
+        """Give the shim the array of this launch (kernels hold captured shims, so a
+        shim is bound again, never replaced)."""
         self.array = array
         self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
         return self
@@ -341,9 +339,15 @@ class PythonExecutable(Executable):
             )
 
     def _shim(self, slot: ir.BufferSlot) -> BufferShim:
-        """A shim for buffer ``slot``; :meth:`BufferShim.bind` gives it its array."""
-        if isinstance(slot.element, ImageType):
-            return ImageShim(slot.name, self, slot.element)
+        """A shim for buffer ``slot`` of its element kind; :meth:`BufferShim.bind` gives it
+        its array."""
+        element = slot.element
+        if isinstance(element, ImageType):
+            return ImageShim(slot.name, self, element)
+        if is_aggregate_type(element):
+            return AggregateBufferShim(slot.name, self)
+        if not isinstance(element, ScalarType):
+            return CompositeBufferShim(slot.name, self)
         return BufferShim(slot.name, self)
 
     def _namespaces(self, captures: CaptureResolver) -> tuple[dict[str, Any], tuple[Any, ...]]:

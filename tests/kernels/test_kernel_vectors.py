@@ -195,3 +195,33 @@ def test_vector_type_errors(tmp_path, statements, message) -> None:
         run(KernelDefinition(function, mode="python"), 1, FakeBuffer(np.zeros(1, np.float32)))
     assert message in caught.value.reason
     assert caught.value.lineno >= 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_captured_buffers_of_vectors_and_structs(mode) -> None:
+    """A kernel holds its captured buffers' shims, so each launch binds those same shims,
+    whatever their elements are."""
+    import luisa_nb as lnb
+    from luisa_nb.kernels import StructType, dispatch_id
+
+    pair = StructType(a=float, b=int)
+    device = lnb.create_device("cpu")
+    colours = device.create_buffer(4, dtype_of(float3))
+    pairs = device.create_buffer(4, dtype_of(pair))
+
+    def paint(scale):
+        i = dispatch_id().x
+        colours.write(i, float3(scale * i, 1.0, 2.0))
+        p = pair()
+        p.a = scale
+        p.b = i
+        pairs.write(i, p)
+
+    kernel = lnb.kernel(paint, mode=mode)
+    for scale in (0.5, 2.0):  # a second launch binds the same shims again
+        kernel(scale, dispatch_size=4)
+        device.synchronize()
+        np.testing.assert_array_equal(colours.numpy()["x"], scale * np.arange(4))
+        np.testing.assert_array_equal(pairs.numpy()["b"], np.arange(4))
+        np.testing.assert_array_equal(pairs.numpy()["a"], np.full(4, scale, np.float32))
+    device.close()
