@@ -8,3 +8,19 @@ def _kernel_cache(tmp_path_factory):
     patch.setenv("LUISA_NB_CACHE_DIR", str(tmp_path_factory.mktemp("kernel-cache")))
     yield
     patch.undo()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium, one per test module; skips with the reason where it
+    cannot run."""
+    from helpers.browser import launch_chromium, missing_browser_reason
+
+    if reason := missing_browser_reason():
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
+from helpers.browser import jupyter_lab, missing_browser_reason
 
 import luisa_nb as lnb
 from luisa_nb.seed import run_seed
@@ -83,18 +83,6 @@ def exports(executed, tmp_path_factory) -> dict[str, Path]:
         paths[name] = folder / f"{name.replace(' ', '-')}.html"
         paths[name].write_text(html, encoding="utf-8")
     return paths
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if MISSING_BROWSER:
-        pytest.skip(MISSING_BROWSER)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def _offline_page(browser, path: Path, *, scripts: bool = True):

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.browser import launch_chromium, missing_browser_reason
+from helpers.browser import missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.analysis import AnalyzedTrace
@@ -133,16 +133,6 @@ def handmade_trace() -> AnalyzedTrace:
     trace.add(host_wait)
     trace.metadata.stopped = at(76)
     return trace
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.browser import launch_chromium, missing_browser_reason
+from helpers.browser import missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
@@ -23,16 +23,6 @@ COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, co
 
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
