@@ -12,12 +12,9 @@ built-in variables are thread-local, so launches on several host threads do not 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +24,7 @@ from luisa_nb.kernels.c_emitter import argument_struct
 from luisa_nb.kernels.cuda_emitter import BLOCK_SIZE, MAX_GRID_YZ, CudaEmitter
 from luisa_nb.kernels.executable import CExecutable, Executable, count_parameters
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.toolchain import cache_directory, compiler_version, load_launch_function
+from luisa_nb.kernels.toolchain import cached_build, load_launch_function
 from luisa_nb.kernels.type_system import ScalarType
 
 FLAGS = (
@@ -229,30 +226,5 @@ def build_unit(unit: str) -> Path:
         raise KernelBuildError(
             "the CUDA emulation needs a C++ compiler: set CXX or put c++, g++ or clang++ on PATH"
         )
-    key = "\0".join([unit, *compiler, compiler_version(compiler), *FLAGS])
-    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
-    directory = cache_directory()
-    library = directory / f"cuda-emulation-{digest}.so"
-    if library.exists():
-        return library
-    directory.mkdir(parents=True, exist_ok=True)
-    source_path = directory / f"cuda-emulation-{digest}.cu"
-    descriptor, temporary_source = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    with os.fdopen(descriptor, "w") as file:
-        file.write(unit)
-    os.replace(temporary_source, source_path)
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=library.name, suffix=".tmp")
-    os.close(descriptor)
-    command = [*compiler, *FLAGS, str(source_path), "-o", temporary, "-lm"]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise KernelBuildError(
-                f"the C++ compiler failed (exit {result.returncode}) on the CUDA emulation "
-                f"{source_path}\n$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
-            )
-        os.replace(temporary, library)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-    return library
+    what = "the C++ compiler, on the CUDA emulation,"
+    return cached_build("cuda-emulation", unit, compiler, FLAGS, what, extension="cu")[0]

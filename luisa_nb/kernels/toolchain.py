@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,15 +99,34 @@ def build_library(name: str, source: str, *, counted: bool = True) -> Path:
             f"kernel {name!r}: no C compiler found (set CC or put `cc` on PATH), or use "
             f'mode="python"'
         )
-    flags = compiler_flags(compiler)
+    library, built = cached_build(
+        name, source, compiler, compiler_flags(compiler), f"kernel {name!r}: the C compiler"
+    )
+    if built and counted:
+        _count_compiler_run()
+    return library
+
+
+def cached_build(
+    name: str,
+    source: str,
+    compiler: list[str],
+    flags: Sequence[str],
+    what: str,
+    extension: str = "c",
+) -> tuple[Path, bool]:
+    """The shared library ``compiler`` builds from ``source`` with ``flags``, cached on disk
+    by a hash of all three and the compiler's version, and whether it was built now (else
+    found in the cache). A failure is a ``KernelBuildError`` that starts with ``what``
+    and shows the command and the compiler's output."""
     key_text = "\0".join([source, *compiler, compiler_version(compiler), *flags])
     digest = hashlib.sha256(key_text.encode()).hexdigest()[:24]
     directory = cache_directory()
     library = directory / f"{name}-{digest}.so"
     if library.exists():
-        return library
+        return library, False
     directory.mkdir(parents=True, exist_ok=True)
-    source_path = directory / f"{name}-{digest}.c"
+    source_path = directory / f"{name}-{digest}.{extension}"
     _write_atomically(source_path, source.encode())
     descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=library.name, suffix=".tmp")
     os.close(descriptor)
@@ -116,16 +135,14 @@ def build_library(name: str, source: str, *, counted: bool = True) -> Path:
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise KernelBuildError(
-                f"kernel {name!r}: the C compiler failed (exit {result.returncode}) on "
-                f"{source_path}\n$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
+                f"{what} failed (exit {result.returncode}) on {source_path}\n"
+                f"$ {shlex.join(command)}\n{result.stdout}{result.stderr}"
             )
         os.replace(temporary, library)
-        if counted:
-            _count_compiler_run()
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-    return library
+    return library, True
 
 
 def _count_compiler_run() -> None:
