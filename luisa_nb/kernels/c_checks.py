@@ -25,7 +25,8 @@ from luisa_nb.kernels.checks import (
 )
 from luisa_nb.kernels.type_system import KernelType, ScalarType
 
-LAUNCH_PRELUDE = f"""\
+#: The status codes and the launch record, the same in the C and the CUDA prelude.
+LAUNCH_TYPES = f"""\
 enum {{
     LNB_OK = {STATUS_OK},
     LNB_INDEX_ERROR = {STATUS_INDEX_ERROR},
@@ -45,11 +46,15 @@ typedef struct {{
     int64_t index;
     double value;
     const int32_t *cancel;
-}} lnb_launch;
+}} lnb_launch;"""
+
+LAUNCH_PRELUDE = (
+    LAUNCH_TYPES
+    + """
 
 /* A thread's failed checks. `details`: record the first one and where it was (else the
    codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
-typedef struct {{
+typedef struct {
     int32_t failed;
     int32_t line;
     int32_t buffer;
@@ -60,29 +65,29 @@ typedef struct {{
     int64_t index;
     double value;
     const int32_t *cancel;
-}} lnb_thread;
+} lnb_thread;
 
 /* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */
-static int lnb_launch_stopped(lnb_launch *launch) {{
+static int lnb_launch_stopped(lnb_launch *launch) {
     if (__atomic_load_n(&launch->status, __ATOMIC_RELAXED) != LNB_OK) return 1;
     if (__atomic_load_n(launch->cancel, __ATOMIC_RELAXED) == 0) return 0;
     int32_t running = LNB_OK;
     __atomic_compare_exchange_n(&launch->status, &running, LNB_CANCELLED, 0,
                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return 1;
-}}
+}
 
 /* Inside a thread's loops: stop when a check failed or the launch was cancelled. */
-static inline int lnb_thread_stopped(lnb_thread *state) {{
+static inline int lnb_thread_stopped(lnb_thread *state) {
     if (state->failed != LNB_OK) return 1;
     if (__atomic_load_n(state->cancel, __ATOMIC_RELAXED) == 0) return 0;
     state->failed = LNB_CANCELLED;
     return 1;
-}}
+}
 
 /* Make the failure of thread (x, y, z) the launch's, unless another thread was first. */
 static void lnb_report(lnb_launch *launch, const lnb_thread *state,
-                       int32_t x, int32_t y, int32_t z) {{
+                       int32_t x, int32_t y, int32_t z) {
     int32_t running = LNB_OK;
     if (!__atomic_compare_exchange_n(&launch->status, &running, state->failed, 0,
                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
@@ -95,20 +100,21 @@ static void lnb_report(lnb_launch *launch, const lnb_thread *state,
     launch->thread[0] = x;
     launch->thread[1] = y;
     launch->thread[2] = z;
-}}
+}
 
 /* Dispatch sizes must fit the int32 ids and an int64 thread count. */
-static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {{
+static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
     int64_t total = 1;
-    for (int axis = 0; axis < 3; ++axis) {{
+    for (int axis = 0; axis < 3; ++axis) {
         if (size[axis] < 0 || size[axis] > INT32_MAX
-            || __builtin_mul_overflow(total, size[axis], &total)) {{
+            || __builtin_mul_overflow(total, size[axis], &total)) {
             launch->status = LNB_INVALID_SIZE;
             return 0;
-        }}
-    }}
+        }
+    }
     return 1;
-}}"""
+}"""
+)
 
 NOTE_FUNCTION = """\
 /* Note a failed check. Without `details` (simd loops), OR the failure code in: a select

@@ -20,15 +20,8 @@ import math
 import re
 
 from luisa_nb.errors import UnsupportedFeatureError
-from luisa_nb.kernels.c_checks import NOTE_FUNCTION
+from luisa_nb.kernels.c_checks import LAUNCH_TYPES, NOTE_FUNCTION
 from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.checks import (
-    STATUS_CANCELLED,
-    STATUS_INDEX_ERROR,
-    STATUS_INVALID_SIZE,
-    STATUS_NON_FINITE,
-    STATUS_OK,
-)
 from luisa_nb.kernels.type_system import ScalarType
 
 BLOCK_SIZE = 256
@@ -52,28 +45,11 @@ typedef unsigned long long uint64_t;
 #define INT32_MAX 2147483647
 #endif"""
 
-LAUNCH_PRELUDE = f"""\
-enum {{
-    LNB_OK = {STATUS_OK},
-    LNB_INDEX_ERROR = {STATUS_INDEX_ERROR},
-    LNB_NON_FINITE = {STATUS_NON_FINITE},
-    LNB_CANCELLED = {STATUS_CANCELLED},
-    LNB_INVALID_SIZE = {STATUS_INVALID_SIZE}
-}};
-
-/* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord.
-   Lives in device memory, zeroed before the launch; `cancel` is unused on the device. */
-typedef struct {{
-    int32_t status;
-    int32_t line;
-    int32_t buffer;
-    int32_t access;
-    int32_t unsigned_index;
-    int32_t thread[3];
-    int64_t index;
-    double value;
-    const int32_t *cancel;
-}} lnb_launch;
+LAUNCH_PRELUDE = (
+    LAUNCH_TYPES
+    + f"""
+/* The launch record lives in device memory, zeroed before the launch; `cancel` is unused
+   on the device. */
 
 /* A thread's failed checks (`details` is always set: each thread records its first). */
 typedef struct {{
@@ -132,6 +108,7 @@ template <typename T>
 {FUNCTION_PREFIX} T *lnb_temporary(const T &value) {{
     return const_cast<T *>(&value);
 }}"""
+)
 
 BITS = {4: "uint32_t", 8: "uint64_t"}
 TO_BITS = {
