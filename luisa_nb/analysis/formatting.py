@@ -28,7 +28,10 @@ def device_slice(trace: Trace, device: DeviceRange) -> str:
     return f"{name}[{device.offset // itemsize}:{-(-end // itemsize)}]"
 
 
-def duration(nanoseconds: int) -> str:
+def duration(nanoseconds: float) -> str:
+    """``12.3 µs``, ``4.56 ms`` or ``1.23 s``."""
     if nanoseconds < 1_000_000:
         return f"{nanoseconds / 1000:.1f} µs"
-    return f"{nanoseconds / 1_000_000:.2f} ms"
+    if nanoseconds < 1_000_000_000:
+        return f"{nanoseconds / 1_000_000:.2f} ms"
+    return f"{nanoseconds / 1_000_000_000:.2f} s"

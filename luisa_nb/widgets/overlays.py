@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.analysis.formatting import duration
 from luisa_nb.recording import SyncKind, SyncRecord, Trace
 from luisa_nb.recording.ranges import NO_RANGE
 
@@ -167,17 +168,9 @@ def host_activity(
             {
                 "start": (begin - origin) / 1000.0,
                 "end": (end - origin) / 1000.0,
-                "label": f"python {_duration((end - begin) / 1000.0)}",
+                "label": f"python {duration(end - begin)}",
                 "kind": "python",
             }
         )
     blocks.sort(key=lambda block: block["start"])
     return blocks
-
-
-def _duration(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if us >= 1e3:
-        return f"{us / 1e3:.1f} ms"
-    return f"{us:.0f} µs"

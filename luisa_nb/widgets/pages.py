@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.analysis.formatting import duration
 from luisa_nb.recording import Trace
 from luisa_nb.widgets.array_diff import (
     FIRST_INDICES,
@@ -174,17 +175,10 @@ def trace_header(trace: Trace, model: TimelineModel, title: str) -> str:
         f"<h1>{escape(title)}</h1>"
         f'<p class="lnb-info">device: {escape(devices)} · staging: {escape(staging)} · '
         f"capture: {escape(meta['capture'])} · {meta['commands']} commands, "
-        f"{meta['syncs']} sync points on {meta['streams']} stream(s) over {_duration(span)} · "
+        f"{meta['syncs']} sync points on {meta['streams']} stream(s) over "
+        f"{duration(span * 1000)} · "
         f"{verdict}</p>"
     )
-
-
-def _duration(microseconds: float) -> str:
-    if microseconds >= 1e6:
-        return f"{microseconds / 1e6:.3f} s"
-    if microseconds >= 1e3:
-        return f"{microseconds / 1e3:.3f} ms"
-    return f"{microseconds:.1f} µs"
 
 
 def trace_body(
