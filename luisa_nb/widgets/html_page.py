@@ -80,8 +80,8 @@ try {
 #: module per widget, so renderers cannot import what they share.
 RENDERER_PARTS = {
     "timeline": ("columns", "timeline_parts", "overlays"),
-    "table": ("columns",),
-    "diff": ("columns",),
+    "table": ("columns", "dom"),
+    "diff": ("columns", "dom"),
 }
 
 

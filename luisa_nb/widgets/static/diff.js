@@ -80,13 +80,6 @@ function themeColour(node, name, fallback) {
   return parts ? parts[1].split(",").slice(0, 3).map(Number) : fallback;
 }
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 export function render({ model, el }) {
   const root = element("div", "lnb-diff");
   el.replaceChildren(root);

@@ -69,13 +69,6 @@ function findId(rows, columns, id) {
   return -1;
 }
 
-function element(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
 export function render({ model, el }) {
   const root = element("div", "lnb-table");
   const bar = element("div", "lnb-table-bar");
