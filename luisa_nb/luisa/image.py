@@ -30,6 +30,18 @@ _ARRAY_FORMATS = {  # an array's dtype -> the texel dtype and storage of its ima
 }
 
 
+def _texel_format(array: Any, image: str, axes: str) -> tuple[np.ndarray, Any, str]:
+    """``array`` as numpy, with the texel dtype and storage of an image made from it;
+    ``axes`` names its axes, as many as it must have."""
+    array = np.asarray(array)
+    if array.ndim != axes.count(",") + 1 or array.dtype not in _ARRAY_FORMATS:
+        raise InvalidArgumentError(
+            f"{image}.from_array needs a ({axes}) array of uint8, float32, int32 or uint32; "
+            f"got shape {array.shape} of {array.dtype}"
+        )
+    return (array, *_ARRAY_FORMATS[array.dtype])
+
+
 class _Image(ListedCopies, runtime.Image):
     """What luisa-python's ``Image2D`` and ``Image3D`` share: one mip level, texels of
     float, int or uint, arrays in the host shape, and copies to and from other images."""
@@ -119,14 +131,7 @@ class Image2D(_Image):
     def from_array(array: np.ndarray) -> Image2D:
         """An image of a ``(height, width, channels)`` array: uint8 is byte storage of
         float texels, float32 float texels, int32 int texels, uint32 uint texels."""
-        array = np.asarray(array)
-        formats = _ARRAY_FORMATS
-        if array.ndim != 3 or array.dtype not in formats:
-            raise InvalidArgumentError(
-                f"Image2D.from_array needs a (height, width, channels) array of uint8, "
-                f"float32, int32 or uint32; got shape {array.shape} of {array.dtype}"
-            )
-        dtype, storage = formats[array.dtype]
+        array, dtype, storage = _texel_format(array, "Image2D", "height, width, channels")
         height, width, channels = array.shape
         created = Image2D(width, height, channels, dtype, 1, storage)
         created.copy_from(array)
@@ -196,13 +201,7 @@ class Image3D(_Image):
     def from_array(array: np.ndarray) -> Image3D:
         """An image of a ``(volume, height, width, channels)`` array, typed as
         :meth:`Image2D.from_array` types a 2D one."""
-        array = np.asarray(array)
-        if array.ndim != 4 or array.dtype not in _ARRAY_FORMATS:
-            raise InvalidArgumentError(
-                f"Image3D.from_array needs a (volume, height, width, channels) array of "
-                f"uint8, float32, int32 or uint32; got shape {array.shape} of {array.dtype}"
-            )
-        dtype, storage = _ARRAY_FORMATS[array.dtype]
+        array, dtype, storage = _texel_format(array, "Image3D", "volume, height, width, channels")
         volume, height, width, channels = array.shape
         created = Image3D(width, height, volume, channels, dtype, 1, storage)
         created.copy_from(array)
