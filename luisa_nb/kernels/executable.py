@@ -29,7 +29,7 @@ from luisa_nb.kernels.checks import (
     slot_error,
     texel_error,
 )
-from luisa_nb.kernels.launch_runs import PreparedLaunch, launch_runner
+from luisa_nb.kernels.launch_runs import PreparedLaunch, launch_runner, start_launch_runner
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_aggregate_type
@@ -197,6 +197,7 @@ class CExecutable(Executable):
         self.source = emitter.emit()
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
+        start_launch_runner()
         library = build_library(emitter.entry_name, self.source)
         self._function = load_launch_function(library, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value

@@ -11,6 +11,7 @@ says which one it was; with a ``times`` array it also reads the trace clock
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import struct
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Callable, Sequence
 from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
 
+from luisa_nb.errors import KernelBuildError
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.toolchain import build_library
 
@@ -69,6 +71,18 @@ def launch_runner() -> Callable[..., int]:
             function.restype = ctypes.c_int64
             _runner = function
         return _runner
+
+
+def start_launch_runner() -> None:
+    """Begin loading the C loop on another thread, so that building it overlaps a kernel's
+    build; a failure there is left for :func:`launch_runner` to raise."""
+    if _runner is None:
+        threading.Thread(target=_try_launch_runner, name="lnb-launch-runner", daemon=True).start()
+
+
+def _try_launch_runner() -> None:
+    with contextlib.suppress(KernelBuildError):
+        launch_runner()
 
 
 class PreparedLaunch:

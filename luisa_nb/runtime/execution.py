@@ -3,6 +3,10 @@ the failures, and what the recorder hears.
 
 Consecutive dispatches that the backend prepares (compiled C on the CPU backends) run in
 one backend call; they report the same times and failures as dispatches run one by one.
+So do the dispatches of several queued runs made only of such dispatches (a loop of
+``kernel(..., dispatch_size=n)`` calls, one submission each): the worker takes them
+together (:meth:`Executor.execute_runs`) and each run still fails, skips and is timed
+on its own.
 
 A step that raises fails itself, and the steps after it in its run are skipped; the
 failure waits in the stream's list until the next ``synchronize()``. Nothing a step
@@ -12,11 +16,13 @@ raises (``SystemExit`` and ``KeyboardInterrupt`` included) escapes the worker.
 from __future__ import annotations
 
 import contextlib
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
@@ -117,6 +123,70 @@ class Executor:
         finally:
             if run.blocks:
                 self.staging.release(run.blocks)
+
+    def execute_runs(self, runs: Sequence[Run]) -> None:
+        """Run ``runs`` (queued one after another) in order: each stretch of two or more
+        runs made only of prepared dispatches in one backend call, the others one by one."""
+        position, count = 0, len(runs)
+        while position < count:
+            end, prepared = position, []
+            while end < count and (launches := self._prepared(runs[end])) is not None:
+                prepared.append(launches)
+                end += 1
+            if end - position < 2:
+                self.execute(runs[position])
+                position += 1
+                continue
+            ran = self._execute_fused(runs[position:end], prepared)
+            for run in runs[position + ran : end]:
+                self.execute(run)
+            position = end
+
+    def _prepared(self, run: Run) -> list[Any] | None:
+        """The launches of ``run`` if it is only dispatches the backend prepares and needs
+        nothing at its end (no staging blocks, readbacks or flush), else ``None``."""
+        if run.blocks or self.flushes or self.transfers.pending:
+            return None
+        backend, launches = self.backend, []
+        for step in run.steps:
+            if type(step) is not DispatchCommand:
+                return None
+            try:
+                ready = step.prepare(backend)
+            except Exception:
+                return None  # run on its own, where the error fails the step
+            if ready is None:
+                return None
+            launches.append(ready)
+        return launches
+
+    def _execute_fused(self, runs: Sequence[Run], prepared: Sequence[list[Any]]) -> int:
+        """Run the launches of ``runs`` in one backend call; returns how many runs are
+        finished (the rest, after one that failed, are still to run)."""
+        timers = [run.recorder.run_timer(run.steps) for run in runs]
+        timed = any(timer is not NULL_TIMER for timer in timers)
+        times = array("q") if timed else None
+        launches = [launch for run_launches in prepared for launch in run_launches]
+        try:
+            done, error = self.backend.run_dispatches(launches, times)
+        except BaseException as error:  # a worker must outlive any step
+            _fail(runs[0].steps, 0, error, self.failures, timers[0])
+            timers[0].spans(())
+            return 1
+        start = 0
+        for index, (timer, run_launches) in enumerate(zip(timers, prepared, strict=True)):
+            end = start + len(run_launches)
+            if timer is not NULL_TIMER:
+                timer.times.extend(times[start:end])
+                if done >= end:
+                    timer.tick_at(times[end] if end < len(times) else now())
+            if error is not None and start <= done < end:
+                _fail(runs[index].steps, done - start, error, self.failures, timer)
+                timer.spans(())
+                return index + 1
+            timer.spans(())
+            start = end
+        return len(runs)
 
 
 def _run_dispatches(

@@ -260,21 +260,20 @@ class Kernel:
         ``_arguments`` checks new ones. A buffer's device memory changes only when it is
         destroyed, so that of live buffers is still theirs."""
         latest = self._latest
-        if latest is None or latest.state != self._definition.capture_state():
+        if latest is None:
             return None
         references = latest.references
         if len(args) != len(references) or not args:
             return None
-        for reference, argument in zip(references, args, strict=True):
+        for reference, argument in zip(references, args):  # noqa: B905 (equal lengths)
             if reference() is not argument:
                 return None
-        device = args[0].device
-        checks = self.checks
-        if (device.kernel_checks if checks is None else checks) != latest.checks:
+        if latest.state != self._definition.capture_state():
             return None
-        arguments = latest.arguments_for(args)
-        device.backend.check_executable(arguments.executable)
-        return arguments
+        checks = self.checks
+        if (args[0].device.kernel_checks if checks is None else checks) != latest.checks:
+            return None
+        return latest.arguments_for(args)  # its device's backend accepted the executable
 
     def _arguments(self, args: tuple[Any, ...]) -> DispatchArguments:
         """Check ``args`` and make the arguments of a dispatch with them."""

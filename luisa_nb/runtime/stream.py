@@ -55,15 +55,28 @@ def next_stream_id() -> int:
 
 
 def _work(items: queue.SimpleQueue, failures: list[Failure]) -> None:
+    """A stream's worker: runs the queued items in order. Runs queued one after another
+    are taken together, so that their dispatches can share one backend call."""
+    following = None
     while True:
-        item = items.get()
+        item, following = (items.get() if following is None else following), None
         if item is _STOP:
             return
         try:
-            item()
+            if type(item) is Run and not items.empty():
+                runs = [item]
+                while not items.empty():  # this worker is the only reader
+                    following = items.get_nowait()
+                    if type(following) is not Run:
+                        break
+                    runs.append(following)
+                    following = None
+                item.executor.execute_runs(runs)
+            else:
+                item()
         except BaseException as error:
             failures.append(Failure(0, "stream work item", error, 0))
-        item = None  # drop the finished work before blocking, so its stream can be freed
+        item = runs = None  # drop the finished work before blocking, so its stream can be freed
 
 
 class Event:
@@ -111,6 +124,7 @@ class Stream:
         self._worker_lock = threading.Lock()
         self._pending: list[Command] = []
         self._pending_lock = threading.Lock()
+        self._transfers_submit = device.transfers.submit
 
     def _enqueue(self, item: Callable[[], None]) -> None:
         if self._worker is None:
@@ -184,15 +198,16 @@ class Stream:
 
     def _submit_made(self, command: Command) -> None:
         """``submit([command])`` for a command just made by a ``*_async`` call on this
-        stream's device (the synchronous forms): the list checks are already true of it,
-        only its buffers are checked again."""
-        for view in command.views:
-            view.buffer.check_alive()
+        stream's device (the synchronous forms): the list checks, and the check that its
+        buffers are alive, are already true of it."""
         self.device.check_open()
         if self._pending:
             self.execute()
         command.stream_id = self.id
-        self._submit([command])
+        commands = (command,)
+        recorder = active_recorder()
+        recorder.submitted(self, commands)
+        self._transfers_submit(commands, recorder, self._enqueue_run)
 
     def add(self, command: Command) -> None:
         """Append ``command`` to this stream's implicit command list, which ``execute()``
@@ -230,7 +245,7 @@ class Stream:
     def _submit(self, commands: Sequence[Command]) -> None:
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        self.device.transfers.submit(commands, recorder, self._enqueue_run)
+        self._transfers_submit(commands, recorder, self._enqueue_run)
 
     def _enqueue_run(
         self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder

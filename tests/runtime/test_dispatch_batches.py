@@ -3,6 +3,7 @@ times and failures as dispatches run one by one."""
 
 from __future__ import annotations
 
+import threading
 import time
 from itertools import pairwise
 
@@ -165,3 +166,113 @@ def test_a_prepared_launch_is_kept_per_size(device):
     assert smaller.prepare(backend) is not prepared
     device.default_stream.submit([first, second, smaller])
     np.testing.assert_array_equal(buffer.numpy(), [3.0] * 4 + [2.0] * 4)
+
+
+def _held(stream):
+    """Hold ``stream``'s worker until the returned event is set, so that what is
+    submitted meanwhile waits in its queue and is taken together."""
+    release = threading.Event()
+    stream.add_callback(release.wait)
+    return release
+
+
+def test_queued_submissions_of_dispatches_run_together_yet_apart(device, monkeypatch):
+    buffer = device.create_buffer(8, np.float32)
+    buffer.fill(0.0, sync=True)
+    stream = device.default_stream
+    calls = []
+    run_dispatches = CpuBackend.run_dispatches
+
+    def counted(self, prepared, times):
+        calls.append(len(prepared))
+        return run_dispatches(self, prepared, times)
+
+    monkeypatch.setattr(CpuBackend, "run_dispatches", counted)
+    with lnb.trace() as trace:
+        release = _held(stream)
+        for _ in range(3):
+            add(buffer, 1.0, dispatch_size=8)
+        stream.submit([add.dispatch_async(8, buffer, 10.0), scale.dispatch_async(8, buffer, 2.0)])
+        add(buffer, 1.0, dispatch_size=4)
+        release.set()
+        stream.synchronize()
+    assert calls == [6]
+    np.testing.assert_array_equal(buffer.numpy(), [27.0] * 4 + [26.0] * 4)
+    records = trace.commands
+    assert [record.status for record in records] == [Status.OK] * 6
+    assert len({record.submission for record in records}) == 5
+    times = [t for record in records for t in (record.started, record.finished)]
+    assert times == sorted(times)
+    assert all(a.finished == b.started for a, b in pairwise(records))
+
+
+def test_a_failure_in_queued_submissions_skips_only_the_rest_of_its_own(device):
+    buffer = device.create_buffer(8, np.float32)
+    stream = device.default_stream
+    buffer.fill(0.0, sync=True)
+    with lnb.trace() as trace:
+        release = _held(stream)
+        add(buffer, 1.0, dispatch_size=8)
+        failing = [shifted.dispatch_async(8, buffer, 4), add.dispatch_async(8, buffer, 100.0)]
+        stream.submit(failing)
+        add(buffer, 1.0, dispatch_size=8)
+        add(buffer, 1.0, dispatch_size=8)
+        release.set()
+        with pytest.raises(errors.CommandFailedError) as raised:
+            stream.synchronize()
+    assert raised.value.command_id == failing[0].id
+    assert "1 later command(s)" in str(raised.value)
+    statuses = [record.status for record in trace.commands]
+    assert statuses == [Status.OK, Status.FAILED, Status.SKIPPED, Status.OK, Status.OK]
+    assert buffer.numpy()[0] == 3.0  # the runs after the failed one ran, its own did not
+    failed = trace.commands[1]
+    assert trace.commands[0].finished <= failed.started <= failed.finished
+    assert failed.finished <= trace.commands[3].started
+
+
+def test_a_trace_started_between_queued_submissions_records_only_the_later_ones(device):
+    buffer = device.create_buffer(4, np.float32)
+    buffer.fill(0.0, sync=True)
+    stream = device.default_stream
+    release = _held(stream)
+    add(buffer, 1.0, dispatch_size=4)
+    with lnb.trace() as trace:
+        add(buffer, 2.0, dispatch_size=4)
+        add(buffer, 3.0, dispatch_size=4)
+        release.set()
+        stream.synchronize()
+    np.testing.assert_array_equal(buffer.numpy(), [6.0] * 4)
+    records = trace.commands
+    assert [record.label for record in records] == [
+        "add(value=2.0) [4]",
+        "add(value=3.0) [4]",
+    ]
+    assert all(
+        record.status is Status.OK and record.started <= record.finished for record in records
+    )
+
+
+def test_an_error_of_the_backend_call_fails_one_queued_submission(device, monkeypatch):
+    buffer = device.create_buffer(4, np.float32)
+    buffer.fill(0.0, sync=True)
+    stream = device.default_stream
+    run_dispatches = CpuBackend.run_dispatches
+    calls = []
+
+    def broken_once(self, prepared, times):
+        calls.append(len(prepared))
+        if len(calls) == 1:
+            raise RuntimeError("backend lost")
+        return run_dispatches(self, prepared, times)
+
+    monkeypatch.setattr(CpuBackend, "run_dispatches", broken_once)
+    with lnb.trace() as trace:
+        release = _held(stream)
+        for value in (1.0, 2.0, 4.0):
+            add(buffer, value, dispatch_size=4)
+        release.set()
+        with pytest.raises(errors.CommandFailedError, match="backend lost"):
+            stream.synchronize()
+    assert calls[0] == 3
+    assert [record.status for record in trace.commands] == [Status.FAILED, Status.OK, Status.OK]
+    np.testing.assert_array_equal(buffer.numpy(), [6.0] * 4)
