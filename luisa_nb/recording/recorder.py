@@ -107,6 +107,11 @@ class RunTimer:
     def failed(self, position: int, status: Status, error: str) -> None:
         return None
 
+    def end_at(self, count: int) -> None:
+        """The run ended after its first ``count`` steps (one of them failed); the steps
+        after those belong to runs still to run, timed by their own timers."""
+        return None
+
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
         return None
 
@@ -196,6 +201,9 @@ class RunLog(RunTimer):
 
     def failed(self, position: int, status: Status, error: str) -> None:
         self.failure = (position, status, error, now())
+
+    def end_at(self, count: int) -> None:
+        self.rows = self.rows[:count]
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
         self.device_spans = spans or ()

@@ -15,14 +15,14 @@ raises (``SystemExit`` and ``KeyboardInterrupt`` included) escapes the worker.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
-from array import array
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
@@ -126,11 +126,16 @@ class Executor:
 
     def execute_runs(self, runs: Sequence[Run]) -> None:
         """Run ``runs`` (queued one after another) in order: each stretch of two or more
-        runs made only of prepared dispatches in one backend call, the others one by one."""
+        runs of one recorder made only of prepared dispatches in one backend call, the
+        others one by one."""
         position, count = 0, len(runs)
         while position < count:
-            end, prepared = position, []
-            while end < count and (launches := self._prepared(runs[end])) is not None:
+            recorder, end, prepared = runs[position].recorder, position, []
+            while (
+                end < count
+                and runs[end].recorder is recorder
+                and (launches := self._prepared(runs[end])) is not None
+            ):
                 prepared.append(launches)
                 end += 1
             if end - position < 2:
@@ -161,32 +166,28 @@ class Executor:
         return launches
 
     def _execute_fused(self, runs: Sequence[Run], prepared: Sequence[list[Any]]) -> int:
-        """Run the launches of ``runs`` in one backend call; returns how many runs are
-        finished (the rest, after one that failed, are still to run)."""
-        timers = [run.recorder.run_timer(run.steps) for run in runs]
-        timed = any(timer is not NULL_TIMER for timer in timers)
-        times = array("q") if timed else None
+        """Run the launches of ``runs`` (of one recorder) in one backend call, timed as
+        one run; returns how many runs are finished. A run with a failed step is the last
+        of them: its later steps are skipped, and the runs after it are still to run."""
+        steps = [step for run in runs for step in run.steps]
+        timer = runs[0].recorder.run_timer(steps)
         launches = [launch for run_launches in prepared for launch in run_launches]
         try:
-            done, error = self.backend.run_dispatches(launches, times)
+            done, error = self.backend.run_dispatches(launches, timer.times)
         except BaseException as error:  # a worker must outlive any step
-            _fail(runs[0].steps, 0, error, self.failures, timers[0])
-            timers[0].spans(())
-            return 1
-        start = 0
-        for index, (timer, run_launches) in enumerate(zip(timers, prepared, strict=True)):
-            end = start + len(run_launches)
-            if timer is not NULL_TIMER:
-                timer.times.extend(times[start:end])
-                if done >= end:
-                    timer.tick_at(times[end] if end < len(times) else now())
-            if error is not None and start <= done < end:
-                _fail(runs[index].steps, done - start, error, self.failures, timer)
+            done, failed = 0, error
+        else:
+            if error is None:
+                timer.tick()
                 timer.spans(())
-                return index + 1
-            timer.spans(())
-            start = end
-        return len(runs)
+                return len(runs)
+            failed = error
+        ends = list(itertools.accumulate(len(run.steps) for run in runs))
+        failing = bisect.bisect_right(ends, done)  # the run that holds launch `done`
+        timer.end_at(ends[failing])
+        _fail(steps[: ends[failing]], done, failed, self.failures, timer)
+        timer.spans(())
+        return failing + 1
 
 
 def _run_dispatches(
