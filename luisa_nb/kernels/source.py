@@ -45,6 +45,8 @@ class KernelSource:
         if lines and lines[0][:1] in (" ", "\t"):
             parsed_text = "if 1:\n" + text  # keeps columns of an indented (nested) def
             line_shift -= 1
+        if line_shift > 0:  # blank lines put the tree at the file's line numbers
+            parsed_text, line_shift = "\n" * line_shift + parsed_text, 0
         try:
             module = ast.parse(parsed_text, filename=code.co_filename)
         except SyntaxError:
@@ -57,7 +59,8 @@ class KernelSource:
                 lineno=first_line,
                 source_line=lines[0],
             ) from None
-        ast.increment_lineno(module, line_shift)
+        if line_shift:
+            ast.increment_lineno(module, line_shift)
         tree = module.body[0] if module.body else None
         if isinstance(tree, ast.If):
             tree = tree.body[0]
