@@ -1,6 +1,6 @@
 """luisa-python's ``luisa.util`` (and its struct and array types): ``StructType``,
 ``ArrayType``, ``struct``, ``array``, the ``RandomSampler`` struct with its makers, and
-``make_float2x2_eye(v)`` ... (diagonal matrices).
+``make_float2x2_eye(v)`` ... (diagonal matrices) and ``ite(condition, a, b)``.
 
 Field and element types may be luisa-python's names (``int``, ``float``, ``uint``,
 ``float3``, another struct ...); they become the kernel types of
@@ -111,6 +111,13 @@ def _next3f(self):
 
 
 @func
+def ite(condition, if_true, if_false):
+    """``if_true`` where ``condition`` holds, else ``if_false``: ``select`` with the
+    condition first."""
+    return kernels.select(if_false, if_true, condition)
+
+
+@func
 def make_float2x2_eye(v):
     """A float2x2 with ``v`` on its diagonal."""
     return kernels.float2x2(v, 0, 0, v)
@@ -138,6 +145,7 @@ __all__ = [
     "RandomSampler",
     "StructType",
     "array",
+    "ite",
     "make_float2x2_eye",
     "make_float3x3_eye",
     "make_float4x4_eye",

@@ -3,6 +3,8 @@ clear errors for what luisa_nb does not have."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -166,6 +168,48 @@ def test_the_gui_is_headless_and_runs_the_frames_asked_for(fresh_session, monkey
     monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "many")
     with pytest.raises(ConfigurationError, match="LUISA_NB_GUI_FRAMES"):
         luisa.GUI("window", resolution=(4, 2))
+
+
+def test_the_headless_gui_answers_input_and_frame_time_as_a_window_would(
+    fresh_session, monkeypatch
+):
+    from luisa_nb.luisa.gui import KeyCode
+
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "2")
+    gui = luisa.GUI("window", (4, 2))
+    assert gui.show() == 0.0  # the first frame has no previous one
+    time.sleep(0.02)
+    assert 15.0 <= gui.show() < 5000.0  # milliseconds, as luisa-python's
+    assert not gui.running()
+    assert luisa.GUI("window", (4, 2), show_FPS=False).show() == 0.0
+    assert not gui.is_key_down(KeyCode.Space) and not gui.is_key_pressed(KeyCode.A)
+    assert not gui.is_key_up(KeyCode.F12)
+    assert not gui.is_mouse_down(0) and not gui.is_mouse_pressed(0) and not gui.is_mouse_up(1)
+    cursor = gui.cursor_pos()
+    assert (cursor.x, cursor.y) == (0.0, 0.0)
+    assert (KeyCode.A, KeyCode.Z, KeyCode.Alpha0, KeyCode.F1, KeyCode.KeyPad9) == (
+        65,
+        90,
+        48,
+        290,
+        329,
+    )
+
+
+def test_ite_picks_by_its_condition_first(fresh_session):
+    from luisa_nb.luisa.util import ite
+
+    luisa.init("cpu")
+    out = luisa.Buffer(4, float)
+
+    @luisa.func
+    def pick(out):
+        i = dispatch_id().x
+        f = float(i) - 1.5
+        out.write(i, ite(f < 0.0, ite(i % 2 == 0, 10.0, 20.0), f))
+
+    pick(out, dispatch_size=4)
+    np.testing.assert_array_equal(out.numpy(), [10.0, 20.0, 0.5, 1.5])
 
 
 def test_struct_buffers_are_traced_as_their_values_and_saved(fresh_session, tmp_path):
