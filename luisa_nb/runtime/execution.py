@@ -3,10 +3,10 @@ the failures, and what the recorder hears.
 
 Consecutive dispatches that the backend prepares (compiled C on the CPU backends) run in
 one backend call; they report the same times and failures as dispatches run one by one.
-So do the dispatches of several queued runs made only of such dispatches (a loop of
-``kernel(..., dispatch_size=n)`` calls, one submission each): the worker takes them
-together (:meth:`Executor.execute_runs`) and each run still fails, skips and is timed
-on its own.
+The worker takes the runs waiting in its queue together (:meth:`Executor.execute_runs`):
+a loop of ``kernel(..., dispatch_size=n)`` or ``buffer.copy_from(array)`` calls makes one
+run per call, and the runs are timed as one and their dispatches launched in one backend
+call, while a failure still skips only the rest of its own run.
 
 A step that raises fails itself, and the steps after it in its run are skipped; the
 failure waits in the stream's list until the next ``synchronize()``. Nothing a step
@@ -75,8 +75,40 @@ class Executor:
 
     def execute(self, run: Run) -> None:
         """Run the steps of ``run`` in the backend's order, then free their staging memory."""
-        backend, transfers, recorder = self.backend, self.transfers, run.recorder
-        order = backend.schedule(run.steps) if self.schedules else run.steps
+        try:
+            order = self.backend.schedule(run.steps) if self.schedules else run.steps
+            self._run_steps(order, run.recorder, (len(order),))
+        finally:
+            if run.blocks:
+                self.staging.release(run.blocks)
+
+    def execute_runs(self, runs: Sequence[Run]) -> None:
+        """Run ``runs`` (queued one after another) in order. Where the backend neither
+        reorders nor defers work, consecutive runs of one recorder that hold no staging
+        blocks run as one: one timer, and their prepared dispatches in one backend call;
+        a failure still skips only the rest of its own run."""
+        position, count = 0, len(runs)
+        joins = not (self.schedules or self.flushes)
+        while position < count:
+            first, end = runs[position], position + 1
+            if joins and not first.blocks:
+                recorder = first.recorder
+                while end < count and runs[end].recorder is recorder and not runs[end].blocks:
+                    end += 1
+            if end - position == 1:
+                self.execute(first)
+                position += 1
+                continue
+            group = runs[position:end]
+            steps = [step for run in group for step in run.steps]
+            ends = tuple(itertools.accumulate(len(run.steps) for run in group))
+            position += self._run_steps(steps, first.recorder, ends)
+
+    def _run_steps(self, order: Sequence[Step], recorder: Any, ends: Sequence[int]) -> int:
+        """Run ``order``, the steps of runs ending at positions ``ends``, timed as one run;
+        returns how many of those runs are finished. A failure ends the run it is in (its
+        later steps are skipped) and this call: the runs after it are still to run."""
+        backend, transfers = self.backend, self.transfers
         timer = recorder.run_timer(order)
         timed = timer is not NULL_TIMER
         tick = timer.tick
@@ -84,110 +116,63 @@ class Executor:
         spans: list[tuple[int, DeviceSpan]] = []
         position, count = 0, len(order)
         try:
-            try:
-                while position < count:
-                    step = order[position]
-                    if (
-                        type(step) is DispatchCommand
-                        and (ready := step.prepare(backend)) is not None
-                    ):
-                        end, done, error = _run_dispatches(backend, order, position, ready, timer)
-                        if error is not None:
-                            position += done
-                            raise error
-                        position = end
-                        continue
-                    if timed:
-                        tick()
-                    span = step.run(transfers)
-                    if span is not None:
-                        spans.append((position, span))
-                    position += 1
+            while position < count:
+                step = order[position]
+                if type(step) is DispatchCommand and (ready := step.prepare(backend)) is not None:
+                    end, done, error = _run_dispatches(backend, order, position, ready, timer)
+                    if error is not None:
+                        position += done
+                        raise error
+                    position = end
+                    continue
                 if timed:
                     tick()
-                if transfers.pending:
-                    transfers.land()
-                if self.flushes:
-                    backend.flush()
-            except OperationFailed as error:
-                failed = next(index for index, span in spans if span is error.span)
-                _fail(order, failed, error.cause or error, self.failures, timer)
-                transfers.land_before(order, failed)
-            except BaseException as error:  # a worker must outlive any step
-                _fail(order, position, error, self.failures, timer)
-                with contextlib.suppress(Exception):
-                    backend.flush()  # finish the deferred operations issued before the failure
-                transfers.land_before(order, position)
-            if timed:
-                timer.spans(spans)
-        finally:
-            if run.blocks:
-                self.staging.release(run.blocks)
-
-    def execute_runs(self, runs: Sequence[Run]) -> None:
-        """Run ``runs`` (queued one after another) in order: each stretch of two or more
-        runs of one recorder made only of prepared dispatches in one backend call, the
-        others one by one."""
-        position, count = 0, len(runs)
-        while position < count:
-            recorder, end, prepared = runs[position].recorder, position, []
-            while (
-                end < count
-                and runs[end].recorder is recorder
-                and (launches := self._prepared(runs[end])) is not None
-            ):
-                prepared.append(launches)
-                end += 1
-            if end - position < 2:
-                self.execute(runs[position])
+                span = step.run(transfers)
+                if span is not None:
+                    spans.append((position, span))
                 position += 1
-                continue
-            ran = self._execute_fused(runs[position:end], prepared)
-            for run in runs[position + ran : end]:
-                self.execute(run)
-            position = end
-
-    def _prepared(self, run: Run) -> list[Any] | None:
-        """The launches of ``run`` if it is only dispatches the backend prepares and needs
-        nothing at its end (no staging blocks, readbacks or flush), else ``None``."""
-        if run.blocks or self.flushes or self.transfers.pending:
-            return None
-        backend, launches = self.backend, []
-        for step in run.steps:
-            if type(step) is not DispatchCommand:
-                return None
-            try:
-                ready = step.prepare(backend)
-            except Exception:
-                return None  # run on its own, where the error fails the step
-            if ready is None:
-                return None
-            launches.append(ready)
-        return launches
-
-    def _execute_fused(self, runs: Sequence[Run], prepared: Sequence[list[Any]]) -> int:
-        """Run the launches of ``runs`` (of one recorder) in one backend call, timed as
-        one run; returns how many runs are finished. A run with a failed step is the last
-        of them: its later steps are skipped, and the runs after it are still to run."""
-        steps = [step for run in runs for step in run.steps]
-        timer = runs[0].recorder.run_timer(steps)
-        launches = [launch for run_launches in prepared for launch in run_launches]
-        try:
-            done, error = self.backend.run_dispatches(launches, timer.times)
+            if timed:
+                tick()
+            if transfers.pending:
+                transfers.land()
+            if self.flushes:
+                backend.flush()
+            finished = len(ends)
+        except OperationFailed as error:
+            failed = next(index for index, span in spans if span is error.span)
+            finished = self._fail(order, ends, failed, error.cause or error, timer)
+            transfers.land_before(order, failed)
         except BaseException as error:  # a worker must outlive any step
-            done, failed = 0, error
-        else:
-            if error is None:
-                timer.tick()
-                timer.spans(())
-                return len(runs)
-            failed = error
-        ends = list(itertools.accumulate(len(run.steps) for run in runs))
-        failing = bisect.bisect_right(ends, done)  # the run that holds launch `done`
-        timer.end_at(ends[failing])
-        _fail(steps[: ends[failing]], done, failed, self.failures, timer)
-        timer.spans(())
-        return failing + 1
+            finished = self._fail(order, ends, position, error, timer)
+            with contextlib.suppress(Exception):
+                backend.flush()  # finish the deferred operations issued before the failure
+            transfers.land_before(order, position)
+        if timed:
+            timer.spans(spans)
+        return finished
+
+    def _fail(
+        self,
+        order: Sequence[Step],
+        ends: Sequence[int],
+        position: int,
+        error: BaseException,
+        timer: RunTimer,
+    ) -> int:
+        """Mark ``order[position]`` failed (past the end: the last step) and the rest of
+        its run skipped; returns how many runs are finished, its own included."""
+        position = min(position, len(order) - 1)
+        run = bisect.bisect_right(ends, position)
+        end = ends[run]
+        if end < len(order):
+            timer.end_at(end)
+        failed = order[position]
+        cancelled = isinstance(error, KernelCancelledError)
+        skipped = end - position - 1
+        self.failures.append(Failure(failed.id, failed.describe(), error, skipped, cancelled))
+        status = Status.CANCELLED if cancelled else Status.FAILED
+        timer.failed(position, status, exception_text(error))
+        return run + 1
 
 
 def _run_dispatches(
@@ -213,20 +198,3 @@ def _run_dispatches(
         end += 1
     done, error = backend.run_dispatches(batch, timer.times)
     return end, done, error
-
-
-def _fail(
-    order: Sequence[Step],
-    position: int,
-    error: BaseException,
-    failures: list[Failure],
-    timer: RunTimer,
-) -> None:
-    """Mark ``order[position]`` failed (past the end: the last step) and the rest skipped."""
-    position = min(position, len(order) - 1)
-    failed = order[position]
-    cancelled = isinstance(error, KernelCancelledError)
-    skipped = len(order) - position - 1
-    failures.append(Failure(failed.id, failed.describe(), error, skipped, cancelled))
-    status = Status.CANCELLED if cancelled else Status.FAILED
-    timer.failed(position, status, exception_text(error))

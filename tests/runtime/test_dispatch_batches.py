@@ -276,3 +276,30 @@ def test_an_error_of_the_backend_call_fails_one_queued_submission(device, monkey
     assert calls[0] == 3
     assert [record.status for record in trace.commands] == [Status.FAILED, Status.OK, Status.OK]
     np.testing.assert_array_equal(buffer.numpy(), [6.0] * 4)
+
+
+def test_queued_transfers_and_dispatches_fail_and_skip_per_submission(device):
+    buffer = device.create_buffer(8, np.float32)
+    stream = device.default_stream
+    first, second = np.full(8, 1.0, np.float32), np.full(8, 2.0, np.float32)
+    out = np.zeros(8, np.float32)
+    with lnb.trace() as trace:
+        release = _held(stream)
+        buffer.copy_from(first)
+        failing = [shifted.dispatch_async(8, buffer, 4), buffer.copy_from_async(second)]
+        stream.submit(failing)
+        add(buffer, 10.0, dispatch_size=8)
+        buffer.copy_to(out, sync=False)
+        release.set()
+        with pytest.raises(errors.CommandFailedError) as raised:
+            stream.synchronize()
+    assert raised.value.command_id == failing[0].id
+    statuses = [record.status for record in trace.commands]
+    assert statuses == [Status.OK, Status.FAILED, Status.SKIPPED, Status.OK, Status.OK]
+    np.testing.assert_array_equal(out, np.full(8, 11.0))  # the skipped upload never ran
+    uploaded, _, skipped, _, downloaded = trace.commands
+    assert (
+        uploaded.host_read is not None and skipped.host_read is None
+    ) or device.staging == "submit"
+    assert downloaded.host_write is not None
+    assert len({record.submission for record in trace.commands}) == 4
