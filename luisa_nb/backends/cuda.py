@@ -414,7 +414,7 @@ class CudaBackend(Backend):
         packed = np.frombuffer(raw + bytes(-len(raw) % STRUCT_ALIGNMENT), np.uint8)
         span = DispatchSpan(executable, dims, scalars)
         span.record, record = state.record_address()
-        grid, block = grid_of(dims)
+        grid, block = grid_of(dims, executable.kernel.block_size)
         cancel = np.uint64(self._cancel_flag.ptr)
         arguments = (CPointer(packed.ctypes.data), np.uint64(record), cancel)
         compiled.function(grid, block, arguments, stream=state.stream)

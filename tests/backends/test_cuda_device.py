@@ -25,10 +25,15 @@ from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.verify import check_program
 from luisa_nb.errors import BackendUnavailableError, CommandFailedError
 from luisa_nb.kernels import compiler_available, dispatch_id, dtype_of, float3
-from luisa_nb.kernels.cuda_emulation import build_unit, emulation_unit, find_cxx_compiler
+from luisa_nb.kernels.cuda_emulation import (
+    build_unit,
+    emulation_failure_function,
+    emulation_unit,
+    find_cxx_compiler,
+)
 from luisa_nb.recording.records import Status
 from luisa_nb.recording.trace import Trace
-from luisa_nb.runtime import create_device, kernel
+from luisa_nb.runtime import BindlessArray, create_device, kernel
 from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
 
 MODULE = "luisa_nb.backends.cuda"
@@ -148,31 +153,41 @@ class _Device:
 
 
 class _Function:
-    """A ``__global__`` function of the emulation, called as CuPy calls a RawKernel."""
+    """A ``__global__`` function of the emulation, called as CuPy calls a RawKernel: on
+    the grid and block the backend asks for."""
 
-    def __init__(self, entry) -> None:
-        self.entry = entry
+    def __init__(self, library: ctypes.CDLL) -> None:
+        self.entry = library.lnb_emulate0_grid
+        self.entry.argtypes = [ctypes.c_void_p] * 5
+        self.entry.restype = None
+        self.failed = emulation_failure_function(library._name)
+        self.launches: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
     def compile(self) -> None:
         return None
 
     def __call__(self, grid, block, arguments, stream=None) -> None:
         packed, record, cancel = arguments
-        self.entry(packed.ptr, int(record), int(cancel))
+        self.launches.append((tuple(grid), tuple(block)))
+        dims = [np.array(d, np.uint32) for d in (grid, block)]
+        self.entry(dims[0].ctypes.data, dims[1].ctypes.data, packed.ptr, int(record), int(cancel))
+        failure = self.failed()
+        assert failure is None, failure.decode()
 
 
 class _RawModule:
     """Builds the CUDA source with the emulation header; calls run it on the CPU."""
 
+    functions: list[_Function] = []
+
     def __init__(self, code: str, options: tuple[str, ...] = ()) -> None:
         self.code = code
 
     def get_function(self, name: str) -> _Function:
-        library = ctypes.CDLL(str(build_unit(emulation_unit([(self.code, name)]))))
-        entry = library.lnb_emulate0_with_cancel
-        entry.argtypes = [ctypes.c_void_p] * 3
-        entry.restype = None
-        return _Function(entry)
+        library = ctypes.CDLL(str(build_unit(emulation_unit([(self.code, name, (1, 1, 1))]))))
+        function = _Function(library)
+        _RawModule.functions.append(function)
+        return function
 
 
 def _fake_cupy() -> dict[str, types.ModuleType]:
@@ -303,6 +318,56 @@ def test_stand_in_large_fills_and_zero_fills(stand_in_device):
     points.fill(np.zeros((), dtype_of(float3)))
     zeroed = points.numpy()
     assert not (zeroed["x"].any() or zeroed["y"].any() or zeroed["z"].any())
+
+
+def _blocks_and_bindless(device) -> dict[str, np.ndarray]:
+    """A block reduction (shared memory, barriers, 64-thread blocks) and bindless reads
+    and samples on ``device``; the buffers after."""
+    from kernels.block_kernels import bindless_mix, block_reduction
+
+    values = device.create_buffer(1024, np.float32)
+    values.copy_from(np.arange(1024, dtype=np.float32) * np.float32(0.5) - 100)
+    sums = device.create_buffer(16, np.float32)
+    kernel(block_reduction)(values, sums, dispatch_size=1024)
+    rng = np.random.default_rng(5)
+    floats = device.create_buffer(64, np.float32)
+    floats.copy_from(rng.uniform(-4, 4, 64).astype(np.float32))
+    ints = device.create_buffer(5, np.int32)
+    ints.copy_from(np.arange(5, dtype=np.int32) - 2)
+    unit = device.create_buffer(8, np.float32)
+    unit.copy_from(rng.uniform(0, 1, 8).astype(np.float32))
+    bytes_image = device.create_image(5, 3, 4, "float", "byte")
+    bytes_image.copy_from(rng.integers(0, 255, (3, 5, 4)).astype(np.uint8))
+    float_image = device.create_image(6, 4, 1, "float")
+    float_image.copy_from(rng.uniform(0, 1, (4, 6, 1)).astype(np.float32))
+    heap = BindlessArray(device, 6)
+    for slot, resource in enumerate((floats, ints, unit, bytes_image, float_image)):
+        heap.emplace(slot, resource)
+    heap.update()
+    out = device.create_buffer(320, np.float32)
+    kernel(bindless_mix)(heap, out, dispatch_size=40)
+    return {"sums": sums.numpy(), "bindless": out.numpy()}
+
+
+@needs_compilers
+def test_stand_in_blocks_and_bindless_give_the_cpu_results(stand_in_device):
+    """Shared arrays, barriers and bindless arrays through the backend: the results of
+    the cpu backend bit for bit, launched in blocks of the kernel's block size."""
+    _RawModule.functions.clear()
+    results = _blocks_and_bindless(stand_in_device)
+    cpu = create_device("cpu")
+    try:
+        expected = _blocks_and_bindless(cpu)
+    finally:
+        cpu.close()
+    for name, want in expected.items():
+        np.testing.assert_array_equal(results[name], want, err_msg=name)
+    halves = np.arange(1024, dtype=np.float32).reshape(16, 64) * 0.5 - 100
+    np.testing.assert_array_equal(results["sums"], halves.sum(axis=1))
+    assert results["bindless"].any()
+    launches = [launch for f in _RawModule.functions for launch in f.launches]
+    assert ((16, 1, 1), (64, 1, 1)) in launches  # the reduction
+    assert ((1, 1, 1), (256, 1, 1)) in launches  # bindless_mix: the default block
 
 
 def _interrupt_main_thread_after(seconds: float) -> threading.Timer:
@@ -464,7 +529,7 @@ def _run_on_backend(backend, executable, case, seed):
     every buffer (captured ones too), dispatch, download, flush; every buffer after."""
     from luisa_nb.backends.base import KernelBuffer
 
-    arguments = case.arguments(np.random.default_rng(seed))
+    arguments = _codegen_tests().flat_arguments(case.arguments(np.random.default_rng(seed)))
     given = iter(a for a in arguments if getattr(a, "__lnb_buffer__", False))
     fakes = [next(given) if p.capture is None else p.capture for p in executable.buffer_parameters]
     scalars = [a for a in arguments if not getattr(a, "__lnb_buffer__", False)]
