@@ -320,6 +320,63 @@ def test_stand_in_large_fills_and_zero_fills(stand_in_device):
     assert not (zeroed["x"].any() or zeroed["y"].any() or zeroed["z"].any())
 
 
+@needs_compilers
+def test_stand_in_pinned_snapshots_go_to_the_device_without_a_second_copy(stand_in):
+    """A snapshot from snapshot_memory is sent as it is and held until the stream has
+    finished; any other host array goes through the stream's pinned arena."""
+    device = create_device("cuda", staging="submit")
+    try:
+        backend = device.backend
+        allocation = backend.allocate(64)
+        snapshot = backend.snapshot_memory(32)
+        snapshot[...] = np.arange(32, dtype=np.uint8)
+        backend.upload(allocation, 0, snapshot)
+        state = backend._local.state
+        assert any(held is snapshot for held in state.held) and not state.chunks
+        backend.upload(allocation, 32, np.arange(32, 64, dtype=np.uint8))
+        assert len(state.chunks) == 1  # the plain array went through the arena
+        out = np.zeros(64, np.uint8)
+        backend.download(allocation, 0, out)
+        backend.flush()
+        np.testing.assert_array_equal(out, np.arange(64, dtype=np.uint8))
+        assert not state.held and not backend._snapshots
+        assert backend.snapshot_memory(0).nbytes == 0
+    finally:
+        device.close()
+
+
+@needs_compilers
+def test_stand_in_submit_reads_into_pinned_snapshots_at_submit(stand_in):
+    """Under submit the runtime reads uploads into the backend's pinned snapshots while
+    submit() runs; the uploads then use no arena memory."""
+    device = create_device("cuda", staging="submit")
+    try:
+        buffer = device.create_buffer(256, np.float32)
+        host = np.arange(256, dtype=np.float32)
+        given = []
+        original = device.backend.snapshot_memory
+
+        def logged(nbytes):
+            given.append(original(nbytes))
+            return given[-1]
+
+        device.transfers.snapshot = logged
+        stream = device.default_stream
+        with Trace() as trace:
+            stream.submit([buffer.copy_from_async(host)])
+            returned = time.perf_counter_ns()
+            host[:] = -1.0
+            stream.synchronize()
+        assert [g.nbytes for g in given] == [1024]
+        (record,) = trace.commands
+        assert record.host_read <= returned
+        assert not any(state.chunks for state in device.backend._states)
+        np.testing.assert_array_equal(buffer.numpy(), np.arange(256, dtype=np.float32))
+        assert not device.backend._snapshots
+    finally:
+        device.close()
+
+
 def _blocks_and_bindless(device) -> dict[str, np.ndarray]:
     """A block reduction (shared memory, barriers, 64-thread blocks) and bindless reads
     and samples on ``device``; the buffers after."""
@@ -467,6 +524,38 @@ def test_gpu_upload_download_round_trip(gpu_device):
         out = np.zeros_like(data)
         buffer.copy_to(out, sync=True)
         np.testing.assert_array_equal(out, data)
+
+
+@needs_gpu
+def test_gpu_snapshots_are_pinned_and_reach_the_device(gpu_device, policy):
+    import cupy
+
+    memory = gpu_device.backend.snapshot_memory(4096)
+    attributes = cupy.cuda.runtime.pointerGetAttributes(memory.ctypes.data)
+    assert attributes.devicePointer != 0  # page-locked and mapped (pageable memory: 0)
+    host = np.arange(1 << 20, dtype=np.float32)
+    buffer = gpu_device.create_buffer(host.size, np.float32)
+    stream = gpu_device.default_stream
+    stream.submit([buffer.copy_from_async(host)])
+    host_before = host.copy()
+    host[:] = -1.0  # under submit the bytes were read already; under execute maybe not
+    stream.synchronize()
+    values = buffer.numpy()
+    if policy == "submit":
+        np.testing.assert_array_equal(values, host_before)
+    assert not gpu_device.backend._snapshots
+
+
+@needs_gpu
+def test_gpu_blocks_and_bindless_give_the_cpu_results(gpu_device):
+    results = _blocks_and_bindless(gpu_device)
+    cpu = create_device("cpu")
+    try:
+        expected = _blocks_and_bindless(cpu)
+    finally:
+        cpu.close()
+    for name, want in expected.items():
+        np.testing.assert_array_equal(results[name], want, err_msg=name)
 
 
 def mandelbrot(image, width, height, max_iterations):
