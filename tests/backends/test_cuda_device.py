@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
 import signal
+import subprocess
 import sys
 import threading
 import time
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,6 +109,33 @@ def test_cuda_device_names_parse_with_an_index_and_a_policy():
     assert config.backend == "cuda" and config.option_dict == {"device_index": 1}
     assert config.label == "cuda:1:submit"
     assert DeviceConfig._from_text("cuda").label == "cuda"
+
+
+def test_cuda_benchmark_scripts_parse_and_fail_loudly():
+    """The GPU check's scripts, as far as a machine without a GPU can run them: the shell
+    script parses, the benchmark's --check emits its kernels, and without a GPU both say
+    that nothing was checked and exit 2 (not 0)."""
+    root = Path(__file__).resolve().parents[2]
+    environment = {**os.environ, "PYTHONPATH": str(root)}
+
+    def run(*command: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            command, cwd=root, env=environment, capture_output=True, text=True, timeout=300
+        )
+
+    assert run("bash", "-n", "benchmarks/gpu_check.sh").returncode == 0
+    check = run(sys.executable, "benchmarks/bench_cuda.py", "--check")
+    assert check.returncode == 0, check.stderr
+    assert "4 kernels emitted as CUDA source" in check.stdout
+    wrong = run(sys.executable, "benchmarks/bench_cuda.py", "--count", "0")
+    assert wrong.returncode == 2 and "--count must be at least 1" in wrong.stderr
+    if GPU_REASON is None:
+        return
+    bench = run(sys.executable, "benchmarks/bench_cuda.py")
+    assert bench.returncode == 2 and "nothing measured" in bench.stderr
+    script = run("bash", "benchmarks/gpu_check.sh")
+    assert script.returncode == 2, script.stdout + script.stderr
+    assert "no GPU here, nothing was checked" in script.stderr
 
 
 # --- a CPU stand-in for CuPy ----------------------------------------------------------
