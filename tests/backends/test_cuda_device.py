@@ -214,6 +214,7 @@ class _RawModule:
         self.code = code
 
     def get_function(self, name: str) -> _Function:
+        # the block size only shapes the unit's C-path entry, which is not called here
         library = ctypes.CDLL(str(build_unit(emulation_unit([(self.code, name, (1, 1, 1))]))))
         function = _Function(library)
         _RawModule.functions.append(function)
