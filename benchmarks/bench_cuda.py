@@ -1,16 +1,23 @@
 """The ``cuda`` backend on a GPU, beside references measured in the same run.
 
-    python benchmarks/bench_cuda.py [--count 2000] [--tests "SUMMARY"]
+    python benchmarks/bench_cuda.py [--count 2000] [--tests "SUMMARY"] [--check]
 
 - vecadd over 2^28 float32 (reads 2 GiB, writes 1 GiB) against a device-to-device copy
   of the same 3 GiB of traffic (1.5 GiB copied), as GB/s and their ratio;
 - per-command cost of tiny dispatches and of 4 KiB uploads under both staging policies
   (one submission of COUNT commands, then synchronize), beside the ``cpu`` backend;
+- 64 MiB uploads under both staging policies (under ``submit`` read into pinned memory
+  at ``submit()``, under ``execute`` copied through the pinned arena when they run);
 - tracing overhead: the tiny dispatches traced against untraced;
+- a block reduction of 2^24 float32 (shared memory, barriers, 256-thread blocks)
+  against the ``cpu`` backend, sums compared;
 - mandelbrot 4096x4096 (256 iterations) against the ``cpu`` backend, images compared.
 
 Prints one table with the load average. ``--tests`` adds a row with a test summary (what
-``benchmarks/gpu_check.sh`` passes). Without CuPy or a GPU it says so and exits 0.
+``benchmarks/gpu_check.sh`` passes). ``--check`` needs no GPU: it types every kernel here
+and emits its CUDA source, then exits (non-zero on any error). Without CuPy or a GPU the
+benchmark says why and exits 2: nothing was measured. It exits 1 when the GPU's results
+differ from the ``cpu`` backend's.
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from luisa_nb.recording.trace import Trace
 
 VECADD_ELEMENTS = 1 << 28
 UPLOAD_BYTES = 4096
+LARGE_UPLOAD_BYTES = 64 << 20
+REDUCTION_ELEMENTS = 1 << 24
+REDUCTION_BLOCK = 256
 MANDELBROT_SIZE = 4096
 MANDELBROT_ITERATIONS = 256
 
@@ -41,6 +51,39 @@ def vecadd(out, a, b):
 @lnb.kernel
 def tiny(target):
     target.write(lnb.dispatch_id().x, 1.0)
+
+
+Partial = lnb.kernels.SharedArrayType(REDUCTION_BLOCK, float)
+
+
+@lnb.kernel
+def block_sums(values, sums):
+    """Each block of 256 threads sums its values through shared memory."""
+    lnb.kernels.set_block_size(256, 1, 1)
+    partial = Partial()
+    t = lnb.kernels.thread_id().x
+    partial[t] = values.read(lnb.dispatch_id().x)
+    lnb.kernels.sync_block()
+    if t < 128:
+        partial[t] = partial[t] + partial[t + 128]
+    lnb.kernels.sync_block()
+    if t < 64:
+        partial[t] = partial[t] + partial[t + 64]
+    lnb.kernels.sync_block()
+    if t < 32:
+        partial[t] = partial[t] + partial[t + 32]
+    lnb.kernels.sync_block()
+    if t < 16:
+        partial[t] = partial[t] + partial[t + 16]
+    lnb.kernels.sync_block()
+    if t < 8:
+        partial[t] = partial[t] + partial[t + 8]
+    lnb.kernels.sync_block()
+    if t < 4:
+        partial[t] = partial[t] + partial[t + 4]
+    lnb.kernels.sync_block()
+    if t == 0:
+        sums.write(lnb.kernels.block_id().x, partial[0] + partial[1] + partial[2] + partial[3])
 
 
 @lnb.kernel
@@ -116,6 +159,69 @@ def per_command(name: str, staging: str | None, count: int) -> tuple[float, floa
         device.close()
 
 
+def large_uploads(staging: str) -> float:
+    """GB/s of 64 MiB uploads on the cuda backend under ``staging`` (one per submission,
+    synchronized), the bytes checked."""
+    device = lnb.create_device("cuda", staging=staging)
+    try:
+        host = np.arange(LARGE_UPLOAD_BYTES // 4, dtype=np.float32)
+        buffer = device.create_buffer(host.size, np.float32)
+
+        def upload() -> None:
+            buffer.copy_from(host)
+            device.default_stream.synchronize()
+
+        seconds = best_of(upload, 3)
+        if not np.array_equal(buffer.numpy(), host):
+            raise RuntimeError(f"a 64 MiB upload under {staging!r} did not arrive intact")
+        return LARGE_UPLOAD_BYTES / seconds / 1e9
+    finally:
+        device.close()
+
+
+def reduction_seconds(name: str) -> tuple[float, np.ndarray]:
+    """Seconds of the block reduction of 2^24 float32 on backend ``name``; the sums."""
+    device = lnb.create_device(name)
+    try:
+        values = device.create_buffer(REDUCTION_ELEMENTS, np.float32)
+        values.copy_from((np.arange(REDUCTION_ELEMENTS) % 1000).astype(np.float32) * 0.25)
+        sums = device.create_buffer(REDUCTION_ELEMENTS // REDUCTION_BLOCK, np.float32)
+
+        def run() -> None:
+            block_sums(values, sums, dispatch_size=REDUCTION_ELEMENTS)
+            device.default_stream.synchronize()
+
+        return best_of(run, 3), sums.numpy()
+    finally:
+        device.close()
+
+
+def check_sources() -> list[str]:
+    """The CUDA source of every kernel here, typed and emitted without a GPU or a C
+    compiler (what ``--check`` runs)."""
+    from luisa_nb.kernels.captures import CaptureResolver
+    from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.type_system import BufferType, ScalarType
+    from luisa_nb.kernels.typer import KernelTyper
+
+    f32, i32 = BufferType(ScalarType.FLOAT32), BufferType(ScalarType.INT32)
+    integer = ScalarType.INT32
+    signatures = [
+        (vecadd, (f32, f32, f32)),
+        (tiny, (f32,)),
+        (block_sums, (f32, f32)),
+        (mandelbrot, (i32, integer, integer, integer)),
+    ]
+    sources = []
+    for kernel, types in signatures:
+        definition = kernel.__lnb_kernel_definition__
+        typer = KernelTyper(
+            definition.kernel_source, types, CaptureResolver(definition.function), "c"
+        )
+        sources.append(CudaEmitter(typer.run(), True).emit())
+    return sources
+
+
 def tracing(device: lnb.Device, count: int) -> tuple[float, float]:
     """Microseconds per tiny dispatch untraced and traced."""
     stream = device.default_stream
@@ -152,12 +258,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000, help="commands per submission")
     parser.add_argument("--tests", default="", help="a test summary to print in the table")
+    parser.add_argument(
+        "--check", action="store_true", help="emit every kernel's CUDA source, measure nothing"
+    )
     options = parser.parse_args(argv)
+    if options.count < 1:
+        parser.error(f"--count must be at least 1, got {options.count}")
+    if options.check:
+        sources = check_sources()
+        print(f"bench_cuda: {len(sources)} kernels emitted as CUDA source; nothing measured")
+        return 0
     try:
         device = lnb.create_device("cuda")
     except BackendUnavailableError as error:
-        print(f"bench_cuda: no GPU to measure: {error}")
-        return 0
+        print(f"bench_cuda: no GPU to measure, nothing measured: {error}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     info = device.info
     rows: list[list[object]] = []
@@ -172,6 +287,10 @@ def main(argv: list[str] | None = None) -> int:
                      cpu_dispatch, dispatch / cpu_dispatch])  # fmt: skip
         rows.append([f"4 KiB upload ({staging})", "us/command", upload, "cpu backend",
                      cpu_upload, upload / cpu_upload])  # fmt: skip
+    pinned = {staging: large_uploads(staging) for staging in ("submit", "execute")}
+    rows.append(["64 MiB upload (submit: pinned at submit)", "GB/s", pinned["submit"],
+                 "execute: through the arena", pinned["execute"],
+                 pinned["submit"] / pinned["execute"]])  # fmt: skip
     untraced, traced = tracing(device, count)
     rows.append(["tiny dispatch traced", "us/command", traced, "untraced", untraced,
                  traced / untraced])  # fmt: skip
@@ -181,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     same = "identical" if np.array_equal(gpu_image, cpu_image) else "DIFFERENT"
     rows.append([f"mandelbrot 4096^2 ({same})", "ms", gpu_seconds * 1e3, "cpu backend",
                  cpu_seconds * 1e3, gpu_seconds / cpu_seconds])  # fmt: skip
+    gpu_reduction, gpu_sums = reduction_seconds("cuda")
+    cpu_reduction, cpu_sums = reduction_seconds("cpu")
+    sums_same = "identical" if np.array_equal(gpu_sums, cpu_sums) else "DIFFERENT"
+    rows.append([f"block reduction 2^24 ({sums_same})", "ms", gpu_reduction * 1e3,
+                 "cpu backend", cpu_reduction * 1e3, gpu_reduction / cpu_reduction])  # fmt: skip
     title = (
         f"cuda backend on {info['gpu']} (compute capability {info['compute_capability']}, "
         f"CuPy {info['cupy_version']}); {load_average()}; "
@@ -188,7 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     print_table(title, ["measurement", "unit", "cuda", "reference", "reference value", "ratio"],
                 rows)  # fmt: skip
-    return 0 if same == "identical" else 1
+    if "DIFFERENT" in (same, sums_same):
+        print("bench_cuda: the GPU's results differ from the cpu backend's", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

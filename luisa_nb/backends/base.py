@@ -123,6 +123,14 @@ class Backend(ABC):
         ``times`` (an ``array("q")``), appends the clock before each one that started."""
         raise NotImplementedError(f"backend {self.name!r} does not prepare dispatches")
 
+    def snapshot_memory(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of host memory (a 1-D uint8 array) to hold an upload's host bytes
+        read at ``submit()`` (``staging="submit"`` without a staging heap); ``upload``
+        later receives exactly this array as its ``data``. Default: ordinary numpy
+        memory. A backend whose transfers need host memory of its own (CUDA: pinned)
+        returns that, and its ``upload`` sends it without a second copy."""
+        return np.empty(nbytes, np.uint8)
+
     def check_executable(self, executable: Any) -> None:
         """Raise a :class:`~luisa_nb.errors.LuisaNbError` if this backend cannot run the
         kernel ``executable``; called before a dispatch is enqueued."""

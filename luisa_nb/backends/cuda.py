@@ -3,8 +3,11 @@ compiled by NVRTC (``cupy.RawModule``).
 
 Device memory comes from CuPy's memory pool. Each luisa_nb stream's worker thread gets
 its own non-blocking ``cupy.cuda.Stream``; every operation is enqueued on it and
-``flush()`` (the end of each submission) waits for it. Uploads copy their bytes into
-the stream's pinned staging arena and from there to the device; downloads copy into the
+``flush()`` (the end of each submission) waits for it. Under ``submit``, the runtime
+reads an upload's host bytes at ``submit()`` into pinned memory this backend gives
+(:meth:`CudaBackend.snapshot_memory`), which goes to the device as it is and is held
+until the stream has finished the copy; other uploads copy their bytes into the stream's
+pinned staging arena and from there to the device; downloads copy into the
 arena and reach the host array at ``flush()`` (``readback = "fence"``). When host
 memory is read stays the shared staging code's decision: under ``submit`` the bytes
 were read at ``submit()``, under ``execute`` the runtime lands pending readbacks (a
@@ -141,7 +144,7 @@ class StreamState:
         device.use()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self.chunks: list[Any] = []
-        self.oversized: list[Any] = []
+        self.held: list[Any] = []  # memory this run's enqueued work uses, until finish()
         self.chunk = 0
         self.offset = 0
         self.records: list[Any] = []
@@ -158,7 +161,7 @@ class StreamState:
         """Give back the pinned chunks and launch records (the device is closing)."""
         self.stream.synchronize()
         self.chunks.clear()
-        self.oversized.clear()
+        self.held.clear()
         self.records.clear()
         self.chunk = self.offset = self.records_used = 0
 
@@ -166,7 +169,7 @@ class StreamState:
         """``nbytes`` of pinned memory until the end of the run: (array, address)."""
         if nbytes > PINNED_CHUNK:
             memory = cupy.cuda.alloc_pinned_memory(nbytes)
-            self.oversized.append(memory)
+            self.held.append(memory)
             return np.frombuffer(memory, np.uint8, nbytes), memory.ptr
         if self.chunk < len(self.chunks) and self.offset + nbytes > PINNED_CHUNK:
             self.chunk, self.offset = self.chunk + 1, 0
@@ -229,7 +232,7 @@ class StreamState:
             self.downloads.clear()
             self.spans.clear()
             self.dispatches.clear()
-            self.oversized.clear()
+            self.held.clear()
             self.chunk = self.offset = self.used_events = self.records_used = 0
             self.base = None
 
@@ -276,6 +279,10 @@ class CudaBackend(Backend):
         self._local = threading.local()
         self._states: list[StreamState] = []
         self._kernels: weakref.WeakKeyDictionary[Any, CudaKernel] = weakref.WeakKeyDictionary()
+        # pinned snapshots not yet uploaded, by id (weak: a dropped submission frees them)
+        self._snapshots: weakref.WeakValueDictionary[int, np.ndarray] = (
+            weakref.WeakValueDictionary()
+        )
         self._lock = threading.Lock()
         with self._device:
             self._cancel_stream = cupy.cuda.Stream(non_blocking=True)
@@ -310,10 +317,27 @@ class CudaBackend(Backend):
         with self._device:
             return CudaAllocation(cupy.cuda.alloc(nbytes), nbytes)
 
+    def snapshot_memory(self, nbytes: int) -> np.ndarray:
+        """Pinned memory from CuPy's pinned pool, for host bytes read at ``submit()``:
+        ``upload`` sends it as it is and holds it until its stream has finished the copy."""
+        if nbytes == 0:
+            return np.empty(0, np.uint8)
+        with self._device:
+            memory = cupy.cuda.alloc_pinned_memory(nbytes)
+        snapshot = np.frombuffer(memory, np.uint8, nbytes)  # keeps `memory` alive
+        self._snapshots[id(snapshot)] = snapshot
+        return snapshot
+
     def upload(self, allocation: CudaAllocation, offset: int, data: np.ndarray) -> DeviceSpan:
+        """From pinned memory: a snapshot from :meth:`snapshot_memory` directly, any other
+        host array through the stream's pinned arena."""
         state = self._state()
-        staged, address = state.staging(data.nbytes)
-        np.copyto(staged, data)
+        if self._snapshots.pop(id(data), None) is data:
+            address = data.ctypes.data
+            state.held.append(data)
+        else:
+            staged, address = state.staging(data.nbytes)
+            np.copyto(staged, data)
         cupy.cuda.runtime.memcpyAsync(
             allocation.address + offset, address, data.nbytes, HOST_TO_DEVICE, state.stream.ptr
         )
@@ -343,7 +367,7 @@ class CudaBackend(Backend):
             temporary = cupy.cuda.alloc(nbytes)
             cupy.cuda.runtime.memcpyAsync(temporary.ptr, start, nbytes, DEVICE_TO_DEVICE, stream)
             start = temporary.ptr
-            state.oversized.append(temporary)
+            state.held.append(temporary)
         cupy.cuda.runtime.memcpyAsync(end, start, nbytes, DEVICE_TO_DEVICE, stream)
         return state.mark(DeviceSpan())
 
@@ -414,7 +438,7 @@ class CudaBackend(Backend):
         packed = np.frombuffer(raw + bytes(-len(raw) % STRUCT_ALIGNMENT), np.uint8)
         span = DispatchSpan(executable, dims, scalars)
         span.record, record = state.record_address()
-        grid, block = grid_of(dims)
+        grid, block = grid_of(dims, executable.kernel.block_size)
         cancel = np.uint64(self._cancel_flag.ptr)
         arguments = (CPointer(packed.ctypes.data), np.uint64(record), cancel)
         compiled.function(grid, block, arguments, stream=state.stream)

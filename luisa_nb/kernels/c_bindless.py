@@ -31,13 +31,13 @@ SAMPLE = """\
     const int32_t j0 = ((int32_t)y0 + {height}) % {height}, j1 = (j0 + 1) % {height};
     const {float4} a = {fetch}(texels, i0, j0), b = {fetch}(texels, i1, j0);
     const {float4} c = {fetch}(texels, i0, j1), d = {fetch}(texels, i1, j1);
-    return ({float4}){{{components}}};
+    return {value};
 }}"""
 
 FETCH = """\
 {prefix} {float4} {name}(const {storage} *texels, int32_t x, int32_t y) {{
-    const {texel} t = {read}(texels, ({int2}){{x, y}});
-    return ({float4}){{{components}}};
+    const {texel} t = {read}(texels, {coord});
+    return {value};
 }}"""
 
 
@@ -67,8 +67,8 @@ class BindlessEmission:
                 float4=self.type_name(FLOAT4),
                 texel=self.type_name(image.texel),
                 read=read,
-                int2=self.type_name(INT2),
-                components=", ".join(self.widened(image, "t")),
+                coord=self.compound(self.type_name(INT2), "x, y"),
+                value=self.compound(self.type_name(FLOAT4), ", ".join(self.widened(image, "t"))),
             )
         )
         return name
@@ -94,7 +94,7 @@ class BindlessEmission:
                 width=image.width,
                 height=image.height,
                 fetch=fetch,
-                components=", ".join(components),
+                value=self.compound(self.type_name(FLOAT4), ", ".join(components)),
             )
         )
         return name
@@ -110,7 +110,7 @@ class BindlessEmission:
         if call.method == "buffer_size":
             return f"{call.sizes[position]}u"
         if call.method == "texture2d_size":
-            return f"({self.type_name(call.type)}){{{element.width}u, {element.height}u}}"
+            return self.compound(self.type_name(call.type), f"{element.width}u, {element.height}u")
         if call.method == "texture2d_sample":
             sampler = self.texel_sample(element)
             return f"{sampler}({self.buffer_name(buffer)}, {self.expression(argument)})"
@@ -119,10 +119,9 @@ class BindlessEmission:
             return texel
         temporary = f"lnb_t{self.sequence_counter}"
         self.sequence_counter += 1
-        widened = ", ".join(self.widened(element, temporary))
-        float4 = self.type_name(FLOAT4)
+        widened = self.compound(self.type_name(FLOAT4), ", ".join(self.widened(element, temporary)))
         texel_type = self.type_name(element.texel)
-        return f"({{ const {texel_type} {temporary} = {texel}; ({float4}){{{widened}}}; }})"
+        return self.statement_expression([f"const {texel_type} {temporary} = {texel};"], widened)
 
     def expression_bindlesscall(self: CEmitter, call: ir.BindlessCall) -> str:
         site = len(self.bindless_sites)
@@ -152,4 +151,4 @@ class BindlessEmission:
                 f"{slot}, 0, 0.0); "
             )
         switch = f"switch ({slot}) {{ {' '.join(cases)} default: {default}break; }}"
-        return f"({{ {' '.join(lines)} {switch} {result}; }})"
+        return self.statement_expression([*lines, switch], result)

@@ -6,9 +6,14 @@ for GNU statement expressions, ``__device__`` helpers, CUDA atomics, and an
 ``extern "C" __global__`` entry that takes the packed argument struct by value (the
 layout of ``c_emitter.argument_struct``), the launch record and the cancel flag.
 
-Each CUDA thread computes its x from ``blockIdx.x * blockDim.x + threadIdx.x`` and
-returns past ``size.x``; y and z step over the grid by ``gridDim``, so any dispatch
-fits the grid limits (65535 blocks along y and z). Checks work as in C, one thread at a
+A CUDA block is a block of the kernel: ``set_block_size``'s, else 256 x 1 x 1. Each CUDA
+thread computes its x from ``blockIdx.x * blockDim.x + threadIdx.x`` and returns past
+``size.x``; y and z step over the grid by ``gridDim``, so any dispatch fits the grid
+limits (65535 blocks along y and z). Kernels with shared arrays or ``sync_block()`` get
+a block entry instead (:meth:`CudaEmitter.block_entry`): ``__shared__`` arrays and
+``__syncthreads()``, with every thread of the block passing every barrier. Bindless
+arrays need nothing of their own: each resource is a device pointer of the argument
+struct, and a call switches over the slots as in C. Checks work as in C, one thread at a
 time: a thread records its first failure, and the first thread to report it (an
 ``atomicCAS`` on the launch record's status) writes where. Loops poll the cancel flag
 every ``CANCEL_POLL_INTERVAL`` iterations.
@@ -20,14 +25,19 @@ import math
 import re
 
 from luisa_nb.errors import UnsupportedFeatureError
+from luisa_nb.kernels.builtins import DEFAULT_BLOCK_SIZE
 from luisa_nb.kernels.c_checks import LAUNCH_TYPES, NOTE_FUNCTION
-from luisa_nb.kernels.c_emitter import CEmitter
+from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
 from luisa_nb.kernels.type_system import ScalarType
 
-BLOCK_SIZE = 256
-"""Threads of a CUDA block along x (y and z take one row of the dispatch each)."""
 MAX_GRID_YZ = 65535
 """CUDA's limit on the grid along y and z; larger dispatches loop over it."""
+MAX_BLOCK_Z = 64
+"""CUDA's limit on a block along z (x and y take up to 1024, as set_block_size allows)."""
+MAX_SHARED_BYTES = 48 * 1024
+"""The static shared memory a CUDA block may declare."""
+MAX_ARGUMENT_BYTES = 4096
+"""The bytes of arguments every CUDA launch can pass (newer GPUs and drivers pass more)."""
 CANCEL_POLL_INTERVAL = 1024
 """Loop iterations between two reads of the cancel flag in device memory."""
 FUNCTION_PREFIX = "static __device__ inline"
@@ -178,25 +188,37 @@ class CudaEmitter(CEmitter):
     note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)
 
     def emit(self) -> str:
-        """The complete CUDA translation unit. Kernels with block-shared arrays, barriers
-        or bindless arrays are not emitted yet: they raise ``UnsupportedFeatureError``."""
-        missing = [
-            feature
-            for feature, used in (
-                ("shared arrays and sync_block()", self.kernel.uses_blocks),
-                ("bindless arrays", bool(self.kernel.heaps)),
-            )
-            if used
-        ]
-        if missing:
-            raise UnsupportedFeatureError(
-                f"kernel {self.kernel.name!r} uses {' and '.join(missing)}, which the cuda "
-                "backend does not compile yet; run it on a cpu device"
-            )
+        """The complete CUDA translation unit; raises ``UnsupportedFeatureError`` where the
+        kernel asks for more than a CUDA block or launch can hold."""
+        self.check_cuda_limits()
         text = super().emit()
         for pattern, replacement in DIALECT:
             text = pattern.sub(replacement, text)
         return text
+
+    def check_cuda_limits(self) -> None:
+        """The block size, shared arrays and arguments fit CUDA's limits."""
+        kernel = self.kernel
+        bx, by, bz = kernel.block_size
+        if bz > MAX_BLOCK_Z:
+            raise UnsupportedFeatureError(
+                f"kernel {kernel.name!r}: set_block_size({bx}, {by}, {bz}) asks for {bz} "
+                f"threads along z, but a CUDA block holds at most {MAX_BLOCK_Z} along z; put "
+                f"the threads along x or y"
+            )
+        shared = sum(kernel.locals[name].dtype.itemsize for name in kernel.shared)
+        if shared > MAX_SHARED_BYTES:
+            raise UnsupportedFeatureError(
+                f"kernel {kernel.name!r}: its shared arrays take {shared} bytes, more than the "
+                f"{MAX_SHARED_BYTES} a CUDA block may declare; use smaller shared arrays"
+            )
+        arguments = argument_struct(kernel, self.checks).size
+        if arguments > MAX_ARGUMENT_BYTES:
+            raise UnsupportedFeatureError(
+                f"kernel {kernel.name!r}: its arguments take {arguments} bytes (buffers, "
+                f"bindless resources and scalars), more than the {MAX_ARGUMENT_BYTES} a CUDA "
+                f"launch passes; put fewer resources in its bindless arrays"
+            )
 
     def include_lines(self) -> str:
         return TYPE_PRELUDE
@@ -267,12 +289,10 @@ class CudaEmitter(CEmitter):
         return self.define_helper(name, lambda: template.format(**fields))
 
     def launch_functions(self) -> list[str]:
-        return [self.entry()]
+        return [self.block_entry() if self.kernel.uses_blocks else self.entry()]
 
-    def entry(self) -> str:
-        """The ``__global__`` function: one dispatch thread per CUDA thread along x, rows
-        of y and z stepping by the grid's size."""
-        name = self.entry_name
+    def entry_locals(self) -> str:
+        """The kernel's buffers, element counts and scalars as locals of the entry."""
         buffers = range(len(self.kernel.buffers))
         locals = [f"    {self.buffer_declaration(i)} = a.{self.buffer_name(i)};" for i in buffers]
         if self.checks:
@@ -285,17 +305,25 @@ class CudaEmitter(CEmitter):
             f"a.{self.scalar_field_name(slot.name)};"
             for slot in self.kernel.scalars
         ]
+        return "\n".join(locals)
+
+    def entry(self) -> str:
+        """The ``__global__`` function: one dispatch thread per CUDA thread along x, rows
+        of y and z stepping by the grid's size."""
+        name = self.entry_name
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "&state"])
-        body = "\n".join(locals)
         return f"""\
 {self.kernel_prefix}void {name}(const {name}_arguments a, lnb_launch *launch,
         const int32_t *cancel) {{
     const int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (x >= a.size[0] || lnb_launch_stopped(launch, cancel)) return;
     const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
-{body}
-    for (int64_t z = blockIdx.z; z < a.size[2]; z += gridDim.z) {{
-        for (int64_t y = blockIdx.y; y < a.size[1]; y += gridDim.y) {{
+{self.entry_locals()}
+    const int64_t step_y = (int64_t)gridDim.y * blockDim.y;
+    const int64_t step_z = (int64_t)gridDim.z * blockDim.z;
+    for (int64_t z = (int64_t)blockIdx.z * blockDim.z + threadIdx.z; z < a.size[2]; z += step_z) {{
+        for (int64_t y = (int64_t)blockIdx.y * blockDim.y + threadIdx.y; y < a.size[1];
+                y += step_y) {{
             lnb_thread state = {{}};
             state.details = 1;
             state.cancel = cancel;
@@ -309,9 +337,72 @@ class CudaEmitter(CEmitter):
     }}
 }}"""
 
+    def block_entry(self) -> str:
+        """The ``__global__`` function of a kernel with shared arrays or barriers: a CUDA
+        block is a block of the kernel. Its shared arrays are one ``__shared__`` struct,
+        zeroed by the block's threads before each block; every thread, in range or not,
+        returned or not, passes each ``__syncthreads()`` (one after each phase of the
+        body, as ``sync_block()`` splits it), and only threads in range that have not
+        returned run a phase. Blocks past the grid along y and z are run by the same CUDA
+        blocks, in turn."""
+        name = self.entry_name
+        bx, by, bz = self.kernel.block_size
+        count = bx * by * bz
+        arguments = ", ".join(
+            [
+                "id",
+                "size",
+                *self.body_argument_names(),
+                "&lnb_locals",
+                "&lnb_shared",
+                "phase",
+                "&state",
+            ]
+        )
+        return f"""\
+{self.kernel_prefix}void {name}(const {name}_arguments a, lnb_launch *launch,
+        const int32_t *cancel) {{
+    __shared__ {name}_shared lnb_shared;
+    const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
+{self.entry_locals()}
+    const uint32_t t = threadIdx.x + {bx}u * (threadIdx.y + {by}u * threadIdx.z);
+    const int64_t x = (int64_t)blockIdx.x * {bx} + threadIdx.x;
+    const int64_t blocks_y = (a.size[1] + {by - 1}) / {by};
+    const int64_t blocks_z = (a.size[2] + {bz - 1}) / {bz};
+    for (int64_t block_z = blockIdx.z; block_z < blocks_z; block_z += gridDim.z) {{
+        for (int64_t block_y = blockIdx.y; block_y < blocks_y; block_y += gridDim.y) {{
+            const int64_t y = block_y * {by} + threadIdx.y, z = block_z * {bz} + threadIdx.z;
+            unsigned char *shared_bytes = (unsigned char *)&lnb_shared;
+            for (uint32_t i = t; i < sizeof lnb_shared; i += {count}u) shared_bytes[i] = 0;
+            {name}_locals lnb_locals = {{}};
+            bool active = x < a.size[0] && y < a.size[1] && z < a.size[2] &&
+                          !lnb_launch_stopped(launch, cancel);
+            const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
+            __syncthreads();
+            for (int32_t phase = 0; phase < {self.kernel.phases}; ++phase) {{
+                if (active) {{
+                    lnb_thread state = {{}};
+                    state.details = 1;
+                    state.cancel = cancel;
+                    {name}_thread({arguments});
+                    if (state.failed != LNB_OK) {{
+                        lnb_report(launch, &state, id.x, id.y, id.z);
+                        active = false;
+                    }}
+                }}
+                __syncthreads();
+                active = active && *(volatile int32_t *)&launch->status == LNB_OK;
+            }}
+        }}
+    }}
+}}"""
 
-def grid_of(dims: tuple[int, int, int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """The CUDA grid and block of a dispatch of ``dims`` threads (every axis at least 1)."""
-    blocks_x = max(1, -(-dims[0] // BLOCK_SIZE))
-    grid = (blocks_x, max(1, min(dims[1], MAX_GRID_YZ)), max(1, min(dims[2], MAX_GRID_YZ)))
-    return grid, (BLOCK_SIZE, 1, 1)
+
+def grid_of(
+    dims: tuple[int, int, int], block: tuple[int, int, int] = DEFAULT_BLOCK_SIZE
+) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """The CUDA grid and block of a dispatch of ``dims`` threads in blocks of ``block``
+    (the kernel's ``block_size``): every axis at least 1, y and z at most
+    ``MAX_GRID_YZ``."""
+    blocks = [max(1, -(-size // extent)) for size, extent in zip(dims, block, strict=True)]
+    return (blocks[0], min(blocks[1], MAX_GRID_YZ), min(blocks[2], MAX_GRID_YZ)), tuple(block)

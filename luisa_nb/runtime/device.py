@@ -91,7 +91,8 @@ class Device:
         self.staging = policy
         self.kernel_checks = check_setting(checks)
         capacity = backend.staging_capacity
-        self.transfers = Staging.create(policy, None if capacity is None else StagingHeap(capacity))
+        heap = None if capacity is None else StagingHeap(capacity)
+        self.transfers = Staging.create(policy, heap, backend.snapshot_memory)
         self.closed = False
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self.default_stream = self.create_stream("default")

@@ -5,10 +5,11 @@ unit. What differs between the staging policies is only *when an upload reads it
 bytes*:
 
 - :attr:`StagingPolicy.SUBMIT` reads every upload while ``submit()`` runs, into staging
-  memory (what LuisaCompute's CPU, DX, Metal and remote backends do). On a backend with a
-  finite staging heap, an upload waits for space, and one larger than the whole heap is
-  split into chunks of the heap's size, each read at submit once the chunk before it has
-  reached the device.
+  memory (what LuisaCompute's CPU, DX, Metal and remote backends do): memory the backend
+  gives (``Backend.snapshot_memory``: CUDA's is pinned), which the upload then sends. On
+  a backend with a finite staging heap, an upload waits for space, and one larger than
+  the whole heap is split into chunks of the heap's size, each read at submit once the
+  chunk before it has reached the device.
 - :attr:`StagingPolicy.EXECUTE` reads an upload's host bytes when it runs, in stream
   order, after landing every readback still pending in its run.
 
@@ -194,17 +195,32 @@ Enqueue = Callable[[list[Step], Sequence[StagingBlock], "Recorder"], None]
 recorder to the worker."""
 
 
+Snapshot = Callable[[int], np.ndarray]
+"""Gives the uint8 memory an upload of that many bytes is read into at submit (without a
+staging heap): ``Backend.snapshot_memory``."""
+
+
+def numpy_memory(nbytes: int) -> np.ndarray:
+    """Ordinary numpy memory: the snapshot of a device made without a backend hook."""
+    return np.empty(nbytes, np.uint8)
+
+
 class Staging:
-    """The staging policy of one device: plans submissions and reads uploads."""
+    """The staging policy of one device: plans submissions and reads uploads.
+    ``snapshot`` gives the memory of a read at submit when there is no ``heap``."""
 
     policy: StagingPolicy
 
-    def __init__(self, heap: StagingHeap | None) -> None:
+    def __init__(self, heap: StagingHeap | None, snapshot: Snapshot = numpy_memory) -> None:
         self.heap = heap
+        self.snapshot = snapshot
 
     @staticmethod
-    def create(policy: StagingPolicy, heap: StagingHeap | None) -> Staging:
-        return (SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging)(heap)
+    def create(
+        policy: StagingPolicy, heap: StagingHeap | None, snapshot: Snapshot = numpy_memory
+    ) -> Staging:
+        kind = SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging
+        return kind(heap, snapshot)
 
     def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
         """Turn one submission into runs and hand each to ``enqueue`` in order. Under
@@ -234,7 +250,7 @@ class SubmitStaging(Staging):
                 continue
             nbytes = command.source.nbytes
             if heap is None or nbytes == 0:
-                command.staged = _read(command, 0, nbytes, None, recorder)
+                command.staged = _read(command, 0, nbytes, self.snapshot(nbytes), recorder)
                 steps.append(command)
                 continue
             chunk = min(nbytes, heap.capacity)
@@ -278,21 +294,17 @@ class ExecuteStaging(Staging):
 
 
 def _read(
-    upload: UploadCommand, offset: int, nbytes: int, into: np.ndarray | None, recorder: Recorder
+    upload: UploadCommand, offset: int, nbytes: int, into: np.ndarray, recorder: Recorder
 ) -> np.ndarray:
-    """Copy host bytes ``[offset, offset + nbytes)`` of ``upload`` now, into ``into`` or a
-    new array."""
+    """Copy host bytes ``[offset, offset + nbytes)`` of ``upload`` into ``into`` now;
+    returns ``into``."""
     source = upload.source
     if nbytes != source.nbytes:
         source = source[offset : offset + nbytes]
     with HOST_MEMORY:
-        if into is None:
-            staged = source.copy()
-        else:
-            np.copyto(into, source)
-            staged = into
-        recorder.host_read(upload.row, offset, staged)
-    return staged
+        np.copyto(into, source)
+        recorder.host_read(upload.row, offset, into)
+    return into
 
 
 class Transfers:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.conformance import kernels as conformance_kernels
-from luisa_nb.errors import KernelIndexError
+from luisa_nb.errors import KernelIndexError, UnsupportedFeatureError
 from luisa_nb.kernels import (
     KernelDefinition,
     argument_type,
@@ -30,12 +30,28 @@ from luisa_nb.kernels import (
     pow,
 )
 from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
-from luisa_nb.kernels.cuda_emulation import emulate, find_cxx_compiler
+from luisa_nb.kernels.cuda_emulation import (
+    EmulationError,
+    build_unit,
+    emulate,
+    emulation_failure_function,
+    emulation_unit,
+    find_cxx_compiler,
+)
+from luisa_nb.kernels.executable import run_launch
 from luisa_nb.kernels.matrices import float3x3
+from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.vectors import float3
 
-from . import atomic_kernels, image_kernels, matrix_kernels, sample_kernels, vector_kernels
-from .helpers import FakeBuffer, run
+from . import (
+    atomic_kernels,
+    block_kernels,
+    image_kernels,
+    matrix_kernels,
+    sample_kernels,
+    vector_kernels,
+)
+from .helpers import FakeBuffer, load_function, run
 from .test_kernel_callables import buffers_in_callables, fractal, several_returns
 from .test_kernel_images import FakeImage
 from .test_kernel_structs import Outer, Pair, struct_arguments, structs_kernel
@@ -111,6 +127,40 @@ def _value_bytes(dtype: np.dtype, mask: np.ndarray | None = None, offset: int = 
     else:
         mask[offset : offset + dtype.itemsize] = True
     return mask
+
+
+class FakeHeap:
+    """Bindless-array-like by duck typing: fake buffers and images by slot."""
+
+    __lnb_bindless__ = True
+
+    def __init__(self, resources: dict[int, FakeBuffer]) -> None:
+        for resource in resources.values():
+            resource.size = resource.array.size
+        self._resources = resources
+
+    def resources(self) -> dict[int, FakeBuffer]:
+        return dict(self._resources)
+
+    def views(self) -> list[FakeBuffer]:
+        """The resources in slot order, as a launch passes them."""
+        return [self._resources[slot] for slot in sorted(self._resources)]
+
+
+def flat_arguments(arguments: list[Any]) -> list[Any]:
+    """``arguments`` with each bindless array replaced by its resources in slot order, as
+    the kernel's parameters list them."""
+    return [v for a in arguments for v in (a.views() if isinstance(a, FakeHeap) else [a])]
+
+
+def _heap(rng: np.random.Generator) -> FakeHeap:
+    return FakeHeap({
+        0: _floats(rng, 64),
+        1: FakeBuffer(rng.integers(-9, 9, 5).astype(np.int32)),
+        2: _floats(rng, 8, 0.0, 1.0),
+        3: _image(rng, FakeImage(5, 3, 4, "float", np.uint8)),
+        4: _image(rng, FakeImage(6, 4, 1, "float", np.float32)),
+    })  # fmt: skip
 
 
 def _pairs(n: int) -> FakeBuffer:
@@ -201,6 +251,26 @@ CASES = [
         FakeImage(32, 24, 4, "float", np.uint8)]),
     Case("image_floats", image_kernels.copy_into_floats, (4, 1), lambda r: [
         _image(r, FakeImage(4, 1, 2, "float", np.float32)), FakeBuffer(np.zeros(8, F32))]),
+    Case("block_reduction", block_kernels.block_reduction, 1024, lambda r: [
+        FakeBuffer(r.integers(-64, 64, 1024).astype(F32) * F32(0.25)),
+        FakeBuffer(np.zeros(16, F32))]),
+    Case("block_reduction_unchecked", block_kernels.block_reduction, 640, lambda r: [
+        _floats(r, 640), FakeBuffer(np.zeros(10, F32))], checks=False),
+    Case("stencil", block_kernels.stencil, 1000, lambda r: [
+        _floats(r, 1000), FakeBuffer(np.zeros(1000, F32))]),
+    Case("block_sums_2d", block_kernels.block_sums_2d, (32, 12), lambda r: [
+        _floats(r, 384), FakeBuffer(np.zeros(12, F32)), 32]),
+    Case("block_ids", block_kernels.block_ids, (9, 5, 3), lambda r: [
+        FakeBuffer(np.zeros(135, np.int32))]),
+    Case("shared_shift", sample_kernels.shared_shift, 200, lambda r: [
+        _floats(r, 200), FakeBuffer(np.zeros(200, F32))]),
+    Case("bindless_mix", block_kernels.bindless_mix, 40, lambda r: [
+        _heap(r), FakeBuffer(np.zeros(320, F32))]),
+    Case("bindless_mix_unchecked", block_kernels.bindless_mix, 24, lambda r: [
+        _heap(r), FakeBuffer(np.zeros(192, F32))], checks=False),
+    Case("bindless_gather", sample_kernels.bindless_gather, 16, lambda r: [
+        FakeHeap({0: _floats(r, 16), 1: _image(r, FakeImage(4, 2, 4, "float", np.uint8))}),
+        FakeBuffer(np.zeros(16, F32))]),
     Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
         F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],
         checks="nan"),
@@ -247,7 +317,7 @@ class _Built:
 
 def _launch(executable: Any, case: Case) -> list[np.ndarray]:
     """Run ``executable`` on fresh arguments like ``helpers.run``; every buffer after."""
-    arguments = case.arguments(np.random.default_rng(RNG_SEED))
+    arguments = flat_arguments(case.arguments(np.random.default_rng(RNG_SEED)))
     run(_Built(executable), case.size, *arguments, checks=case.checks)
     buffers = [a for a in arguments if isinstance(a, FakeBuffer)]
     captured = [p.capture for p in executable.buffer_parameters if p.capture is not None]
@@ -310,6 +380,85 @@ def test_the_grid_covers_every_axis_within_cuda_limits():
     assert grid_of((1000, 1, 1)) == ((4, 1, 1), (256, 1, 1))
     assert grid_of((0, 0, 0)) == ((1, 1, 1), (256, 1, 1))
     assert grid_of((1, 70000, 3)) == ((1, 65535, 3), (256, 1, 1))
+    assert grid_of((9, 5, 3), (4, 2, 2)) == ((3, 3, 2), (4, 2, 2))
+    assert grid_of((8, 300000, 1), (8, 4, 1)) == ((1, 65535, 1), (8, 4, 1))
+
+
+def test_block_kernels_are_cuda_blocks_with_shared_memory_and_barriers(built):
+    _, cuda = built["block_sums_2d"]
+    source = cuda.cuda_source
+    assert "__shared__ lnb_block_sums_2d_shared lnb_shared;" in source
+    assert source.count("__syncthreads();") == 2  # after zeroing, after each phase
+    assert "for (int32_t phase = 0; phase < 3; ++phase)" in source
+    assert "const uint32_t t = threadIdx.x + 8u * (threadIdx.y + 4u * threadIdx.z);" in source
+    assert "calloc" not in source and "omp" not in source and "({" not in source
+    _, ids = built["block_ids"]  # a block size without shared memory: a plain entry
+    assert "__syncthreads" not in ids.cuda_source and "__shared__" not in ids.cuda_source
+
+
+def test_bindless_calls_are_lambdas_over_the_slots(built):
+    _, cuda = built["bindless_mix"]
+    source = cuda.cuda_source
+    assert "({" not in source and "_Bool" not in source
+    assert "[&]() {" in source and "switch (lnb_slot" in source
+    assert "(lnb_float4){" not in source and "lnb_float4{" in source
+    c_executable, _ = built["bindless_mix"]
+    assert "({" in c_executable.source  # the C twin keeps GNU statement expressions
+
+
+def _reduction_emulation(source_edit: Callable[[str], str]) -> np.ndarray:
+    """The block reduction's CUDA source, edited, run by the emulation; the sums."""
+    values = FakeBuffer(np.arange(128, dtype=F32))
+    sums = FakeBuffer(np.zeros(2, F32))
+    types = (argument_type(values), argument_type(sums))
+    c_executable = KernelDefinition(block_kernels.block_reduction).executable(types, False)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, False)])
+    library = build_unit(emulation_unit([(
+        source_edit(cuda.cuda_source), "lnb_block_reduction", (64, 1, 1)
+    )]))  # fmt: skip
+    packed = c_executable.pack((128, 1, 1), [values.array.ctypes.data, sums.array.ctypes.data], [])
+    assert run_launch(load_launch_function(library, "lnb_emulate0"), packed, None) is None
+    failure = emulation_failure_function(library)()
+    if failure:
+        raise EmulationError(failure.decode())
+    return sums.array
+
+
+def test_the_emulation_needs_the_barriers():
+    """The emulation runs threads in turn up to each barrier: the reduction as emitted
+    sums each block, and without its barriers each thread reads cells the others have
+    not written yet."""
+    halves = np.arange(128, dtype=F32).reshape(2, 64).sum(axis=1)
+    np.testing.assert_array_equal(_reduction_emulation(lambda source: source), halves)
+    phase_barrier = "                __syncthreads();\n"
+    without = _reduction_emulation(lambda source: source.replace(phase_barrier, ""))
+    assert not np.array_equal(without, halves)
+
+
+def test_the_emulation_stops_at_a_barrier_that_returned_threads_skip():
+    """A thread that leaves the kernel while the others wait at __syncthreads() is a bug
+    of the generated source: the emulation says so instead of running on."""
+    early_return = "            __syncthreads();\n"
+    skipping = "            if (t == 5) return;\n" + early_return
+    with pytest.raises(EmulationError, match="ended while others waited at __syncthreads"):
+        _reduction_emulation(lambda source: source.replace(early_return, skipping, 1))
+
+
+def test_cuda_limits_are_errors_that_say_what_to_change(tmp_path):
+    tall = load_function(tmp_path, TALL_BLOCKS, stem="tall_blocks")
+    executable = KernelDefinition(tall).executable((argument_type(FakeBuffer(np.zeros(1))),))
+    with pytest.raises(UnsupportedFeatureError, match="at most 64 along z; put the threads"):
+        CudaEmitter(executable.kernel, True).emit()
+
+
+TALL_BLOCKS = """
+from luisa_nb.kernels import dispatch_id, set_block_size
+
+
+def kernel_under_test(out):
+    set_block_size(1, 1, 128)
+    out.write(dispatch_id().z, 1.0)
+"""
 
 
 def test_tall_dispatches_step_over_the_grid_along_y():

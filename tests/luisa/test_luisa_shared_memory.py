@@ -167,8 +167,7 @@ def test_a_shared_array_is_made_once(fresh_session):
         twice(out, dispatch_size=4)
 
 
-def test_the_cuda_emitter_names_shared_memory_as_not_compiled_yet(fresh_session):
-    from luisa_nb.errors import UnsupportedFeatureError
+def test_the_cuda_emitter_gives_shared_memory_and_barriers(fresh_session):
     from luisa_nb.kernels import argument_type
     from luisa_nb.kernels.cuda_emitter import CudaEmitter
     from luisa_nb.kernels.definition import KernelDefinition
@@ -177,5 +176,6 @@ def test_the_cuda_emitter_names_shared_memory_as_not_compiled_yet(fresh_session)
     buffers = [luisa.Buffer(64, float) for _ in range(2)]
     types = tuple(argument_type(b) for b in buffers)
     executable = KernelDefinition(rotate, mode="c").executable(types, True)
-    with pytest.raises(UnsupportedFeatureError, match="'rotate' uses shared arrays"):
-        CudaEmitter(executable.kernel, True).emit()
+    source = CudaEmitter(executable.kernel, True).emit()
+    assert "__shared__ lnb_rotate_shared lnb_shared;" in source
+    assert "__syncthreads();" in source
