@@ -113,9 +113,19 @@ class BindlessTyping:
         method = node.func.attr
         heap = self.heap_index(node.func.value)
         name, pairs = self.heaps[heap]
+        if method == "byte_buffer_read":
+            self.fail(
+                node.func,
+                f"{name}.byte_buffer_read: byte buffers are not supported by luisa_nb; read a "
+                f"typed buffer with {name}.buffer_read(dtype, slot, index)",
+            )
         if method not in BINDLESS_METHODS:
-            known = ", ".join(f".{usage}" for usage in BINDLESS_METHODS.values())
-            self.fail(node.func, f"bindless arrays have {known}; not .{method}")
+            forms = ", ".join(TEXTURE_ARGUMENTS)
+            self.fail(
+                node.func,
+                f"bindless arrays have .buffer_read(dtype, slot, index), .buffer_size(slot) "
+                f"and .texture2d_* and .texture3d_* ({forms}); not .{method}",
+            )
         if node.keywords:
             self.fail(node.keywords[0], f"{name}.{method}() takes no keyword arguments")
         usage = f"{name}.{BINDLESS_METHODS[method]}"

@@ -427,3 +427,23 @@ def test_non_finite_and_far_coordinates_agree_in_both_modes(fresh_session):
         results[mode] = out.numpy()
     np.testing.assert_array_equal(results["c"], results["python"])
     assert np.isfinite(results["c"]).any() and np.isnan(results["c"]).any()
+
+
+def test_unknown_methods_and_byte_buffers_are_compile_errors(fresh_session):
+    luisa.init("cpu")
+    heap = luisa.bindless_array({0: luisa.Buffer(2, float)})
+    out = luisa.Buffer(1, float)
+
+    @luisa.func
+    def bytes_read(out):
+        out.write(0, heap.byte_buffer_read(float, 0, 0))
+
+    @luisa.func
+    def volume_read(out):
+        out.write(0, heap.texture3d_load(0, uint3(0, 0, 0)).x)
+
+    with pytest.raises(KernelCompileError, match="byte buffers are not supported") as caught:
+        bytes_read(out, dispatch_size=1)
+    assert f":{bytes_read.__wrapped__.__code__.co_firstlineno + 2}:" in str(caught.value)
+    with pytest.raises(KernelCompileError, match=r"sample_grad_level, size, size_mip\); not"):
+        volume_read(out, dispatch_size=1)
