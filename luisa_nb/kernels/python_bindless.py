@@ -12,7 +12,7 @@ import numpy as np
 
 from luisa_nb.kernels.bindless_typing import element_type_of, suits
 from luisa_nb.kernels.builtins import thread_state
-from luisa_nb.kernels.checks import slot_error
+from luisa_nb.kernels.checks import slot_error, texel_error
 from luisa_nb.kernels.type_system import BufferType, Sampler
 from luisa_nb.kernels.vectors import float4, int2, int3, uint2, uint3
 
@@ -109,12 +109,11 @@ class BindlessShim:
         line = sys._getframe(depth).f_lineno
         executable = self.executable
         suitable = [s for s, other in sorted(self.shims.items()) if fits(other)]
-        x, y, z = thread_state.dispatch_id._values.tolist()
         raise slot_error(
             executable.name,
             executable.kernel_source.where(line),
             line,
-            (x, y, z),
+            _thread(),
             int(slot),
             self.name,
             method,
@@ -132,21 +131,36 @@ class BindlessShim:
         shim = self._resource(slot, "buffer_size", lambda s: _element(s) is not None)
         return np.uint32(len(shim.array))
 
-    def _texture(self, slot: Any, method: str) -> ImageShim:
+    def _texture(self, slot: Any, method: str, depth: int = 3) -> ImageShim:
+        """The image shim in ``slot`` for ``method`` (called ``depth - 2`` frames below
+        the kernel's)."""
         dimension = int(method[7])
 
         def image(shim: Any) -> bool:
             return suits(getattr(shim, "image", None), dimension)
 
-        return self._resource(slot, method, image, depth=3)
+        return self._resource(slot, method, image, depth=depth)
+
+    def _texel(self, slot: Any, coord: Any, method: str) -> Any:
+        """Texel ``coord`` of the image in ``slot`` as a float4; a coordinate outside is
+        a :class:`KernelIndexError` at the kernel's line."""
+        shim = self._texture(slot, method, depth=4)
+        position = tuple(int(c) for c in coord._values)
+        size = shim.image.size
+        if not all(0 <= c < extent for c, extent in zip(position, size, strict=True)):
+            line = sys._getframe(2).f_lineno
+            executable = self.executable
+            where = executable.kernel_source.where(line)
+            raise texel_error(
+                executable.name, where, line, _thread(), "reads", position, size, shim.name
+            )
+        return _widened(shim, shim.read(coord))
 
     def texture2d_read(self, slot: Any, coord: Any) -> Any:
-        shim = self._texture(slot, "texture2d_read")
-        return _widened(shim, shim.read(coord))
+        return self._texel(slot, coord, "texture2d_read")
 
     def texture3d_read(self, slot: Any, coord: Any) -> Any:
-        shim = self._texture(slot, "texture3d_read")
-        return _widened(shim, shim.read(coord))
+        return self._texel(slot, coord, "texture3d_read")
 
     def texture2d_size(self, slot: Any) -> Any:
         return uint2(*self._texture(slot, "texture2d_size").image.size)
@@ -187,6 +201,12 @@ class BindlessShim:
         self, slot: Any, uv: Any, ddx: Any, ddy: Any, min_level: Any
     ) -> Any:
         return sample(self._texture(slot, "texture3d_sample_grad_level"), uv)
+
+
+def _thread() -> tuple[int, int, int]:
+    """The dispatch id of the Python-mode thread running now."""
+    x, y, z = thread_state.dispatch_id._values.tolist()
+    return (x, y, z)
 
 
 def _element(shim: Any) -> Any:

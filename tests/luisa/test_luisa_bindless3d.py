@@ -322,8 +322,7 @@ def test_emplace_checks_images_and_samplers(fresh_session):
         luisa.lcapi.Sampler  # noqa: B018
 
 
-def test_a_dispatch_reads_3d_images_and_their_copies_are_traced(fresh_session):
-    luisa.init("cpu")
+def test_a_dispatch_reads_3d_images_and_their_copies_are_traced(device_name):
     values = np.random.default_rng(2).random((DEPTH, HEIGHT, WIDTH, 4), dtype=F32)
     back = np.zeros_like(values)
     with lnb.trace(capture="full") as trace:
@@ -444,6 +443,31 @@ def test_unknown_methods_and_byte_buffers_are_compile_errors(fresh_session):
 
     with pytest.raises(KernelCompileError, match="byte buffers are not supported") as caught:
         bytes_read(out, dispatch_size=1)
-    assert f":{bytes_read.__wrapped__.__code__.co_firstlineno + 2}:" in str(caught.value)
+    message = str(caught.value)
+    assert f"{Path(__file__).name}:" in message
+    assert "out.write(0, heap.byte_buffer_read(float, 0, 0))" in message
     with pytest.raises(KernelCompileError, match=r"sample_grad_level, size, size_mip\); not"):
         volume_read(out, dispatch_size=1)
+
+
+def read_outside(heap, image, out):
+    out.write(0, heap.texture3d_read(0, uint3(0, 5, 0)).x)
+    out.write(1, image.read(int3(1, -1, 4)))
+
+
+@pytest.mark.parametrize("which", [0, 1])
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_a_texel_outside_names_its_coordinate_and_line(fresh_session, mode, which):
+    """Through a bindless array (which 0) or directly (which 1), an out-of-range 3D texel
+    is reported with its own coordinate (y beyond the height, a negative y) and the
+    kernel's line."""
+    luisa.init("cpu")
+    image = luisa.Image3D(2, 2, 2, 1, float)
+    heap = luisa.bindless_array({0: luisa.Image3D(2, 6 if which else 2, 2, 1, float)})
+    out = luisa.Buffer(2, float)
+    with pytest.raises(CommandFailedError) as caught:
+        run(read_outside, mode, (1,), heap, image, out)
+    message = str(caught.value.failures[0][2])
+    line = read_outside.__code__.co_firstlineno + 1 + which
+    expected = ["texel (0, 5, 0) of image 'heap[0]'", "texel (1, -1, 4) of image 'image'"][which]
+    assert expected in message and f"{Path(__file__).name}:{line}:" in message
