@@ -43,14 +43,12 @@ def _texel_format(array: Any, image: str, axes: str) -> tuple[np.ndarray, Any, s
     return (array, *_ARRAY_FORMATS[array.dtype])
 
 
-class _TextureType:
+class TextureType:
     """What ``Texture2DType`` and ``Texture3DType`` share: the type of an image of
     ``channel`` channels of ``dtype``, equal to another of the same dimension, dtype and
-    channels, as in luisa-python. Kernels are typed by their arguments, so luisa_nb takes
-    these as annotations (``def f(image: luisa.Texture3DType(float, 4))``) and checks
-    none."""
-
-    dimension = 2
+    channels, as in luisa-python. They annotate kernel parameters (``def f(image:
+    luisa.Texture3DType(float, 4))``), and ``luisa.func`` checks its arguments against
+    them as luisa-python does."""
 
     def __init__(self, dtype: Any, channel: int) -> None:
         name = type(self).__name__
@@ -75,14 +73,20 @@ class _TextureType:
         return f"{type(self).__name__}({self.dtype.__name__}, {self.channel})"
 
 
-class Texture2DType(_TextureType):
+class Texture2DType(TextureType):
     """luisa-python's type of an ``Image2D`` (``image.texture2DType``)."""
 
 
-class Texture3DType(_TextureType):
+class Texture3DType(TextureType):
     """luisa-python's type of an ``Image3D`` (``image.texture3DType``)."""
 
-    dimension = 3
+
+def texture_type_of(value: Any) -> TextureType | None:
+    """The ``Texture2DType`` or ``Texture3DType`` of an image; None for anything else."""
+    if not isinstance(value, runtime.Image):
+        return None
+    kind = Texture2DType if value.depth is None else Texture3DType
+    return kind(_TYPES[value.kind], value.channels)
 
 
 class _Image(ListedCopies, runtime.Image):
@@ -157,7 +161,7 @@ class Image2D(_Image):
 
     @property
     def texture2DType(self) -> Texture2DType:
-        return Texture2DType(_TYPES[self.kind], self.channels)
+        return texture_type_of(self)
 
     @staticmethod
     def empty(
@@ -221,7 +225,7 @@ class Image3D(_Image):
 
     @property
     def texture3DType(self) -> Texture3DType:
-        return Texture3DType(_TYPES[self.kind], self.channels)
+        return texture_type_of(self)
 
     @staticmethod
     def empty(

@@ -369,6 +369,13 @@ def test_texture_types_as_in_luisa_python(fresh_session):
 
     annotated(image, dispatch_size=1)
     assert image.numpy()[1, 1, 1].tolist() == [1.0, 2.0, 3.0, 4.0]
+    expected = r"'volume' is annotated Texture3DType\(float, 4\), got Texture3DType\(float, 2\)"
+    with pytest.raises(InvalidArgumentError, match=expected):
+        annotated(luisa.Image3D(2, 2, 2, 2, float), dispatch_size=1)
+    with pytest.raises(InvalidArgumentError, match=r"got Texture2DType\(float, 4\)"):
+        annotated(luisa.Image2D(2, 2, 4, float), dispatch_size=1)
+    with pytest.raises(InvalidArgumentError, match="got 'Buffer'"):
+        annotated(luisa.Buffer(4, float), dispatch_size=1)
 
 
 def printed_rows(output: str) -> np.ndarray:
