@@ -86,8 +86,8 @@ class BindlessArray(runtime.BindlessArray):
         if not isinstance(res, runtime.Image):
             if filter is not None or address is not None:
                 raise InvalidArgumentError(
-                    "BindlessArray.emplace: filter and address are for images; a buffer "
-                    "takes neither"
+                    f"BindlessArray.emplace: filter and address are for images, not for "
+                    f"{type(res).__name__}; leave them out"
                 )
             super().emplace(idx, res)
             return
