@@ -1,9 +1,12 @@
 """Typing of bindless arrays in kernels, as luisa-python names their methods:
-``heap.buffer_read(dtype, slot, index)``, ``heap.buffer_size(slot)``,
-``heap.texture2d_read(slot, coord)``, ``heap.texture2d_sample(slot, uv)`` and
-``heap.texture2d_size(slot)``. Each resource of the array is a buffer slot of the kernel
-(read by every dispatch); a call becomes an :class:`ir.BindlessCall` over the slots whose
-resource suits it."""
+``heap.buffer_read(dtype, slot, index)``, ``heap.buffer_size(slot)`` and, for 2D and
+3D images (``texture2d_*``, ``texture3d_*``), ``_read(slot, coord)``,
+``_sample(slot, uv)``, ``_sample_mip(slot, uv, level)``, ``_sample_grad(slot, uv, ddx,
+ddy)``, ``_sample_grad_level(slot, uv, ddx, ddy, min_level)``, ``_size(slot)`` and
+``_size_mip(slot, level)``. Images have one mip level, so the level and gradient
+arguments are evaluated and the call works on level 0. Each resource of the array is a
+buffer slot of the kernel (read by every dispatch); a call becomes an
+:class:`ir.BindlessCall` over the slots whose resource suits it."""
 
 from __future__ import annotations
 
@@ -26,17 +29,38 @@ from luisa_nb.kernels.type_system import (
 if TYPE_CHECKING:
     from luisa_nb.kernels.typer import KernelTyper
 
-FLOAT2 = VectorType(ScalarType.FLOAT32, 2)
 FLOAT4 = VectorType(ScalarType.FLOAT32, 4)
-UINT2 = VectorType(ScalarType.UINT32, 2)
-COORD_TYPES = (VectorType(ScalarType.INT32, 2), UINT2)
+TEXTURE_ARGUMENTS = {  # texture method -> its arguments after the slot
+    "read": ("coord",),
+    "sample": ("uv",),
+    "sample_mip": ("uv", "level"),
+    "sample_grad": ("uv", "ddx", "ddy"),
+    "sample_grad_level": ("uv", "ddx", "ddy", "min_level"),
+    "size": (),
+    "size_mip": ("level",),
+}
 BINDLESS_METHODS = {
     "buffer_read": "buffer_read(dtype, slot, index)",
     "buffer_size": "buffer_size(slot)",
-    "texture2d_read": "texture2d_read(slot, coord)",
-    "texture2d_sample": "texture2d_sample(slot, uv)",
-    "texture2d_size": "texture2d_size(slot)",
+    **{
+        f"texture{d}d_{method}": f"texture{d}d_{method}({', '.join(('slot', *arguments))})"
+        for d in (2, 3)
+        for method, arguments in TEXTURE_ARGUMENTS.items()
+    },
 }
+
+
+def texture_operation(method: str) -> tuple[int, str] | None:
+    """``(dimension, "read" | "sample" | "size")`` of a texture method (all sampling
+    forms sample level 0); None for buffer methods."""
+    if not method.startswith("texture"):
+        return None
+    return int(method[7]), method[10:].split("_")[0]
+
+
+def suits(image: Any, dimension: int) -> bool:
+    """Whether a resource's element type is an image a ``texture{dimension}d`` call uses."""
+    return isinstance(image, ImageType) and (image.depth > 0) == (dimension == 3)
 
 
 def element_type_of(value: Any) -> KernelType | None:
@@ -89,9 +113,19 @@ class BindlessTyping:
         method = node.func.attr
         heap = self.heap_index(node.func.value)
         name, pairs = self.heaps[heap]
+        if method == "byte_buffer_read":
+            self.fail(
+                node.func,
+                f"{name}.byte_buffer_read: byte buffers are not supported by luisa_nb; read a "
+                f"typed buffer with {name}.buffer_read(dtype, slot, index)",
+            )
         if method not in BINDLESS_METHODS:
-            known = ", ".join(f".{usage}" for usage in BINDLESS_METHODS.values())
-            self.fail(node.func, f"bindless arrays have {known}; not .{method}")
+            forms = ", ".join(TEXTURE_ARGUMENTS)
+            self.fail(
+                node.func,
+                f"bindless arrays have .buffer_read(dtype, slot, index), .buffer_size(slot) "
+                f"and .texture2d_* and .texture3d_* ({forms}); not .{method}",
+            )
         if node.keywords:
             self.fail(node.keywords[0], f"{name}.{method}() takes no keyword arguments")
         usage = f"{name}.{BINDLESS_METHODS[method]}"
@@ -107,33 +141,56 @@ class BindlessTyping:
                 self.fail(dtype_node, f"{usage}: dtype must be a type (float, int, float3, ...)")
         slot_node = arguments.pop(0)
         slot = self.integer(self.visit(slot_node), slot_node, usage)
-        typed: list[ir.Expression] = []
         if method == "buffer_read":
-            typed.append(self.integer(self.visit(arguments[0]), arguments[0], usage))
-        elif method == "texture2d_read":
-            coord = self.visit(arguments[0])
-            if coord.type not in COORD_TYPES:
-                self.fail(arguments[0], f"{usage} takes a uint2 or int2 coord, got {coord.type}")
-            typed.append(coord)
-        elif method == "texture2d_sample":
-            uv = self.visit(arguments[0])
-            if uv.type != FLOAT2:
-                self.fail(arguments[0], f"{usage} takes a float2 uv, got {uv.type}")
-            typed.append(uv)
-        if method.startswith("texture2d"):
-            suits = [(s, b) for s, b in pairs if isinstance(self.buffers[b].element, ImageType)]
-            result = FLOAT4 if method != "texture2d_size" else UINT2
+            typed = [self.integer(self.visit(arguments[0]), arguments[0], usage)]
+        elif method == "buffer_size":
+            typed = []
         else:
-            suits = [
+            typed = [
+                self.texture_argument(kind, argument, usage, int(method[7]))
+                for kind, argument in zip(TEXTURE_ARGUMENTS[method[10:]], arguments, strict=True)
+            ]
+        operation = texture_operation(method)
+        if operation is not None:
+            dimension, kind = operation
+            chosen = [(s, b) for s, b in pairs if suits(self.buffers[b].element, dimension)]
+            size_type = VectorType(ScalarType.UINT32, dimension)
+            result = size_type if kind == "size" else FLOAT4
+        else:
+            chosen = [
                 (s, b)
                 for s, b in pairs
                 if not isinstance(self.buffers[b].element, ImageType)
                 and (method == "buffer_size" or self.buffers[b].element == result)
             ]
-        sizes = tuple(self.heap_sizes[b] for _, b in suits) if method == "buffer_size" else ()
+        sizes = tuple(self.heap_sizes[b] for _, b in chosen) if method == "buffer_size" else ()
         return ir.BindlessCall(
-            result, heap, method, tuple(suits), slot, tuple(typed), node.lineno, sizes
+            result, heap, method, tuple(chosen), slot, tuple(typed), node.lineno, sizes
         )
+
+    def texture_argument(
+        self: KernelTyper, kind: str, node: ast.expr, usage: str, dimension: int
+    ) -> ir.Expression:
+        """Argument ``kind`` (see :data:`TEXTURE_ARGUMENTS`) of a texture method."""
+        value = self.visit(node)
+        if kind == "coord":
+            if value.type not in (
+                VectorType(ScalarType.INT32, dimension),
+                VectorType(ScalarType.UINT32, dimension),
+            ):
+                self.fail(
+                    node,
+                    f"{usage} takes a uint{dimension} or int{dimension} coord, got {value.type}",
+                )
+        elif kind == "level":
+            value = self.integer(value, node, usage)
+        elif kind == "min_level":
+            value = self.scalar(value, node)
+            if not value.type.is_float:
+                self.fail(node, f"{usage}: min_level is a float, got {value.type}")
+        elif value.type != VectorType(ScalarType.FLOAT32, dimension):
+            self.fail(node, f"{usage} takes a float{dimension} {kind}, got {value.type}")
+        return value
 
     def integer(
         self: KernelTyper, value: ir.Expression, node: ast.AST, usage: str

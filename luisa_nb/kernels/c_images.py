@@ -4,8 +4,9 @@ channels (``byte``/``short`` storage of float images is unsigned normalized: div
 255 or 65535 on read, clamped to [0, 1], scaled and rounded to nearest on write). Width,
 height (and a 3D image's depth) are constants of the image type. Checked helpers test
 ``x < width``, ``y < height`` (and ``z < depth``) and note a failure as buffer accesses
-do, with ``x`` as the index and ``y`` (3D: ``z * height + y``) as the value of the
-report. A mixin of :class:`~luisa_nb.kernels.c_emitter.CEmitter`.
+do, with ``x`` as the index and ``y`` (3D: ``z * 2**32`` plus the 32 bits of ``y``) as
+the value of the report, and whether the coordinate is unsigned. A mixin of
+:class:`~luisa_nb.kernels.c_emitter.CEmitter`.
 """
 
 from __future__ import annotations
@@ -45,9 +46,11 @@ WRITE = """\
 {stores}
 }}"""
 
+TEXEL_WHERE_3D = "(double)z * 4294967296.0 + (double)(uint32_t)y"
+
 CHECK = """\
     const _Bool ok = ((uint64_t)x < {width}u) & ((uint64_t)y < {height}u){z_check};
-    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, {access}, x, 0, (double){row});
+    lnb_note(state, ok, LNB_INDEX_ERROR, line, slot, {access}, x, {unsigned}, {where});
     if ({skip}) return{zero};
 """
 
@@ -89,7 +92,8 @@ class ImageEmission:
                 width=image.width,
                 height=image.height,
                 z_check=f" & ((uint64_t)z < {image.depth}u)" if image.depth else "",
-                row=fields["row"],
+                unsigned=int(not coord.element.is_signed),
+                where=TEXEL_WHERE_3D if image.depth else "(double)y",
                 access=0 if access == "read" else 1,
                 skip="!ok" if access == "read" else "!ok | state->skip_writes",
                 zero=(" 0" if image.channels == 1 else f" {self.compound(texel, '0')}")

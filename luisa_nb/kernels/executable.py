@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -263,10 +264,12 @@ class CExecutable(Executable):
         image = self.buffer_elements[record.buffer]
         if isinstance(image, ImageType) and record.status == STATUS_INDEX_ERROR:
             access = ("reads", "writes")[record.access]
-            row = int(record.value)  # y, or z * height + y for a 3D image
-            coord: tuple[int, ...] = (index, row)
-            if image.depth:
-                coord = (index, row % image.height, row // image.height)
+            coord: tuple[int, ...] = (index, int(record.value))
+            if image.depth:  # z * 2**32 plus the 32 bits of y (see c_images)
+                z = math.floor(record.value / 2**32)
+                y = int(record.value - z * 2**32)
+                signed_negative = not record.unsigned_index and y >= 2**31
+                coord = (index, y - 2**32 if signed_negative else y, z)
             size = image.size
             return texel_error(self.name, where, line, thread, access, coord, size, buffer)
         if record.status == STATUS_NON_FINITE:

@@ -94,8 +94,8 @@ class ImageRead(Expression):
 @dataclass(frozen=True)
 class BindlessCall(Expression):
     """A method of bindless array ``heap`` (an index into ``KernelIR.heaps``):
-    ``buffer_read(dtype, slot, index)``, ``buffer_size(slot)``, ``texture2d_read(slot,
-    coord)``, ``texture2d_sample(slot, uv)`` or ``texture2d_size(slot)``. ``slots`` are
+    ``buffer_read(dtype, slot, index)``, ``buffer_size(slot)`` or a ``texture2d_*`` or
+    ``texture3d_*`` method (``bindless_typing.BINDLESS_METHODS``). ``slots`` are
     the ``(bindless slot, buffer slot)`` pairs whose resource suits the call; any other
     slot fails the call's check."""
 

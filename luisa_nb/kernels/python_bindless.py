@@ -1,18 +1,20 @@
 """Bindless arrays in Python mode: a shim whose methods call the shims of the resources
-in its slots, computing what the emitted C computes (see ``c_bindless``)."""
+in its slots, computing what the emitted C computes (see ``c_bindless``: the same float32
+operations in the same order, so both agree bit for bit)."""
 
 from __future__ import annotations
 
 import sys
+from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.kernels.bindless_typing import element_type_of
+from luisa_nb.kernels.bindless_typing import element_type_of, suits
 from luisa_nb.kernels.builtins import thread_state
-from luisa_nb.kernels.checks import slot_error
-from luisa_nb.kernels.type_system import BufferType, ImageType
-from luisa_nb.kernels.vectors import float4, int2, uint2
+from luisa_nb.kernels.checks import slot_error, texel_error
+from luisa_nb.kernels.type_system import BufferType, Sampler
+from luisa_nb.kernels.vectors import float4, int2, int3, uint2, uint3
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.python_mode import ImageShim, PythonExecutable
@@ -20,6 +22,74 @@ if TYPE_CHECKING:
 ZERO = np.float32(0)
 ONE = np.float32(1)
 HALF = np.float32(0.5)
+TWO = np.float32(2)
+NO_TEXEL = np.zeros(4, np.float32)
+
+
+def _repeat(i: int, n: int) -> int:
+    return i % n
+
+
+def _mirror(i: int, n: int) -> int:
+    t = i % (2 * n)
+    return t if t < n else 2 * n - 1 - t
+
+
+def _edge(i: int, n: int) -> int:
+    return min(max(i, 0), n - 1)
+
+
+def _zero(i: int, n: int) -> int:
+    return i if 0 <= i < n else -1
+
+
+ADDRESS = {"repeat": _repeat, "mirror": _mirror, "edge": _edge, "zero": _zero}
+
+
+def sample(shim: ImageShim, uv: Any) -> Any:
+    """The float4 that ``c_bindless``'s sampling helper gives for ``shim``'s image."""
+    image = shim.image
+    sampler = image.sampler or Sampler()
+    address = ADDRESS[sampler.address]
+    linear = sampler.filter == "linear"
+    taps: list[tuple[int, ...]] = []  # per axis: its tap indices
+    fractions = []  # per axis: (g, f)
+    for u, extent in zip(uv._values, image.size, strict=True):
+        u = np.float32(u)
+        if sampler.address == "repeat":
+            u = u - np.floor(u)
+        elif sampler.address == "mirror":
+            u = u - TWO * np.floor(u * HALF)
+        if linear:
+            x = u * np.float32(extent) - HALF
+            c = np.floor(x)
+            f = x - c
+            fractions.append((ONE - f, f))
+        else:
+            c = np.floor(u * np.float32(extent))
+        k = int(np.fmax(np.fmin(c, np.float32(2 * extent)), np.float32(-2)))
+        taps.append(tuple(address(k + step, extent) for step in ((0, 1) if linear else (0,))))
+    coordinate = int3 if image.depth else int2
+
+    def fetch(indices: tuple[int, ...]) -> np.ndarray:
+        if min(indices) < 0:
+            return NO_TEXEL
+        return _widened(shim, shim.read(coordinate(*indices)))._values
+
+    if not linear:
+        return float4.wrap(fetch(tuple(axis[0] for axis in taps)).copy())
+    texels = {
+        bits: fetch(tuple(axis[bit] for axis, bit in zip(taps, bits, strict=True)))
+        for bits in product((0, 1), repeat=len(taps))
+    }
+
+    def blend(axis: int, bits: tuple[int, ...]) -> np.ndarray:
+        if axis < 0:
+            return texels[bits]
+        g, f = fractions[axis]
+        return blend(axis - 1, (0, *bits)) * g + blend(axis - 1, (1, *bits)) * f
+
+    return float4.wrap(blend(len(taps) - 1, ()))
 
 
 class BindlessShim:
@@ -30,20 +100,20 @@ class BindlessShim:
         self.executable = executable
         self.shims = shims
 
-    def _resource(self, slot: Any, method: str, suits: Any) -> Any:
-        """The shim in ``slot`` if ``suits(shim)``; else a :class:`KernelIndexError`."""
+    def _resource(self, slot: Any, method: str, fits: Any, depth: int = 2) -> Any:
+        """The shim in ``slot`` if ``fits(shim)``; else a :class:`KernelIndexError` at
+        the line of the kernel's frame, ``depth`` frames up."""
         shim = self.shims.get(int(slot))
-        if shim is not None and suits(shim):
+        if shim is not None and fits(shim):
             return shim
-        line = sys._getframe(2).f_lineno  # the kernel's frame: it called the method
+        line = sys._getframe(depth).f_lineno
         executable = self.executable
-        suitable = [s for s, other in sorted(self.shims.items()) if suits(other)]
-        x, y, z = thread_state.dispatch_id._values.tolist()
+        suitable = [s for s, other in sorted(self.shims.items()) if fits(other)]
         raise slot_error(
             executable.name,
             executable.kernel_source.where(line),
             line,
-            (x, y, z),
+            _thread(),
             int(slot),
             self.name,
             method,
@@ -61,32 +131,82 @@ class BindlessShim:
         shim = self._resource(slot, "buffer_size", lambda s: _element(s) is not None)
         return np.uint32(len(shim.array))
 
-    def texture2d_read(self, slot: Any, coord: Any) -> Any:
-        shim = self._resource(slot, "texture2d_read", _is_image)
+    def _texture(self, slot: Any, method: str, depth: int = 3) -> ImageShim:
+        """The image shim in ``slot`` for ``method`` (called ``depth - 2`` frames below
+        the kernel's)."""
+        dimension = int(method[7])
+
+        def image(shim: Any) -> bool:
+            return suits(getattr(shim, "image", None), dimension)
+
+        return self._resource(slot, method, image, depth=depth)
+
+    def _texel(self, slot: Any, coord: Any, method: str) -> Any:
+        """Texel ``coord`` of the image in ``slot`` as a float4; a coordinate outside is
+        a :class:`KernelIndexError` at the kernel's line."""
+        shim = self._texture(slot, method, depth=4)
+        position = tuple(int(c) for c in coord._values)
+        size = shim.image.size
+        if not all(0 <= c < extent for c, extent in zip(position, size, strict=True)):
+            line = sys._getframe(2).f_lineno
+            executable = self.executable
+            where = executable.kernel_source.where(line)
+            raise texel_error(
+                executable.name, where, line, _thread(), "reads", position, size, shim.name
+            )
         return _widened(shim, shim.read(coord))
 
+    def texture2d_read(self, slot: Any, coord: Any) -> Any:
+        return self._texel(slot, coord, "texture2d_read")
+
+    def texture3d_read(self, slot: Any, coord: Any) -> Any:
+        return self._texel(slot, coord, "texture3d_read")
+
     def texture2d_size(self, slot: Any) -> Any:
-        shim = self._resource(slot, "texture2d_size", _is_image)
-        return uint2(shim.image.width, shim.image.height)
+        return uint2(*self._texture(slot, "texture2d_size").image.size)
+
+    def texture3d_size(self, slot: Any) -> Any:
+        return uint3(*self._texture(slot, "texture3d_size").image.size)
+
+    def texture2d_size_mip(self, slot: Any, level: Any) -> Any:
+        return uint2(*self._texture(slot, "texture2d_size_mip").image.size)
+
+    def texture3d_size_mip(self, slot: Any, level: Any) -> Any:
+        return uint3(*self._texture(slot, "texture3d_size_mip").image.size)
 
     def texture2d_sample(self, slot: Any, uv: Any) -> Any:
-        shim = self._resource(slot, "texture2d_sample", _is_image)
-        width, height = shim.image.width, shim.image.height
-        u, v = (np.float32(c) for c in uv._values)
-        u, v = u - np.floor(u), v - np.floor(v)
-        x, y = u * np.float32(width) - HALF, v * np.float32(height) - HALF
-        x0, y0 = np.floor(x), np.floor(y)
-        fx, fy = x - x0, y - y0
-        gx, gy = ONE - fx, ONE - fy
-        i0 = (int(x0) + width) % width
-        j0 = (int(y0) + height) % height
-        i1, j1 = (i0 + 1) % width, (j0 + 1) % height
+        return sample(self._texture(slot, "texture2d_sample"), uv)
 
-        def fetch(i: int, j: int) -> np.ndarray:
-            return _widened(shim, shim.read(int2(i, j)))._values
+    def texture3d_sample(self, slot: Any, uv: Any) -> Any:
+        return sample(self._texture(slot, "texture3d_sample"), uv)
 
-        a, b, c, d = fetch(i0, j0), fetch(i1, j0), fetch(i0, j1), fetch(i1, j1)
-        return float4.wrap((a * gx + b * fx) * gy + (c * gx + d * fx) * fy)
+    def texture2d_sample_mip(self, slot: Any, uv: Any, level: Any) -> Any:
+        return sample(self._texture(slot, "texture2d_sample_mip"), uv)
+
+    def texture3d_sample_mip(self, slot: Any, uv: Any, level: Any) -> Any:
+        return sample(self._texture(slot, "texture3d_sample_mip"), uv)
+
+    def texture2d_sample_grad(self, slot: Any, uv: Any, ddx: Any, ddy: Any) -> Any:
+        return sample(self._texture(slot, "texture2d_sample_grad"), uv)
+
+    def texture3d_sample_grad(self, slot: Any, uv: Any, ddx: Any, ddy: Any) -> Any:
+        return sample(self._texture(slot, "texture3d_sample_grad"), uv)
+
+    def texture2d_sample_grad_level(
+        self, slot: Any, uv: Any, ddx: Any, ddy: Any, min_level: Any
+    ) -> Any:
+        return sample(self._texture(slot, "texture2d_sample_grad_level"), uv)
+
+    def texture3d_sample_grad_level(
+        self, slot: Any, uv: Any, ddx: Any, ddy: Any, min_level: Any
+    ) -> Any:
+        return sample(self._texture(slot, "texture3d_sample_grad_level"), uv)
+
+
+def _thread() -> tuple[int, int, int]:
+    """The dispatch id of the Python-mode thread running now."""
+    x, y, z = thread_state.dispatch_id._values.tolist()
+    return (x, y, z)
 
 
 def _element(shim: Any) -> Any:
@@ -94,10 +214,6 @@ def _element(shim: Any) -> Any:
     if hasattr(shim, "image"):
         return None
     return BufferType.of_dtype(shim.array.dtype).element
-
-
-def _is_image(shim: Any) -> bool:
-    return isinstance(getattr(shim, "image", None), ImageType)
 
 
 def _widened(shim: ImageShim, texel: Any) -> Any:

@@ -5,7 +5,7 @@ emitter. Nothing here knows about C or Python mode.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -164,6 +164,22 @@ class MatrixType:
 IMAGE_KINDS = {"float": ScalarType.FLOAT32, "int": ScalarType.INT32, "uint": ScalarType.UINT32}
 
 
+SAMPLER_FILTERS = ("point", "linear")
+SAMPLER_ADDRESSES = ("edge", "repeat", "mirror", "zero")
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """How a bindless array's slot samples its image: ``filter`` "point" or "linear",
+    ``address`` "edge", "repeat", "mirror" or "zero" (see ``c_bindless``)."""
+
+    filter: str = "linear"
+    address: str = "repeat"
+
+    def __str__(self) -> str:
+        return f"{self.filter}/{self.address}"
+
+
 @dataclass(frozen=True)
 class ImageType:
     """A 2D image as kernels see it: ``width`` x ``height`` texels of ``channels`` (1, 2
@@ -179,6 +195,7 @@ class ImageType:
     width: int
     height: int
     depth: int = 0  # a 3D image's depth; 0 for 2D images
+    sampler: Sampler | None = None  # its bindless slot's sampler; None outside bindless arrays
 
     @property
     def dtype(self) -> np.dtype:
@@ -202,7 +219,8 @@ class ImageType:
 
     def __str__(self) -> str:
         size = "x".join(map(str, self.size))
-        return f"image{'3d' if self.depth else ''}[{self.texel}, {self.storage}, {size}]"
+        sampled = f", {self.sampler}" if self.sampler else ""
+        return f"image{'3d' if self.depth else ''}[{self.texel}, {self.storage}, {size}{sampled}]"
 
 
 def is_image_like(value: Any) -> bool:
@@ -261,8 +279,8 @@ class BufferType:
 class BindlessType:
     """A bindless array as kernels see it: its emplaced resources by slot, each as
     ``(slot, type, size)``: a :class:`BufferType` (of an element or of an
-    :class:`ImageType`) and the element count. The resources are part of the type: a
-    kernel is compiled once per set of resources."""
+    :class:`ImageType` with the slot's :class:`Sampler`) and the element count. The
+    resources are part of the type: a kernel is compiled once per set of resources."""
 
     entries: tuple[tuple[int, BufferType, int], ...]
 
@@ -272,8 +290,8 @@ class BindlessType:
 
 
 def is_bindless_like(value: Any) -> bool:
-    """Duck typing: ``__lnb_bindless__`` is true and ``resources()`` gives the emplaced
-    buffers and images by slot."""
+    """Duck typing: ``__lnb_bindless__`` is true, ``resources()`` gives the emplaced
+    buffers and images by slot and ``samplers()`` the images' samplers by slot."""
     return bool(getattr(value, "__lnb_bindless__", False))
 
 
@@ -309,8 +327,14 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if is_image_like(value):
         return BufferType(image_type(value))
     if is_bindless_like(value):
-        resources = sorted(value.resources().items())
-        return BindlessType(tuple((slot, argument_type(r), int(r.size)) for slot, r in resources))
+        samplers = value.samplers()
+        entries = []
+        for slot, resource in sorted(value.resources().items()):
+            kind = argument_type(resource)
+            if isinstance(kind.element, ImageType):
+                kind = BufferType(replace(kind.element, sampler=samplers.get(slot, Sampler())))
+            entries.append((slot, kind, int(resource.size)))
+        return BindlessType(tuple(entries))
     if is_buffer_like(value):
         try:
             return BufferType.of_dtype(value.dtype)

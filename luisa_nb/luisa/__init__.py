@@ -12,12 +12,20 @@ as names that raise :class:`~luisa_nb.errors.UnsupportedFeatureError` when used.
 from __future__ import annotations
 
 from luisa_nb.kernels import SharedArrayType
-from luisa_nb.luisa import session
+from luisa_nb.luisa import lcapi, session
 from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffer import Buffer
 from luisa_nb.luisa.func import Func, func
 from luisa_nb.luisa.gui import GUI
-from luisa_nb.luisa.image import Image2D, Image3D, Texture2D, image2d, image3d
+from luisa_nb.luisa.image import (
+    Image2D,
+    Image3D,
+    Texture2D,
+    Texture2DType,
+    Texture3DType,
+    image2d,
+    image3d,
+)
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
 from luisa_nb.luisa.missing import MISSING
@@ -90,6 +98,8 @@ __all__ = [
     "Image2D",
     "Image3D",
     "Texture2D",
+    "Texture2DType",
+    "Texture3DType",
     "Stream",
     "bindless_array",
     "buffer",
@@ -100,6 +110,7 @@ __all__ = [
     "image2d",
     "image3d",
     "init_headless",
+    "lcapi",
     "long",
     "synchronize",
     "uint",

@@ -1,21 +1,48 @@
-"""luisa-python's ``BindlessArray`` on luisa_nb: buffers and float 2D images by slot.
+"""luisa-python's ``BindlessArray`` on luisa_nb: buffers and float 2D and 3D images by
+slot, each image with a sampler (``lcapi.Filter``, ``lcapi.Address``).
 
 ``emplace`` and the ``remove_*`` methods change the array's pending table, ``update()``
 makes it the one later dispatches see. In kernels: ``heap.buffer_read(dtype, slot,
-index)``, ``heap.buffer_size(slot)``, ``heap.texture2d_read(slot, coord)``,
-``heap.texture2d_sample(slot, uv)`` and ``heap.texture2d_size(slot)``.
+index)``, ``heap.buffer_size(slot)`` and the ``texture2d_*``/``texture3d_*`` methods
+(``_read``, ``_sample``, ``_sample_mip``, ``_sample_grad``, ``_sample_grad_level``,
+``_size``, ``_size_mip``; see ``kernels/bindless_typing.py``).
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+from luisa_nb.kernels.type_system import Sampler
 from luisa_nb.luisa import session
+from luisa_nb.luisa.lcapi import Address, Filter
 from luisa_nb.runtime import Stream
 
 DEFAULT_SLOTS = 65536
+_FILTERS = {
+    Filter.POINT.name: "point",
+    Filter.LINEAR_POINT.name: "linear",
+    Filter.LINEAR_LINEAR.name: "linear",
+    Filter.ANISOTROPIC.name: "linear",
+}
+
+
+def _setting(value: Any, kind: type[enum.Enum], default: enum.Enum) -> str:
+    """The name of a ``Filter`` or ``Address`` (luisa_nb's or real ``lcapi``'s)."""
+    name = default.name if value is None else getattr(value, "name", None)
+    if name not in kind.__members__:
+        names = ", ".join(f"lcapi.{kind.__name__}.{member}" for member in kind.__members__)
+        raise InvalidArgumentError(f"a sampler's {kind.__name__.lower()} is {names}; got {value!r}")
+    return name
+
+
+def sampler_of(filter: Any, address: Any) -> Sampler:
+    """The sampler of ``emplace(..., filter, address)``; None means luisa-python's
+    default, ``LINEAR_POINT`` and ``REPEAT``."""
+    chosen = _FILTERS[_setting(filter, Filter, Filter.LINEAR_POINT)]
+    return Sampler(chosen, _setting(address, Address, Address.REPEAT).lower())
 
 
 class BindlessArray(runtime.BindlessArray):
@@ -47,25 +74,28 @@ class BindlessArray(runtime.BindlessArray):
         address: Any = None,
         byte_offset: int = 0,
     ) -> None:
-        """Put a buffer or a float image in slot ``idx``. Images are sampled bilinearly
-        with repeat addressing (luisa-python's default); other samplers and byte
-        offsets are not supported."""
-        if filter is not None or address is not None or byte_offset:
+        """Put a buffer or a float 2D or 3D image in slot ``idx``. An image is sampled
+        with ``filter`` and ``address`` (``lcapi.Filter``, ``lcapi.Address``; default
+        ``LINEAR_POINT`` and ``REPEAT``, as in luisa-python). Byte offsets are not
+        supported."""
+        if byte_offset:
             raise UnsupportedFeatureError(
-                "BindlessArray.emplace with a filter, an address mode or a byte offset: "
-                "luisa_nb samples images bilinearly with repeat addressing and binds whole "
-                "buffers; leave those arguments out"
+                "BindlessArray.emplace with a byte offset: luisa_nb binds whole buffers; "
+                "leave byte_offset out"
             )
-        if isinstance(res, runtime.Image):
-            if res.kind != "float":
+        if not isinstance(res, runtime.Image):
+            if filter is not None or address is not None:
                 raise InvalidArgumentError(
-                    f"a bindless array holds float images, not {res.kind} ones (as in luisa)"
+                    f"BindlessArray.emplace: filter and address are for images, not for "
+                    f"{type(res).__name__}; leave them out"
                 )
-            if res.depth is not None:
-                raise UnsupportedFeatureError(
-                    "3D images in bindless arrays are not supported by luisa_nb"
-                )
-        super().emplace(idx, res)
+            super().emplace(idx, res)
+            return
+        if res.kind != "float":
+            raise InvalidArgumentError(
+                f"a bindless array holds float images, not {res.kind} ones (as in luisa)"
+            )
+        super().emplace(idx, res, sampler_of(filter, address))
 
     def remove_buffer(self, idx: int) -> None:
         self.remove(idx)

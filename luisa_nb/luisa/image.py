@@ -22,6 +22,7 @@ from luisa_nb.png import encode_png
 from luisa_nb.runtime import Stream
 
 _KINDS = {float: "float", int: "int", uint: "uint"}
+_TYPES = {kind: dtype for dtype, kind in _KINDS.items()}
 _ARRAY_FORMATS = {  # an array's dtype -> the texel dtype and storage of its image
     np.dtype(np.uint8): (float, "byte"),
     np.dtype(np.float32): (float, "float"),
@@ -40,6 +41,52 @@ def _texel_format(array: Any, image: str, axes: str) -> tuple[np.ndarray, Any, s
             f"got shape {array.shape} of {array.dtype}"
         )
     return (array, *_ARRAY_FORMATS[array.dtype])
+
+
+class TextureType:
+    """What ``Texture2DType`` and ``Texture3DType`` share: the type of an image of
+    ``channel`` channels of ``dtype``, equal to another of the same dimension, dtype and
+    channels, as in luisa-python. They annotate kernel parameters (``def f(image:
+    luisa.Texture3DType(float, 4))``), and ``luisa.func`` checks its arguments against
+    them as luisa-python does."""
+
+    def __init__(self, dtype: Any, channel: int) -> None:
+        name = type(self).__name__
+        if dtype not in _KINDS:
+            raise InvalidArgumentError(f"{name} holds float, int or uint texels, got {dtype!r}")
+        if channel not in (1, 2, 4):
+            raise InvalidArgumentError(f"{name} has 1, 2 or 4 channels, got {channel!r}")
+        self.dtype = dtype
+        self.channel = channel
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and self.dtype == other.dtype
+            and self.channel == other.channel
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.dtype, self.channel))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.dtype.__name__}, {self.channel})"
+
+
+class Texture2DType(TextureType):
+    """luisa-python's type of an ``Image2D`` (``image.texture2DType``)."""
+
+
+class Texture3DType(TextureType):
+    """luisa-python's type of an ``Image3D`` (``image.texture3DType``)."""
+
+
+def texture_type_of(value: Any) -> TextureType | None:
+    """The ``Texture2DType`` or ``Texture3DType`` of an image; None for anything else."""
+    if not isinstance(value, runtime.Image):
+        return None
+    kind = Texture2DType if value.depth is None else Texture3DType
+    return kind(_TYPES[value.kind], value.channels)
 
 
 class _Image(ListedCopies, runtime.Image):
@@ -112,6 +159,10 @@ class Image2D(_Image):
     ) -> None:
         super().__init__(width, height, channel, dtype, mip, storage)
 
+    @property
+    def texture2DType(self) -> Texture2DType:
+        return texture_type_of(self)
+
     @staticmethod
     def empty(
         width: int, height: int, channel: int, dtype: Any = float, storage: str | None = None
@@ -171,6 +222,10 @@ class Image3D(_Image):
     @property
     def volume(self) -> int:
         return self.depth
+
+    @property
+    def texture3DType(self) -> Texture3DType:
+        return texture_type_of(self)
 
     @staticmethod
     def empty(

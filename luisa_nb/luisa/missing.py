@@ -54,7 +54,6 @@ _FEATURES = {
         "MeshFormat",
     ),
     "automatic differentiation": ("autodiff",),
-    "3D image type annotations": ("Texture3DType",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
     "indirect dispatch": ("IndirectDispatchBuffer",),

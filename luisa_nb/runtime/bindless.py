@@ -5,7 +5,8 @@ time, as LuisaCompute's ``BindlessArray``.
 later dispatches see (at the time the dispatch is made, so in program order). A dispatch
 with a bindless array passes every resource of its table to the kernel, and its trace
 lists each one as read: a kernel may read any of them, so the hazard analysis treats the
-dispatch as reading all.
+dispatch as reading all. An image's slot also holds the :class:`Sampler` that kernels'
+``texture2d_sample``/``texture3d_sample`` use on it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.kernels.type_system import SAMPLER_ADDRESSES, SAMPLER_FILTERS, Sampler
 from luisa_nb.runtime.buffer import BufferView
 
 if TYPE_CHECKING:
@@ -30,8 +32,8 @@ class BindlessArray:
         self.device = device
         self.slots = slots
         self.version = 0  # counts updates that changed the table
-        self._pending: dict[int, BufferView] = {}
-        self._table: dict[int, BufferView] = {}
+        self._pending: dict[int, tuple[BufferView, Sampler | None]] = {}
+        self._table: dict[int, tuple[BufferView, Sampler | None]] = {}
 
     def _check_slot(self, slot: int) -> int:
         if not isinstance(slot, int) or isinstance(slot, bool) or not 0 <= slot < self.slots:
@@ -40,9 +42,10 @@ class BindlessArray:
             )
         return slot
 
-    def emplace(self, slot: int, resource: BufferView) -> None:
+    def emplace(self, slot: int, resource: BufferView, sampler: Sampler | None = None) -> None:
         """Put ``resource`` (a buffer or image of this array's device) in ``slot``, from
-        the next :meth:`update` on."""
+        the next :meth:`update` on. An image is sampled with ``sampler`` (default:
+        linear filtering, repeat addressing); a buffer takes none."""
         if not isinstance(resource, BufferView):
             raise InvalidArgumentError(
                 f"a bindless array holds buffers and images, not {type(resource).__name__}"
@@ -53,7 +56,18 @@ class BindlessArray:
                 f"{self.device.name!r}"
             )
         resource.buffer.check_alive()
-        self._pending[self._check_slot(slot)] = resource
+        if getattr(resource, "__lnb_image__", False):
+            sampler = sampler or Sampler()
+            if sampler.filter not in SAMPLER_FILTERS or sampler.address not in SAMPLER_ADDRESSES:
+                raise InvalidArgumentError(
+                    f"a sampler filters {' or '.join(SAMPLER_FILTERS)} and addresses "
+                    f"{', '.join(SAMPLER_ADDRESSES)}; got {sampler.filter!r}, {sampler.address!r}"
+                )
+        elif sampler is not None:
+            raise InvalidArgumentError(
+                f"{resource._name()} is a buffer: only images take a sampler; pass none"
+            )
+        self._pending[self._check_slot(slot)] = (resource, sampler)
 
     def remove(self, slot: int) -> None:
         """Empty ``slot`` from the next :meth:`update` on (an empty slot stays empty)."""
@@ -67,12 +81,18 @@ class BindlessArray:
 
     def resources(self) -> dict[int, BufferView]:
         """The resources dispatches see now, by slot."""
-        return dict(self._table)
+        return {slot: view for slot, (view, _) in self._table.items()}
+
+    def samplers(self) -> dict[int, Sampler]:
+        """The samplers of the images dispatches see now, by slot."""
+        return {slot: sampler for slot, (_, sampler) in self._table.items() if sampler}
 
     def views(self) -> list[BufferView]:
         """The resources dispatches see now, in slot order."""
-        return [self._table[slot] for slot in sorted(self._table)]
+        return [self._table[slot][0] for slot in sorted(self._table)]
 
     def __repr__(self) -> str:
-        held = ", ".join(f"{slot}: {view._name()}" for slot, view in sorted(self._table.items()))
+        held = ", ".join(
+            f"{slot}: {view._name()}" for slot, (view, _) in sorted(self._table.items())
+        )
         return f"<BindlessArray {self.slots} slots {{{held}}} on {self.device.name}>"
