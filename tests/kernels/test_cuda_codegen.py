@@ -142,6 +142,10 @@ class FakeHeap:
     def resources(self) -> dict[int, FakeBuffer]:
         return dict(self._resources)
 
+    def samplers(self) -> dict[int, Any]:
+        """No slot names a sampler: images sample bilinearly with repeat addressing."""
+        return {}
+
     def views(self) -> list[FakeBuffer]:
         """The resources in slot order, as a launch passes them."""
         return [self._resources[slot] for slot in sorted(self._resources)]
