@@ -17,8 +17,13 @@ from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.luisa import session
 from luisa_nb.luisa.buffer import ListedCopies, add_to_list
+from luisa_nb.luisa.image_files import (
+    load_hdr_image,
+    load_ldr_image,
+    save_hdr_image,
+    save_ldr_image,
+)
 from luisa_nb.luisa.types import uint
-from luisa_nb.png import encode_png
 from luisa_nb.runtime import Stream
 
 _KINDS = {float: "float", int: "int", uint: "uint"}
@@ -188,14 +193,29 @@ class Image2D(_Image):
         created.copy_from(array)
         return created
 
+    @staticmethod
+    def from_ldr_image(path: str | Path) -> Image2D:
+        """An RGBA image of byte storage from a PNG file (luisa-python reads other 8-bit
+        formats too, through stb_image; luisa_nb reads PNG)."""
+        return Image2D.from_array(load_ldr_image(path))
+
+    @staticmethod
+    def from_hdr_image(path: str | Path) -> Image2D:
+        """An RGBA image of float storage from a Radiance HDR file (alpha 1)."""
+        return Image2D.from_array(load_hdr_image(path))
+
     def to_image(self, path: str | Path) -> None:
-        """Save a byte-stored image as PNG, after the stream's earlier work."""
-        if self.storage != "byte":
+        """Save the image after the stream's earlier work: byte storage as PNG, float
+        storage as Radiance HDR (as luisa-python does for its RGBA images)."""
+        if self.storage == "byte":
+            save_ldr_image(path, self.numpy())
+        elif self.storage == "float":
+            save_hdr_image(path, self.numpy())
+        else:
             raise UnsupportedFeatureError(
-                f"to_image of {self.storage}-stored images (luisa saves HDR files); save "
-                f"image.numpy() with a library of your choice"
+                f"to_image of {self.storage}-stored images: files hold byte (PNG) or float "
+                f"(HDR) texels; save image.numpy() with a library of your choice"
             )
-        Path(path).write_bytes(encode_png(self.numpy()))
 
 
 Texture2D = Image2D

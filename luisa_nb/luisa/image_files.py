@@ -56,9 +56,15 @@ def load_hdr_image(path: str | Path) -> np.ndarray:
 
 
 def save_hdr_image(path: str | Path, pixels: np.ndarray) -> None:
-    """Write the RGB of ``(height, width, 3 or 4)`` float pixels as a flat Radiance file."""
-    height, width = pixels.shape[:2]
-    rgb = np.maximum(np.asarray(pixels, np.float64)[..., :3], 0.0)
+    """Write ``(height, width, channels)`` float pixels as a flat Radiance file: RGB, one
+    channel as grey, a missing blue as 0; alpha is dropped."""
+    height, width, channels = pixels.shape
+    values = np.asarray(pixels, np.float64)
+    if channels == 1:
+        values = np.repeat(values, 3, axis=2)
+    elif channels == 2:
+        values = np.concatenate([values, np.zeros((height, width, 1))], axis=2)
+    rgb = np.maximum(values[..., :3], 0.0)
     brightest = rgb.max(axis=2)
     mantissa, exponent = np.frexp(brightest)
     visible = brightest > 1e-32

@@ -13,6 +13,7 @@ import luisa_nb.luisa as luisa
 from luisa_nb.analysis import AnalyzedTrace, HazardKind
 from luisa_nb.analysis.uploads import check_uploads
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+from luisa_nb.png import encode_png
 from tests.luisa.references import png_pixels
 
 
@@ -60,7 +61,21 @@ def test_to_image_writes_a_png_of_the_pixels(device_name, tmp_path):
     assert written.shape == (7, 9, 4)  # RGBA, 9 wide
     np.testing.assert_array_equal(written, source)
     with pytest.raises(UnsupportedFeatureError, match=r"save image\.numpy"):
-        luisa.Image2D(2, 2, 4, float).to_image(tmp_path / "hdr.png")
+        luisa.Image2D(2, 2, 4, int).to_image(tmp_path / "int.png")
+
+
+def test_image_files_load_into_images_and_save_back(device_name, tmp_path):
+    source = pixels(7, 9)
+    (tmp_path / "in.png").write_bytes(encode_png(source))
+    loaded = luisa.Image2D.from_ldr_image(tmp_path / "in.png")
+    assert (loaded.width, loaded.height, loaded.storage) == (9, 7, "byte")
+    np.testing.assert_array_equal(loaded.numpy(), source)
+    radiance = np.ones((3, 5, 4), np.float32)
+    radiance[..., :3] = np.arange(45, dtype=np.float32).reshape(3, 5, 3) * 0.25
+    luisa.Image2D.from_array(radiance).to_image(tmp_path / "out.hdr")
+    back = luisa.Image2D.from_hdr_image(tmp_path / "out.hdr")
+    assert (back.width, back.height, back.storage) == (5, 3, "float")
+    np.testing.assert_array_equal(back.numpy(), radiance)  # quarters are exact in RGBE
 
 
 def up_down_up(height: int, width: int, seed: int) -> tuple[AnalyzedTrace, np.ndarray, Any]:
