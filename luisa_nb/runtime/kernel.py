@@ -17,6 +17,7 @@ import numpy as np
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.toolchain import compiler_runs
 from luisa_nb.kernels.type_system import is_bindless_like
 from luisa_nb.recording.clock import now
@@ -179,14 +180,20 @@ class Kernel:
 
     ``checks``: True (every buffer index checked), False, "nan" (also every value written
     to a float buffer must be finite), or None for the default of the device the kernel
-    runs on (``device.kernel_checks``).
+    runs on (``device.kernel_checks``). ``rules``: Python's (the default) or
+    luisa-python's (``luisa_nb.kernels.rules``; ``luisa_nb.luisa.func`` uses them).
     """
 
     def __init__(
-        self, function: Callable[..., None], *, mode: str = "auto", checks: bool | str | None = None
+        self,
+        function: Callable[..., None],
+        *,
+        mode: str = "auto",
+        checks: bool | str | None = None,
+        rules: KernelRules = PYTHON_RULES,
     ) -> None:
         self.checks = check_setting(checks, allow_default=True)
-        self._definition = KernelDefinition(function, mode=mode)
+        self._definition = KernelDefinition(function, mode=mode, rules=rules)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
         self._latest: _LatestCall | None = None
         self.name = self._definition.name
