@@ -342,6 +342,7 @@ def kernel(
     *,
     mode: str = "auto",
     checks: bool | str | None = None,
+    rules: KernelRules = PYTHON_RULES,
 ) -> Any:
     """Decorate a function as a kernel: ``@kernel`` or ``@kernel(mode="python")``.
 
@@ -349,8 +350,10 @@ def kernel(
     per thread (``print`` and breakpoints work); ``"auto"`` compiles when a compiler exists.
     ``checks`` (True, False, "nan"; None: the device's default) decides whether buffer
     indices, and with "nan" written float values, are checked; a failed check stops the
-    dispatch with :class:`KernelIndexError` or :class:`KernelNonFiniteError`.
+    dispatch with :class:`KernelIndexError` or :class:`KernelNonFiniteError`. ``rules``:
+    Python's, or ``luisa_nb.kernels.rules.LUISA_RULES`` for luisa-python's ``//``, ``%``
+    and loop variables (docs/kernels.md, "Kernel rules").
     """
     if function is None:
-        return functools.partial(kernel, mode=mode, checks=checks)
-    return Kernel(function, mode=mode, checks=checks)
+        return functools.partial(kernel, mode=mode, checks=checks, rules=rules)
+    return Kernel(function, mode=mode, checks=checks, rules=rules)

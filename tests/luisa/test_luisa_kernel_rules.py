@@ -196,6 +196,8 @@ def test_luisa_func_follows_luisa_rules_and_lnb_kernel_python_rules(fresh_sessio
     assert out.numpy()[:3].tolist() == [-3, -1, 3]
     lnb.kernel(small)(out, dispatch_size=1)
     assert out.numpy()[:3].tolist() == [-4, 1, 2]
+    lnb.kernel(rules=LUISA_RULES)(small)(out, dispatch_size=1)
+    assert out.numpy()[:3].tolist() == [-3, -1, 3]
 
 
 def test_a_callable_follows_its_own_definitions_rules(fresh_session):
