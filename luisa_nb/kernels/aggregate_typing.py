@@ -183,6 +183,7 @@ class AggregateTyping:
                 definition.capture_resolver(),
                 self.target,
                 context,
+                definition.rules,
             )
             function = typer.run_function(definition)
         finally:

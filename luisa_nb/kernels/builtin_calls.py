@@ -12,6 +12,8 @@ from luisa_nb.kernels.captures import Unresolved, builtin_name
 from luisa_nb.kernels.expressions import BUFFER_METHODS, is_weak
 from luisa_nb.kernels.matrices import MATRIX_CLASSES
 from luisa_nb.kernels.matrix_typing import MATRIX_FUNCTIONS
+from luisa_nb.kernels.rules import wrap_integer
+from luisa_nb.kernels.scalar_names import SCALAR_NAMES
 from luisa_nb.kernels.type_system import (
     INT3,
     ImageType,
@@ -73,6 +75,9 @@ ARITIES = {
     "any": (1, 1),
     "all": (1, 1),
     "int": (1, 1),
+    "uint": (1, 1),
+    "long": (1, 1),
+    "ulong": (1, 1),
     "float": (1, 1),
     "bool": (1, 1),
     "power": (2, 2),
@@ -85,6 +90,8 @@ ARITIES = {
 }
 SCALE_FACTORS = {"radians": math.pi / 180, "degrees": 180 / math.pi}
 CAST_TYPES = {"int": ScalarType.INT32, "float": ScalarType.FLOAT32}
+WRAPPING_CASTS = {name.__name__: name.kernel_type for name in SCALAR_NAMES}
+CAST_TYPES.update(WRAPPING_CASTS)
 UNKNOWN_CALL_HINT = (
     "kernels can call luisa_nb builtins (dispatch_id, sqrt, clamp, float3, length, ...), "
     "math functions, abs/min/max/pow/int/float/bool, and range() in for loops"
@@ -164,6 +171,8 @@ class BuiltinCallTyping:
             target = CAST_TYPES[name]
             if is_weak(arguments[0]):
                 value = float(arguments[0].value) if target.is_float else int(arguments[0].value)
+                if name in WRAPPING_CASTS and isinstance(arguments[0].value, int):
+                    value = wrap_integer(value, target)  # uint(-1), as C casts (luisa.types)
                 if not fits(value, target):
                     self.fail(node, f"{name}({arguments[0].value!r}) does not fit {target.value}")
                 return ir.Constant(target, value)

@@ -180,9 +180,10 @@ class CEmitter(
             for access, element, index in self.access_helpers
         ]
         checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
+        rules = "" if self.kernel.rules == "python" else f"; {self.kernel.rules} rules"
         parts = [
             f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
-            f"{checks[self.checks]}. */",
+            f"{checks[self.checks]}{rules}. */",
             self.include_lines(),
             "\n".join(self.type_definitions()),
             self.launch_prelude,
@@ -410,12 +411,21 @@ class CEmitter(
             )
             step_value = step
             condition = f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
-        header = f"{loop_type} {counter} = {self.expression(statement.start)}"
+        variable = self.variable_name(statement.variable)
+        start = self.expression(statement.start)
+        if statement.end_value:  # the counter outlives the loop: its end value is kept
+            lines.append(f"{indent}    {loop_type} {counter} = {start};")
+            header = ""
+        else:
+            header = f"{loop_type} {counter} = {start}"
         lines.append(f"{indent}    for ({header}; {condition}; {counter} += {step_value}) {{")
         lines.append(self.stop_check(depth + 2))
-        lines.append(f"{indent}        {self.variable_name(statement.variable)} = {counter};")
+        lines.append(f"{indent}        {variable} = {counter};")
         lines += self.statements(statement.body, depth + 2)
-        lines += [f"{indent}    }}", f"{indent}}}"]
+        lines.append(f"{indent}    }}")
+        if statement.end_value:  # a break leaves the condition true and the variable as is
+            lines.append(f"{indent}    if (!({condition})) {variable} = {counter};")
+        lines.append(f"{indent}}}")
         return lines
 
     def stop_check(self, depth: int) -> str:

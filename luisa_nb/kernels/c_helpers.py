@@ -2,7 +2,9 @@
 
 They give C the semantics of Python mode (NumPy scalars): floor division and modulo
 round toward negative infinity, integer division by zero gives 0 instead of a trap,
-``min``/``max`` of floats propagate NaN.
+``min``/``max`` of floats propagate NaN. ``div`` and ``rem`` are C's truncating integer
+``/`` and ``%`` (luisa-python's ``//`` and ``%``), with the same guards: a zero divisor
+gives 0, and ``INT_MIN / -1`` wraps (the build uses -fwrapv) instead of trapping.
 """
 
 from __future__ import annotations
@@ -31,6 +33,29 @@ UNSIGNED_FLOORDIV = """\
 
 UNSIGNED_MOD = """\
 {prefix} {T} lnb_mod_{name}({T} a, {T} b) {{
+    return b == 0 ? 0 : a % b;
+}}"""
+
+SIGNED_DIV = """\
+{prefix} {T} lnb_div_{name}({T} a, {T} b) {{
+    if (b == 0) return 0;
+    if (b == -1) return -a;
+    return a / b;
+}}"""
+
+SIGNED_REM = """\
+{prefix} {T} lnb_rem_{name}({T} a, {T} b) {{
+    if (b == 0 || b == -1) return 0;
+    return a % b;
+}}"""
+
+UNSIGNED_DIV = """\
+{prefix} {T} lnb_div_{name}({T} a, {T} b) {{
+    return b == 0 ? 0 : a / b;
+}}"""
+
+UNSIGNED_REM = """\
+{prefix} {T} lnb_rem_{name}({T} a, {T} b) {{
     return b == 0 ? 0 : a % b;
 }}"""
 
@@ -124,7 +149,8 @@ def float_function_template(operation: str) -> str:
 
 
 def helper_template(operation: str, scalar_type: ScalarType) -> str:
-    """The template of helper ``operation`` ("floordiv", "mod", "pow", ...) for a type."""
+    """The template of helper ``operation`` ("floordiv", "mod", "div", "pow", ...) for a
+    type."""
     if operation in FLOAT_FUNCTION_TEMPLATES:
         return float_function_template(operation)
     if scalar_type.is_float:
@@ -139,6 +165,8 @@ def helper_template(operation: str, scalar_type: ScalarType) -> str:
     return {
         "floordiv": SIGNED_FLOORDIV if signed else UNSIGNED_FLOORDIV,
         "mod": SIGNED_MOD if signed else UNSIGNED_MOD,
+        "div": SIGNED_DIV if signed else UNSIGNED_DIV,
+        "rem": SIGNED_REM if signed else UNSIGNED_REM,
         "pow": INTEGER_POW,
         "min": INTEGER_MIN,
         "max": INTEGER_MAX,

@@ -14,6 +14,7 @@ from typing import Any
 from luisa_nb.kernels import builtins as kernel_builtins
 from luisa_nb.kernels.math_builtins import MATH_BUILTINS
 from luisa_nb.kernels.matrices import MATRIX_CLASSES, MATRIX_FUNCTIONS
+from luisa_nb.kernels.scalar_names import SCALAR_NAMES
 from luisa_nb.kernels.type_system import article
 from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 
@@ -51,6 +52,7 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (python_builtins.any, "any"),
     (python_builtins.all, "all"),
     (python_builtins.range, "range"),
+    *((name, name.__name__) for name in SCALAR_NAMES),  # uint(x) ... (luisa.types)
     (python_builtins.print, "print"),
     (python_builtins.breakpoint, "breakpoint"),
 ]

@@ -5,7 +5,8 @@ it is looked at, so it may name anything. A condition is constant when it is bui
 literals, captured Python bool/int/float values and constant locals with the operators
 that literal folding handles (``folding.fold``), plus ``not``, ``and``, ``or``. A constant
 local is assigned exactly once in the function, by ``name = expr`` at the top level of its
-body, before the condition in source order, and ``expr`` is itself constant.
+body, before the condition in source order, and ``expr`` is itself constant. ``//`` and
+``%`` fold by the kernel's rules (``rules``), as the typer folds them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import Counter
 from luisa_nb.kernels.captures import CaptureResolver, Unresolved
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, COMPARISONS
 from luisa_nb.kernels.folding import INT64_RANGE, FoldError, fold, foldable
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 
 Value = bool | int | float
 Position = tuple[int, int]
@@ -47,7 +49,11 @@ class ConstantConditions:
     """Folds the conditions of one function (a kernel or a callable)."""
 
     def __init__(
-        self, function: ast.FunctionDef, local_names: set[str], captures: CaptureResolver
+        self,
+        function: ast.FunctionDef,
+        local_names: set[str],
+        captures: CaptureResolver,
+        rules: KernelRules = PYTHON_RULES,
     ) -> None:
         stores = Counter(
             node.id
@@ -66,6 +72,7 @@ class ConstantConditions:
         }
         self.local_names = local_names
         self.captures = captures
+        self.rules = rules
         self.locals: dict[str, Value | None] = {}
 
     def truth(self, statement: ast.If | ast.While) -> bool | None:
@@ -155,9 +162,10 @@ class ConstantConditions:
             left = right
         return result
 
-    @staticmethod
-    def folded(operator: str, symbol: str, left: Value, right: Value) -> Value:
-        if not foldable(operator, left, right):
+    def folded(self, operator: str, symbol: str, left: Value, right: Value) -> Value:
+        floating = isinstance(left, float) or isinstance(right, float)
+        operator = self.rules.division_operator(operator, floating)
+        if operator is None or not foldable(operator, left, right):
             raise NotConstant
         try:
             return fold(operator, symbol, left, right)

@@ -21,6 +21,7 @@ from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.executable import CExecutable, Executable
 from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH, call_with_room, deepest_expression
 from luisa_nb.kernels.python_mode import PythonExecutable
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import compiler_available
 from luisa_nb.kernels.type_system import (
@@ -64,17 +65,27 @@ class KernelDefinition:
     """A kernel function; parsing and syntax checks happen here, typing per specialisation.
 
     ``mode`` is "auto" (C when a compiler exists, else Python with one warning), "c" or
-    "python". Raises :class:`KernelCompileError` for constructs kernels never accept, and
-    for expressions nested deeper than ``MAX_EXPRESSION_DEPTH``.
+    "python". ``rules`` say how ``//``, ``%`` and a ``for`` variable after its loop read
+    (``rules.PYTHON_RULES`` or ``rules.LUISA_RULES``); they hold for this function also
+    where another kernel calls it. Raises :class:`KernelCompileError` for constructs
+    kernels never accept, and for expressions nested deeper than ``MAX_EXPRESSION_DEPTH``.
     """
 
-    def __init__(self, function: Callable[..., Any], mode: str = "auto") -> None:
+    def __init__(
+        self, function: Callable[..., Any], mode: str = "auto", rules: KernelRules = PYTHON_RULES
+    ) -> None:
         if mode not in MODES:
             raise ConfigurationError(
                 f"kernel mode {mode!r} is unknown; use one of {', '.join(map(repr, MODES))}"
             )
+        if not isinstance(rules, KernelRules):
+            raise ConfigurationError(
+                f"kernel rules must be luisa_nb.kernels.rules.PYTHON_RULES or LUISA_RULES, "
+                f"got {rules!r}"
+            )
         self.function = function
         self.mode = mode
+        self.rules = rules
         try:
             self.kernel_source = KernelSource.of(function)
             self._expression_depth = self._checked_depth()
@@ -90,7 +101,7 @@ class KernelDefinition:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"<KernelDefinition {self.name} mode={self.mode}>"
+        return f"<KernelDefinition {self.name} mode={self.mode} rules={self.rules.name}>"
 
     @property
     def __lnb_kernel_definition__(self) -> KernelDefinition:
@@ -127,7 +138,7 @@ class KernelDefinition:
         """The executable for these argument types and ``checks`` setting (True, False or
         "nan"), compiled on first use and cached."""
         types = tuple(argument_types)
-        key = (*types, checks, self.capture_state())
+        key = (*types, checks, self.rules, self.capture_state())
         executable = self._executables.get(key)
         if executable is not None:
             return executable
@@ -158,7 +169,9 @@ class KernelDefinition:
         if typed is None:
             self._check_argument_types(types)
             target = self._target()
-            typer = KernelTyper(self.kernel_source, types, self.capture_resolver(), target)
+            typer = KernelTyper(
+                self.kernel_source, types, self.capture_resolver(), target, rules=self.rules
+            )
             try:
                 kernel = call_with_room(typer.run, self._expression_depth)
             except KernelCompileError as error:
@@ -200,4 +213,4 @@ class KernelDefinition:
     def _build(self, target: str, kernel: ir.KernelIR, checks: bool | str) -> Executable:
         if target == "c":
             return CExecutable(kernel, self.kernel_source, checks)
-        return PythonExecutable(kernel, self._captures, self.kernel_source, checks)
+        return PythonExecutable(kernel, self._captures, self.kernel_source, checks, self.rules)

@@ -10,6 +10,11 @@ import numpy as np
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.aggregates import StructType
 from luisa_nb.kernels.folding import INT64_RANGE, FoldError, fold, foldable
+from luisa_nb.kernels.rules import (
+    DIVISION_OPERATORS,
+    float_remainder_message,
+    is_float_valued,
+)
 from luisa_nb.kernels.type_system import (
     INT32_RANGE,
     KernelType,
@@ -137,7 +142,16 @@ class ExpressionTyping:
         right: ir.Expression,
         node: ast.AST,
     ) -> ir.Expression:
-        """Type ``left <symbol> right``, folding operations on two literals."""
+        """Type ``left <symbol> right``, folding operations on two literals; ``//`` and
+        ``%`` follow the kernel's rules (``rules.KernelRules.division_operator``)."""
+        if operator in DIVISION_OPERATORS:
+            floating = is_float_valued(left.type) or is_float_valued(right.type)
+            ruled = self.rules.division_operator(operator, floating)
+            if ruled is None:
+                kinds = (left.type, right.type)
+                names = [t.value if isinstance(t, ScalarType) else str(t) for t in kinds]
+                self.fail(node, float_remainder_message(*names))
+            operator = ruled
         if operator == "matmul" or is_composite(left.type) or is_composite(right.type):
             return self.composite_arithmetic(operator, left, right, node)
         if is_weak(left) and is_weak(right) and foldable(operator, left.value, right.value):

@@ -3,11 +3,15 @@
 Folding uses Python arithmetic, which is also what Python mode computes when it runs the
 kernel function, so both modes agree: ``2**31`` is 2147483648 (an int64 literal, as if
 written out), ``7 / 2`` is 3.5, ``2 ** -1`` is 0.5. A folded integer must fit in int64.
+Under luisa-python's rules the typer folds ``//`` and ``%`` of two ints as "div" and
+"rem" (truncated), which Python mode's rewritten function computes too.
 """
 
 from __future__ import annotations
 
 import operator as python_operator
+
+from luisa_nb.kernels.rules import truncated_quotient, truncated_remainder
 
 INT64_RANGE = (-(2**63), 2**63 - 1)
 BINARY_FUNCTIONS = {
@@ -17,6 +21,8 @@ BINARY_FUNCTIONS = {
     "truediv": python_operator.truediv,
     "floordiv": python_operator.floordiv,
     "mod": python_operator.mod,
+    "div": truncated_quotient,  # luisa-python's integer // and % (see ``rules``)
+    "rem": truncated_remainder,
     "pow": python_operator.pow,
     "bitand": python_operator.and_,
     "bitor": python_operator.or_,
@@ -32,7 +38,7 @@ COMPARISON_FUNCTIONS = {
     "gt": python_operator.gt,
     "ge": python_operator.ge,
 }
-INTEGER_ONLY = ("bitand", "bitor", "bitxor", "lshift", "rshift")
+INTEGER_ONLY = ("bitand", "bitor", "bitxor", "lshift", "rshift", "div", "rem")
 HUGE_EXPONENT = 64  # |base| > 1 to a larger power, or 1 shifted further, exceeds int64
 
 
@@ -55,6 +61,8 @@ def fold(operator: str, symbol: str, left: int | float, right: int | float) -> i
     huge = isinstance(left, int) and isinstance(right, int) and right > HUGE_EXPONENT
     if huge and ((operator == "pow" and abs(left) > 1) or (operator == "lshift" and left != 0)):
         raise FoldError(f"{expression} does not fit in 64 bits")
+    if operator in ("div", "rem") and right == 0:
+        raise FoldError(f"division by zero in {expression}")
     function = COMPARISON_FUNCTIONS.get(operator) or BINARY_FUNCTIONS[operator]
     try:
         value = function(left, right)

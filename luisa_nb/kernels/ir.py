@@ -129,7 +129,9 @@ class Unary(Expression):
 
 @dataclass(frozen=True)
 class Binary(Expression):
-    operator: str  # "add" ... "pow", "bitand" ..., "lt" ..., "and", "or"
+    # "add" ... "pow", "bitand" ..., "lt" ..., "and", "or"; "div" and "rem" are C's
+    # truncating integer / and % (luisa-python's // and %, see ``rules``)
+    operator: str
     left: Expression
     right: Expression
 
@@ -231,11 +233,16 @@ class While(Statement):
 
 @dataclass(frozen=True)
 class ForRange(Statement):
+    """``for variable in range(start, stop, step)``. With ``end_value`` (luisa-python's
+    rules) a loop not left by ``break`` leaves ``start + iterations * step`` in the
+    variable, as C's loop counter does."""
+
     variable: str
     start: Expression
     stop: Expression
     step: Expression
     body: tuple[Statement, ...]
+    end_value: bool = False
 
 
 @dataclass(frozen=True)
@@ -321,6 +328,7 @@ class KernelIR:
     heaps: list[tuple[str, tuple[tuple[int, int], ...]]] = field(default_factory=list)
     block_size: tuple[int, int, int] = (256, 1, 1)  # set_block_size's, else luisa's default
     shared: tuple[str, ...] = ()  # the locals that are the block's shared arrays
+    rules: str = "python"  # the name of the kernel's ``rules.KernelRules``
 
     @property
     def phases(self) -> int:

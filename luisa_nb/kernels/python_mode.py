@@ -12,7 +12,7 @@ import builtins as python_builtins
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,8 @@ from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.matrices import composite_class
 from luisa_nb.kernels.python_bindless import BindlessShim
 from luisa_nb.kernels.python_blocks import run_blocks
+from luisa_nb.kernels.python_rules import KernelRange
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -258,21 +260,13 @@ def kernel_float(value: Any) -> np.float32:
     return np.float32(value)
 
 
-def kernel_range(*bounds: Any) -> Iterator[np.integer]:
-    """``range`` yielding numpy integers of the bounds' common type (int32 by default)."""
-    typed = [bound for bound in bounds if isinstance(bound, np.integer)]
-    scalar = np.result_type(*typed).type if typed else np.int32
-    for value in python_builtins.range(*(int(bound) for bound in bounds)):
-        yield scalar(value)
-
-
 kernel_int.kernel_type = ScalarType.INT32  # what they stand for as a dtype argument
 kernel_float.kernel_type = ScalarType.FLOAT32
 
 KERNEL_BUILTINS = {
     "int": kernel_int,
     "float": kernel_float,
-    "range": kernel_range,
+    "range": KernelRange,
     "min": math_builtins.min,
     "max": math_builtins.max,
 }
@@ -301,9 +295,11 @@ class PythonExecutable(Executable):
         captures: CaptureResolver,
         source: KernelSource,
         checks: bool | str,
+        rules: KernelRules = PYTHON_RULES,
     ) -> None:
         super().__init__(kernel, source, checks)
         function = captures.function
+        self.rules = rules
         self.source = source.text
         self._lock = threading.Lock()
         self._loops = kernel.has_control_flow
@@ -331,8 +327,8 @@ class PythonExecutable(Executable):
         self._definitions = [f.definition for f in kernel.functions]
         namespace, closure = self._namespaces(captures)
         value_locals = any(not isinstance(t, ScalarType) for t in kernel.locals.values())
-        if value_locals or self._copied_arguments:
-            self._function = copying_function(source, namespace, closure, captures)
+        if value_locals or self._copied_arguments or rules.rewrites_python:
+            self._function = copying_function(source, namespace, closure, captures, rules)
         else:
             self._function = types.FunctionType(
                 function.__code__, namespace, function.__name__, None, closure
@@ -388,7 +384,9 @@ class PythonExecutable(Executable):
         self._python_functions[id(definition)] = call
         captures = definition.capture_resolver()
         namespace, closure = self._namespaces(captures)
-        function = copying_function(definition.kernel_source, namespace, closure, captures)
+        function = copying_function(
+            definition.kernel_source, namespace, closure, captures, definition.rules
+        )
         return call
 
     def _method_function(self, method: Any) -> Callable[..., Any]:

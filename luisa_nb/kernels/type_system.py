@@ -465,6 +465,8 @@ OPERATOR_VERBS = {
     "truediv": "divide",
     "floordiv": "floor-divide",
     "mod": "take the remainder of",
+    "div": "divide",
+    "rem": "take the remainder of",
     "pow": "raise",
     "select": "select between",
 }

@@ -22,6 +22,7 @@ from luisa_nb.kernels.constant_conditions import ConstantConditions
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.image_typing import ImageTyping
 from luisa_nb.kernels.matrix_typing import MatrixTyping
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BindlessType,
@@ -53,6 +54,7 @@ class KernelTyper(
 
     With ``context``, it types a callable called by the kernel that owns the context:
     buffer arguments are then :class:`ir.BufferArgument` naming the kernel's slots.
+    ``rules`` are those of the function typed (a callable follows its own definition's).
     """
 
     def __init__(
@@ -62,10 +64,12 @@ class KernelTyper(
         captures: CaptureResolver,
         target: str,
         context: TypingContext | None = None,
+        rules: KernelRules = PYTHON_RULES,
     ) -> None:
         self.source = source
         self.captures = captures
         self.target = target
+        self.rules = rules
         self.is_callable = context is not None
         self.context = context or TypingContext()
         self.locals: dict[str, KernelType] = {}
@@ -114,7 +118,7 @@ class KernelTyper(
         self.local_names = (
             assigned | self.scalar_arguments | set(self.buffer_arguments) | set(self.heap_arguments)
         )
-        self.constants = ConstantConditions(source.tree, self.local_names, captures)
+        self.constants = ConstantConditions(source.tree, self.local_names, captures, rules)
 
     def run(self) -> ir.KernelIR:
         """Type the whole body."""
@@ -133,6 +137,7 @@ class KernelTyper(
             self.heaps,
             self.block_size,
             tuple(self.shared),
+            self.rules.name,
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -434,7 +439,8 @@ class KernelTyper(
             self.fail(call.args[2], "range() step must not be zero")
         variable = node.target.id
         self.assign(variable, ir.Local(loop_type, variable), node.target)
-        return [ir.ForRange(variable, start, stop, step, self.block(node.body))]
+        body = self.block(node.body)
+        return [ir.ForRange(variable, start, stop, step, body, self.rules.loop_end_values)]
 
     def visit_Break(self, node: ast.Break) -> list[ir.Statement]:
         return [ir.Break()]

@@ -1,4 +1,6 @@
-"""``@luisa.func``: a kernel whose calls join the stream's command list."""
+"""``@luisa.func``: a kernel whose calls join the stream's command list, compiled with
+luisa-python's rules (``luisa_nb.kernels.rules.LUISA_RULES``: C's integer ``//`` and
+``%``, a ``for`` variable's end value after its loop)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.kernels.rules import LUISA_RULES
 from luisa_nb.luisa.image import TextureType, texture_type_of
 from luisa_nb.runtime import Kernel, Stream
 
@@ -17,6 +20,9 @@ class Func(Kernel):
     the stream's command list, which ``luisa.execute()``/``synchronize()`` submits.
     Parameters annotated with ``Texture2DType``/``Texture3DType`` are checked, as
     luisa-python checks them; other annotations are not."""
+
+    def __init__(self, function: Callable[..., None]) -> None:
+        super().__init__(function, rules=LUISA_RULES)
 
     def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
         for position, name, expected in self._texture_parameters:

@@ -1,7 +1,8 @@
 """luisa-python's type names, and the numpy dtype of a buffer of each.
 
 ``int``, ``float`` and ``bool`` are Python's own and mean int32, float32 and bool;
-``uint``, ``long`` and ``ulong`` are uint32, int64 and uint64; vectors (``float3``) are
+``uint``, ``long`` and ``ulong`` are uint32, int64 and uint64 (calling one converts, in
+kernels too: ``uint(x)`` is C's ``(uint32_t)x``); vectors (``float3``) are
 laid out as LuisaCompute lays them out (``float3`` takes 16 bytes). The 16-bit types
 (``half``, ``short``, ``ushort``) are not supported.
 """
@@ -14,28 +15,10 @@ import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels import dtype_of
+from luisa_nb.kernels.scalar_names import long, uint, ulong
 from luisa_nb.luisa import mathtypes
 from luisa_nb.luisa.missing import MISSING, Missing
 from luisa_nb.runtime.device import buffer_dtype
-
-
-class uint:
-    """luisa-python's 32-bit unsigned integer type."""
-
-    dtype = np.dtype(np.uint32)  # so that np.dtype(uint), and kernels, know it
-
-
-class long:
-    """luisa-python's 64-bit signed integer type."""
-
-    dtype = np.dtype(np.int64)
-
-
-class ulong:
-    """luisa-python's 64-bit unsigned integer type."""
-
-    dtype = np.dtype(np.uint64)
-
 
 half, short, ushort = MISSING["half"], MISSING["short"], MISSING["ushort"]
 

@@ -17,6 +17,7 @@ import numpy as np
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.toolchain import compiler_runs
 from luisa_nb.kernels.type_system import is_bindless_like
 from luisa_nb.recording.clock import now
@@ -179,14 +180,20 @@ class Kernel:
 
     ``checks``: True (every buffer index checked), False, "nan" (also every value written
     to a float buffer must be finite), or None for the default of the device the kernel
-    runs on (``device.kernel_checks``).
+    runs on (``device.kernel_checks``). ``rules``: Python's (the default) or
+    luisa-python's (``luisa_nb.kernels.rules``; ``luisa_nb.luisa.func`` uses them).
     """
 
     def __init__(
-        self, function: Callable[..., None], *, mode: str = "auto", checks: bool | str | None = None
+        self,
+        function: Callable[..., None],
+        *,
+        mode: str = "auto",
+        checks: bool | str | None = None,
+        rules: KernelRules = PYTHON_RULES,
     ) -> None:
         self.checks = check_setting(checks, allow_default=True)
-        self._definition = KernelDefinition(function, mode=mode)
+        self._definition = KernelDefinition(function, mode=mode, rules=rules)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
         self._latest: _LatestCall | None = None
         self.name = self._definition.name
@@ -334,6 +341,7 @@ def kernel(
     *,
     mode: str = "auto",
     checks: bool | str | None = None,
+    rules: KernelRules = PYTHON_RULES,
 ) -> Any:
     """Decorate a function as a kernel: ``@kernel`` or ``@kernel(mode="python")``.
 
@@ -341,8 +349,10 @@ def kernel(
     per thread (``print`` and breakpoints work); ``"auto"`` compiles when a compiler exists.
     ``checks`` (True, False, "nan"; None: the device's default) decides whether buffer
     indices, and with "nan" written float values, are checked; a failed check stops the
-    dispatch with :class:`KernelIndexError` or :class:`KernelNonFiniteError`.
+    dispatch with :class:`KernelIndexError` or :class:`KernelNonFiniteError`. ``rules``:
+    Python's, or ``luisa_nb.kernels.rules.LUISA_RULES`` for luisa-python's ``//``, ``%``
+    and loop variables (docs/kernels.md, "Kernel rules").
     """
     if function is None:
-        return functools.partial(kernel, mode=mode, checks=checks)
-    return Kernel(function, mode=mode, checks=checks)
+        return functools.partial(kernel, mode=mode, checks=checks, rules=rules)
+    return Kernel(function, mode=mode, checks=checks, rules=rules)

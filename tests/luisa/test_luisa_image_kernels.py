@@ -53,7 +53,7 @@ def test_mandelbrot_into_an_image_argument(fresh_session):
     xs, ys = np.meshgrid(np.arange(width, dtype=F32), np.arange(height, dtype=F32))
     cx, cy = F32(3) * xs / F32(width) - F32(2), F32(2) * ys / F32(height) - F32(1)
     zx, zy = np.zeros_like(cx), np.zeros_like(cy)
-    itr = np.full(cx.shape, max_iter - 1, np.int32)
+    itr = np.full(cx.shape, max_iter, np.int32)  # luisa's rules: max_iter after the loop
     running = np.ones(cx.shape, bool)
     for step in range(max_iter):
         new_x, new_y = zx * zx - zy * zy + cx, F32(2) * zx * zy + cy

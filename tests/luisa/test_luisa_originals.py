@@ -70,8 +70,11 @@ def test_mandelbrot(tmp_path, monkeypatch):
     n, stride = 4096, 17  # every 17th row and column
     ys, xs = np.mgrid[0:n:stride, 0 : 2 * n : stride]
     escapes = mandelbrot_escapes(xs, ys, n, 50)
-    itr = np.where(escapes >= 0, escapes, 49)  # Python's loop variable after the loop
+    # luisa-python's rules: after a loop that ran to its end, `itr` is max_iter (50), so
+    # pixels inside the set are 0 (Python would leave 49, and 5 / 255)
+    itr = np.where(escapes >= 0, escapes, 50)
     grey = unorm8(F32(1) - itr.astype(F32) / F32(50))
+    assert (grey[escapes < 0] == 0).all() and (escapes < 0).any()
     np.testing.assert_array_equal(pixels[::stride, ::stride, 0], grey)
     assert (pixels[..., 3] == 255).all()
 

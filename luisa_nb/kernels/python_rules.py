@@ -1,0 +1,143 @@
+"""Python mode under luisa-python's rules (``rules.LUISA_RULES``).
+
+Python mode runs the kernel function as Python, so a kernel with luisa-python's rules
+runs a rewritten copy of its source (see ``value_copies.copying_function``) in which
+
+- ``a // b`` and ``a % b`` (also ``a //= b``, ``a %= b``) call :func:`luisa_floordiv`
+  and :func:`luisa_mod`, which compute what the compiled helpers compute;
+- ``for v in range(...): body`` becomes ``loop = range(...)``, then
+  ``for v in loop: body`` with ``else: v = loop.end``: Python's ``else`` runs exactly when
+  no ``break`` left the loop, which is when the C keeps the counter's end value.
+
+The typer has checked the source by then: every ``for`` iterates over ``range`` and no
+``%`` has a float operand.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from luisa_nb.kernels.math_builtins import apply
+from luisa_nb.kernels.rules import (
+    KernelRules,
+    is_float_valued,
+    truncated_quotient,
+    truncated_remainder,
+    wrap_integer,
+)
+from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.kernels.vectors import value_type
+
+DIVIDE_NAME = "__lnb_divide__"
+REMAINDER_NAME = "__lnb_remainder__"
+RANGE_NAME = "__lnb_range__"
+LOOP_PREFIX = "__lnb_loop"
+
+
+def _is_float(value: Any) -> bool:
+    kind = value_type(value)
+    return kind is not None and is_float_valued(kind[0])
+
+
+def _is_python_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _c_quotient(left: np.ndarray | np.integer, right: np.ndarray | np.integer) -> Any:
+    """C's integer ``left / right`` on numpy operands of one dtype (0 for a zero divisor)."""
+    floored = np.floor_divide(left, right)
+    remainder = np.fmod(left, right)
+    inexact_negative = (remainder != 0) & ((remainder < 0) != (right < 0))
+    return (floored + inexact_negative).astype(floored.dtype)
+
+
+def luisa_floordiv(left: Any, right: Any) -> Any:
+    """``left // right`` under luisa-python's rules: a true division when an operand is a
+    float, else rounded toward zero in the operands' common type."""
+    if _is_float(left) or _is_float(right):
+        return left / right
+    if _is_python_int(left) and _is_python_int(right):
+        return truncated_quotient(left, right)
+    return apply(_c_quotient, (left, right), "//", floating=False)
+
+
+def luisa_mod(left: Any, right: Any) -> Any:
+    """``left % right`` under luisa-python's rules (integers only): the sign of ``left``."""
+    if _is_python_int(left) and _is_python_int(right):
+        return truncated_remainder(left, right)
+    return apply(np.fmod, (left, right), "%", floating=False)
+
+
+class KernelRange:
+    """``range`` in Python mode: numpy integers of the bounds' common numpy type (int32
+    when all are Python ints). ``end`` is ``start + iterations * step`` in that type,
+    wrapped as C's counter wraps: the loop variable after the loop under luisa-python's
+    rules."""
+
+    __slots__ = ("scalar", "values")
+
+    def __init__(self, *bounds: Any) -> None:
+        typed = [bound for bound in bounds if isinstance(bound, np.integer)]
+        self.scalar = np.result_type(*typed).type if typed else np.int32
+        self.values = range(*(int(bound) for bound in bounds))
+
+    def __iter__(self) -> Iterator[np.integer]:
+        scalar = self.scalar
+        for value in self.values:
+            yield scalar(value)
+
+    @property
+    def end(self) -> np.integer:
+        values = self.values
+        end = values.start + len(values) * values.step
+        return self.scalar(wrap_integer(end, ScalarType.from_dtype(np.dtype(self.scalar))))
+
+
+HELPERS = {DIVIDE_NAME: luisa_floordiv, REMAINDER_NAME: luisa_mod, RANGE_NAME: KernelRange}
+DIVISIONS = {ast.FloorDiv: DIVIDE_NAME, ast.Mod: REMAINDER_NAME}
+
+
+class RulesRewriter(ast.NodeTransformer):
+    """Rewrites a kernel's function so that Python computes what ``rules`` say."""
+
+    def __init__(self, rules: KernelRules) -> None:
+        self.rules = rules
+        self.loops = 0
+
+    def division(self, operator: ast.operator, left: ast.expr, right: ast.expr) -> ast.expr:
+        call = ast.Call(ast.Name(DIVISIONS[type(operator)], ast.Load()), [left, right], [])
+        return ast.copy_location(call, left)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if self.rules.truncated_division and type(node.op) in DIVISIONS:
+            return ast.copy_location(self.division(node.op, node.left, node.right), node)
+        return node
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
+        self.generic_visit(node)
+        if not (self.rules.truncated_division and type(node.op) in DIVISIONS):
+            return node
+        current = copy.deepcopy(node.target)
+        current.ctx = ast.Load()
+        value = self.division(node.op, current, node.value)
+        return ast.copy_location(ast.Assign([node.target], value), node)
+
+    def visit_For(self, node: ast.For) -> ast.stmt | list[ast.stmt]:
+        self.generic_visit(node)
+        if not self.rules.loop_end_values:
+            return node
+        holder = f"{LOOP_PREFIX}{self.loops}__"
+        self.loops += 1
+        bounds = ast.Call(ast.Name(RANGE_NAME, ast.Load()), node.iter.args, [])
+        made = ast.copy_location(ast.Assign([ast.Name(holder, ast.Store())], bounds), node)
+        node.iter = ast.copy_location(ast.Name(holder, ast.Load()), node.iter)
+        end = ast.Attribute(ast.Name(holder, ast.Load()), "end", ast.Load())
+        target = ast.Name(node.target.id, ast.Store())
+        node.orelse = [ast.copy_location(ast.Assign([target], end), node)]
+        return [made, node]
