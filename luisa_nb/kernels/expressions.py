@@ -14,6 +14,7 @@ from luisa_nb.kernels.rules import (
     DIVISION_OPERATORS,
     float_remainder_message,
     is_float_valued,
+    wrap_integer,
 )
 from luisa_nb.kernels.type_system import (
     INT32_RANGE,
@@ -100,11 +101,21 @@ class ExpressionTyping:
         if isinstance(target, VectorType):
             return self.broadcast(expression, target, node)
         if is_weak(expression):
-            if not fits(expression.value, target):
-                self.fail(node, f"the literal {expression.value!r} does not fit {target.value}")
-            value = float(expression.value) if target.is_float else int(expression.value)
-            return ir.Constant(target, value)
+            return self.literal_as(expression.value, target, node)
         return ir.Cast(target, expression)
+
+    def literal_as(
+        self: KernelTyper, value: int | float | bool, target: ScalarType, node: ast.AST
+    ) -> ir.Constant:
+        """A literal as a constant of ``target``, which must represent it; under C's sign
+        mixing (luisa-python's rules) a negative int becomes an unsigned one by wrapping,
+        as C converts it."""
+        if fits(value, target):
+            return ir.Constant(target, float(value) if target.is_float else int(value))
+        wraps = self.rules.c_sign_mixing and target.is_integer and not target.is_signed
+        if not (wraps and type(value) is int and -(1 << (target.bits - 1)) <= value < 0):
+            self.fail(node, f"the literal {value!r} does not fit {target.value}")
+        return ir.Constant(target, wrap_integer(value, target))
 
     def to_bool(self: KernelTyper, expression: ir.Expression, node: ast.AST) -> ir.Expression:
         """Python truthiness: numbers compare with zero."""
@@ -305,6 +316,14 @@ class ExpressionTyping:
 
     def visit_BoolOp(self: KernelTyper, node: ast.BoolOp) -> ir.Expression:
         operator = "and" if isinstance(node.op, ast.And) else "or"
+        if self.rules.vector_boolean_operators:
+            operands = [self.visit(value_node) for value_node in node.values]
+            if any(isinstance(operand.type, VectorType) for operand in operands):
+                bitwise, symbol = ("bitand", "&") if operator == "and" else ("bitor", "|")
+                result = operands[0]
+                for operand in operands[1:]:
+                    result = self.arithmetic(bitwise, symbol, result, operand, node)
+                return result
         values = []
         for value_node in node.values:
             value = self.scalar(self.visit(value_node), value_node)

@@ -416,7 +416,8 @@ class PythonExecutable(Executable):
                     arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))
-            self._run(dims, arguments, cancel)
+            with self.rules.applied():
+                self._run(dims, arguments, cancel)
 
     def _run(
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None

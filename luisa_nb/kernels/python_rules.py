@@ -5,6 +5,10 @@ runs a rewritten copy of its source (see ``value_copies.copying_function``) in w
 
 - ``a // b`` and ``a % b`` (also ``a //= b``, ``a %= b``) call :func:`luisa_floordiv`
   and :func:`luisa_mod`, which compute what the compiled helpers compute;
+- with signed and unsigned integer operands, ``+ - * & | ^`` and comparisons call
+  :func:`c_mixed`, which converts them as C does first (vectors do so themselves);
+- ``a and b``, ``a or b`` call :func:`luisa_and`/:func:`luisa_or` (bool vectors combine
+  component by component);
 - ``for v in range(...): body`` becomes ``loop = range(...)``, then
   ``for v in loop: body`` with ``else: v = loop.end``: Python's ``else`` runs exactly when
   no ``break`` left the loop, which is when the C keeps the counter's end value.
@@ -17,7 +21,8 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -30,12 +35,16 @@ from luisa_nb.kernels.rules import (
     truncated_remainder,
     wrap_integer,
 )
-from luisa_nb.kernels.type_system import ScalarType
-from luisa_nb.kernels.vectors import value_type
+from luisa_nb.kernels.type_system import ScalarType, c_sign_mixing, promote
+from luisa_nb.kernels.vectors import Vector, value_type
 
 DIVIDE_NAME = "__lnb_divide__"
 REMAINDER_NAME = "__lnb_remainder__"
 RANGE_NAME = "__lnb_range__"
+MIXED_NAME = "__lnb_mixed__"
+OPERATOR_NAME = "__lnb_operator__"
+AND_NAME = "__lnb_and__"
+OR_NAME = "__lnb_or__"
 LOOP_PREFIX = "__lnb_loop"
 
 
@@ -98,8 +107,75 @@ class KernelRange:
         return self.scalar(wrap_integer(end, ScalarType.from_dtype(np.dtype(self.scalar))))
 
 
-HELPERS = {DIVIDE_NAME: luisa_floordiv, REMAINDER_NAME: luisa_mod, RANGE_NAME: KernelRange}
+def c_operands(left: Any, right: Any) -> tuple[Any, Any]:
+    """Scalar operands of which one is a signed and the other an unsigned integer, both
+    converted to their C common type (see ``type_system.promote``); others unchanged.
+    Vectors convert in their own operators."""
+    typed = value_type(left), value_type(right)
+    if None in typed or not all(isinstance(kind, ScalarType) for kind, _ in typed):
+        return left, right
+    (left_kind, left_weak), (right_kind, right_weak) = typed
+    if not (left_kind.is_integer and right_kind.is_integer):
+        return left, right
+    if left_kind.is_signed == right_kind.is_signed:
+        return left, right
+    with c_sign_mixing():
+        common = promote(left_kind, right_kind, left_weak, right_weak)
+    return _as_integer(left, common), _as_integer(right, common)
+
+
+def _as_integer(value: Any, kind: ScalarType) -> np.integer:
+    return kind.dtype.type(wrap_integer(int(value), kind))
+
+
+def luisa_and(*operands: Any) -> Any:
+    """``a and b and ...`` under luisa-python's rules: every operand evaluated, bool
+    vectors combined component by component."""
+    result = operands[0]
+    for operand in operands[1:]:
+        vectors = isinstance(result, Vector) or isinstance(operand, Vector)
+        result = result & operand if vectors else (result and operand)
+    return result
+
+
+def luisa_or(*operands: Any) -> Any:
+    """``a or b or ...`` under luisa-python's rules (see :func:`luisa_and`)."""
+    result = operands[0]
+    for operand in operands[1:]:
+        vectors = isinstance(result, Vector) or isinstance(operand, Vector)
+        result = result | operand if vectors else (result or operand)
+    return result
+
+
+def c_mixed(operation: Callable[[Any, Any], Any], left: Any, right: Any) -> Any:
+    """``operation(left, right)`` after :func:`c_operands`."""
+    return operation(*c_operands(left, right))
+
+
+HELPERS = {
+    DIVIDE_NAME: luisa_floordiv,
+    REMAINDER_NAME: luisa_mod,
+    RANGE_NAME: KernelRange,
+    MIXED_NAME: c_mixed,
+    AND_NAME: luisa_and,
+    OR_NAME: luisa_or,
+    OPERATOR_NAME: operator,
+}
 DIVISIONS = {ast.FloorDiv: DIVIDE_NAME, ast.Mod: REMAINDER_NAME}
+MIXED_OPERATORS = {  # operators whose integer operands C converts to a common type
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.BitAnd: "and_",
+    ast.BitOr: "or_",
+    ast.BitXor: "xor",
+    ast.Lt: "lt",
+    ast.LtE: "le",
+    ast.Gt: "gt",
+    ast.GtE: "ge",
+    ast.Eq: "eq",
+    ast.NotEq: "ne",
+}
 
 
 class RulesRewriter(ast.NodeTransformer):
@@ -113,10 +189,35 @@ class RulesRewriter(ast.NodeTransformer):
         call = ast.Call(ast.Name(DIVISIONS[type(operator)], ast.Load()), [left, right], [])
         return ast.copy_location(call, left)
 
+    def mixed(self, operator: ast.AST, left: ast.expr, right: ast.expr, at: ast.AST) -> ast.expr:
+        """``operator.<name>`` applied through :func:`c_mixed`."""
+        function = ast.Attribute(
+            ast.Name(OPERATOR_NAME, ast.Load()), MIXED_OPERATORS[type(operator)], ast.Load()
+        )
+        call = ast.Call(ast.Name(MIXED_NAME, ast.Load()), [function, left, right], [])
+        return ast.copy_location(call, at)
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
         self.generic_visit(node)
         if self.rules.truncated_division and type(node.op) in DIVISIONS:
             return ast.copy_location(self.division(node.op, node.left, node.right), node)
+        if self.rules.c_sign_mixing and type(node.op) in MIXED_OPERATORS:
+            return self.mixed(node.op, node.left, node.right, node)
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:
+        self.generic_visit(node)
+        if not self.rules.vector_boolean_operators:
+            return node
+        name = AND_NAME if isinstance(node.op, ast.And) else OR_NAME
+        call = ast.Call(ast.Name(name, ast.Load()), node.values, [])
+        return ast.copy_location(call, node)
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:
+        self.generic_visit(node)
+        (operator,) = node.ops if len(node.ops) == 1 else (None,)
+        if self.rules.c_sign_mixing and type(operator) in MIXED_OPERATORS:
+            return self.mixed(operator, node.left, node.comparators[0], node)
         return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:

@@ -11,14 +11,25 @@ the C emitter and Python mode all follow it, and it is part of the compile cache
 - after a ``for v in range(...)`` loop that ran to its end (no ``break``), ``v`` is
   ``start + iterations * step``, the value of C's loop counter; a loop that never ran
   leaves ``start``. The number of iterations stays Python's (luisa-python's loop
-  condition is always ``<``, so its negative-step ranges never run).
+  condition is always ``<``, so its negative-step ranges never run);
+- signed and unsigned integers combine as C's usual conversions say: int32 with uint32
+  is uint32 (so ``int2(-1, 3) < uint2(2, 2)`` is ``(False, False)``);
+- ``a and b``, ``a or b`` with bool vectors combine them component by component (as
+  ``&``, ``|``); luisa-python evaluates both operands.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
-from luisa_nb.kernels.type_system import MatrixType, ScalarType, VectorType, element_of
+from luisa_nb.kernels.type_system import (
+    MatrixType,
+    ScalarType,
+    VectorType,
+    c_sign_mixing,
+    element_of,
+)
 
 DIVISION_OPERATORS = ("floordiv", "mod")
 
@@ -30,11 +41,21 @@ class KernelRules:
     ``truncated_division``: integer ``//``/``%`` truncate (C), float ``//`` divides and
     float ``%`` is rejected. ``loop_end_values``: a ``for`` variable ends at
     ``start + iterations * step`` after a loop that was not left by ``break``.
+    ``c_sign_mixing``: signed and unsigned integers combine as in C (``int2 < uint2``
+    compares as uint2) instead of being rejected. ``vector_boolean_operators``: ``and``
+    and ``or`` with a bool vector operand work component by component, as ``&`` and ``|``.
     """
 
     name: str
     truncated_division: bool
     loop_end_values: bool
+    c_sign_mixing: bool
+    vector_boolean_operators: bool
+
+    def applied(self) -> AbstractContextManager[None]:
+        """The block in which these rules' typing applies (while a kernel is typed, and
+        while Python mode runs it): C's mixing of signed and unsigned integers."""
+        return c_sign_mixing(self.c_sign_mixing)
 
     def __repr__(self) -> str:
         return f"<KernelRules {self.name}>"
@@ -52,11 +73,28 @@ class KernelRules:
     @property
     def rewrites_python(self) -> bool:
         """Whether Python mode runs a rewritten copy of the function (see ``python_rules``)."""
-        return self.truncated_division or self.loop_end_values
+        return (
+            self.truncated_division
+            or self.loop_end_values
+            or self.c_sign_mixing
+            or self.vector_boolean_operators
+        )
 
 
-PYTHON_RULES = KernelRules("python", truncated_division=False, loop_end_values=False)
-LUISA_RULES = KernelRules("luisa", truncated_division=True, loop_end_values=True)
+PYTHON_RULES = KernelRules(
+    "python",
+    truncated_division=False,
+    loop_end_values=False,
+    c_sign_mixing=False,
+    vector_boolean_operators=False,
+)
+LUISA_RULES = KernelRules(
+    "luisa",
+    truncated_division=True,
+    loop_end_values=True,
+    c_sign_mixing=True,
+    vector_boolean_operators=True,
+)
 
 
 def is_float_valued(kind: object) -> bool:

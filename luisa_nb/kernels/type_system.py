@@ -5,6 +5,9 @@ emitter. Nothing here knows about C or Python mode.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -388,12 +391,29 @@ def fits(value: int | float | bool, scalar_type: ScalarType) -> bool:
     return int(info.min) <= int(value) <= int(info.max)
 
 
+_C_SIGN_MIXING: ContextVar[bool] = ContextVar("c_sign_mixing", default=False)
+
+
+@contextmanager
+def c_sign_mixing(enabled: bool = True) -> Iterator[None]:
+    """While the block runs (with ``enabled``), :func:`promote` combines signed with
+    unsigned integers as C does instead of rejecting them: the kernel rules of
+    luisa-python turn this on while a kernel is typed and while Python mode runs it."""
+    token = _C_SIGN_MIXING.set(enabled)
+    try:
+        yield
+    finally:
+        _C_SIGN_MIXING.reset(token)
+
+
 def promote(left: ScalarType, right: ScalarType, left_weak: bool, right_weak: bool) -> ScalarType:
     """The common type of two numeric operands.
 
     A weak operand (a Python literal or captured Python number) adopts the other
     operand's type; int with float gives the float; int32 with int64 gives int64;
-    float32 with float64 gives float64. Mixing signed with unsigned is rejected.
+    float32 with float64 gives float64. Mixing signed with unsigned is rejected, except
+    under :func:`c_sign_mixing`: then, as in C, the unsigned type wins unless the signed
+    one is wider (int32 with uint32 gives uint32, int64 with uint32 gives int64).
     """
     if ScalarType.BOOL in (left, right):
         raise PromotionError("bool values take no part in arithmetic; convert with int(...)")
@@ -412,6 +432,9 @@ def promote(left: ScalarType, right: ScalarType, left_weak: bool, right_weak: bo
             return ScalarType.FLOAT64
         return left if left.is_float else right
     if left.is_signed != right.is_signed:
+        if _C_SIGN_MIXING.get():
+            signed, unsigned = _signed_of(left, right), _unsigned_of(left, right)
+            return signed if signed.bits > unsigned.bits else unsigned
         raise PromotionError(
             f"mixing signed {_signed_of(left, right).value} and unsigned "
             f"{_unsigned_of(left, right).value} is ambiguous; make both operands the same "

@@ -123,7 +123,8 @@ class KernelTyper(
     def run(self) -> ir.KernelIR:
         """Type the whole body."""
         self.block_size = self.declared_block_size()
-        body = self.block(self.source.tree.body)
+        with self.rules.applied():
+            body = self.block(self.source.tree.body)
         scalar_names = {slot.name for slot in self.scalars}
         local_types = {name: t for name, t in self.locals.items() if name not in scalar_names}
         return ir.KernelIR(
@@ -142,7 +143,8 @@ class KernelTyper(
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
         """Type the body of a callable (its ``name`` is set by the caller)."""
-        body = self.block(self.source.tree.body)
+        with self.rules.applied():
+            body = self.block(self.source.tree.body)
         parameters = [
             (argument.arg, self.locals[argument.arg], is_aggregate_type(self.locals[argument.arg]))
             for argument in self.source.tree.args.args

@@ -19,7 +19,6 @@ from luisa_nb.kernels.type_system import (
     article,
     assignable,
     elementwise_types,
-    fits,
     is_aggregate_type,
     is_composite,
 )
@@ -186,10 +185,7 @@ class VectorTyping:
         if element is ScalarType.BOOL:
             return self.to_bool(expression, node)
         if is_weak(expression):
-            value = float(expression.value) if element.is_float else int(expression.value)
-            if not fits(value, element):
-                self.fail(node, f"the literal {expression.value!r} does not fit {element}")
-            return ir.Constant(element, value)
+            return self.literal_as(expression.value, element, node)
         return expression if kind is element else ir.Cast(element, expression)
 
     def place(self: KernelTyper, node: ast.expr) -> ir.Expression:

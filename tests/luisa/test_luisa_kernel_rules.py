@@ -345,3 +345,48 @@ def test_the_program_matches_real_luisa(fresh_session, capsys):
     ours = printed_rows(capsys.readouterr().out)
     assert len(ours) == 14
     assert ours == {name: real[name] for name in ours}
+
+
+def sign_mixing(source, out):
+    a = source.read(0)
+    b = source.read(1)
+    out.write(0, 1 if a < uint(2) else 0)  # -1 compares as 4294967295
+    out.write(1, 1 if uint(2) > -1 else 0)  # the literal wraps too
+    mixed = int2(a, b) + luisa.uint2(uint(1), uint(1))
+    out.write(2, int(mixed.x))
+    out.write(3, 1 if all(int2(a, b) < luisa.uint2(uint(2), uint(2))) else 0)
+    out.write(4, int(max(a, uint(5))))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_luisa_rules_mix_signed_and_unsigned_as_c_does(fresh_session, mode):
+    luisa.init("cpu")
+    source = luisa.Buffer.from_array(np.array([-1, 3], np.int32))
+    out = luisa.Buffer.zeros(5, int)
+    Kernel(sign_mixing, mode=mode, rules=LUISA_RULES)(source, out, dispatch_size=1)
+    # as real luisa-python 0.3.7 gives: int32 with uint32 is uint32
+    assert out.numpy().tolist() == [0, 0, 0, 0, -1]
+    with pytest.raises(KernelCompileError, match="mixing signed int32 and unsigned uint32"):
+        Kernel(sign_mixing, mode=mode, rules=PYTHON_RULES)(source, out, dispatch_size=1)
+
+
+def vector_booleans(source, out):
+    v = luisa.float3(source.read(0), source.read(1), source.read(2))
+    low = v > luisa.float3(0.0)
+    high = v < luisa.float3(2.0)
+    both = low and high
+    either = (v < luisa.float3(-1.0)) or (high and low)
+    out.write(0, 1 if all(both == luisa.bool3(False, True, False)) else 0)
+    out.write(1, 1 if all(either == luisa.bool3(False, True, False)) else 0)
+    out.write(2, 1 if (source.read(0) < 0.0 and source.read(1) > 0.0) else 0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_luisa_rules_combine_bool_vectors_with_and_and_or(fresh_session, mode):
+    luisa.init("cpu")
+    source = luisa.Buffer.from_array(np.array([-1.0, 1.0, 3.0], np.float32))
+    out = luisa.Buffer.zeros(3, int)
+    Kernel(vector_booleans, mode=mode, rules=LUISA_RULES)(source, out, dispatch_size=1)
+    assert out.numpy().tolist() == [1, 1, 1]
+    with pytest.raises(KernelCompileError, match="bool3 value is used where a scalar is needed"):
+        Kernel(vector_booleans, mode=mode, rules=PYTHON_RULES)(source, out, dispatch_size=1)
