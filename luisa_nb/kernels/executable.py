@@ -30,7 +30,7 @@ from luisa_nb.kernels.checks import (
     slot_error,
     texel_error,
 )
-from luisa_nb.kernels.launch_runs import PreparedLaunch, launch_runner, start_launch_runner
+from luisa_nb.kernels.launch_runs import RUNNER_SOURCE, PreparedLaunch, load_runner
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_aggregate_type
@@ -198,11 +198,10 @@ class CExecutable(Executable):
         self.source = emitter.emit()
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
-        start_launch_runner()
-        library = build_library(emitter.entry_name, self.source)
+        library = build_library(emitter.entry_name, f"{self.source}\n{RUNNER_SOURCE}")
         self._function = load_launch_function(library, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
-        launch_runner()  # built with the kernel, so a missing compiler shows up here
+        self.runner = load_runner(library)
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {
             position: slot.type

@@ -4,25 +4,24 @@ A launch costs ~0.3 µs of C, but packing its arguments and calling through ctyp
 several times that. So a launch is prepared once (:class:`PreparedLaunch`: the entry's
 address and the packed argument struct, kept while the same arguments are dispatched
 again) and a run of prepared launches goes to C as one array of (entry, arguments)
-address pairs. The loop in C stops at the first launch that fails or is cancelled and
-says which one it was; with a ``times`` array it also reads the trace clock
+address pairs. The loop (:data:`RUNNER_SOURCE`) is compiled into every kernel's library,
+so it costs no build of its own. It stops at the first launch that fails or is cancelled
+and says which one it was; with a ``times`` array it also reads the trace clock
 (``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import struct
 import threading
 from array import array
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
 
-from luisa_nb.errors import KernelBuildError
 from luisa_nb.kernels.checks import LaunchRecord
-from luisa_nb.kernels.toolchain import build_library
 
 if TYPE_CHECKING:
     from luisa_nb.errors import KernelError
@@ -54,35 +53,16 @@ int64_t lnb_run_launches(const int64_t *launches, int64_t count, void *launch,
 """
 
 _PAIR = struct.Struct("=qq")
-_runner: Callable[..., int] | None = None
-_runner_lock = threading.Lock()
 _records = threading.local()  # each worker's launch record, reused while no launch stops
 
 
-def launch_runner() -> Callable[..., int]:
-    """The C loop, built (or found in the kernel cache) on first use. Built without
-    counting as a kernel compile, so a kernel's trace label stays what it was."""
-    global _runner
-    with _runner_lock:
-        if _runner is None:
-            library = build_library("lnb_launch_runner", RUNNER_SOURCE, counted=False)
-            function = ctypes.CDLL(str(library)).lnb_run_launches
-            function.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
-            function.restype = ctypes.c_int64
-            _runner = function
-        return _runner
-
-
-def start_launch_runner() -> None:
-    """Begin loading the C loop on another thread, so that building it overlaps a kernel's
-    build; a failure there is left for :func:`launch_runner` to raise."""
-    if _runner is None:
-        threading.Thread(target=_try_launch_runner, name="lnb-launch-runner", daemon=True).start()
-
-
-def _try_launch_runner() -> None:
-    with contextlib.suppress(KernelBuildError):
-        launch_runner()
+def load_runner(library: Path) -> Callable[..., int]:
+    """The C loop of a kernel library built from a source ending in
+    :data:`RUNNER_SOURCE`. Any kernel's copy runs launches of any kernels."""
+    function = ctypes.CDLL(str(library)).lnb_run_launches
+    function.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
+    function.restype = ctypes.c_int64
+    return function
 
 
 class PreparedLaunch:
@@ -112,7 +92,7 @@ def run_launches(
     """Run ``launches`` in order until one stops; returns how many ran to the end and the
     error of the one that stopped (``None`` if none did). With ``times`` (an ``array("q")``),
     appends the clock before each launch that started."""
-    runner = _runner if _runner is not None else launch_runner()
+    runner = launches[0].executable.runner
     count = len(launches)
     pairs = launches[0].pair if count == 1 else b"".join([launch.pair for launch in launches])
     record = getattr(_records, "record", None)
