@@ -40,6 +40,8 @@ from luisa_nb.kernels.cuda_emulation import (
 )
 from luisa_nb.kernels.executable import run_launch
 from luisa_nb.kernels.matrices import float3x3
+from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
+from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.vectors import float3
 
@@ -72,6 +74,19 @@ class Case:
     size: int | tuple[int, ...]
     arguments: Callable[[np.random.Generator], list[Any]]
     checks: bool | str = True
+    rules: KernelRules = PYTHON_RULES
+
+
+def luisa_rules(a, b, quotient, remainder, mixed, ends):
+    """luisa-python's rules: C's integer division, signed with unsigned, loop end values."""
+    i = dispatch_id().x
+    x, y = a.read(i), b.read(i)
+    quotient.write(i, x // y)
+    remainder.write(i, x % y)
+    mixed.write(i, 1 if x < uint(3) else 0)
+    for k in range(x & 7):  # noqa: B007 (read after the loop)
+        pass
+    ends.write(i, k)
 
 
 def wide_atomics(longs, uints, doubles):
@@ -181,6 +196,10 @@ CASES = [
         FakeBuffer(np.zeros(777, F32)), _floats(r, 777), _floats(r, 777)], checks=False),
     Case("mandelbrot", sample_kernels.mandelbrot, (64, 48), lambda r: [
         FakeBuffer(np.zeros(64 * 48, np.int32)), 64, 48, 200]),
+    Case("luisa_rules", luisa_rules, 64, lambda r: [
+        FakeBuffer(r.integers(-50, 50, 64).astype(np.int32)),
+        FakeBuffer((np.where(r.random(64) < 0.5, -1, 1) * r.integers(1, 7, 64)).astype(np.int32)),
+        *(FakeBuffer(np.zeros(64, np.int32)) for _ in range(4))], rules=LUISA_RULES),
     Case("control_flow", sample_kernels.control_flow, 16, lambda r: [
         FakeBuffer(np.zeros(16, np.int32)), 12]),
     Case("nested_ranges", sample_kernels.nested_ranges, 9, lambda r: [
@@ -302,7 +321,8 @@ def built() -> dict[str, tuple[Any, Any]]:
         c_executables = []
         for case in batch:
             types = tuple(argument_type(a) for a in case.arguments(np.random.default_rng(0)))
-            c_executables.append(KernelDefinition(case.function).executable(types, case.checks))
+            definition = KernelDefinition(case.function, rules=case.rules)
+            c_executables.append(definition.executable(types, case.checks))
         emulated = emulate([(e.kernel, e.kernel_source, e.checks) for e in c_executables])
         for case, c_executable, cuda in zip(batch, c_executables, emulated, strict=True):
             executables[case.name] = (c_executable, cuda)
