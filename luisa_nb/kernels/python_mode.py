@@ -327,8 +327,15 @@ class PythonExecutable(Executable):
         self._definitions = [f.definition for f in kernel.functions]
         namespace, closure = self._namespaces(captures)
         value_locals = any(not isinstance(t, ScalarType) for t in kernel.locals.values())
-        if value_locals or self._copied_arguments or rules.rewrites_python:
-            self._function = copying_function(source, namespace, closure, captures, rules)
+        scalar_locals = {
+            name: kind
+            for name, kind in kernel.locals.items()
+            if isinstance(kind, ScalarType) and kind.is_numeric
+        }
+        if value_locals or scalar_locals or self._copied_arguments or rules.rewrites_python:
+            self._function = copying_function(
+                source, namespace, closure, captures, rules, scalar_locals
+            )
         else:
             self._function = types.FunctionType(
                 function.__code__, namespace, function.__name__, None, closure

@@ -100,3 +100,30 @@ def test_math_builtins_keep_float32() -> None:
     assert floor(np.float64(2.5)).dtype == np.float64 and floor(-2.5) == -3
     assert clamp(np.float32(5), 0, 2) == 2
     assert kernel_max(1, 7, 3) == 7
+
+
+def literal_locals(ints, floats):
+    c = 2147483647
+    ints.write(0, c + 1)  # int32 wraps
+    u = 3
+    ints.write(1, (u * 1000000000) // 7)  # the product wraps before the division
+    f = 0.1
+    g = f * 3.0
+    floats.write(0, g * 100000000.0 - 30000000.0)  # float32 rounding of 0.1 and 0.3
+    h = 16777216.0
+    floats.write(1, h + 1.0)
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_scalar_locals_hold_their_declared_types_in_both_modes(mode) -> None:
+    from luisa_nb.kernels import KernelDefinition
+
+    from .helpers import run
+
+    ints, floats = FakeBuffer(np.zeros(2, np.int32)), FakeBuffer(np.zeros(2, np.float32))
+    run(KernelDefinition(literal_locals, mode=mode), 1, ints, floats)
+    wrapped = (3 * 1000000000 + 2**31) % 2**32 - 2**31
+    assert ints.array.tolist() == [-(2**31), int(np.trunc(wrapped / 7))]
+    g = np.float32(np.float32(0.1) * np.float32(3.0))
+    expected = np.float32(g * np.float32(100000000.0)) - np.float32(30000000.0)
+    assert floats.array.tolist() == [float(expected), 16777216.0]
