@@ -699,7 +699,9 @@ def _every_codegen_case_gives_the_c_results(tolerated: set[str]) -> None:
         for case in codegen.CASES:
             arguments = case.arguments(np.random.default_rng(0))
             types = tuple(argument_type(a) for a in arguments)
-            executable = KernelDefinition(case.function).executable(types, case.checks)
+            executable = KernelDefinition(case.function, rules=case.rules).executable(
+                types, case.checks
+            )
             expected = codegen._launch(executable, case)
             actual = _run_on_backend(device.backend, executable, case, codegen.RNG_SEED)
             for want, got in zip(expected, actual, strict=True):
@@ -730,7 +732,9 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
     codegen = _codegen_tests()
     for case in codegen.CASES:
         types = tuple(argument_type(a) for a in case.arguments(np.random.default_rng(0)))
-        executable = KernelDefinition(case.function).executable(types, case.checks)
+        executable = KernelDefinition(case.function, rules=case.rules).executable(
+            types, case.checks
+        )
         for checks in {case.checks, False}:
             emitter = CudaEmitter(executable.kernel, checks)
             module = cupy.RawModule(code=emitter.emit(), options=NVRTC_OPTIONS)
