@@ -6,7 +6,9 @@ ddy)``, ``_sample_grad_level(slot, uv, ddx, ddy, min_level)``, ``_size(slot)`` a
 ``_size_mip(slot, level)``. Images have one mip level, so the level and gradient
 arguments are evaluated and the call works on level 0. Each resource of the array is a
 buffer slot of the kernel (read by every dispatch); a call becomes an
-:class:`ir.BindlessCall` over the slots whose resource suits it."""
+:class:`ir.BindlessCall` over the slots whose resource of the call's kind suits it
+(``buffer_*`` calls use a slot's buffer, ``texture2d_*`` its 2D image, ``texture3d_*``
+its 3D image: a slot holds one of each, so each slot is one case of a call)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from luisa_nb.kernels.type_system import (
     VectorType,
     argument_type,
     is_bindless_like,
+    resource_kind_of,
 )
 
 if TYPE_CHECKING:
@@ -84,7 +87,10 @@ class BindlessTyping:
             self.heap_sizes[len(self.buffers)] = size
             self.buffers.append(
                 ir.BufferSlot(
-                    f"{name}[{slot}]", buffer_type.element, resources.get(slot), heap=name
+                    f"{name}[{slot}]",
+                    buffer_type.element,
+                    resources.get((slot, resource_kind_of(buffer_type.element))),
+                    heap=name,
                 )
             )
         self.heaps.append((name, tuple(pairs)))

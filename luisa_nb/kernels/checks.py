@@ -144,15 +144,21 @@ def slot_error(
     heap: str,
     method: str,
     suitable: list[int],
+    element: object = None,
 ) -> KernelIndexError:
     """The error of a thread whose bindless call ``method`` used ``slot`` of bindless array
-    ``heap``, which holds no resource the call can use (``suitable``: the slots that do)."""
+    ``heap``, which holds no resource the call can use (``suitable``: the slots that do;
+    ``element``: the element type a ``buffer_read`` reads)."""
     location = f" at {where}" if where else ""
     listed = ", ".join(map(str, suitable)) if suitable else "none"
+    if method.startswith("texture"):
+        needed = f"{method[7]}D image"
+    else:
+        needed = f"buffer of {element}" if method == "buffer_read" else "buffer"
     message = (
         f"kernel {kernel!r}: thread {thread} calls {heap}.{method} on slot {slot}, which "
-        f"holds no resource that call can use{location}; the dispatch stopped. Slots it can "
-        f"use: {listed}. Emplace a resource of that kind there and update() the array"
+        f"holds no {needed}{location}; the dispatch stopped. Slots it can use: {listed}. "
+        f"Emplace a {needed} in that slot and update() the array"
     )
     return KernelIndexError(
         message, kernel=kernel, line=line, thread=thread, index=slot, size=-1, buffer=heap

@@ -253,7 +253,15 @@ class CExecutable(Executable):
             suitable = [slot for slot, _ in call.slots]
             heap = self._heap_names[call.heap]
             return slot_error(
-                self.name, where, record.line, thread, record.index, heap, call.method, suitable
+                self.name,
+                where,
+                record.line,
+                thread,
+                record.index,
+                heap,
+                call.method,
+                suitable,
+                call.type,
             )
         if record.buffer < 0:
             return self._unexplained_failure(thread)

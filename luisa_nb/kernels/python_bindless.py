@@ -5,15 +5,16 @@ operations in the same order, so both agree bit for bit)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.kernels.bindless_typing import element_type_of, suits
+from luisa_nb.kernels.bindless_typing import element_type_of
 from luisa_nb.kernels.builtins import thread_state
 from luisa_nb.kernels.checks import slot_error, texel_error
-from luisa_nb.kernels.type_system import BufferType, Sampler
+from luisa_nb.kernels.type_system import BufferType, Sampler, resource_kind_of
 from luisa_nb.kernels.vectors import float4, int2, int3, uint2, uint3
 
 if TYPE_CHECKING:
@@ -93,22 +94,29 @@ def sample(shim: ImageShim, uv: Any) -> Any:
 
 
 class BindlessShim:
-    """A bindless array ``name`` whose slots hold ``shims`` (buffer and image shims)."""
+    """A bindless array ``name`` whose slots hold the buffer and image shims of
+    ``entries`` (``(slot, shim)`` pairs, a slot up to once per resource kind)."""
 
-    def __init__(self, name: str, executable: PythonExecutable, shims: dict[int, Any]) -> None:
+    def __init__(
+        self, name: str, executable: PythonExecutable, entries: Iterable[tuple[int, Any]]
+    ) -> None:
         self.name = name
         self.executable = executable
-        self.shims = shims
+        self.shims = {(slot, _kind(shim)): shim for slot, shim in entries}
 
-    def _resource(self, slot: Any, method: str, fits: Any, depth: int = 2) -> Any:
-        """The shim in ``slot`` if ``fits(shim)``; else a :class:`KernelIndexError` at
-        the line of the kernel's frame, ``depth`` frames up."""
-        shim = self.shims.get(int(slot))
+    def _resource(
+        self, slot: Any, method: str, fits: Any, depth: int = 2, element: Any = None
+    ) -> Any:
+        """The shim of ``method``'s kind in ``slot`` if ``fits(shim)``; else a
+        :class:`KernelIndexError` at the line of the kernel's frame, ``depth`` frames up
+        (``element``: the element type ``buffer_read`` wants)."""
+        kind = "buffer" if method.startswith("buffer") else method[:9]
+        shim = self.shims.get((int(slot), kind))
         if shim is not None and fits(shim):
             return shim
         line = sys._getframe(depth).f_lineno
         executable = self.executable
-        suitable = [s for s, other in sorted(self.shims.items()) if fits(other)]
+        suitable = [s for (s, k), other in sorted(self.shims.items()) if k == kind and fits(other)]
         raise slot_error(
             executable.name,
             executable.kernel_source.where(line),
@@ -118,28 +126,22 @@ class BindlessShim:
             self.name,
             method,
             suitable,
+            element,
         )
 
     def buffer_read(self, dtype: Any, slot: Any, index: Any) -> Any:
         wanted = getattr(dtype, "kernel_type", None) or element_type_of(dtype)
-        shim = self._resource(
-            slot, "buffer_read", lambda s: _element(s) is not None and _element(s) == wanted
-        )
+        shim = self._resource(slot, "buffer_read", lambda s: _element(s) == wanted, element=wanted)
         return shim.read(index)
 
     def buffer_size(self, slot: Any) -> Any:
-        shim = self._resource(slot, "buffer_size", lambda s: _element(s) is not None)
+        shim = self._resource(slot, "buffer_size", lambda s: True)
         return np.uint32(len(shim.array))
 
     def _texture(self, slot: Any, method: str, depth: int = 3) -> ImageShim:
         """The image shim in ``slot`` for ``method`` (called ``depth - 2`` frames below
         the kernel's)."""
-        dimension = int(method[7])
-
-        def image(shim: Any) -> bool:
-            return suits(getattr(shim, "image", None), dimension)
-
-        return self._resource(slot, method, image, depth=depth)
+        return self._resource(slot, method, lambda s: True, depth=depth)
 
     def _texel(self, slot: Any, coord: Any, method: str) -> Any:
         """Texel ``coord`` of the image in ``slot`` as a float4; a coordinate outside is
@@ -210,10 +212,14 @@ def _thread() -> tuple[int, int, int]:
 
 
 def _element(shim: Any) -> Any:
-    """The element type of a buffer shim; None for an image."""
-    if hasattr(shim, "image"):
-        return None
+    """The element type of a buffer shim."""
     return BufferType.of_dtype(shim.array.dtype).element
+
+
+def _kind(shim: Any) -> str:
+    """The kind of slot entry a buffer or image shim fills."""
+    image = getattr(shim, "image", None)
+    return resource_kind_of(image) if image is not None else "buffer"
 
 
 def _widened(shim: ImageShim, texel: Any) -> Any:

@@ -371,10 +371,10 @@ class PythonExecutable(Executable):
     def _captured_heap_shim(self, name: str) -> BindlessShim:
         """The shim of captured bindless array ``name`` over its resources' shims."""
         pairs = next((pairs for heap, pairs in self._heaps if heap == name), ())
-        shims = {
-            slot: self._capture_shims[id(self._buffer_slots[buffer].capture)]
+        shims = [
+            (slot, self._capture_shims[id(self._buffer_slots[buffer].capture)])
             for slot, buffer in pairs
-        }
+        ]
         return BindlessShim(name, self, shims)
 
     def _python_function(self, definition: Any) -> Callable[..., Any]:
@@ -414,10 +414,10 @@ class PythonExecutable(Executable):
             arguments = []
             for name, kind, index in self._arguments:
                 if kind == "bindless":
-                    shims = {
-                        slot: self._shim(self._buffer_slots[buffer]).bind(buffers[buffer])
+                    shims = [
+                        (slot, self._shim(self._buffer_slots[buffer]).bind(buffers[buffer]))
                         for slot, buffer in self._heaps[index][1]
-                    }
+                    ]
                     arguments.append(BindlessShim(name, self, shims))
                 elif kind == "buffer":
                     arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))

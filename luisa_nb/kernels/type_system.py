@@ -280,10 +280,12 @@ class BufferType:
 
 @dataclass(frozen=True)
 class BindlessType:
-    """A bindless array as kernels see it: its emplaced resources by slot, each as
-    ``(slot, type, size)``: a :class:`BufferType` (of an element or of an
-    :class:`ImageType` with the slot's :class:`Sampler`) and the element count. The
-    resources are part of the type: a kernel is compiled once per set of resources."""
+    """A bindless array as kernels see it: its emplaced resources in ``(slot, kind)``
+    order, each as ``(slot, type, size)``: a :class:`BufferType` (of an element or of an
+    :class:`ImageType` with the image's :class:`Sampler`) and the element count. A slot
+    holds up to one resource of each kind (see :func:`resource_kind_of`), so it may
+    appear up to three times. The resources are part of the type: a kernel is compiled
+    once per set of resources."""
 
     entries: tuple[tuple[int, BufferType, int], ...]
 
@@ -292,9 +294,22 @@ class BindlessType:
         return f"bindless[{listed}]"
 
 
+RESOURCE_KINDS = ("buffer", "texture2d", "texture3d")  # the entries of a bindless slot
+
+
+def resource_kind_of(element: Any) -> str:
+    """The kind of bindless slot entry (:data:`RESOURCE_KINDS`) a buffer slot of
+    ``element`` type fills."""
+    if not isinstance(element, ImageType):
+        return "buffer"
+    return "texture3d" if element.depth else "texture2d"
+
+
 def is_bindless_like(value: Any) -> bool:
     """Duck typing: ``__lnb_bindless__`` is true, ``resources()`` gives the emplaced
-    buffers and images by slot and ``samplers()`` the images' samplers by slot."""
+    buffers and images by ``(slot, kind)`` (kind in :data:`RESOURCE_KINDS`),
+    ``samplers()`` the images' samplers by ``(slot, kind)`` and ``views()`` the resources
+    in sorted ``(slot, kind)`` order."""
     return bool(getattr(value, "__lnb_bindless__", False))
 
 
@@ -332,10 +347,11 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     if is_bindless_like(value):
         samplers = value.samplers()
         entries = []
-        for slot, resource in sorted(value.resources().items()):
+        for entry, resource in sorted(value.resources().items()):
+            slot = entry[0]
             kind = argument_type(resource)
             if isinstance(kind.element, ImageType):
-                kind = BufferType(replace(kind.element, sampler=samplers.get(slot, Sampler())))
+                kind = BufferType(replace(kind.element, sampler=samplers.get(entry, Sampler())))
             entries.append((slot, kind, int(resource.size)))
         return BindlessType(tuple(entries))
     if is_buffer_like(value):

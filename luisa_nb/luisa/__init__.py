@@ -14,7 +14,7 @@ from __future__ import annotations
 from luisa_nb.kernels import SharedArrayType
 from luisa_nb.luisa import lcapi, session
 from luisa_nb.luisa.bindless import BindlessArray, bindless_array
-from luisa_nb.luisa.buffer import Buffer
+from luisa_nb.luisa.buffer import Buffer, BufferType
 from luisa_nb.luisa.func import Func, func
 from luisa_nb.luisa.gui import GUI
 from luisa_nb.luisa.image import (
@@ -92,6 +92,7 @@ __all__ = [
     "array",
     "struct",
     "Buffer",
+    "BufferType",
     "Event",
     "Func",
     "GUI",

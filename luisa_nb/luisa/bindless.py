@@ -1,8 +1,10 @@
 """luisa-python's ``BindlessArray`` on luisa_nb: buffers and float 2D and 3D images by
-slot, each image with a sampler (``lcapi.Filter``, ``lcapi.Address``).
+slot, each image with a sampler (``lcapi.Filter``, ``lcapi.Address``). As in
+LuisaCompute, a slot holds one buffer, one 2D image and one 3D image side by side.
 
-``emplace`` and the ``remove_*`` methods change the array's pending table, ``update()``
-makes it the one later dispatches see. In kernels: ``heap.buffer_read(dtype, slot,
+``emplace`` (which replaces the slot's resource of the same kind) and the ``remove_*``
+methods (each of which takes out only its kind) change the array's pending table,
+``update()`` makes it the one later dispatches see. In kernels: ``heap.buffer_read(dtype, slot,
 index)``, ``heap.buffer_size(slot)`` and the ``texture2d_*``/``texture3d_*`` methods
 (``_read``, ``_sample``, ``_sample_mip``, ``_sample_grad``, ``_sample_grad_level``,
 ``_size``, ``_size_mip``; see ``kernels/bindless_typing.py``).
@@ -74,7 +76,8 @@ class BindlessArray(runtime.BindlessArray):
         address: Any = None,
         byte_offset: int = 0,
     ) -> None:
-        """Put a buffer or a float 2D or 3D image in slot ``idx``. An image is sampled
+        """Put a buffer or a float 2D or 3D image in slot ``idx``, beside the slot's
+        resources of the other kinds. An image is sampled
         with ``filter`` and ``address`` (``lcapi.Filter``, ``lcapi.Address``; default
         ``LINEAR_POINT`` and ``REPEAT``, as in luisa-python). Byte offsets are not
         supported."""
@@ -98,13 +101,16 @@ class BindlessArray(runtime.BindlessArray):
         super().emplace(idx, res, sampler_of(filter, address))
 
     def remove_buffer(self, idx: int) -> None:
-        self.remove(idx)
+        """Take the buffer out of slot ``idx`` (its images stay), from the next update."""
+        self.remove(idx, "buffer")
 
     def remove_texture2d(self, idx: int) -> None:
-        self.remove(idx)
+        """Take the 2D image out of slot ``idx`` (its other resources stay)."""
+        self.remove(idx, "texture2d")
 
     def remove_texture3d(self, idx: int) -> None:
-        self.remove(idx)
+        """Take the 3D image out of slot ``idx`` (its other resources stay)."""
+        self.remove(idx, "texture3d")
 
     def update(self, sync: bool = False, stream: Stream | None = None) -> None:
         """Make the emplaced resources those later dispatches see; ``sync`` then waits

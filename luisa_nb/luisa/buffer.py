@@ -15,6 +15,8 @@ import numpy as np
 
 from luisa_nb import runtime
 from luisa_nb.errors import HostArrayError, HostSizeError
+from luisa_nb.kernels.type_system import BufferType as KernelBufferType
+from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.luisa import session
 from luisa_nb.luisa.types import element_dtype, element_type_of
 from luisa_nb.runtime import Stream
@@ -28,6 +30,54 @@ def add_to_list(command: runtime.Command, sync: bool, stream: Stream | None) -> 
     chosen.add(command)
     if sync:
         chosen.synchronize()
+
+
+_SCALAR_NAMES = {  # luisa-python's names of the scalar kernel types
+    ScalarType.BOOL: "bool",
+    ScalarType.INT32: "int",
+    ScalarType.UINT32: "uint",
+    ScalarType.INT64: "long",
+    ScalarType.UINT64: "ulong",
+    ScalarType.FLOAT32: "float",
+}
+
+
+def _type_name(dtype: Any) -> str:
+    """``dtype`` as a luisa-python program writes it (``float``, ``float3``, ...)."""
+    if not isinstance(dtype, np.dtype):
+        return getattr(dtype, "__name__", None) or repr(dtype)
+    try:
+        element = KernelBufferType.of_dtype(dtype).element
+    except ValueError:
+        return str(dtype)
+    return _SCALAR_NAMES.get(element, str(element))
+
+
+class BufferType:
+    """luisa-python's type of a ``Buffer`` of ``dtype`` (``buffer.bufferType``), equal to
+    another of the same element type, as in luisa-python. It annotates kernel parameters
+    (``def f(values: luisa.BufferType(float))``), and ``luisa.func`` checks its arguments
+    against it as luisa-python does."""
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = dtype
+        self._element = element_dtype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is BufferType and self._element == other._element
+
+    def __hash__(self) -> int:
+        return hash(("BufferType", self._element))
+
+    def __repr__(self) -> str:
+        return f"BufferType({_type_name(self.dtype)})"
+
+
+def buffer_type_of(value: Any) -> BufferType | None:
+    """The ``BufferType`` of a buffer; None for anything else (an image included)."""
+    if not isinstance(value, runtime.BufferView) or isinstance(value, runtime.Image):
+        return None
+    return BufferType(value.dtype)
 
 
 class ListedCopies(runtime.BufferView):
@@ -88,6 +138,10 @@ class Buffer(ListedCopies, runtime.Buffer):
         device = session.device()
         device.check_open()
         super().__init__(device, buffer_size(size), element_dtype(dtype))
+
+    @property
+    def bufferType(self) -> BufferType:
+        return BufferType(self.dtype)
 
     @property
     def stride(self) -> int:

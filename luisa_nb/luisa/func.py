@@ -11,6 +11,7 @@ from typing import Any
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.rules import LUISA_RULES
+from luisa_nb.luisa.buffer import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
 from luisa_nb.runtime import Kernel, Stream
 
@@ -18,28 +19,28 @@ from luisa_nb.runtime import Kernel, Stream
 class Func(Kernel):
     """A luisa-python function: ``f(*args, dispatch_size=n, stream=s)`` adds a dispatch to
     the stream's command list, which ``luisa.execute()``/``synchronize()`` submits.
-    Parameters annotated with ``Texture2DType``/``Texture3DType`` are checked, as
-    luisa-python checks them; other annotations are not."""
+    Parameters annotated with ``BufferType``/``Texture2DType``/``Texture3DType`` are
+    checked, as luisa-python checks them; other annotations are not."""
 
     def __init__(self, function: Callable[..., None]) -> None:
         super().__init__(function, rules=LUISA_RULES)
 
     def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
-        for position, name, expected in self._texture_parameters:
-            if position < len(args) and texture_type_of(args[position]) != expected:
-                got = texture_type_of(args[position]) or type(args[position]).__name__
+        for position, name, expected in self._resource_parameters:
+            if position < len(args) and resource_type_of(args[position]) != expected:
+                got = resource_type_of(args[position]) or type(args[position]).__name__
                 raise InvalidArgumentError(
                     f"{self.name}: argument {name!r} is annotated {expected!r}, got {got!r}; "
-                    f"pass an image of that type or change the annotation"
+                    f"pass a resource of that type or change the annotation"
                 )
         command = self.dispatch_async(dispatch_size, *args)
         (stream or command.device.default_stream).add(command)
 
     @functools.cached_property
-    def _texture_parameters(self) -> list[tuple[int, str, TextureType]]:
-        """``(position, name, annotation)`` of each parameter annotated with an image type
-        (string annotations evaluated, as luisa-python's ``inspect`` sees them, where they
-        can be)."""
+    def _resource_parameters(self) -> list[tuple[int, str, BufferType | TextureType]]:
+        """``(position, name, annotation)`` of each parameter annotated with a buffer or
+        image type (string annotations evaluated, as luisa-python's ``inspect`` sees
+        them, where they can be)."""
         try:
             signature = inspect.signature(self.__wrapped__, eval_str=True)
         except Exception:  # an annotation that does not evaluate annotates no image
@@ -48,8 +49,14 @@ class Func(Kernel):
         return [
             (position, parameter.name, parameter.annotation)
             for position, parameter in enumerate(parameters)
-            if isinstance(parameter.annotation, TextureType)
+            if isinstance(parameter.annotation, (BufferType, TextureType))
         ]
+
+
+def resource_type_of(value: Any) -> BufferType | TextureType | None:
+    """The ``BufferType``, ``Texture2DType`` or ``Texture3DType`` of a buffer or image;
+    None for anything else."""
+    return buffer_type_of(value) or texture_type_of(value)
 
 
 def func(function: Callable[..., None]) -> Func:

@@ -43,7 +43,8 @@ from luisa_nb.kernels.matrices import float3x3
 from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
 from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.kernels.toolchain import load_launch_function
-from luisa_nb.kernels.vectors import float3
+from luisa_nb.kernels.type_system import resource_kind_of
+from luisa_nb.kernels.vectors import float2, float3, int2
 
 from . import (
     atomic_kernels,
@@ -145,31 +146,44 @@ def _value_bytes(dtype: np.dtype, mask: np.ndarray | None = None, offset: int = 
 
 
 class FakeHeap:
-    """Bindless-array-like by duck typing: fake buffers and images by slot."""
+    """Bindless-array-like by duck typing: fake buffers and images by ``(slot, kind)``;
+    ``resources`` maps slots to resources, or lists ``(slot, resource)`` pairs where a
+    slot holds a buffer and an image."""
 
     __lnb_bindless__ = True
 
-    def __init__(self, resources: dict[int, FakeBuffer]) -> None:
-        for resource in resources.values():
+    def __init__(self, resources: dict[int, FakeBuffer] | list[tuple[int, FakeBuffer]]) -> None:
+        pairs = resources.items() if isinstance(resources, dict) else resources
+        self._resources = {}
+        for slot, resource in pairs:
             resource.size = resource.array.size
-        self._resources = resources
+            kind = resource_kind_of(argument_type(resource).element)
+            self._resources[(slot, kind)] = resource
 
-    def resources(self) -> dict[int, FakeBuffer]:
-        return dict(self._resources)
+    def resources(self) -> dict[tuple[int, str], FakeBuffer]:
+        return dict(sorted(self._resources.items()))
 
-    def samplers(self) -> dict[int, Any]:
+    def samplers(self) -> dict[tuple[int, str], Any]:
         """No slot names a sampler: images sample bilinearly with repeat addressing."""
         return {}
 
     def views(self) -> list[FakeBuffer]:
-        """The resources in slot order, as a launch passes them."""
-        return [self._resources[slot] for slot in sorted(self._resources)]
+        """The resources in ``(slot, kind)`` order, as a launch passes them."""
+        return list(self.resources().values())
 
 
 def flat_arguments(arguments: list[Any]) -> list[Any]:
     """``arguments`` with each bindless array replaced by its resources in slot order, as
     the kernel's parameters list them."""
     return [v for a in arguments for v in (a.views() if isinstance(a, FakeHeap) else [a])]
+
+
+def shared_slot(heap, out):
+    """Slot 0 holds a buffer and a 2D image: each call uses its own kind."""
+    i = dispatch_id().x
+    texel = heap.texture2d_read(0, int2(i % 4, 1))
+    sample = heap.texture2d_sample(0, float2(0.3, 0.6))
+    out.write(i, heap.buffer_read(float, 0, i) + texel.x + sample.y * 2.0)
 
 
 def _heap(rng: np.random.Generator) -> FakeHeap:
@@ -293,6 +307,9 @@ CASES = [
         _heap(r), FakeBuffer(np.zeros(192, F32))], checks=False),
     Case("bindless_gather", sample_kernels.bindless_gather, 16, lambda r: [
         FakeHeap({0: _floats(r, 16), 1: _image(r, FakeImage(4, 2, 4, "float", np.uint8))}),
+        FakeBuffer(np.zeros(16, F32))]),
+    Case("shared_slot", shared_slot, 16, lambda r: [
+        FakeHeap([(0, _floats(r, 16)), (0, _image(r, FakeImage(4, 2, 4, "float", np.uint8)))]),
         FakeBuffer(np.zeros(16, F32))]),
     Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
         F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],

@@ -77,3 +77,30 @@ def test_the_sampler_is_part_of_the_kernel_type():
             heap.emplace(0, texels, Sampler("cubic", "edge"))
     finally:
         device.close()
+
+
+def test_each_image_of_a_slot_has_its_own_sampler_and_kernel_type_entry():
+    device = create_device("cpu")
+    try:
+        flat = device.create_image(4, 2, 4, "float")
+        volume = device.create_image(4, 2, 4, "float", depth=3)
+        values = device.create_buffer(5, "float32")
+        heap = BindlessArray(device, 2)
+        heap.emplace(1, volume, Sampler("point", "edge"))
+        heap.emplace(1, flat, Sampler("linear", "mirror"))
+        heap.emplace(1, values)
+        heap.update()
+        assert list(heap.resources()) == [(1, "buffer"), (1, "texture2d"), (1, "texture3d")]
+        assert heap.views() == [values, flat, volume]
+        entries = argument_type(heap).entries
+        assert [(slot, size) for slot, _, size in entries] == [(1, 5), (1, 32), (1, 96)]
+        assert entries[1][1].element.sampler == Sampler("linear", "mirror")
+        assert entries[2][1].element.sampler == Sampler("point", "edge")
+        before = argument_type(heap)
+        heap.emplace(1, flat, Sampler("point", "zero"))  # the 2D image only
+        heap.update()
+        after = argument_type(heap).entries
+        assert before != argument_type(heap) and after[2] == entries[2]
+        assert after[1][1].element.sampler == Sampler("point", "zero")
+    finally:
+        device.close()

@@ -64,3 +64,31 @@ def png_pixels(data: bytes) -> np.ndarray:
     rows = rows.reshape(height, 1 + width * channels)
     assert not rows[:, 0].any()
     return rows[:, 1:].reshape(height, width, channels)
+
+
+def aces(color: np.ndarray) -> np.ndarray:
+    """ACES tone mapping, as LuisaCompute's examples write it, in float32."""
+    a, b, c, d, e = (F32(v) for v in (2.51, 0.03, 2.43, 0.59, 0.14))
+    return np.clip((color * (a * color + b)) / (color * (c * color + d) + e), F32(0), F32(1))
+
+
+def mirrored_uv_display(width: int, height: int) -> np.ndarray:
+    """The display image of LuisaCompute's test-bindless.py at ``width`` x ``height``
+    (byte storage, (height, width, 4)): a 16x16 byte texture holding ``(uv, 0.5, 1)`` at
+    texel centres, point-sampled with mirror addressing at ``(1 - uv) * 2``, tone-mapped."""
+    centres = (np.arange(16, dtype=F32) + F32(0.5)) / F32(16)
+    texture = np.zeros((16, 16, 4), F32)
+    texture[..., 0], texture[..., 1] = centres[None, :], centres[:, None]
+    texture[..., 2], texture[..., 3] = 0.5, 1
+    texture = unorm8(texture).astype(F32) / F32(255)
+    taps = []
+    for extent in (width, height):
+        uv = (np.arange(extent, dtype=F32) + F32(0.5)) / F32(extent)
+        uv = (F32(1) - uv) * F32(2)
+        reduced = uv - F32(2) * np.floor(uv * F32(0.5))
+        tap = np.minimum(np.floor(reduced * F32(16)).astype(np.int64), 31)
+        taps.append(np.where(tap < 16, tap, 31 - tap))
+    color = texture[taps[1][:, None], taps[0][None, :], :3]
+    display = np.ones((height, width, 4), F32)
+    display[..., :3] = aces(color)
+    return unorm8(display)

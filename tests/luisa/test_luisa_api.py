@@ -225,3 +225,39 @@ def test_struct_buffers_are_traced_as_their_values_and_saved(fresh_session, tmp_
     loaded = lnb.load_trace(trace.save(tmp_path / "structs.lnbtrace"))
     assert (loaded.buffers[pairs.id].dtype, loaded.buffers[pairs.id].size) == ("<f4", 32)
     assert (loaded.buffers[mixed.id].dtype, loaded.buffers[mixed.id].size) == ("|u1", 128)
+
+
+def test_buffer_types_annotate_parameters_as_in_luisa_python(fresh_session):
+    from luisa_nb.luisa.types import float3, uint
+
+    luisa.init("cpu")
+    values = luisa.Buffer.from_array(np.arange(4, dtype=np.float32))
+    assert values.bufferType == luisa.BufferType(float) == luisa.BufferType(np.float32)
+    assert luisa.BufferType(float) != luisa.BufferType(int)
+    assert luisa.BufferType(float3) != luisa.BufferType(luisa.float4)
+    assert len({luisa.BufferType(uint), luisa.Buffer(2, uint).bufferType}) == 1
+    assert repr(luisa.BufferType(float3)) == "BufferType(float3)"
+    assert repr(luisa.Buffer(2, uint).bufferType) == "BufferType(uint)"
+    structs = luisa.StructType(position=float3, count=int)
+    assert luisa.Buffer(2, structs).bufferType == luisa.BufferType(structs)
+    with pytest.raises(InvalidArgumentError, match="a luisa buffer holds"):
+        luisa.BufferType(list)
+
+    @luisa.func
+    def doubled(source: luisa.BufferType(float), target: luisa.BufferType(float)):
+        i = dispatch_id().x
+        target.write(i, source.read(i) * 2.0)
+
+    out = luisa.Buffer(4, float)
+    doubled(values, out, dispatch_size=4)
+    assert out.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    expected = r"'target' is annotated BufferType\(float\), got BufferType\(int\)"
+    with pytest.raises(InvalidArgumentError, match=expected):
+        doubled(values, luisa.Buffer(4, int), dispatch_size=4)
+    with pytest.raises(InvalidArgumentError, match=r"got Texture2DType\(float, 1\)"):
+        doubled(luisa.Image2D(2, 2, 1, float), out, dispatch_size=4)
+    with pytest.raises(TypeError, match="got 'float'"):  # luisa-python raises TypeError
+        doubled(1.5, out, dispatch_size=4)
+    namespace: dict[str, object] = {}
+    exec("from luisa_nb.luisa import *", namespace)
+    assert namespace["BufferType"] is luisa.BufferType

@@ -18,6 +18,7 @@ from luisa_nb.errors import (
     UnsupportedFeatureError,
 )
 from luisa_nb.luisa.mathtypes import float2, float4, int2
+from tests.luisa.references import mirrored_uv_display
 from tests.luisa.running import require_real_luisa, run_on_luisa_nb, run_on_real_luisa
 
 PROGRAM = Path(__file__).parent / "programs" / "bindless.py"
@@ -245,3 +246,169 @@ def test_emplace_checks_its_resources(fresh_session):
     with pytest.raises(InvalidArgumentError, match="buffers and images"):
         heap.emplace(0, np.zeros(3))
     assert "float4" in repr(float4)  # the vector types stay importable beside it
+
+
+# LuisaCompute's test-bindless.py: slot 55 holds a 2D image and a buffer side by side.
+
+
+@luisa.func
+def write_uv(tex):
+    set_block_size(16, 16, 1)  # noqa: F821
+    index = dispatch_id().xy  # noqa: F821
+    uv = (float2(index) + 0.5) / float2(dispatch_size().xy)  # noqa: F821
+    tex.write(index, float4(uv, 0.5, 1))
+
+
+@luisa.func
+def aces_tonemapping(x: luisa.float3):
+    a = 2.51
+    b = 0.03
+    c = 2.43
+    d = 0.59
+    e = 0.14
+    return clamp((x * (a * x + b)) / (x * (c * x + d) + e), 0.0, 1.0)  # noqa: F821
+
+
+def read_mirrored(bindless, display):
+    index = dispatch_id().xy  # noqa: F821
+    uv = (float2(index) + 0.5) / float2(dispatch_size().xy)  # noqa: F821
+    uv = (1.0 - uv) * 2.0
+    color = bindless.texture2d_sample_mip(55, uv, 0).xyz
+    color = aces_tonemapping(color)
+    display.write(index, float4(color, 1))
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_a_slot_holds_an_image_and_a_buffer_as_in_test_bindless(fresh_session, mode):
+    luisa.init("cpu")
+    heap = luisa.BindlessArray()
+    width, height = 40, 24
+    texture = luisa.Image2D(16, 16, 4, float, storage="BYTE")
+    display = luisa.Image2D(width, height, 4, float, storage="BYTE")
+    heap.emplace(55, texture, filter=luisa.lcapi.Filter.POINT, address=luisa.lcapi.Address.MIRROR)
+    heap.emplace(55, luisa.Buffer(1, luisa.float4))
+    heap.update()
+    write_uv(texture, dispatch_size=(16, 16, 1))
+    kernel = luisa.func(read_mirrored) if mode == "c" else lnb.kernel(read_mirrored, mode="python")
+    if mode == "c":
+        kernel(heap, display, dispatch_size=(width, height, 1))
+    else:
+        luisa.synchronize()
+        kernel.dispatch((width, height), heap, display, sync=True)
+    result = display.numpy()
+    expected = mirrored_uv_display(width, height)
+    assert result.shape == expected.shape == (height, width, 4)
+    np.testing.assert_array_equal(result, expected)
+    assert result[0, 0].tolist() == [5, 5, 157, 255]  # uv (1.975, 1.958) mirrors to texel (0, 0)
+    assert len(np.unique(result[..., 0])) > 8  # the texture, not one constant colour
+
+
+def read_both(heap, out):
+    i = dispatch_id().x  # noqa: F821
+    texel = heap.texture2d_read(3, int2(i % 2, 0))
+    out.write(i, heap.buffer_read(float, 3, i) + texel.x)
+
+
+def read_buffer(heap, out):
+    i = dispatch_id().x  # noqa: F821
+    out.write(i, heap.buffer_read(float, 3, i))
+
+
+def read_texture(heap, out):
+    i = dispatch_id().x  # noqa: F821
+    out.write(i, heap.texture2d_read(3, int2(i % 2, 0)).x)
+
+
+def run_kernel(function, mode: str, *args) -> None:
+    kernel = lnb.kernel(function, mode=mode)
+    luisa.synchronize()
+    kernel.dispatch(4, *args, sync=True)
+
+
+@pytest.mark.parametrize("mode", ["c", "python"])
+def test_remove_takes_out_one_kind_of_a_slot(fresh_session, mode):
+    luisa.init("cpu")
+    values = luisa.Buffer.from_array(np.arange(4, dtype=F32) * 10)
+    image = luisa.Image2D.from_array(np.array([[[1.5], [2.5]]], F32))
+    heap = luisa.BindlessArray(8)
+    heap.emplace(3, image)
+    heap.emplace(3, values)
+    heap.update()
+    out = luisa.Buffer(4, float)
+    run_kernel(read_both, mode, heap, out)
+    assert out.numpy().tolist() == [1.5, 12.5, 21.5, 32.5]
+
+    heap.remove_texture2d(3)
+    heap.update()
+    run_kernel(read_buffer, mode, heap, out)  # the buffer stays
+    assert out.numpy().tolist() == [0, 10, 20, 30]
+    with pytest.raises(CommandFailedError) as caught:
+        run_kernel(read_texture, mode, heap, out)
+    error = caught.value.failures[0][2]
+    assert isinstance(error, KernelIndexError) and error.index == 3 and error.buffer == "heap"
+    assert "heap.texture2d_read on slot 3, which holds no 2D image" in str(error)
+    assert "Slots it can use: none. Emplace a 2D image in that slot" in str(error)
+
+    heap.emplace(3, image)
+    heap.remove_buffer(3)
+    heap.update()
+    run_kernel(read_texture, mode, heap, out)  # the image stays
+    assert out.numpy().tolist() == [1.5, 2.5, 1.5, 2.5]
+    with pytest.raises(CommandFailedError, match=r"holds no buffer of float32.*can use: none"):
+        run_kernel(read_buffer, mode, heap, out)
+
+
+def test_a_dispatch_reads_each_resource_of_a_shared_slot(fresh_session):
+    luisa.init("cpu")
+    values = luisa.Buffer.from_array(np.arange(4, dtype=F32))
+    image = luisa.Image2D(2, 2, 4, float)
+    volume = luisa.Image3D(2, 2, 2, 4, float)
+    heap = luisa.BindlessArray(4)
+    for resource in (volume, values, image):
+        heap.emplace(1, resource)
+    heap.update()
+    assert list(heap.resources()) == [(1, "buffer"), (1, "texture2d"), (1, "texture3d")]
+    out = luisa.Buffer(4, float)
+
+    @luisa.func
+    def gather(table, out):
+        i = dispatch_id().x  # noqa: F821
+        size = table.texture3d_size(1)
+        out.write(i, table.buffer_read(float, 1, i) + float(size.z) * 100.0)
+
+    with lnb.trace() as trace:
+        gather(heap, out, dispatch_size=4)
+        luisa.synchronize()
+    dispatch = next(r for r in trace.commands if r.kind == "dispatch")
+    ranges = {(r.buffer, r.access.value) for r in dispatch.device_ranges}
+    assert ranges == {
+        (values.id, "read"),
+        (image.id, "read"),
+        (volume.id, "read"),
+        (out.id, "write"),
+    }
+    assert out.numpy().tolist() == [200, 201, 202, 203]
+
+
+def test_runtime_remove_empties_a_slot_or_one_kind(fresh_session):
+    luisa.init("cpu")
+    heap = luisa.BindlessArray(4)
+    values, image = luisa.Buffer(2, float), luisa.Image2D(2, 2, 4, float)
+    heap.emplace(0, values)
+    heap.emplace(0, image)
+    heap.emplace(2, values)
+    heap.update()
+    assert heap.resources() == {
+        (0, "buffer"): values,
+        (0, "texture2d"): image,
+        (2, "buffer"): values,
+    }
+    heap.remove(0, "texture2d")
+    heap.update()
+    assert list(heap.resources()) == [(0, "buffer"), (2, "buffer")]
+    heap.emplace(0, image)
+    heap.remove(0)  # every kind
+    heap.update()
+    assert list(heap.resources()) == [(2, "buffer")]
+    with pytest.raises(InvalidArgumentError, match="'buffer', 'texture2d', 'texture3d'"):
+        heap.remove(2, "image")

@@ -6,6 +6,7 @@ LUISA_NB_LUISA_PROGRAMS to a folder holding them, made from a LuisaCompute check
     git show 13bba975:src/py/tests/fractal.py > DIR/fractal.py
     git show HEAD:src/tests/python/test-helloworld.py > DIR/test-helloworld.py
     git show HEAD:src/tests/python/test-buffer.py > DIR/test-buffer.py
+    git show HEAD:src/tests/python/test-bindless.py > DIR/test-bindless.py
 
 Each test skips, saying so, when its program is not there.
 """
@@ -23,7 +24,7 @@ import pytest
 
 import luisa_nb.luisa as luisa
 from luisa_nb.luisa.alias import as_luisa
-from tests.luisa.references import julia, mandelbrot_escapes, unorm8
+from tests.luisa.references import julia, mandelbrot_escapes, mirrored_uv_display, unorm8
 
 F32 = np.float32
 
@@ -95,3 +96,10 @@ def test_buffer_of_structs(tmp_path, monkeypatch, capsys):
     index = np.arange(256, dtype=F32).reshape(32, 8)
     expected = np.concatenate([np.sin(index[:, :3]), index[:, 3:4], np.cos(index[:, 4:])], axis=1)
     np.testing.assert_allclose(values, expected, rtol=0, atol=2e-6)
+
+
+def test_bindless_slot_with_an_image_and_a_buffer(tmp_path, monkeypatch):
+    """Slot 55 holds a 2D image and then also a buffer; the kernel samples the image."""
+    gui = run(program("test-bindless.py", tmp_path), monkeypatch)["gui"]
+    assert len(gui.frames) == 1
+    np.testing.assert_array_equal(gui.image, mirrored_uv_display(1024, 1024))
