@@ -74,12 +74,12 @@ ARITIES = {
     "abs": (1, 1),
     "any": (1, 1),
     "all": (1, 1),
-    "int": (1, 1),
-    "uint": (1, 1),
-    "long": (1, 1),
-    "ulong": (1, 1),
-    "float": (1, 1),
-    "bool": (1, 1),
+    "int": (0, 1),
+    "uint": (0, 1),
+    "long": (0, 1),
+    "ulong": (0, 1),
+    "float": (0, 1),
+    "bool": (0, 1),
     "power": (2, 2),
     "min": (2, 64),
     "max": (2, 64),
@@ -164,7 +164,12 @@ class BuiltinCallTyping:
     def builtin(
         self: KernelTyper, name: str, arguments: list[ir.Expression], node: ast.Call
     ) -> ir.Expression:
-        """Type a call of a math builtin or cast on already-typed arguments."""
+        """Type a call of a math builtin or cast on already-typed arguments; a cast of
+        nothing (``uint()``, ``float()``) is zero, as in Python."""
+        if not arguments:
+            target = CAST_TYPES.get(name, ScalarType.BOOL)
+            zero = 0.0 if target.is_float else 0 if target.is_integer else False
+            return ir.Constant(target, zero)
         if name == "bool":
             return self.to_bool(arguments[0], node)
         if name in CAST_TYPES:

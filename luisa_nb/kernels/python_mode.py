@@ -250,12 +250,12 @@ def current_thread() -> tuple[int, int, int]:
     return (x, y, z)
 
 
-def kernel_int(value: Any) -> np.int32:
+def kernel_int(value: Any = 0) -> np.int32:
     """``int(x)`` in a kernel: int32, truncating toward zero."""
     return np.int32(value)
 
 
-def kernel_float(value: Any) -> np.float32:
+def kernel_float(value: Any = 0.0) -> np.float32:
     """``float(x)`` in a kernel: float32."""
     return np.float32(value)
 

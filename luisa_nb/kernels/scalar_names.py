@@ -42,7 +42,7 @@ class ScalarName:
     kernel_type: ClassVar[ScalarType]
     dtype: ClassVar[np.dtype]
 
-    def __new__(cls, value: Any) -> Any:
+    def __new__(cls, value: Any = 0) -> Any:
         return convert_scalar(value, cls.kernel_type)
 
 

@@ -390,3 +390,21 @@ def test_luisa_rules_combine_bool_vectors_with_and_and_or(fresh_session, mode):
     assert out.numpy().tolist() == [1, 1, 1]
     with pytest.raises(KernelCompileError, match="bool3 value is used where a scalar is needed"):
         Kernel(vector_booleans, mode=mode, rules=PYTHON_RULES)(source, out, dispatch_size=1)
+
+
+def zero_casts(out, fout):
+    count = uint()
+    count += uint(3)
+    out.write(0, int(count) + 0)
+    fout.write(0, 0.0 + 1.5)
+    out.write(1, 1 if False else 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cast_of_nothing_is_zero_of_its_type(fresh_session, mode):
+    luisa.init("cpu")
+    out, fout = luisa.Buffer.zeros(2, int), luisa.Buffer.zeros(1, float)
+    Kernel(zero_casts, mode=mode, rules=LUISA_RULES)(out, fout, dispatch_size=1)
+    assert out.numpy().tolist() == [3, 2]
+    assert fout.numpy().tolist() == [1.5]
+    assert uint() == 0 and type(uint()) is np.uint32
