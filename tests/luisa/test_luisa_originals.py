@@ -7,6 +7,7 @@ LUISA_NB_LUISA_PROGRAMS to a folder holding them, made from a LuisaCompute check
     git show HEAD:src/tests/python/test-helloworld.py > DIR/test-helloworld.py
     git show HEAD:src/tests/python/test-buffer.py > DIR/test-buffer.py
     git show HEAD:src/tests/python/test-bindless.py > DIR/test-bindless.py
+    git show HEAD:src/tests/python/test-game-of-life.py > DIR/test-game-of-life.py
 
 Each test skips, saying so, when its program is not there.
 """
@@ -103,3 +104,26 @@ def test_bindless_slot_with_an_image_and_a_buffer(tmp_path, monkeypatch):
     gui = run(program("test-bindless.py", tmp_path), monkeypatch)["gui"]
     assert len(gui.frames) == 1
     np.testing.assert_array_equal(gui.image, mirrored_uv_display(1024, 1024))
+
+
+def life_step(alive: np.ndarray) -> np.ndarray:
+    """One generation of Conway's rule on a torus."""
+    shifts = [(dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1) if (dy, dx) != (0, 0)]
+    neighbours = sum(np.roll(alive, shift, axis=(0, 1)).astype(int) for shift in shifts)
+    return (alive & (neighbours == 2)) | (neighbours == 3)
+
+
+def test_game_of_life(tmp_path, monkeypatch):
+    """uint images of byte storage, ``uint()``, ``ite`` and a window loop: each frame
+    shows the generation before it, upsampled 8 times."""
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "3")
+    names = run(program("test-game-of-life.py", tmp_path), monkeypatch)
+    alive = (names["host_image"].reshape(128, 128) & 0xFF) == 255
+    frames = names["gui"].frames
+    assert len(frames) == 3 and alive.any()
+    for frame in frames:
+        expected = np.repeat(np.repeat(alive, 8, axis=0), 8, axis=1)
+        assert frame.shape == (1024, 1024, 4)
+        np.testing.assert_array_equal(frame[..., 0] == 255, expected)
+        np.testing.assert_array_equal(frame[..., 3], 255)
+        alive = life_step(alive)
