@@ -5,6 +5,7 @@ whatever the argument types. Typing errors come later, at specialisation.
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from luisa_nb.kernels.source import KernelSource
 
@@ -107,8 +108,31 @@ class SyntaxValidator(ast.NodeVisitor):
     def visit(self, node: ast.AST) -> None:
         construct = REJECTED_CONSTRUCTS.get(type(node))
         if construct is not None:
+            if isinstance(node, ast.With):
+                self.reject_missing_feature(node)
             self.reject(node, f"{construct} is not supported in kernels")
         super().visit(node)
+
+    def reject_missing_feature(self, node: ast.With) -> None:
+        """Name the luisa-python feature a ``with`` block uses (``with autodiff():``) when
+        luisa_nb lacks it (an object whose ``__lnb_unsupported__`` is true)."""
+        function = self.source.function
+        names = dict(getattr(function, "__globals__", {}))
+        cells = getattr(function, "__closure__", None) or ()
+        for name, cell in zip(function.__code__.co_freevars, cells, strict=True):
+            with contextlib.suppress(ValueError):  # a cell not assigned yet
+                names[name] = cell.cell_contents
+        for item in node.items:
+            context = item.context_expr
+            called = context.func if isinstance(context, ast.Call) else context
+            value = names.get(called.id) if isinstance(called, ast.Name) else None
+            if getattr(type(value), "__lnb_unsupported__", False) is True:
+                self.reject(
+                    node,
+                    f"{called.id!r} is part of {value.feature}, which luisa_nb does not "
+                    f"support in kernels; run the program on real LuisaCompute (luisa-python) "
+                    f"for it",
+                )
 
     def generic_visit(self, node: ast.AST) -> None:
         if not isinstance(node, ALLOWED_NODES):

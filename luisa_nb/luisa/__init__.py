@@ -26,11 +26,26 @@ from luisa_nb.luisa.image import (
     image2d,
     image3d,
 )
+from luisa_nb.luisa.log import (
+    error,
+    error_with_location,
+    info,
+    info_with_location,
+    log_level_error,
+    log_level_info,
+    log_level_verbose,
+    log_level_warning,
+    set_log_callback,
+    verbose,
+    verbose_with_location,
+    warning,
+    warning_with_location,
+)
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
 from luisa_nb.luisa.missing import MISSING
 from luisa_nb.luisa.types import long, uint, ulong
-from luisa_nb.luisa.util import ArrayType, StructType, array, struct
+from luisa_nb.luisa.util import ArrayType, RandomSampler, StructType, array, struct
 from luisa_nb.runtime import Event as _Event
 from luisa_nb.runtime import Stream as _Stream
 
@@ -87,6 +102,7 @@ __all__ = [
     *MISSING,
     "ArrayType",
     "BindlessArray",
+    "RandomSampler",
     "SharedArrayType",
     "StructType",
     "array",
@@ -116,4 +132,17 @@ __all__ = [
     "synchronize",
     "uint",
     "ulong",
+    "error",
+    "error_with_location",
+    "info",
+    "info_with_location",
+    "log_level_error",
+    "log_level_info",
+    "log_level_verbose",
+    "log_level_warning",
+    "set_log_callback",
+    "verbose",
+    "verbose_with_location",
+    "warning",
+    "warning_with_location",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from luisa_nb import runtime
 from luisa_nb.errors import HostArrayError, HostSizeError
+from luisa_nb.kernels.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
 from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.luisa import session
@@ -96,7 +97,7 @@ class ListedCopies(runtime.BufferView):
     def _host_array(self, values: Any, action: str, *, writes: bool) -> Any:
         """``values`` as an array of this resource's dtype over the same bytes."""
         if isinstance(values, list) and not writes:
-            values = np.asarray(values, dtype=self.dtype)
+            values = list_array(values, self.dtype)
         if (
             isinstance(values, np.ndarray)
             and values.dtype != self.dtype
@@ -128,6 +129,15 @@ class ListedCopies(runtime.BufferView):
         out = np.empty(self.host_shape, dtype=self.dtype)
         self.copy_to(out, sync=True, stream=stream)
         return out
+
+
+def list_array(values: list[Any], dtype: np.dtype) -> np.ndarray:
+    """``values`` (numbers, or vectors, matrices or structs of one type) as an array of
+    ``dtype``, one element per value."""
+    kind = getattr(type(values[0]), "__lnb_type__", None) if values else None
+    if kind is None:
+        return np.asarray(values, dtype=dtype)
+    return np.array([to_record(kind, value) for value in values], dtype=dtype)
 
 
 class Buffer(ListedCopies, runtime.Buffer):
@@ -172,7 +182,7 @@ class Buffer(ListedCopies, runtime.Buffer):
         if not values:
             raise HostArrayError("Buffer.from_list needs at least one element")
         dtype = element_dtype(element_type_of(values[0]))
-        return Buffer.from_array(np.asarray(values, dtype=dtype))
+        return Buffer.from_array(list_array(values, dtype))
 
     @staticmethod
     def buffer(values: np.ndarray | list[Any]) -> Buffer:

@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.kernels.rules import LUISA_RULES
 from luisa_nb.luisa.buffer import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
@@ -35,6 +35,13 @@ class Func(Kernel):
                 )
         command = self.dispatch_async(dispatch_size, *args)
         (stream or command.device.default_stream).add(command)
+
+    def save(self, argtypes: tuple, name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        """luisa-python's ahead-of-time save of a compiled shader, which luisa_nb lacks."""
+        raise UnsupportedFeatureError(
+            f"{self.name}.save (ahead-of-time shader files) is not supported by luisa_nb; the "
+            f"program needs real LuisaCompute (luisa-python) for it"
+        )
 
     @functools.cached_property
     def _resource_parameters(self) -> list[tuple[int, str, BufferType | TextureType]]:

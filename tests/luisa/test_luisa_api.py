@@ -14,6 +14,7 @@ from luisa_nb.errors import (
     ConfigurationError,
     HostSizeError,
     InvalidArgumentError,
+    KernelCompileError,
     NotInitializedError,
     UnsupportedFeatureError,
 )
@@ -261,3 +262,80 @@ def test_buffer_types_annotate_parameters_as_in_luisa_python(fresh_session):
     namespace: dict[str, object] = {}
     exec("from luisa_nb.luisa import *", namespace)
     assert namespace["BufferType"] is luisa.BufferType
+
+
+def test_lists_of_vectors_matrices_and_structs_upload_one_element_per_value(fresh_session):
+    from luisa_nb.luisa.mathtypes import float2x2, float3, int2
+
+    luisa.init("cpu")
+    points = [float3(1, 2, 3), float3(4, 5, 6), float3(7, 8, 9)]
+    made = luisa.Buffer.from_list(points)
+    copied = luisa.Buffer(3, float3)
+    copied.copy_from(points)
+    for buffer in (made, copied):
+        values = buffer.numpy()
+        assert values.shape == (3,)
+        assert [tuple(v) for v in values.tolist()] == [(1, 2, 3), (4, 5, 6), (7, 8, 9)]
+    matrix = luisa.Buffer.from_list([float2x2(1, 2, 3, 4)]).numpy()
+    assert matrix["columns"].tolist() == [[(1.0, 2.0), (3.0, 4.0)]]
+    Pair = luisa.StructType(a=int2, b=float)
+    pairs = luisa.Buffer.from_list([Pair(a=int2(1, 2), b=3.0), Pair(a=int2(-1, 0), b=0.5)])
+    assert pairs.numpy().tolist() == [((1, 2), 3.0), ((-1, 0), 0.5)]
+
+    @luisa.func
+    def total(points, out):
+        p = points.read(dispatch_id().x)
+        out.write(dispatch_id().x, p.x + p.y + p.z)
+
+    out = luisa.Buffer(3, float)
+    total(copied, out, dispatch_size=3)
+    assert out.numpy().tolist() == [6.0, 15.0, 24.0]
+
+
+def test_log_functions_format_filter_and_reach_a_callback():
+    from luisa_nb.luisa import log
+
+    heard = []
+    saved = list(log.LOGGER.handlers), log.LOGGER.level
+    try:
+        luisa.set_log_callback(lambda level, message: heard.append((level, message)))
+        luisa.log_level_info()
+        luisa.info("x = {}", 3)
+        luisa.verbose("hidden {}", 1)
+        luisa.warning("careful {name}", name="there")
+        luisa.log_level_error()
+        luisa.warning("dropped")
+        luisa.error_with_location("bad {}", "thing")
+        luisa.log_level_verbose()
+        luisa.verbose("shown")
+    finally:
+        log.LOGGER.handlers[:] = saved[0]
+        log.LOGGER.setLevel(saved[1])
+    line = test_log_functions_format_filter_and_reach_a_callback.__code__.co_firstlineno + 13
+    assert heard == [
+        ("I", "x = 3"),
+        ("W", "careful there"),
+        ("E", f"bad thing [{__file__}:{line}]"),
+        ("D", "shown"),
+    ]
+
+
+def test_autodiff_and_saved_shaders_say_they_are_missing(fresh_session):
+    from luisa_nb.luisa.autodiff import autodiff, backward
+
+    with pytest.raises(UnsupportedFeatureError, match="automatic differentiation"):
+        backward(1.0)
+    luisa.init("cpu")
+    with pytest.raises(KernelCompileError, match="'autodiff' is part of automatic differentiation"):
+
+        @luisa.func
+        def differentiated(out):
+            with autodiff():
+                out.write(0, 1.0)
+
+    @luisa.func
+    def plain(out):
+        out.write(0, 1.0)
+
+    with pytest.raises(UnsupportedFeatureError, match="ahead-of-time"):
+        plain.save((float,))
