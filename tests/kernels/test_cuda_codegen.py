@@ -44,7 +44,7 @@ from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
 from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.type_system import resource_kind_of
-from luisa_nb.kernels.vectors import float2, float3, int2
+from luisa_nb.kernels.vectors import float2, float3, int2, uint3
 
 from . import (
     atomic_kernels,
@@ -186,6 +186,21 @@ def shared_slot(heap, out):
     out.write(i, heap.buffer_read(float, 0, i) + texel.x + sample.y * 2.0)
 
 
+def volume_slot(heap, out):
+    """A 3D image in a bindless slot: texel reads, a trilinear sample and its size."""
+    i = dispatch_id().x
+    texel = heap.texture3d_read(1, uint3(i % 3, i % 2, 1))
+    sample = heap.texture3d_sample(1, float3(0.3 + 0.05 * float(i), 0.6, 0.45))
+    size = heap.texture3d_size(1)
+    out.write(i, texel.x + sample.y * 2.0 + float(size.z))
+
+
+def _volume(rng: np.random.Generator, width: int, height: int, depth: int) -> FakeImage:
+    image = FakeImage(width, height * depth, 4, "float", np.float32)
+    image.height, image.depth = height, depth
+    return _image(rng, image)
+
+
 def _heap(rng: np.random.Generator) -> FakeHeap:
     return FakeHeap({
         0: _floats(rng, 64),
@@ -311,6 +326,8 @@ CASES = [
     Case("shared_slot", shared_slot, 16, lambda r: [
         FakeHeap([(0, _floats(r, 16)), (0, _image(r, FakeImage(4, 2, 4, "float", np.uint8)))]),
         FakeBuffer(np.zeros(16, F32))]),
+    Case("volume_slot", volume_slot, 12, lambda r: [
+        FakeHeap([(1, _volume(r, 3, 2, 2))]), FakeBuffer(np.zeros(12, F32))]),
     Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
         F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],
         checks="nan"),
