@@ -200,25 +200,18 @@ Snapshot = Callable[[int], np.ndarray]
 staging heap): ``Backend.snapshot_memory``."""
 
 
-def numpy_memory(nbytes: int) -> np.ndarray:
-    """Ordinary numpy memory: the snapshot of a device made without a backend hook."""
-    return np.empty(nbytes, np.uint8)
-
-
 class Staging:
     """The staging policy of one device: plans submissions and reads uploads.
     ``snapshot`` gives the memory of a read at submit when there is no ``heap``."""
 
     policy: StagingPolicy
 
-    def __init__(self, heap: StagingHeap | None, snapshot: Snapshot = numpy_memory) -> None:
+    def __init__(self, heap: StagingHeap | None, snapshot: Snapshot) -> None:
         self.heap = heap
         self.snapshot = snapshot
 
     @staticmethod
-    def create(
-        policy: StagingPolicy, heap: StagingHeap | None, snapshot: Snapshot = numpy_memory
-    ) -> Staging:
+    def create(policy: StagingPolicy, heap: StagingHeap | None, snapshot: Snapshot) -> Staging:
         kind = SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging
         return kind(heap, snapshot)
 
