@@ -5,8 +5,9 @@ runs a rewritten copy of its source (see ``value_copies.copying_function``) in w
 
 - ``a // b`` and ``a % b`` (also ``a //= b``, ``a %= b``) call :func:`luisa_floordiv`
   and :func:`luisa_mod`, which compute what the compiled helpers compute;
-- with signed and unsigned integer operands, ``+ - * & | ^`` and comparisons call
-  :func:`c_mixed`, which converts them as C does first (vectors do so themselves);
+- ``+ - * & | ^`` (also as ``+=`` and the like) and single comparisons call
+  :func:`c_mixed`, which converts a signed and an unsigned integer operand as C does
+  first (vectors do so in their own operators);
 - ``a and b``, ``a or b`` call :func:`luisa_and`/:func:`luisa_or` (bool vectors combine
   component by component);
 - ``for v in range(...): body`` becomes ``loop = range(...)``, then
@@ -222,11 +223,17 @@ class RulesRewriter(ast.NodeTransformer):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
         self.generic_visit(node)
-        if not (self.rules.truncated_division and type(node.op) in DIVISIONS):
+        rules, kind = self.rules, type(node.op)
+        divides = rules.truncated_division and kind in DIVISIONS
+        mixes = rules.c_sign_mixing and kind in MIXED_OPERATORS
+        if not (divides or mixes):
             return node
         current = copy.deepcopy(node.target)
         current.ctx = ast.Load()
-        value = self.division(node.op, current, node.value)
+        if divides:
+            value = self.division(node.op, current, node.value)
+        else:
+            value = self.mixed(node.op, current, node.value, node.value)
         return ast.copy_location(ast.Assign([node.target], value), node)
 
     def visit_For(self, node: ast.For) -> ast.stmt | list[ast.stmt]:

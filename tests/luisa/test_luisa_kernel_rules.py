@@ -356,16 +356,19 @@ def sign_mixing(source, out):
     out.write(2, int(mixed.x))
     out.write(3, 1 if all(int2(a, b) < luisa.uint2(uint(2), uint(2))) else 0)
     out.write(4, int(max(a, uint(5))))
+    count = uint(0)
+    count += a  # 4294967295: the sum of a uint and an int is a uint, as in C
+    out.write(5, 1 if count > uint(5) else 0)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_luisa_rules_mix_signed_and_unsigned_as_c_does(fresh_session, mode):
     luisa.init("cpu")
     source = luisa.Buffer.from_array(np.array([-1, 3], np.int32))
-    out = luisa.Buffer.zeros(5, int)
+    out = luisa.Buffer.zeros(6, int)
     Kernel(sign_mixing, mode=mode, rules=LUISA_RULES)(source, out, dispatch_size=1)
     # as real luisa-python 0.3.7 gives: int32 with uint32 is uint32
-    assert out.numpy().tolist() == [0, 0, 0, 0, -1]
+    assert out.numpy().tolist() == [0, 0, 0, 0, -1, 1]
     with pytest.raises(KernelCompileError, match="mixing signed int32 and unsigned uint32"):
         Kernel(sign_mixing, mode=mode, rules=PYTHON_RULES)(source, out, dispatch_size=1)
 
