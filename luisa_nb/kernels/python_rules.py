@@ -36,6 +36,7 @@ from luisa_nb.kernels.rules import (
     truncated_remainder,
     wrap_integer,
 )
+from luisa_nb.kernels.scalar_names import convert_scalar
 from luisa_nb.kernels.type_system import ScalarType, c_sign_mixing, promote
 from luisa_nb.kernels.vectors import Vector, value_type
 
@@ -122,11 +123,7 @@ def c_operands(left: Any, right: Any) -> tuple[Any, Any]:
         return left, right
     with c_sign_mixing():
         common = promote(left_kind, right_kind, left_weak, right_weak)
-    return _as_integer(left, common), _as_integer(right, common)
-
-
-def _as_integer(value: Any, kind: ScalarType) -> np.integer:
-    return kind.dtype.type(wrap_integer(int(value), kind))
+    return convert_scalar(left, common), convert_scalar(right, common)
 
 
 def luisa_and(*operands: Any) -> Any:

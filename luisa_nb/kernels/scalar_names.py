@@ -19,8 +19,11 @@ from luisa_nb.kernels.type_system import ScalarType
 
 
 def convert_scalar(value: Any, kind: ScalarType) -> np.generic:
-    """``value`` (a Python or numpy scalar) converted to integer type ``kind`` as a C cast
-    converts it."""
+    """``value`` (a Python or numpy scalar) converted to numeric type ``kind`` as a C cast
+    converts it: integers wrap, floats to an integer type truncate, floats to a float type
+    round to its precision."""
+    if kind.is_float:
+        return kind.dtype.type(value)
     if isinstance(value, (bool, np.bool_)):
         return kind.dtype.type(int(bool(value)))
     if isinstance(value, np.generic) and value.dtype.kind in "iuf":

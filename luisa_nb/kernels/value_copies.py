@@ -20,11 +20,10 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from luisa_nb.kernels.captures import CaptureResolver
 from luisa_nb.kernels.python_rules import HELPERS, RulesRewriter
-from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules, wrap_integer
+from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
+from luisa_nb.kernels.scalar_names import convert_scalar
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import ScalarType
 
@@ -39,14 +38,8 @@ def copy_value(value: Any) -> Any:
 
 
 def typed_value(value: Any, kind: ScalarType) -> Any:
-    """``value`` as a numpy scalar of ``kind``: integers wrap as C converts them, floats
-    round to the type's precision."""
-    scalar = kind.dtype.type
-    if type(value) is scalar:
-        return value
-    if kind.is_integer and not isinstance(value, (float, np.floating)):
-        return scalar(wrap_integer(int(value), kind))
-    return scalar(value)
+    """``value`` as a numpy scalar of ``kind``, converted as C converts it."""
+    return value if type(value) is kind.dtype.type else convert_scalar(value, kind)
 
 
 class _TypedLocals(ast.NodeTransformer):
