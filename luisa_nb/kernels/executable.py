@@ -30,9 +30,9 @@ from luisa_nb.kernels.checks import (
     slot_error,
     texel_error,
 )
-from luisa_nb.kernels.launch_runs import RUNNER_SOURCE, PreparedLaunch, load_runner
+from luisa_nb.kernels.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
 from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.toolchain import build_library, launch_function, load_library
 from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_aggregate_type
 
 
@@ -199,9 +199,10 @@ class CExecutable(Executable):
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
         library = build_library(emitter.entry_name, f"{self.source}\n{RUNNER_SOURCE}")
-        self._function = load_launch_function(library, emitter.launch_name)
+        loaded = load_library(library)
+        self._function = launch_function(loaded, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
-        self.runner = load_runner(library)
+        self.runner = runner_of(loaded)
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {
             position: slot.type

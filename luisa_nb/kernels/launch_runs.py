@@ -17,7 +17,6 @@ import struct
 import threading
 from array import array
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +55,10 @@ _PAIR = struct.Struct("=qq")
 _records = threading.local()  # each worker's launch record, reused while no launch stops
 
 
-def load_runner(library: Path) -> Callable[..., int]:
+def runner_of(library: ctypes.CDLL) -> Callable[..., int]:
     """The C loop of a kernel library built from a source ending in
     :data:`RUNNER_SOURCE`. Any kernel's copy runs launches of any kernels."""
-    function = ctypes.CDLL(str(library)).lnb_run_launches
+    function = library.lnb_run_launches
     function.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
     function.restype = ctypes.c_int64
     return function

@@ -169,11 +169,21 @@ def configure_openmp() -> None:
     os.environ.update(OPENMP_ENVIRONMENT)
 
 
-def load_launch_function(library: Path, symbol: str) -> Callable[[bytes, Any], None]:
+def load_library(path: Path) -> ctypes.CDLL:
+    """The kernel library at ``path``, loaded after :func:`configure_openmp`."""
+    configure_openmp()
+    return ctypes.CDLL(str(path))
+
+
+def launch_function(library: ctypes.CDLL, symbol: str) -> Callable[[bytes, Any], None]:
     """``symbol`` from ``library`` as ``void f(const void *arguments, lnb_launch *record)``;
     call it with the packed arguments and ``ctypes.byref`` of a :class:`LaunchRecord`."""
-    configure_openmp()
-    function = getattr(ctypes.CDLL(str(library)), symbol)
+    function = getattr(library, symbol)
     function.argtypes = [ctypes.c_char_p, ctypes.POINTER(LaunchRecord)]
     function.restype = None
     return function
+
+
+def load_launch_function(path: Path, symbol: str) -> Callable[[bytes, Any], None]:
+    """:func:`launch_function` of the library at ``path``."""
+    return launch_function(load_library(path), symbol)
