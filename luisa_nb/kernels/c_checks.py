@@ -48,13 +48,7 @@ typedef struct {{
     const int32_t *cancel;
 }} lnb_launch;"""
 
-LAUNCH_PRELUDE = (
-    LAUNCH_TYPES
-    + """
-
-/* A thread's failed checks. `details`: record the first one and where it was (else the
-   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
-typedef struct {
+THREAD_FIELDS = """\
     int32_t failed;
     int32_t line;
     int32_t buffer;
@@ -64,7 +58,19 @@ typedef struct {
     int32_t skip_writes;
     int64_t index;
     double value;
-    const int32_t *cancel;
+    const int32_t *cancel;"""
+"""The fields of a thread's check state, ``lnb_thread`` (the CUDA prelude adds its own)."""
+
+LAUNCH_PRELUDE = (
+    LAUNCH_TYPES
+    + """
+
+/* A thread's failed checks. `details`: record the first one and where it was (else the
+   codes are only ORed together); `skip_writes`: set while a thread re-runs to find it. */
+typedef struct {
+"""
+    + THREAD_FIELDS
+    + """
 } lnb_thread;
 
 /* Whether the launch must stop: a thread failed, or the caller set the cancel flag. */

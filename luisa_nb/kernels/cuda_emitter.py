@@ -26,7 +26,7 @@ import re
 
 from luisa_nb.errors import UnsupportedFeatureError
 from luisa_nb.kernels.builtins import DEFAULT_BLOCK_SIZE
-from luisa_nb.kernels.c_checks import LAUNCH_TYPES, NOTE_FUNCTION
+from luisa_nb.kernels.c_checks import LAUNCH_TYPES, NOTE_FUNCTION, THREAD_FIELDS
 from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
 from luisa_nb.kernels.type_system import ScalarType
 
@@ -63,16 +63,7 @@ LAUNCH_PRELUDE = (
 
 /* A thread's failed checks (`details` is always set: each thread records its first). */
 typedef struct {{
-    int32_t failed;
-    int32_t line;
-    int32_t buffer;
-    int32_t access;
-    int32_t unsigned_index;
-    int32_t details;
-    int32_t skip_writes;
-    int64_t index;
-    double value;
-    const int32_t *cancel;
+{THREAD_FIELDS}
     uint32_t polls;
 }} lnb_thread;
 
