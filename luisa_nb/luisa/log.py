@@ -64,43 +64,27 @@ def log_level_error() -> None:
     LOGGER.setLevel(logging.ERROR)
 
 
-def _log(level: int, text: str, args: tuple[Any, ...], kwargs: dict[str, Any], where: bool) -> None:
-    if not LOGGER.isEnabledFor(level):
-        return
-    message = text.format(*args, **kwargs)
-    if where:
-        caller = sys._getframe(2)
-        message += f" [{caller.f_code.co_filename}:{caller.f_lineno}]"
-    LOGGER.log(level, message)
+def _logger(level: int, where: bool) -> Callable[..., None]:
+    """A log function: ``f(fmt, *args, **kwargs)`` logs ``fmt.format(*args, **kwargs)`` at
+    ``level``; with ``where``, followed by the caller's ``[file:line]``."""
+
+    def log(fmt: str, *args: Any, **kwargs: Any) -> None:
+        if not LOGGER.isEnabledFor(level):
+            return
+        message = fmt.format(*args, **kwargs)
+        if where:
+            caller = sys._getframe(1)
+            message += f" [{caller.f_code.co_filename}:{caller.f_lineno}]"
+        LOGGER.log(level, message)
+
+    return log
 
 
-def verbose(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.DEBUG, fmt, args, kwargs, False)
-
-
-def info(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.INFO, fmt, args, kwargs, False)
-
-
-def warning(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.WARNING, fmt, args, kwargs, False)
-
-
-def error(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.ERROR, fmt, args, kwargs, False)
-
-
-def verbose_with_location(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.DEBUG, fmt, args, kwargs, True)
-
-
-def info_with_location(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.INFO, fmt, args, kwargs, True)
-
-
-def warning_with_location(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.WARNING, fmt, args, kwargs, True)
-
-
-def error_with_location(fmt: str, *args: Any, **kwargs: Any) -> None:
-    _log(logging.ERROR, fmt, args, kwargs, True)
+verbose = _logger(logging.DEBUG, where=False)
+info = _logger(logging.INFO, where=False)
+warning = _logger(logging.WARNING, where=False)
+error = _logger(logging.ERROR, where=False)
+verbose_with_location = _logger(logging.DEBUG, where=True)
+info_with_location = _logger(logging.INFO, where=True)
+warning_with_location = _logger(logging.WARNING, where=True)
+error_with_location = _logger(logging.ERROR, where=True)
