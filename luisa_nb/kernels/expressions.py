@@ -31,6 +31,7 @@ from luisa_nb.kernels.type_system import (
     promote,
     true_division_type,
 )
+from luisa_nb.kernels.validation import unsupported_feature
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.typer import KernelTyper
@@ -221,15 +222,11 @@ class ExpressionTyping:
         )
 
     def reject_unsupported(self: KernelTyper, value: Any, name: str, node: ast.AST) -> None:
-        """A compile error for luisa-python features luisa_nb lacks (objects whose
-        ``__lnb_unsupported__`` is true, such as ``luisa_nb.luisa``'s ``Missing``)."""
-        if getattr(type(value), "__lnb_unsupported__", False) is True:
-            feature = getattr(value, "feature", "a luisa-python feature")
-            self.fail(
-                node,
-                f"{name!r} is part of {feature}, which luisa_nb does not support in kernels; "
-                f"run the program on real LuisaCompute (luisa-python) for it",
-            )
+        """A compile error for luisa-python features luisa_nb lacks
+        (``validation.unsupported_feature``)."""
+        message = unsupported_feature(value, name)
+        if message is not None:
+            self.fail(node, message)
 
     def captured_value(self: KernelTyper, value: Any, name: str, node: ast.AST) -> ir.Expression:
         """A captured Python object used as a value: it must be a scalar constant."""

@@ -81,6 +81,19 @@ ALLOWED_NODES: tuple[type[ast.AST], ...] = (
 )
 
 
+def unsupported_feature(value: object, name: str) -> str | None:
+    """The compile error of a kernel that uses ``value`` (named ``name``) when it stands
+    for a luisa-python feature luisa_nb lacks (its ``__lnb_unsupported__`` is true, as
+    ``luisa_nb.luisa``'s ``Missing`` objects' is); else ``None``."""
+    if getattr(type(value), "__lnb_unsupported__", False) is not True:
+        return None
+    feature = getattr(value, "feature", "a luisa-python feature")
+    return (
+        f"{name!r} is part of {feature}, which luisa_nb does not support in kernels; run the "
+        f"program on real LuisaCompute (luisa-python) for it"
+    )
+
+
 class SyntaxValidator(ast.NodeVisitor):
     """Rejects, with file:line:col, every construct that no argument types could make valid."""
 
@@ -125,14 +138,10 @@ class SyntaxValidator(ast.NodeVisitor):
         for item in node.items:
             context = item.context_expr
             called = context.func if isinstance(context, ast.Call) else context
-            value = names.get(called.id) if isinstance(called, ast.Name) else None
-            if getattr(type(value), "__lnb_unsupported__", False) is True:
-                self.reject(
-                    node,
-                    f"{called.id!r} is part of {value.feature}, which luisa_nb does not "
-                    f"support in kernels; run the program on real LuisaCompute (luisa-python) "
-                    f"for it",
-                )
+            if isinstance(called, ast.Name):
+                message = unsupported_feature(names.get(called.id), called.id)
+                if message is not None:
+                    self.reject(node, message)
 
     def generic_visit(self, node: ast.AST) -> None:
         if not isinstance(node, ALLOWED_NODES):
