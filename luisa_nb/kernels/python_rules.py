@@ -129,19 +129,23 @@ def c_operands(left: Any, right: Any) -> tuple[Any, Any]:
 def luisa_and(*operands: Any) -> Any:
     """``a and b and ...`` under luisa-python's rules: every operand evaluated, bool
     vectors combined component by component."""
-    result = operands[0]
-    for operand in operands[1:]:
-        vectors = isinstance(result, Vector) or isinstance(operand, Vector)
-        result = result & operand if vectors else (result and operand)
-    return result
+    return _combined(operands, operator.and_, lambda left, right: left and right)
 
 
 def luisa_or(*operands: Any) -> Any:
     """``a or b or ...`` under luisa-python's rules (see :func:`luisa_and`)."""
+    return _combined(operands, operator.or_, lambda left, right: left or right)
+
+
+def _combined(
+    operands: tuple[Any, ...],
+    on_vectors: Callable[[Any, Any], Any],
+    on_scalars: Callable[[Any, Any], Any],
+) -> Any:
     result = operands[0]
     for operand in operands[1:]:
         vectors = isinstance(result, Vector) or isinstance(operand, Vector)
-        result = result | operand if vectors else (result or operand)
+        result = (on_vectors if vectors else on_scalars)(result, operand)
     return result
 
 
