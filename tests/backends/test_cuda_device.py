@@ -596,24 +596,10 @@ def test_gpu_blocks_and_bindless_give_the_cpu_results(gpu_device):
         np.testing.assert_array_equal(results[name], want, err_msg=name)
 
 
-def mandelbrot(image, width, height, max_iterations):
-    px = dispatch_id().x
-    py = dispatch_id().y
-    cx = float(px) / float(width) * 3.0 - 2.0
-    cy = float(py) / float(height) * 2.0 - 1.0
-    zx = 0.0
-    zy = 0.0
-    iteration = 0
-    while iteration < max_iterations and zx * zx + zy * zy <= 4.0:
-        t = zx * zx - zy * zy + cx
-        zy = 2.0 * zx * zy + cy
-        zx = t
-        iteration += 1
-    image.write(py * width + px, iteration)
-
-
 @needs_gpu
 def test_gpu_mandelbrot_matches_the_cpu_bit_for_bit(gpu_device):
+    from kernels.sample_kernels import mandelbrot
+
     width, height = 256, 192
     images = []
     cpu = create_device("cpu")
