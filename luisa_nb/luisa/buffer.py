@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb import runtime
-from luisa_nb.errors import HostArrayError, HostSizeError
+from luisa_nb.errors import HostArrayError, HostDtypeError, HostSizeError, LuisaNbError
 from luisa_nb.kernels.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
 from luisa_nb.kernels.type_system import ScalarType
@@ -135,9 +135,15 @@ def list_array(values: list[Any], dtype: np.dtype) -> np.ndarray:
     """``values`` (numbers, or vectors, matrices or structs of one type) as an array of
     ``dtype``, one element per value."""
     kind = getattr(type(values[0]), "__lnb_type__", None) if values else None
-    if kind is None:
-        return np.asarray(values, dtype=dtype)
-    return np.array([to_record(kind, value) for value in values], dtype=dtype)
+    try:
+        if kind is None:
+            return np.asarray(values, dtype=dtype)
+        return np.array([to_record(kind, value) for value in values], dtype=dtype)
+    except (TypeError, ValueError, AttributeError, LuisaNbError) as error:
+        raise HostDtypeError(
+            f"a list uploaded to a buffer must hold numbers, or vectors, matrices or structs "
+            f"all of the type of its first value ({values[0]!r:.40}); {error}"
+        ) from None
 
 
 class Buffer(ListedCopies, runtime.Buffer):

@@ -12,6 +12,7 @@ import luisa_nb as lnb
 import luisa_nb.luisa as luisa
 from luisa_nb.errors import (
     ConfigurationError,
+    HostDtypeError,
     HostSizeError,
     InvalidArgumentError,
     KernelCompileError,
@@ -292,6 +293,9 @@ def test_lists_of_vectors_matrices_and_structs_upload_one_element_per_value(fres
     out = luisa.Buffer(3, float)
     total(copied, out, dispatch_size=3)
     assert out.numpy().tolist() == [6.0, 15.0, 24.0]
+    for mixed in ([float3(1, 2, 3), 2.0, 3.0], [1.0, "x", 2.0]):
+        with pytest.raises(HostDtypeError, match="all of the type of its first value"):
+            copied.copy_from(mixed)
 
 
 def test_log_functions_format_filter_and_reach_a_callback():
