@@ -444,12 +444,10 @@ def _blocks_and_bindless(device) -> dict[str, np.ndarray]:
     return {"sums": sums.numpy(), "bindless": out.numpy()}
 
 
-@needs_compilers
-def test_stand_in_blocks_and_bindless_give_the_cpu_results(stand_in_device):
-    """Shared arrays, barriers and bindless arrays through the backend: the results of
-    the cpu backend bit for bit, launched in blocks of the kernel's block size."""
-    _RawModule.functions.clear()
-    results = _blocks_and_bindless(stand_in_device)
+def _blocks_and_bindless_match_the_cpu(device) -> dict[str, np.ndarray]:
+    """Run :func:`_blocks_and_bindless` on ``device`` and on the cpu backend, assert the
+    buffers agree bit for bit; ``device``'s buffers."""
+    results = _blocks_and_bindless(device)
     cpu = create_device("cpu")
     try:
         expected = _blocks_and_bindless(cpu)
@@ -457,6 +455,15 @@ def test_stand_in_blocks_and_bindless_give_the_cpu_results(stand_in_device):
         cpu.close()
     for name, want in expected.items():
         np.testing.assert_array_equal(results[name], want, err_msg=name)
+    return results
+
+
+@needs_compilers
+def test_stand_in_blocks_and_bindless_give_the_cpu_results(stand_in_device):
+    """Shared arrays, barriers and bindless arrays through the backend: the results of
+    the cpu backend bit for bit, launched in blocks of the kernel's block size."""
+    _RawModule.functions.clear()
+    results = _blocks_and_bindless_match_the_cpu(stand_in_device)
     halves = np.arange(1024, dtype=np.float32).reshape(16, 64) * 0.5 - 100
     np.testing.assert_array_equal(results["sums"], halves.sum(axis=1))
     assert results["bindless"].any()
@@ -586,14 +593,7 @@ def test_gpu_snapshots_are_pinned_and_reach_the_device(gpu_device, policy):
 
 @needs_gpu
 def test_gpu_blocks_and_bindless_give_the_cpu_results(gpu_device):
-    results = _blocks_and_bindless(gpu_device)
-    cpu = create_device("cpu")
-    try:
-        expected = _blocks_and_bindless(cpu)
-    finally:
-        cpu.close()
-    for name, want in expected.items():
-        np.testing.assert_array_equal(results[name], want, err_msg=name)
+    _blocks_and_bindless_match_the_cpu(gpu_device)
 
 
 @needs_gpu
