@@ -172,7 +172,6 @@ class CudaEmitter(CEmitter):
     walk; ``entry_name`` is the ``__global__`` function's name."""
 
     type_names = {**CEmitter.type_names, ScalarType.BOOL: "bool"}
-    includes = ()
     kernel_prefix = 'extern "C" __global__ '
     function_prefix = FUNCTION_PREFIX
     launch_prelude = LAUNCH_PRELUDE
@@ -211,7 +210,7 @@ class CudaEmitter(CEmitter):
                 f"launch passes; put fewer resources in its bindless arrays"
             )
 
-    def include_lines(self) -> str:
+    def prelude(self) -> str:
         return TYPE_PRELUDE
 
     def compound(self, type_text: str, initializer: str) -> str:

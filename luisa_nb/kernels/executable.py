@@ -198,7 +198,11 @@ class CExecutable(Executable):
         self.source = emitter.emit()
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
-        library = build_library(emitter.entry_name, f"{self.source}\n{RUNNER_SOURCE}")
+        library = build_library(
+            emitter.entry_name,
+            f"{self.source}\n{RUNNER_SOURCE}",
+            optimization=emitter.optimization,
+        )
         loaded = load_library(library)
         self._function = launch_function(loaded, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value

@@ -27,10 +27,12 @@ if TYPE_CHECKING:
     from luisa_nb.kernels.executable import CancelFlag, CExecutable
 
 RUNNER_SOURCE = """\
-#include <stdint.h>
-#include <time.h>
-
 typedef void (*lnb_entry)(const void *arguments, void *launch);
+
+/* Linux's struct timespec and CLOCK_MONOTONIC, declared here: <time.h> is slow to parse. */
+struct lnb_timespec { long seconds; long nanoseconds; };
+int clock_gettime(int clock, struct lnb_timespec *time);
+enum { LNB_CLOCK_MONOTONIC = 1 };
 
 /* Runs launches[2i] (an entry) with launches[2i+1] (its packed arguments) for i < count,
    stopping after the first whose launch record's status is set; returns how many ran
@@ -39,9 +41,9 @@ int64_t lnb_run_launches(const int64_t *launches, int64_t count, void *launch,
                          int64_t *times) {
     for (int64_t i = 0; i < count; ++i) {
         if (times) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            times[i] = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+            struct lnb_timespec now;
+            clock_gettime(LNB_CLOCK_MONOTONIC, &now);
+            times[i] = (int64_t)now.seconds * 1000000000 + now.nanoseconds;
         }
         ((lnb_entry)(intptr_t)launches[2 * i])((const void *)(intptr_t)launches[2 * i + 1],
                                                launch);
@@ -57,7 +59,8 @@ _records = threading.local()  # each worker's launch record, reused while no lau
 
 def runner_of(library: ctypes.CDLL) -> Callable[..., int]:
     """The C loop of a kernel library built from a source ending in
-    :data:`RUNNER_SOURCE`. Any kernel's copy runs launches of any kernels."""
+    :data:`RUNNER_SOURCE` (which takes ``int64_t`` and ``intptr_t`` from the kernel's
+    prelude). Any kernel's copy runs launches of any kernels."""
     function = library.lnb_run_launches
     function.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p]
     function.restype = ctypes.c_int64

@@ -17,7 +17,7 @@ from luisa_nb.kernels import (
 )
 from luisa_nb.kernels.c_emitter import CEmitter
 from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.toolchain import FLAGS, find_compiler
+from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
 from luisa_nb.kernels.type_system import BindlessType, ImageType
 from luisa_nb.kernels.typer import KernelTyper
 
@@ -45,14 +45,24 @@ GOLDEN_KERNELS = {  # golden file name: (kernel, argument types, checks)
 }
 
 
-def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> str:
-    """C source from the typer and emitter alone (no compiler needed)."""
+def emitter_of(name: str, argument_types: tuple, checks: bool | str = True) -> CEmitter:
+    """The C emitter of sample kernel ``name`` (no compiler needed)."""
     function = getattr(sample_kernels, name)
     definition = KernelDefinition(function, mode="c")
     kernel = KernelTyper(
         definition.kernel_source, argument_types, CaptureResolver(function), "c"
     ).run()
-    return CEmitter(kernel, checks).emit()
+    return CEmitter(kernel, checks)
+
+
+def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> str:
+    """C source from the typer and emitter alone (no compiler needed)."""
+    return emitter_of(name, argument_types, checks).emit()
+
+
+def test_simd_loops_build_at_o3_and_thread_by_thread_loops_at_o2() -> None:
+    assert emitter_of("vecadd", VECADD).optimization == "-O3"
+    assert emitter_of("mandelbrot", MANDELBROT).optimization == "-O2"
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN_KERNELS))
@@ -147,8 +157,9 @@ def test_emitter_dialect_is_overridable() -> None:
 def test_vecadd_vectorizes_with_contiguous_accesses(tmp_path, checks: bool | str) -> None:
     source = tmp_path / "vecadd.c"
     source.write_text(emitted_c("vecadd", VECADD, checks))
-    flags = [flag for flag in FLAGS if flag != "-shared"]
-    command = [*find_compiler(), *flags, "-S", str(source), "-o", "-"]
+    compiler = find_compiler()
+    flags = [flag for flag in compiler_flags(compiler, "-O3") if flag != "-shared"]
+    command = [*compiler, *flags, "-S", str(source), "-o", "-"]
     assembly = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert "addps" in assembly  # packed float adds: the thread loop is vectorized
     assert "gather" not in assembly and "scatter" not in assembly

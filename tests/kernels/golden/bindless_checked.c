@@ -1,8 +1,90 @@
 /* luisa_nb kernel 'bindless_gather': generated code; checks: indices. */
 
-#include <stdint.h>
-#include <string.h>
-#include <math.h>
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __INTPTR_TYPE__ intptr_t;
+#define INT32_MAX __INT32_MAX__
+#define memcpy __builtin_memcpy
+#define memset __builtin_memset
+
+#define acos __builtin_acos
+#define acosf __builtin_acosf
+#define acosh __builtin_acosh
+#define acoshf __builtin_acoshf
+#define asin __builtin_asin
+#define asinf __builtin_asinf
+#define asinh __builtin_asinh
+#define asinhf __builtin_asinhf
+#define atan __builtin_atan
+#define atanf __builtin_atanf
+#define atan2 __builtin_atan2
+#define atan2f __builtin_atan2f
+#define atanh __builtin_atanh
+#define atanhf __builtin_atanhf
+#define cbrt __builtin_cbrt
+#define cbrtf __builtin_cbrtf
+#define ceil __builtin_ceil
+#define ceilf __builtin_ceilf
+#define copysign __builtin_copysign
+#define copysignf __builtin_copysignf
+#define cos __builtin_cos
+#define cosf __builtin_cosf
+#define cosh __builtin_cosh
+#define coshf __builtin_coshf
+#define exp __builtin_exp
+#define expf __builtin_expf
+#define exp2 __builtin_exp2
+#define exp2f __builtin_exp2f
+#define expm1 __builtin_expm1
+#define expm1f __builtin_expm1f
+#define fabs __builtin_fabs
+#define fabsf __builtin_fabsf
+#define floor __builtin_floor
+#define floorf __builtin_floorf
+#define fma __builtin_fma
+#define fmaf __builtin_fmaf
+#define fmax __builtin_fmax
+#define fmaxf __builtin_fmaxf
+#define fmin __builtin_fmin
+#define fminf __builtin_fminf
+#define fmod __builtin_fmod
+#define fmodf __builtin_fmodf
+#define hypot __builtin_hypot
+#define hypotf __builtin_hypotf
+#define log __builtin_log
+#define logf __builtin_logf
+#define log10 __builtin_log10
+#define log10f __builtin_log10f
+#define log1p __builtin_log1p
+#define log1pf __builtin_log1pf
+#define log2 __builtin_log2
+#define log2f __builtin_log2f
+#define pow __builtin_pow
+#define powf __builtin_powf
+#define round __builtin_round
+#define roundf __builtin_roundf
+#define sin __builtin_sin
+#define sinf __builtin_sinf
+#define sinh __builtin_sinh
+#define sinhf __builtin_sinhf
+#define sqrt __builtin_sqrt
+#define sqrtf __builtin_sqrtf
+#define tan __builtin_tan
+#define tanf __builtin_tanf
+#define tanh __builtin_tanh
+#define tanhf __builtin_tanhf
+#define trunc __builtin_trunc
+#define truncf __builtin_truncf
+#define isnan __builtin_isnan
+#define isinf __builtin_isinf
+#define INFINITY (__builtin_inff())
+#define NAN (__builtin_nanf(""))
 
 typedef struct { _Alignas(8) int32_t x; int32_t y; } lnb_int2;
 typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;

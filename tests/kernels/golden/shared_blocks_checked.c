@@ -1,8 +1,20 @@
 /* luisa_nb kernel 'shared_shift': generated code; checks: indices. */
 
-#include <stdint.h>
-#include <string.h>
-#include <stdlib.h>
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __INTPTR_TYPE__ intptr_t;
+#define INT32_MAX __INT32_MAX__
+#define memcpy __builtin_memcpy
+#define memset __builtin_memset
+
+void *calloc(__SIZE_TYPE__ count, __SIZE_TYPE__ size);
+void free(void *pointer);
 
 typedef struct { _Alignas(16) int32_t x; int32_t y, z; } lnb_int3;
 typedef struct { float a[64]; } lnb_array0_64;
