@@ -51,15 +51,12 @@ class ConstantConditions:
     def __init__(
         self,
         function: ast.FunctionDef,
+        stores: Counter[str],
         local_names: set[str],
         captures: CaptureResolver,
         rules: KernelRules = PYTHON_RULES,
     ) -> None:
-        stores = Counter(
-            node.id
-            for node in ast.walk(function)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-        )
+        """``stores``: how many times ``function`` assigns each name."""
         parameters = {argument.arg for argument in function.args.args}
         self.assignments: dict[str, ast.Assign] = {
             statement.targets[0].id: statement

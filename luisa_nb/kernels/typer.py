@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections import Counter
 from typing import Any
 
 from luisa_nb.errors import KernelArgumentError
@@ -110,15 +111,18 @@ class KernelTyper(
                 self.arguments.append((name, "scalar", len(self.scalars)))
                 self.scalars.append(ir.ScalarSlot(name, argument_type))
                 self.locals[name] = argument_type
-        assigned = {
+        stores = Counter(
             node.id
             for node in ast.walk(source.tree)
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
-        }
-        self.local_names = (
-            assigned | self.scalar_arguments | set(self.buffer_arguments) | set(self.heap_arguments)
         )
-        self.constants = ConstantConditions(source.tree, self.local_names, captures, rules)
+        self.local_names = (
+            set(stores)
+            | self.scalar_arguments
+            | set(self.buffer_arguments)
+            | set(self.heap_arguments)
+        )
+        self.constants = ConstantConditions(source.tree, stores, self.local_names, captures, rules)
 
     def run(self) -> ir.KernelIR:
         """Type the whole body."""
