@@ -240,6 +240,20 @@ class KernelNonFiniteError(KernelError, FloatingPointError):
         self.value = value
 
 
+class KernelBarrierError(KernelError):
+    """Threads of one block paused at different ``sync_block()`` calls; the dispatch
+    stopped. ``lines``: the two barriers' source lines, in order; ``block``: the block's
+    position (``dispatch_id() // block size``)."""
+
+    def __init__(
+        self, message: str, *, kernel: str, lines: tuple[int, int], block: tuple[int, int, int]
+    ) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+        self.lines = lines
+        self.block = block
+
+
 class KernelCancelledError(KernelError):
     """A kernel stopped early because the user interrupted a wait (Ctrl-C in
     ``synchronize()``); the trace marks its command cancelled."""

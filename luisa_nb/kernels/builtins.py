@@ -6,11 +6,15 @@ mode they read the running thread's state. The math functions kernels call live 
 
 from __future__ import annotations
 
+import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luisa_nb.errors import KernelError
 from luisa_nb.kernels.vectors import Vector, int3
+
+if TYPE_CHECKING:
+    from luisa_nb.kernels.python_blocks import BlockBarrier
 
 DEFAULT_BLOCK_SIZE = (256, 1, 1)  # luisa-python's, when a kernel sets none
 
@@ -19,7 +23,7 @@ class _ThreadState(threading.local):
     dispatch_id: Vector | None = None
     dispatch_size: Vector | None = None
     block_size: tuple[int, int, int] = DEFAULT_BLOCK_SIZE
-    barrier: threading.Barrier | None = None  # the block's, in Python mode
+    barrier: BlockBarrier | None = None  # the block's, in Python mode
     shared: dict[int, Any] | None = None  # the block's shared arrays, by type id
 
 
@@ -67,4 +71,4 @@ def sync_block() -> None:
     wrote to shared arrays before it is seen by all after it."""
     if thread_state.barrier is None:
         raise KernelError("sync_block() only works inside a kernel; dispatch the kernel")
-    thread_state.barrier.wait()
+    thread_state.barrier.wait(sys._getframe(1).f_lineno)

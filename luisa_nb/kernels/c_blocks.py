@@ -1,15 +1,17 @@
 """Blocks in the emitted C: kernels with block-shared arrays or ``sync_block()``.
 
-The C backend runs a block's threads one after another, so a barrier cannot stop a
-thread midway. Barriers sit at the top level of the body (the typer requires it), and
-split it into phases: the block function runs phase 0 for every thread of the block,
-then phase 1 for every thread, and so on. Each thread's locals live in a struct per
-thread (``lnb_l->v_name``) that keeps them from one phase to the next, and the block's
-shared arrays in one struct per block (``lnb_sh->v_name``), zeroed for each block. A
-thread that returns is marked finished and skips the later phases. Blocks run in
-parallel (OpenMP), each with its own shared arrays; the first failing thread (in phase,
-then thread order) stops the launch. A mixin of
-:class:`~luisa_nb.kernels.c_emitter.CEmitter`.
+The C backend runs a block's threads one after another, so a thread cannot wait at a
+barrier: it pauses there instead. Each thread's locals live in a struct per thread
+(``lnb_l->v_name``), with the counters of loops that hold a barrier and the number of the
+barrier it paused at; the block's shared arrays live in one struct per block
+(``lnb_sh->v_name``), zeroed for each block. A barrier stores its number and returns;
+the next call jumps to the label after it (``goto`` into loops and branches is plain C
+when every value that lives across the jump is in the struct). The block function calls
+every thread until it pauses or ends, then again, until all have ended. The threads still
+running must have paused at the same barrier, else the launch stops with
+``STATUS_DIVERGED_BARRIERS``; a thread that returned no longer takes part, as on a GPU.
+Blocks run in parallel (OpenMP), each with its own shared arrays; the first failing thread
+stops the launch. A mixin of :class:`~luisa_nb.kernels.c_emitter.CEmitter`.
 """
 
 from __future__ import annotations
@@ -48,43 +50,66 @@ class BlockEmission:
             f"    {self.type_name(self.kernel.locals[local])} v_{self.identifier(local)};"
             for local in self.kernel.shared
         ]
+        per_thread += [f"    {type_text} {field};" for type_text, field in self.block_loop_fields]
         return (
-            "typedef struct {\n    _Bool lnb_finished;\n" + "\n".join(per_thread) + "\n}"
+            "typedef struct {\n    _Bool lnb_finished;\n    int32_t lnb_resume;\n"
+            + "\n".join(per_thread)
+            + "\n}"
             f" {name}_locals;\n\ntypedef struct {{\n    char lnb_none;\n"
             + "\n".join(shared)
             + f"\n}} {name}_shared;"
         )
 
     def block_body_function(self: CEmitter) -> str:
-        """One phase of the kernel body for one thread."""
+        """The kernel body for one thread, from the start or from the barrier it paused at
+        (``lnb_l->lnb_resume``) to the next barrier or its end."""
         name = self.entry_name
         parameters = self.body_parameters()
-        parameters[-1:-1] = [f"{name}_locals *lnb_l", f"{name}_shared *lnb_sh", "int32_t phase"]
-        phases: list[list[ir.Statement]] = [[]]
-        for statement in self.kernel.body:
-            if isinstance(statement, ir.Barrier):
-                phases.append([])
-            else:
-                phases[-1].append(statement)
-        lines = [f"{self.function_prefix} void {name}_thread({', '.join(parameters)}) {{"]
-        lines.append("    if (lnb_l->lnb_finished) return;")
-        lines.append("    switch (phase) {")
+        parameters[-1:-1] = [f"{name}_locals *lnb_l", f"{name}_shared *lnb_sh"]
         self.in_kernel_body = True
-        for number, statements in enumerate(phases):
-            lines.append(f"    case {number}:")
-            lines += self.statements(tuple(statements), 2)
-            lines.append("        break;")
+        body = self.statements(self.kernel.body, 1)
         self.in_kernel_body = False
-        lines += ["    }", "}"]
-        return "\n".join(lines)
+        resumes = [
+            f"    case {number}: goto lnb_resume_{number};"
+            for number in range(1, len(self.barrier_lines))
+        ]
+        return "\n".join(
+            [
+                f"{self.function_prefix} void {name}_thread({', '.join(parameters)}) {{",
+                "    if (lnb_l->lnb_finished) return;",
+                *(("    switch (lnb_l->lnb_resume) {", *resumes, "    }") if resumes else ()),
+                *body,
+                "    lnb_l->lnb_finished = 1;",
+                "}",
+            ]
+        )
+
+    def barrier(self: CEmitter, statement: ir.Barrier, indent: str) -> list[str]:
+        """Pause the thread at barrier ``n``; its next call goes on after it."""
+        number = len(self.barrier_lines)
+        self.barrier_lines.append(statement.line)
+        return [
+            f"{indent}lnb_l->lnb_resume = {number};",
+            f"{indent}return;",
+            f"{indent}lnb_resume_{number}:;",
+        ]
+
+    def loop_place(self: CEmitter, name: str, type_text: str, statement: ir.ForRange) -> str:
+        """Where a loop's counter, stop or step lives: a C local, or a field of the thread's
+        locals when the loop holds a barrier (the value must outlive the pause)."""
+        if not (self.in_kernel_body and ir.contains_barrier(statement.body)):
+            return name
+        self.block_loop_fields.append((type_text, name))
+        return f"lnb_l->{name}"
 
     def block_entry(self: CEmitter) -> str:
-        """The block function (phases, then threads in order) and the exported entry."""
+        """The block function (rounds of every thread to its next barrier) and the
+        exported entry."""
         name = self.entry_name
         bx, by, bz = self.kernel.block_size
         count = math.prod(self.kernel.block_size)
         arguments = ", ".join(
-            ["id", "size", *self.body_argument_names(), "&locals[t]", "&shared", "phase", "&state"]
+            ["id", "size", *self.body_argument_names(), "&locals[t]", "&shared", "&state"]
         )
         locals = "\n".join(self.block_locals())
         threshold = self.parallel_threshold_with_loops
@@ -93,7 +118,11 @@ for (int32_t z = 0; z < blocks.z; ++z)
             for (int32_t y = 0; y < blocks.y; ++y)
                 for (int32_t x = 0; x < blocks.x; ++x)
                     {name}_block(&a, launch, size, x, y, z);"""
+        lines = ", ".join(map(str, self.barrier_lines))
         return f"""\
+/* The source line of each barrier, by number (0: none). */
+static const int32_t {name}_barrier_lines[] = {{{lines}}};
+
 {self.block_function_prefix} void {name}_block(const {name}_arguments *a, lnb_launch *launch,
         lnb_int3 size, int32_t bx, int32_t by, int32_t bz) {{
     if (lnb_launch_stopped(launch)) return;
@@ -101,20 +130,28 @@ for (int32_t z = 0; z < blocks.z; ++z)
     {name}_locals *locals = calloc({count}, sizeof *locals);
     {name}_shared shared;
     memset(&shared, 0, sizeof shared);
-    for (int32_t phase = 0; phase < {self.kernel.phases}; ++phase) {{
+    for (int32_t paused = 1; paused;) {{
+        paused = 0;
         for (int32_t t = 0; t < {count}; ++t) {{
             const int64_t x = (int64_t)bx * {bx} + t % {bx};
             const int64_t y = (int64_t)by * {by} + t / {bx} % {by};
             const int64_t z = (int64_t)bz * {bz} + t / {bx * by};
-            if (x >= size.x || y >= size.y || z >= size.z) continue;
+            if (x >= size.x || y >= size.y || z >= size.z || locals[t].lnb_finished) continue;
             const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
             lnb_thread state = {{.details = 1, .cancel = cancel}};
             {name}_thread({arguments});
+            if (state.failed == LNB_OK && !locals[t].lnb_finished && paused
+                && locals[t].lnb_resume != paused) {{
+                state.failed = LNB_DIVERGED_BARRIERS;
+                state.line = {name}_barrier_lines[locals[t].lnb_resume];
+                state.index = {name}_barrier_lines[paused];
+            }}
             if (state.failed != LNB_OK) {{
                 lnb_report(launch, &state, id.x, id.y, id.z);
                 free(locals);
                 return;
             }}
+            if (!locals[t].lnb_finished) paused = locals[t].lnb_resume;
         }}
     }}
     free(locals);

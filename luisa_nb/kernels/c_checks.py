@@ -18,6 +18,7 @@ from collections.abc import Callable
 from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS as ATOMIC_PARAMETERS
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
+    STATUS_DIVERGED_BARRIERS,
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
@@ -32,7 +33,8 @@ enum {{
     LNB_INDEX_ERROR = {STATUS_INDEX_ERROR},
     LNB_NON_FINITE = {STATUS_NON_FINITE},
     LNB_CANCELLED = {STATUS_CANCELLED},
-    LNB_INVALID_SIZE = {STATUS_INVALID_SIZE}
+    LNB_INVALID_SIZE = {STATUS_INVALID_SIZE},
+    LNB_DIVERGED_BARRIERS = {STATUS_DIVERGED_BARRIERS}
 }};
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */

@@ -154,6 +154,8 @@ class CEmitter(
         self.in_kernel_body = False  # emitting the body of a kernel whose threads run as blocks
         self.uses_math = False
         self.loop_counter = 0
+        self.barrier_lines = [0]  # the source line of each barrier, by number (see c_blocks)
+        self.block_loop_fields: list[tuple[str, str]] = []  # (C type, name), see c_blocks
 
     @property
     def entry_name(self) -> str:
@@ -370,8 +372,10 @@ class CEmitter(
             return [f"{indent}while ({condition}) {{", *body, f"{indent}}}"]
         if isinstance(statement, ir.ForRange):
             return self.for_range(statement, depth)
+        if isinstance(statement, ir.Barrier):
+            return self.barrier(statement, indent)
         if isinstance(statement, ir.Return):
-            if self.in_kernel_body:  # a thread of a block: skip its later phases
+            if self.in_kernel_body:  # a thread of a block: it takes no part in later rounds
                 return [f"{indent}lnb_l->lnb_finished = 1;", f"{indent}return;"]
             return [f"{indent}{self.return_statement(statement)}"]
         keyword = {ir.Break: "break", ir.Continue: "continue"}
@@ -396,28 +400,32 @@ class CEmitter(
 
     def for_range(self, statement: ir.ForRange, depth: int) -> list[str]:
         indent = "    " * depth
-        counter = f"lnb_i{self.loop_counter}"
-        stop = f"lnb_stop{self.loop_counter}"
-        step = f"lnb_step{self.loop_counter}"
+        number = self.loop_counter
         self.loop_counter += 1
         loop_type = self.type_name(statement.start.type)
+        counter, stop = (
+            self.loop_place(f"lnb_{part}{number}", loop_type, statement) for part in ("i", "stop")
+        )
+        declared = "" if counter.startswith("lnb_l->") else f"{loop_type} "
+        constant = "const " if declared else ""
         lines = [
             f"{indent}{{",
-            f"{indent}    const {loop_type} {stop} = {self.expression(statement.stop)};",
+            f"{indent}    {constant}{declared}{stop} = {self.expression(statement.stop)};",
         ]
         if isinstance(statement.step, ir.Constant):
             step_value = self.expression(statement.step)
             condition = f"{counter} {'<' if statement.step.value > 0 else '>'} {stop}"
         else:
+            step = self.loop_place(f"lnb_step{number}", loop_type, statement)
             lines.append(
-                f"{indent}    const {loop_type} {step} = {self.expression(statement.step)};"
+                f"{indent}    {constant}{declared}{step} = {self.expression(statement.step)};"
             )
             step_value = step
             condition = f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
         variable = self.variable_name(statement.variable)
         start = self.expression(statement.start)
-        if statement.end_value:  # the counter outlives the loop: its end value is kept
-            lines.append(f"{indent}    {loop_type} {counter} = {start};")
+        if statement.end_value or not declared:  # the counter is set before the loop
+            lines.append(f"{indent}    {declared}{counter} = {start};")
             header = ""
         else:
             header = f"{loop_type} {counter} = {start}"

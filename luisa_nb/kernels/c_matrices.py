@@ -80,7 +80,8 @@ class MatrixEmission:
         )
 
     def matrix_binary(self: CEmitter, expression: ir.Binary) -> str:
-        """Products (matrix by vector, matrix, scalar), and ``+``/``-`` of matrices."""
+        """Products (matrix by vector, matrix, scalar), division by a scalar, and ``+``/``-``
+        of matrices."""
         left, right = expression.left.type, expression.right.type
         operator, kind = expression.operator, expression.type
         arguments = f"{self.expression(expression.left)}, {self.expression(expression.right)}"
@@ -97,7 +98,10 @@ class MatrixEmission:
         elif isinstance(left, ScalarType):
             columns = [[f"a0 * {t.text}" for t in column] for column in matrix_terms("a1", kind)]
         elif isinstance(right, ScalarType):
-            columns = [[f"{t.text} * a1" for t in column] for column in matrix_terms("a0", kind)]
+            symbol = "/" if operator == "truediv" else "*"
+            columns = [
+                [f"{t.text} {symbol} a1" for t in column] for column in matrix_terms("a0", kind)
+            ]
         else:
             product = self.matrix_vector_product(left)
             value = ", ".join(f"{product}(a0, a1.cols[{c}])" for c in range(kind.size))

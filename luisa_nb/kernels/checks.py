@@ -8,8 +8,14 @@ to a float buffer is finite; ``False`` checks nothing. ``None`` means the device
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 
-from luisa_nb.errors import ConfigurationError, KernelIndexError, KernelNonFiniteError
+from luisa_nb.errors import (
+    ConfigurationError,
+    KernelBarrierError,
+    KernelIndexError,
+    KernelNonFiniteError,
+)
 
 CHECK_SETTINGS = (True, False, "nan")
 DEVICE_DEFAULT = None
@@ -20,6 +26,7 @@ STATUS_INDEX_ERROR = 1
 STATUS_NON_FINITE = 2
 STATUS_CANCELLED = 3
 STATUS_INVALID_SIZE = 4
+STATUS_DIVERGED_BARRIERS = 5  # threads of a block paused at different barriers
 
 
 def check_setting(value: object, *, allow_default: bool = False) -> bool | str | None:
@@ -103,6 +110,28 @@ def index_error(
     return KernelIndexError(
         message, kernel=kernel, line=line, thread=thread, index=index, size=size, buffer=buffer
     )
+
+
+def diverged_barriers_error(
+    kernel: str,
+    lines: tuple[int, int],
+    where: Callable[[int], str],
+    thread: tuple[int, int, int],
+    block_size: tuple[int, int, int],
+) -> KernelBarrierError:
+    """The error of a block whose threads (one of them ``thread``) paused at the
+    ``sync_block()`` calls on two different ``lines``; ``where(line)`` is ``file:line:
+    source``."""
+    first, second = sorted(lines)
+    block = tuple(position // size for position, size in zip(thread, block_size, strict=True))
+    places = " and ".join(where(line) or f"line {line}" for line in (first, second))
+    message = (
+        f"kernel {kernel!r}: threads of block {block} paused at different sync_block() "
+        f"calls: {places}; the dispatch stopped. Every thread of a block that has not "
+        f"returned must reach the same barriers in the same order: keep sync_block() out "
+        f"of branches and loops whose course differs between the threads of a block"
+    )
+    return KernelBarrierError(message, kernel=kernel, lines=(first, second), block=block)
 
 
 def texel_error(

@@ -10,10 +10,11 @@ A CUDA block is a block of the kernel: ``set_block_size``'s, else 256 x 1 x 1. E
 thread computes its x from ``blockIdx.x * blockDim.x + threadIdx.x`` and returns past
 ``size.x``; y and z step over the grid by ``gridDim``, so any dispatch fits the grid
 limits (65535 blocks along y and z). Kernels with shared arrays or ``sync_block()`` get
-a block entry instead (:meth:`CudaEmitter.block_entry`): ``__shared__`` arrays and
-``__syncthreads()``, with every thread of the block passing every barrier. Bindless
-arrays need nothing of their own: each resource is a device pointer of the argument
-struct, and a call switches over the slots as in C. Checks work as in C, one thread at a
+a block entry instead (:meth:`CudaEmitter.block_entry`): ``__shared__`` arrays, and
+threads that pause at barriers as in C, with every thread of the block passing the
+``__syncthreads()`` of each round. Bindless arrays need nothing of their own: each
+resource is a device pointer of the argument struct, and a call switches over the slots
+as in C. Checks work as in C, one thread at a
 time: a thread records its first failure, and the first thread to report it (an
 ``atomicCAS`` on the launch record's status) writes where. Loops poll the cancel flag
 every ``CANCEL_POLL_INTERVAL`` iterations.
@@ -330,29 +331,27 @@ class CudaEmitter(CEmitter):
     def block_entry(self) -> str:
         """The ``__global__`` function of a kernel with shared arrays or barriers: a CUDA
         block is a block of the kernel. Its shared arrays are one ``__shared__`` struct,
-        zeroed by the block's threads before each block; every thread, in range or not,
-        returned or not, passes each ``__syncthreads()`` (one after each phase of the
-        body, as ``sync_block()`` splits it), and only threads in range that have not
-        returned run a phase. Blocks past the grid along y and z are run by the same CUDA
-        blocks, in turn."""
+        zeroed by the block's threads before each block. Threads pause at barriers as in C
+        (``c_blocks``): in rounds, each thread in range that has not returned runs to its
+        next barrier or its end, then every thread, in range or not, passes the round's
+        ``__syncthreads()``. A paused thread writes its barrier's number to the round's
+        slot (any writer wins); one that paused elsewhere stops the launch. Blocks past
+        the grid along y and z are run by the same CUDA blocks, in turn."""
         name = self.entry_name
         bx, by, bz = self.kernel.block_size
         count = bx * by * bz
         arguments = ", ".join(
-            [
-                "id",
-                "size",
-                *self.body_argument_names(),
-                "&lnb_locals",
-                "&lnb_shared",
-                "phase",
-                "&state",
-            ]
+            ["id", "size", *self.body_argument_names(), "&lnb_locals", "&lnb_shared", "&state"]
         )
+        lines = ", ".join(map(str, self.barrier_lines))
         return f"""\
+__device__ const int32_t {name}_barrier_lines[] = {{{lines}}};
+
 {self.kernel_prefix}void {name}(const {name}_arguments a, lnb_launch *launch,
         const int32_t *cancel) {{
     __shared__ {name}_shared lnb_shared;
+    __shared__ int32_t lnb_paused_at[2];
+    __shared__ bool lnb_diverged;
     const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
 {self.entry_locals()}
     const uint32_t t = threadIdx.x + {bx}u * (threadIdx.y + {by}u * threadIdx.z);
@@ -364,12 +363,17 @@ class CudaEmitter(CEmitter):
             const int64_t y = block_y * {by} + threadIdx.y, z = block_z * {bz} + threadIdx.z;
             unsigned char *shared_bytes = (unsigned char *)&lnb_shared;
             for (uint32_t i = t; i < sizeof lnb_shared; i += {count}u) shared_bytes[i] = 0;
+            if (t == 0) {{
+                lnb_paused_at[0] = lnb_paused_at[1] = 0;
+                lnb_diverged = false;
+            }}
             {name}_locals lnb_locals = {{}};
             bool active = x < a.size[0] && y < a.size[1] && z < a.size[2] &&
                           !lnb_launch_stopped(launch, cancel);
             const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
             __syncthreads();
-            for (int32_t phase = 0; phase < {self.kernel.phases}; ++phase) {{
+            for (uint32_t round = 0;; ++round) {{
+                if (t == 0) lnb_paused_at[(round + 1) % 2] = 0;
                 if (active) {{
                     lnb_thread state = {{}};
                     state.details = 1;
@@ -380,9 +384,23 @@ class CudaEmitter(CEmitter):
                         active = false;
                     }}
                 }}
+                active = active && !lnb_locals.lnb_finished;
+                if (active) lnb_paused_at[round % 2] = lnb_locals.lnb_resume;
                 __syncthreads();
+                const int32_t at = lnb_paused_at[round % 2];
+                if (active && lnb_locals.lnb_resume != at) {{
+                    lnb_thread state = {{}};
+                    state.failed = LNB_DIVERGED_BARRIERS;
+                    state.line = {name}_barrier_lines[lnb_locals.lnb_resume];
+                    state.index = {name}_barrier_lines[at];
+                    lnb_report(launch, &state, id.x, id.y, id.z);
+                    lnb_diverged = true;
+                }}
+                __syncthreads();
+                if (at == 0 || lnb_diverged) break;
                 active = active && *(volatile int32_t *)&launch->status == LNB_OK;
             }}
+            __syncthreads();
         }}
     }}
 }}"""

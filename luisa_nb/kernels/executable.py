@@ -21,10 +21,12 @@ from luisa_nb.kernels.aggregates import to_bytes
 from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
+    STATUS_DIVERGED_BARRIERS,
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
     LaunchRecord,
+    diverged_barriers_error,
     index_error,
     non_finite_error,
     slot_error,
@@ -252,6 +254,10 @@ class CExecutable(Executable):
                 f"must be in 0 <= n < 2**31 and the product below 2**63"
             )
         thread = tuple(record.thread)
+        if record.status == STATUS_DIVERGED_BARRIERS:
+            lines = (record.line, record.index)
+            where = self.kernel_source.where
+            return diverged_barriers_error(self.name, lines, where, thread, self.kernel.block_size)
         if record.buffer <= -2:
             call = self._bindless_sites[-2 - record.buffer]
             where = self.kernel_source.where(record.line)

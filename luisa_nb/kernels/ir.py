@@ -257,8 +257,24 @@ class Continue(Statement):
 
 @dataclass(frozen=True)
 class Barrier(Statement):
-    """``sync_block()``: every thread of the block reaches it before any goes on (only at
-    the top level of a kernel's body)."""
+    """``sync_block()``: every thread of the block that has not returned reaches it before
+    any goes on (anywhere in a kernel's body, not in callables)."""
+
+    line: int = 0  # source line, for the error of threads reaching different barriers
+
+
+def contains_barrier(statements: tuple[Statement, ...]) -> bool:
+    """Whether ``statements`` or the bodies nested in them hold a ``sync_block()``."""
+    for statement in statements:
+        if isinstance(statement, Barrier):
+            return True
+        if isinstance(statement, If) and (
+            contains_barrier(statement.body) or contains_barrier(statement.orelse)
+        ):
+            return True
+        if isinstance(statement, (While, ForRange)) and contains_barrier(statement.body):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -331,14 +347,9 @@ class KernelIR:
     rules: str = "python"  # the name of the kernel's ``rules.KernelRules``
 
     @property
-    def phases(self) -> int:
-        """How many parts ``sync_block()`` barriers split the body into (1: none)."""
-        return 1 + sum(isinstance(s, Barrier) for s in self.body)
-
-    @property
     def uses_blocks(self) -> bool:
         """Whether threads of a block must run as a group: barriers or shared arrays."""
-        return self.phases > 1 or bool(self.shared)
+        return bool(self.shared) or contains_barrier(self.body)
 
     @property
     def has_control_flow(self) -> bool:

@@ -259,13 +259,23 @@ class Matrix:
         raise self._failure("subtract", other, self, ": matrices subtract only from matrices")
 
     def __truediv__(self, other: Any) -> Any:
+        scale = _scalar_operand(other, f"cannot divide {self.__lnb_type__} by {_type_name(other)}")
+        if scale is not None:
+            return self.wrap(self._values / scale)
+        if value_type(other) is None:
+            return NotImplemented
         raise self._failure("divide", self, other, DIVISION_HINT)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        if value_type(other) is None:
+            return NotImplemented
+        raise self._failure("divide", other, self, DIVISION_HINT)
 
     def __neg__(self) -> Matrix:
         return self.wrap(np.negative(self._values))
 
 
-DIVISION_HINT = ": luisa-python does not divide matrices; multiply by (1.0 / s) instead"
+DIVISION_HINT = ": a matrix divides only by a scalar (each element is divided)"
 
 
 def multiply_hint(left: Any, right: Any, operator: str) -> str:

@@ -36,7 +36,8 @@ class MatrixTyping:
         right: ir.Expression,
         node: ast.AST,
     ) -> ir.Expression:
-        """``m * v``, ``m * m`` (also with ``@``), ``m * s``, ``s * m``, ``m + m``, ``m - m``."""
+        """``m * v``, ``m * m`` (also with ``@``), ``m * s``, ``s * m``, ``m / s``, ``m + m``,
+        ``m - m``."""
         kinds = (left.type, right.type)
         verb = OPERATOR_VERBS.get(operator, "multiply" if operator == "matmul" else "combine")
         what = f"cannot {verb} {left.type} and {right.type}"
@@ -51,14 +52,16 @@ class MatrixTyping:
                 pair = (scale, right) if scalar is left else (left, scale)
                 return ir.Binary(matrix, "mul", *pair)
             self.fail(node, what + multiply_hint(*kinds, symbol))
-        if operator == "truediv" and isinstance(left.type, MatrixType):
+        if operator == "truediv" and isinstance(right.type, ScalarType):
+            return ir.Binary(left.type, "truediv", left, self.matrix_scale(right, what, node))
+        if operator == "truediv":
             self.fail(node, what + DIVISION_HINT)
         if operator in ("add", "sub") and left.type == right.type:
             return ir.Binary(left.type, operator, left, right)
         if operator in ("add", "sub"):
             self.fail(node, f"{what}: matrices combine element by element only with matrices "
                       "of the same size")  # fmt: skip
-        self.fail(node, f"{what}: matrices have only *, @, + and - (and unary -)")
+        self.fail(node, f"{what}: matrices have only *, @, /, + and - (and unary -)")
 
     def matrix_scale(
         self: KernelTyper, scalar: ir.Expression, what: str, node: ast.AST

@@ -304,7 +304,7 @@ class PythonExecutable(Executable):
         self._lock = threading.Lock()
         self._loops = kernel.has_control_flow
         self._block_size = kernel.block_size
-        self._phases = kernel.phases if kernel.uses_blocks else 0  # 0: no blocks
+        self._blocks = kernel.uses_blocks
         self._arguments = kernel.arguments
         self._heaps = kernel.heaps
         self._argument_buffer_count = sum(
@@ -433,7 +433,7 @@ class PythonExecutable(Executable):
         function = self._function
         copied = self._copied_arguments
         originals = list(arguments)
-        if self._phases:
+        if self._blocks:
 
             def thread_arguments() -> list[Any]:
                 copies = list(originals)
@@ -441,9 +441,13 @@ class PythonExecutable(Executable):
                     copies[position] = originals[position].copy()
                 return copies
 
-            size, block, phases = (size_x, size_y, size_z), self._block_size, self._phases
+            size, block, where = (
+                (size_x, size_y, size_z),
+                self._block_size,
+                self.kernel_source.where,
+            )
             resolver = self._method_function
-            run_blocks(self.name, function, thread_arguments, size, block, phases, resolver, cancel)
+            run_blocks(self.name, function, thread_arguments, size, block, where, resolver, cancel)
             return
         previous = (thread_state.dispatch_id, thread_state.dispatch_size, thread_state.block_size)
         thread_state.dispatch_size = int3(size_x, size_y, size_z)

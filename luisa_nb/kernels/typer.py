@@ -86,7 +86,6 @@ class KernelTyper(
         self.heap_arguments: dict[str, int] = {}
         self.shared: list[str] = []  # locals that are the block's shared arrays
         self.block_size = DEFAULT_BLOCK_SIZE
-        self.top_level = {id(statement) for statement in source.tree.body}
         self.first_assignments: dict[str, int] = {}
         self.temporaries: list[str] = []
         self.statement_call: ast.Call | None = None
@@ -310,18 +309,18 @@ class KernelTyper(
         return DEFAULT_BLOCK_SIZE
 
     def barrier(self, call: ast.Call, statement: ast.Expr) -> ir.Barrier:
-        """``sync_block()``: a statement at the top level of a kernel's body."""
+        """``sync_block()``: a statement anywhere in a kernel's body."""
         if call.args or call.keywords:
             self.fail(call, "sync_block() takes no arguments")
-        if self.is_callable or id(statement) not in self.top_level:
+        if self.is_callable:
             self.fail(
                 call,
-                "luisa_nb supports sync_block() only as a statement at the top level of the "
-                "kernel's body: its C backend runs a block's threads one after another, "
-                "each part between barriers for every thread in turn. Move the barrier out "
-                "of the if/loop/callable (e.g. compute a flag before it, act on it after)",
+                "luisa_nb supports sync_block() in a kernel's body, not in callables: its C "
+                "backend pauses a thread at a barrier and resumes it once its block got "
+                "there. Move the barrier into the kernel (e.g. call the callable before it "
+                "and after it)",
             )
-        return ir.Barrier()
+        return ir.Barrier(statement.lineno)
 
     def shared_array(self, name: str, value: ir.Expression, node: ast.AST) -> None:
         """``name = Tile()`` for a ``SharedArrayType``: once, in the kernel's body."""

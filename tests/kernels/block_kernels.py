@@ -118,3 +118,51 @@ def bindless_mix(heap, out):
     out.write(i * 8 + 5, bright.y + bright.z + bright.w)
     out.write(i * 8 + 6, plain.x)
     out.write(i * 8 + 7, plain.y + plain.w)
+
+
+def loop_reduction(values, sums):
+    """Each block of 64 threads sums its values by halving strides in a while loop with a
+    barrier in every iteration, as LuisaCompute's test-raymarch reduces a tile."""
+    set_block_size(64, 1, 1)
+    partial = Partial()
+    t = thread_id().x
+    partial[t] = values.read(dispatch_id().x)
+    stride = 32
+    while stride > 0:
+        sync_block()
+        if t < stride:
+            partial[t] = partial[t] + partial[t + stride]
+        stride = stride // 2
+    if t == 0:
+        sums.write(block_id().x, partial[0])
+
+
+def prefix_scan(values, out, steps):
+    """An inclusive prefix sum of each block of 32 values (Hillis and Steele): ``steps``
+    iterations of a for loop with two barriers each, then one in a branch that every
+    thread of a block takes. Threads past the end return first."""
+    set_block_size(32, 1, 1)
+    cells = Cells()
+    t = thread_id().x
+    cells[t] = values.read(dispatch_id().x)
+    for step in range(steps):
+        offset = 1 << step
+        sync_block()
+        value = cells[t]
+        if t >= offset:
+            value = value + cells[t - offset]
+        sync_block()
+        cells[t] = value
+    if steps > 0:
+        sync_block()
+    out.write(dispatch_id().x, cells[t])
+
+
+def diverging_barriers(out):
+    """Threads 0 and 1 of each block wait at one barrier, threads 2 and 3 at another."""
+    set_block_size(4, 1, 1)
+    if thread_id().x < 2:
+        sync_block()
+    else:
+        sync_block()
+    out.write(dispatch_id().x, 1.0)

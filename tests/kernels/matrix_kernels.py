@@ -24,22 +24,23 @@ Frame = StructType(basis=float3x3, origin=float3)
 
 
 def arithmetic(matrices, others, vectors, out_matrices, out_vectors, out_scalars, scale):
-    """Every matrix operation on buffer elements; 8 matrices and 2 vectors per thread."""
+    """Every matrix operation on buffer elements; 9 matrices and 2 vectors per thread."""
     i = dispatch_id().x
     m = matrices.read(i)
     n = others.read(i)
     v = vectors.read(i)
-    out_matrices.write(8 * i + 0, m * n)
-    out_matrices.write(8 * i + 1, m @ n)
-    out_matrices.write(8 * i + 2, m * scale + 2 * n)
-    out_matrices.write(8 * i + 3, m + n - transpose(m))
-    out_matrices.write(8 * i + 4, -m)
-    out_matrices.write(8 * i + 5, inverse(m))
+    out_matrices.write(9 * i + 0, m * n)
+    out_matrices.write(9 * i + 1, m @ n)
+    out_matrices.write(9 * i + 2, m * scale + 2 * n)
+    out_matrices.write(9 * i + 3, m + n - transpose(m))
+    out_matrices.write(9 * i + 4, -m)
+    out_matrices.write(9 * i + 5, inverse(m))
     p = m
     p *= 0.5
     p += n
-    out_matrices.write(8 * i + 6, p)
-    out_matrices.write(8 * i + 7, m * n * m)
+    out_matrices.write(9 * i + 6, p)
+    out_matrices.write(9 * i + 7, m * n * m)
+    out_matrices.write(9 * i + 8, m / scale)
     out_vectors.write(2 * i, m * v)
     out_vectors.write(2 * i + 1, n @ (m @ v))
     out_scalars.write(i, determinant(m))

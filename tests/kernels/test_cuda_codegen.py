@@ -8,6 +8,7 @@ module costs a few compiler runs however many kernels it covers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from luisa_nb.conformance import kernels as conformance_kernels
-from luisa_nb.errors import KernelIndexError, UnsupportedFeatureError
+from luisa_nb.errors import KernelBarrierError, KernelIndexError, UnsupportedFeatureError
 from luisa_nb.kernels import (
     KernelDefinition,
     argument_type,
@@ -260,7 +261,7 @@ CASES = [
     Case("matrix_arithmetic", matrix_kernels.arithmetic, 6, lambda r: [
         _matrices(r, 6), _matrices(r, 6),
         FakeBuffer(r.uniform(-1, 1, (6, 4)).astype(F32).view(dtype_of(float3)).ravel()),
-        FakeBuffer(np.zeros(48, dtype_of(float3x3))), FakeBuffer(np.zeros(12, dtype_of(float3))),
+        FakeBuffer(np.zeros(54, dtype_of(float3x3))), FakeBuffer(np.zeros(12, dtype_of(float3))),
         FakeBuffer(np.zeros(6, F32)), F32(1.5)]),
     Case("matrix_constructors", matrix_kernels.constructors, 4, lambda r: [
         FakeBuffer(np.zeros(64, F32))]),
@@ -308,6 +309,10 @@ CASES = [
         FakeBuffer(np.zeros(16, F32))]),
     Case("block_reduction_unchecked", block_kernels.block_reduction, 640, lambda r: [
         _floats(r, 640), FakeBuffer(np.zeros(10, F32))], checks=False),
+    Case("loop_reduction", block_kernels.loop_reduction, 256, lambda r: [
+        _floats(r, 256), FakeBuffer(np.zeros(4, F32))]),
+    Case("prefix_scan", block_kernels.prefix_scan, 70, lambda r: [
+        _floats(r, 70), FakeBuffer(np.zeros(70, F32)), 5]),
     Case("stencil", block_kernels.stencil, 1000, lambda r: [
         _floats(r, 1000), FakeBuffer(np.zeros(1000, F32))]),
     Case("block_sums_2d", block_kernels.block_sums_2d, (32, 12), lambda r: [
@@ -418,6 +423,20 @@ def test_a_failed_check_names_the_same_thread_and_index_as_c(built):
     assert "thread (0, 0, 0)" in messages[1] and str(1 << 30) in messages[1]
 
 
+def test_threads_at_different_barriers_stop_the_launch_as_in_c():
+    out = FakeBuffer(np.zeros(8, F32))
+    definition = KernelDefinition(block_kernels.diverging_barriers)
+    c_executable = definition.executable((argument_type(out),), True)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, True)])
+    errors = []
+    for executable in (c_executable, cuda):
+        with pytest.raises(KernelBarrierError) as caught:
+            executable.launch((8, 1, 1), [out.array.ctypes.data], [8])
+        errors.append(caught.value)
+    assert errors[0].lines == errors[1].lines and errors[0].block == errors[1].block == (0, 0, 0)
+    assert not out.array.any()
+
+
 def test_the_source_is_cuda(built):
     _, cuda = built["histogram"]
     source = cuda.cuda_source
@@ -446,8 +465,10 @@ def test_block_kernels_are_cuda_blocks_with_shared_memory_and_barriers(built):
     _, cuda = built["block_sums_2d"]
     source = cuda.cuda_source
     assert "__shared__ lnb_block_sums_2d_shared lnb_shared;" in source
-    assert source.count("__syncthreads();") == 2  # after zeroing, after each phase
-    assert "for (int32_t phase = 0; phase < 3; ++phase)" in source
+    # after zeroing; twice a round (to agree on the barrier, then on going on); after a block
+    assert source.count("__syncthreads();") == 4
+    assert "for (uint32_t round = 0;; ++round)" in source
+    assert "case 2: goto lnb_resume_2;" in source  # the kernel's two barriers
     assert "const uint32_t t = threadIdx.x + 8u * (threadIdx.y + 4u * threadIdx.z);" in source
     assert "calloc" not in source and "omp" not in source and "({" not in source
     _, ids = built["block_ids"]  # a block size without shared memory: a plain entry
@@ -484,12 +505,12 @@ def _reduction_emulation(source_edit: Callable[[str], str]) -> np.ndarray:
 
 def test_the_emulation_needs_the_barriers():
     """The emulation runs threads in turn up to each barrier: the reduction as emitted
-    sums each block, and without its barriers each thread reads cells the others have
-    not written yet."""
+    sums each block, and when threads do not pause at its barriers each thread reads
+    cells the others have not written yet."""
     halves = np.arange(128, dtype=F32).reshape(2, 64).sum(axis=1)
     np.testing.assert_array_equal(_reduction_emulation(lambda source: source), halves)
-    phase_barrier = "                __syncthreads();\n"
-    without = _reduction_emulation(lambda source: source.replace(phase_barrier, ""))
+    pauses = re.compile(r"return;\n(\s*lnb_resume_\d+:;)")
+    without = _reduction_emulation(lambda source: pauses.sub(r"\1", source))
     assert not np.array_equal(without, halves)
 
 

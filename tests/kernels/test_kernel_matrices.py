@@ -80,7 +80,8 @@ def test_host_values_follow_lcapi() -> None:
         (lambda: float3x3() * float2(1, 2), "cannot multiply float3x3 and float2"),
         (lambda: float2(1, 2) * float2x2(), "write transpose(m) * v"),
         (lambda: float2x2() + 1.0, "cannot add float2x2 and float32"),
-        (lambda: float2x2() / 2.0, "multiply by (1.0 / s)"),
+        (lambda: float2x2() / float2(1, 2), "a matrix divides only by a scalar"),
+        (lambda: 2.0 / float2x2(), "cannot divide float32 and float2x2"),
         (lambda: float2x2() * np.float64(2), "convert the scalar with float(...)"),
         (lambda: float2x2(1, 2, 3), "takes no arguments (zeros), 2x2 numbers"),
     ],
@@ -103,14 +104,19 @@ def test_arithmetic_matches_numpy(mode) -> None:
     as_math(others.array, 3)[:] = b
     vectors = FakeBuffer(np.zeros(n, dtype_of(float3)))
     vectors.array.view(F32).reshape(n, 4)[:, :3] = v
-    out_matrices = FakeBuffer(np.zeros(8 * n, dtype_of(float3x3)))
+    out_matrices = FakeBuffer(np.zeros(9 * n, dtype_of(float3x3)))
     out_vectors = FakeBuffer(np.zeros(2 * n, dtype_of(float3)))
     out_scalars = FakeBuffer(np.zeros(n, F32))
     definition = KernelDefinition(matrix_kernels.arithmetic, mode=mode)
     buffers = (matrices, others, vectors, out_matrices, out_vectors, out_scalars)
     run(definition, n, *buffers, F32(1.5))
-    got = as_math(out_matrices.array, 3).reshape(n, 8, 3, 3)
-    exact = {2: a * F32(1.5) + F32(2) * b, 3: a + b - a.transpose(0, 2, 1), 4: -a}
+    got = as_math(out_matrices.array, 3).reshape(n, 9, 3, 3)
+    exact = {
+        2: a * F32(1.5) + F32(2) * b,
+        3: a + b - a.transpose(0, 2, 1),
+        4: -a,
+        8: a / F32(1.5),
+    }
     for index, expected in exact.items():
         np.testing.assert_array_equal(got[:, index], expected)
     close = {0: a @ b, 1: a @ b, 5: np.linalg.inv(a), 6: a * F32(0.5) + b, 7: a @ b @ a}
@@ -134,7 +140,7 @@ def test_modes_agree_bit_for_bit() -> None:
         rng = np.random.default_rng(11)  # the same inputs for the next mode
         vectors = FakeBuffer(np.ones(n, dtype_of(float3)))
         outputs = [
-            FakeBuffer(np.zeros(8 * n, dtype_of(float3x3))),
+            FakeBuffer(np.zeros(9 * n, dtype_of(float3x3))),
             FakeBuffer(np.zeros(2 * n, dtype_of(float3))),
             FakeBuffer(np.zeros(n, F32)),
         ]
@@ -201,7 +207,8 @@ def kernel_under_test(out):
         ("x = v * m", "cannot multiply float3 and float3x3: luisa-python multiplies a matrix"),
         ("x = v @ v", "@ multiplies a matrix by a matrix or a vector"),
         ("x = m @ 2.0", "scale with *"),
-        ("x = m / 2.0", "cannot divide float3x3 and float32: luisa-python does not divide"),
+        ("x = m / w", "cannot divide float3x3 and float2: a matrix divides only by a scalar"),
+        ("x = 2.0 / m", "cannot divide float32 and float3x3: a matrix divides only by a"),
         ("x = m + 1.0", "cannot add float3x3 and float32: matrices combine element by"),
         ("x = m + float2x2()", "cannot add float3x3 and float2x2"),
         ("x = m == m", "cannot compare float3x3 and float3x3: matrices have only"),

@@ -20,7 +20,8 @@ enum {
     LNB_INDEX_ERROR = 1,
     LNB_NON_FINITE = 2,
     LNB_CANCELLED = 3,
-    LNB_INVALID_SIZE = 4
+    LNB_INVALID_SIZE = 4,
+    LNB_DIVERGED_BARRIERS = 5
 };
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */

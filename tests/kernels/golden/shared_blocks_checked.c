@@ -24,7 +24,8 @@ enum {
     LNB_INDEX_ERROR = 1,
     LNB_NON_FINITE = 2,
     LNB_CANCELLED = 3,
-    LNB_INVALID_SIZE = 4
+    LNB_INVALID_SIZE = 4,
+    LNB_DIVERGED_BARRIERS = 5
 };
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
@@ -113,6 +114,7 @@ typedef struct {
 
 typedef struct {
     _Bool lnb_finished;
+    int32_t lnb_resume;
     int32_t v_t;
 } lnb_shared_shift_locals;
 
@@ -164,18 +166,22 @@ static inline void lnb_write_float32_int32(float *buffer, uint64_t count, int32_
     if (ok & !state->skip_writes) buffer[index] = value;
 }
 
-static inline void lnb_shared_shift_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_values, float *b_out, uint64_t n_values, uint64_t n_out, lnb_shared_shift_locals *lnb_l, lnb_shared_shift_shared *lnb_sh, int32_t phase, lnb_thread *lnb_state) {
+static inline void lnb_shared_shift_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_values, float *b_out, uint64_t n_values, uint64_t n_out, lnb_shared_shift_locals *lnb_l, lnb_shared_shift_shared *lnb_sh, lnb_thread *lnb_state) {
     if (lnb_l->lnb_finished) return;
-    switch (phase) {
-    case 0:
-        lnb_l->v_t = ((lnb_int3){dispatch_id.x % 64, dispatch_id.y % 1, dispatch_id.z % 1}).x;
-        if ((uint64_t)(int64_t)(lnb_l->v_t) < 64) lnb_sh->v_row.a[lnb_l->v_t] = lnb_read_float32_int32(b_values, n_values, dispatch_id.x, 153, 0, lnb_state);
-        break;
-    case 1:
-        lnb_write_float32_int32(b_out, n_out, dispatch_id.x, lnb_at_lnb_array0_64(lnb_sh->v_row, (int64_t)lnb_mod_int32((lnb_l->v_t + 1), 64)), 155, 1, lnb_state);
-        break;
+    switch (lnb_l->lnb_resume) {
+    case 1: goto lnb_resume_1;
     }
+    lnb_l->v_t = ((lnb_int3){dispatch_id.x % 64, dispatch_id.y % 1, dispatch_id.z % 1}).x;
+    if ((uint64_t)(int64_t)(lnb_l->v_t) < 64) lnb_sh->v_row.a[lnb_l->v_t] = lnb_read_float32_int32(b_values, n_values, dispatch_id.x, 153, 0, lnb_state);
+    lnb_l->lnb_resume = 1;
+    return;
+    lnb_resume_1:;
+    lnb_write_float32_int32(b_out, n_out, dispatch_id.x, lnb_at_lnb_array0_64(lnb_sh->v_row, (int64_t)lnb_mod_int32((lnb_l->v_t + 1), 64)), 155, 1, lnb_state);
+    lnb_l->lnb_finished = 1;
 }
+
+/* The source line of each barrier, by number (0: none). */
+static const int32_t lnb_shared_shift_barrier_lines[] = {0, 154};
 
 static __attribute__((noinline)) void lnb_shared_shift_block(const lnb_shared_shift_arguments *a, lnb_launch *launch,
         lnb_int3 size, int32_t bx, int32_t by, int32_t bz) {
@@ -188,20 +194,28 @@ static __attribute__((noinline)) void lnb_shared_shift_block(const lnb_shared_sh
     lnb_shared_shift_locals *locals = calloc(64, sizeof *locals);
     lnb_shared_shift_shared shared;
     memset(&shared, 0, sizeof shared);
-    for (int32_t phase = 0; phase < 2; ++phase) {
+    for (int32_t paused = 1; paused;) {
+        paused = 0;
         for (int32_t t = 0; t < 64; ++t) {
             const int64_t x = (int64_t)bx * 64 + t % 64;
             const int64_t y = (int64_t)by * 1 + t / 64 % 1;
             const int64_t z = (int64_t)bz * 1 + t / 64;
-            if (x >= size.x || y >= size.y || z >= size.z) continue;
+            if (x >= size.x || y >= size.y || z >= size.z || locals[t].lnb_finished) continue;
             const lnb_int3 id = {(int32_t)x, (int32_t)y, (int32_t)z};
             lnb_thread state = {.details = 1, .cancel = cancel};
-            lnb_shared_shift_thread(id, size, b_values, b_out, n_values, n_out, &locals[t], &shared, phase, &state);
+            lnb_shared_shift_thread(id, size, b_values, b_out, n_values, n_out, &locals[t], &shared, &state);
+            if (state.failed == LNB_OK && !locals[t].lnb_finished && paused
+                && locals[t].lnb_resume != paused) {
+                state.failed = LNB_DIVERGED_BARRIERS;
+                state.line = lnb_shared_shift_barrier_lines[locals[t].lnb_resume];
+                state.index = lnb_shared_shift_barrier_lines[paused];
+            }
             if (state.failed != LNB_OK) {
                 lnb_report(launch, &state, id.x, id.y, id.z);
                 free(locals);
                 return;
             }
+            if (!locals[t].lnb_finished) paused = locals[t].lnb_resume;
         }
     }
     free(locals);
