@@ -8,6 +8,8 @@ LUISA_NB_LUISA_PROGRAMS to a folder holding them, made from a LuisaCompute check
     git show HEAD:src/tests/python/test-buffer.py > DIR/test-buffer.py
     git show HEAD:src/tests/python/test-bindless.py > DIR/test-bindless.py
     git show HEAD:src/tests/python/test-game-of-life.py > DIR/test-game-of-life.py
+    git show HEAD:src/tests/python/test-raymarch.py > DIR/test-raymarch.py
+    git show HEAD:src/tests/python/test-mpm.py > DIR/test-mpm.py
 
 Each test skips, saying so, when its program is not there.
 """
@@ -18,7 +20,9 @@ import os
 import runpy
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,14 +50,16 @@ def program(name: str, tmp_path: Path) -> Path:
     return tmp_path / name
 
 
-def run(path: Path, monkeypatch) -> dict[str, object]:
+def run(
+    path: Path, monkeypatch, read: Callable[[dict[str, Any]], Any] = dict
+) -> dict[str, Any] | Any:
     """Run the program as `luisa-nb run` does (``import luisa`` gives luisa_nb.luisa), in
-    its folder; its globals."""
+    its folder; ``read`` of its globals, called while its device is still open."""
     monkeypatch.chdir(path.parent)
     monkeypatch.setattr(sys, "argv", [str(path)])
     try:
         with as_luisa():
-            return runpy.run_path(str(path), run_name="__main__")
+            return read(runpy.run_path(str(path), run_name="__main__"))
     finally:
         luisa.del_device()
 
@@ -129,3 +135,36 @@ def test_game_of_life(tmp_path, monkeypatch):
         np.testing.assert_array_equal(frame[..., 0] == 255, expected)
         np.testing.assert_array_equal(frame[..., 3], 255)
         alive = life_step(alive)
+
+
+def test_raymarch_downsamples_with_barriers_in_a_loop(tmp_path, monkeypatch):
+    """The shadertoy raymarcher renders at twice the size; ``downsample_tex`` averages each
+    2x2 block through a shared array, with ``sync_block()`` inside a ``while`` loop. The
+    window shows what it made: the average of the rendered bytes, in its order."""
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "1")
+    path = program("test-raymarch.py", tmp_path)
+    rendered, frames = run(
+        path, monkeypatch, lambda names: (names["render_image"].numpy(), names["gui"].frames)
+    )
+    colors = rendered[..., :3].astype(F32) / F32(255)
+    assert colors.shape == (1440, 2560, 3) and len(np.unique(rendered)) > 100
+    corners = [colors[y::2, x::2] for x, y in ((0, 0), (0, 1), (1, 0), (1, 1))]
+    average = (((corners[0] + corners[1]) + corners[2]) + corners[3]) * F32(0.25)
+    [frame] = frames
+    np.testing.assert_array_equal(frame[..., :3], unorm8(average))
+
+
+def test_mpm_falls_freely(tmp_path, monkeypatch):
+    """The MLS-MPM simulation (a matrix divided by a scalar, atomics, 3D grids): a cube of
+    particles released at rest falls freely for 75 substeps, so its mean velocity is
+    gravity times the time passed and it keeps its place and volume."""
+    monkeypatch.setenv("LUISA_NB_GUI_FRAMES", "3")
+
+    def state(names: dict[str, Any]) -> tuple[np.ndarray, ...]:
+        vectors = [names[name].numpy().view(F32).reshape(-1, 4)[:, :3] for name in "vx"]
+        return (*vectors, names["J"].numpy(), 3 * names["n_steps"] * names["dt"])
+
+    velocity, position, volume, elapsed = run(program("test-mpm.py", tmp_path), monkeypatch, state)
+    np.testing.assert_allclose(velocity.mean(axis=0), [0, -9.8 * elapsed, 0], atol=1e-5)
+    assert position.min() > 0.19 and position.max() < 0.61
+    np.testing.assert_allclose(volume, 1, atol=1e-4)
