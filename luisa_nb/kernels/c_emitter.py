@@ -28,6 +28,7 @@ from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.c_matrices import MatrixEmission
 from luisa_nb.kernels.c_prelude import c_prelude
 from luisa_nb.kernels.c_vectors import VectorEmission
+from luisa_nb.kernels.toolchain import SIMD_LOOPS, THREAD_BY_THREAD
 from luisa_nb.kernels.type_system import (
     ImageType,
     KernelType,
@@ -162,11 +163,10 @@ class CEmitter(
         return f"lnb_{c_identifier(self.kernel.name)}"
 
     @property
-    def optimization(self) -> str:
-        """The compiler's optimization level: -O3 where a block's threads run as a simd
-        loop, whose vectorization needs it; -O2 where they run one by one, which runs as
-        fast (mandelbrot, a 100-line shading kernel) and builds ~10 ms sooner."""
-        return "-O2" if self.kernel.has_control_flow else "-O3"
+    def optimization(self) -> tuple[str, ...]:
+        """The compiler's optimization flags: ``SIMD_LOOPS`` where a block's threads run as
+        a simd loop, ``THREAD_BY_THREAD`` where they run one by one."""
+        return THREAD_BY_THREAD if self.kernel.has_control_flow else SIMD_LOOPS
 
     @property
     def launch_name(self) -> str:

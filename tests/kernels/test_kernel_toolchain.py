@@ -152,6 +152,8 @@ def test_openmp_waits_passively_unless_the_user_chose(monkeypatch, user_environm
 def test_clang_builds_with_gccs_openmp_runtime(cache_dir, monkeypatch) -> None:
     monkeypatch.setenv("CC", "clang")
     assert "-fopenmp=libgomp" in toolchain.compiler_flags(toolchain.find_compiler())
+    flags = toolchain.compiler_flags(toolchain.find_compiler(), toolchain.THREAD_BY_THREAD)
+    assert flags[0] == "-O2" and not set(toolchain.GCC_ONLY) & set(flags)
     arguments = saxpy_arguments()
     run(KernelDefinition(sample_kernels.saxpy, mode="c"), 50, *arguments)
     expected = np.float32(3) * np.arange(50, dtype=np.float32) + np.float32(1)
