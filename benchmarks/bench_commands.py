@@ -12,15 +12,18 @@ Four loops, each under both staging policies:
 - 4 KiB upload, one submission each: ``buf.copy_from(host)`` in a loop
 
 Each loop ends with ``stream.synchronize()``; making the commands, submitting, running
-them and (traced) stopping the trace are all timed. The table gives the median of the
-repeats and the fastest, and the load average beside it: on a shared machine other
-processes' work shows up as a wide spread.
+them and (traced) stopping the trace are all timed. The untraced and traced forms of a
+loop take turns, one repeat each, so that a change in the machine's load falls on both
+alike. The table gives the median of the repeats and the fastest, and the load average
+beside it: on a shared machine other processes' work shows up as a wide spread.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import time
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from timing import load_average, print_table, timings
@@ -74,6 +77,20 @@ def traced(function, capture: str):
     return run
 
 
+def interleaved(functions: Sequence[Callable[[], object]], repeats: int) -> list[list[float]]:
+    """Seconds of ``repeats`` runs of each of ``functions`` (after one warm-up run each),
+    the functions taking turns."""
+    for function in functions:
+        function()
+    seconds: list[list[float]] = [[] for _ in functions]
+    for _ in range(repeats):
+        for function, times in zip(functions, seconds, strict=True):
+            start = time.perf_counter()
+            function()
+            times.append(time.perf_counter() - start)
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
@@ -88,9 +105,8 @@ def main() -> None:
     rows = []
     for staging in ("execute", "submit"):
         for name, function in loops(count, staging).items():
-            plain = timings(function, repeats)
-            head = timings(traced(function, "head"), repeats)
-            none = timings(traced(function, "none"), repeats)
+            forms = (function, traced(function, "head"), traced(function, "none"))
+            plain, head, none = interleaved(forms, repeats)
             median = statistics.median(plain)
             rows.append(
                 [

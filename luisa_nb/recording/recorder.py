@@ -89,19 +89,15 @@ UNNAMED_LIMIT = 8
 
 
 class RunTimer:
-    """The null timer of one run: the worker calls ``tick()`` before each step and once
-    after the last. ``times`` is where a timer keeps the clock at each tick, so that the
-    steps run by one call elsewhere (in C) can add their ticks there; ``None``: nothing
-    is timed."""
+    """The null timer of one run. A timer whose ``times`` is an array is ticked by the
+    worker appending the clock to it before each step and once after the last (steps
+    run by one call elsewhere, in C, append theirs there); ``None``: nothing is timed."""
 
     __slots__ = ()
     times: array | None = None
 
-    def tick(self) -> None:
-        return None
-
     def tick_at(self, time: int) -> None:
-        """``tick()`` for a moment measured elsewhere (a runtime that reports late)."""
+        """A tick at a moment measured elsewhere (a runtime that reports late)."""
         return None
 
     def failed(self, position: int, status: Status, error: str) -> None:
@@ -193,9 +189,6 @@ class RunLog(RunTimer):
         self.device_spans: Sequence[tuple[int, Any]] = ()
         self.ended = False
 
-    def tick(self) -> None:
-        self.times.append(now())
-
     def tick_at(self, time: int) -> None:
         self.times.append(time)
 
@@ -220,7 +213,9 @@ class TraceRecorder(Recorder):
         self.submissions: list[tuple] = []
         self.command_count = 0
         self.runs: list[RunLog] = []
-        self.host_accesses: list[tuple[int, int, int, int, int, Capture]] = []
+        self.host_accesses: list[tuple[int, int, int, int, Capture]] = []
+        """``(row, HOST_READ or HOST_WRITE, byte offset, time, capture)`` per host access;
+        the capture holds the number of bytes."""
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
@@ -231,10 +226,14 @@ class TraceRecorder(Recorder):
         self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
+        self._capture = trace.capture
+        self._log_access = self.host_accesses.append
 
     def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
-        self._note_array(host)
-        return self.trace.capture(data)
+        known = self._array_names.get(id(host))
+        if known is None or known[0]() is not host:
+            self._note_array(host)
+        return self._capture(data)
 
     def download_enqueued(self, host: np.ndarray) -> None:
         self._note_array(host)
@@ -275,6 +274,39 @@ class TraceRecorder(Recorder):
                 host.name = owner_name(alive, host.address, host.nbytes, (namespace,)) or host.name
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
+        if len(commands) != 1:
+            self._submitted_list(stream, commands)
+            return
+        # The common case, written out: one command, logged as one flat tuple. The lock is
+        # taken without `with`, which costs two bound methods more per submission.
+        (command,) = commands
+        buffers = self.trace.buffers
+        stream_id = stream.id
+        lock = self._lock
+        lock.acquire()
+        try:
+            submitted = now()
+            policy = self._policies.get(stream_id)
+            if policy is None:
+                policy = self._first_submission_of(stream)
+            for view in command.views:
+                if view.buffer.id not in buffers:
+                    self._first_use(view.buffer, stream.device)
+            row = command.row = self.command_count
+            fields = command.trace_fields()
+            host = fields[HOST_FIELD]
+            if host is not None and id(host) not in self._hosts:
+                self._name_host(host, command.host)
+            self.command_count = row + 1
+            submission = next(_submissions)
+            seq = self._last_seq[stream_id] = next(_sequence)
+            head = (stream_id, submission, submitted, policy, seq, command.id, command.enqueued)
+            self.submissions.append(head + fields)
+        finally:
+            lock.release()
+
+    def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
+        """:meth:`submitted` for a list of any length but one."""
         buffers = self.trace.buffers
         stream_id = stream.id
         with self._lock:
@@ -283,42 +315,31 @@ class TraceRecorder(Recorder):
             policy = self._policies.get(stream_id)
             if policy is None:
                 policy = self._first_submission_of(stream)
-            first = self.command_count
-            if len(commands) == 1:  # the common case: one flat tuple
-                (command,) = commands
-                fields = self._described(command, first, stream, buffers)
-                seq = next(_sequence)
-                head = (stream_id, submission, submitted, policy, seq, command.id, command.enqueued)
-                self.submissions.append(head + fields)
-                self.command_count = first + 1
-                self._last_seq[stream_id] = seq
-                return
             if not commands:
                 return
-            described = [
-                self._described(command, row, stream, buffers)
-                for row, command in enumerate(commands, first)
-            ]
+            hosts = self._hosts
+            described = []
+            noted_views = None
+            for row, command in enumerate(commands, self.command_count):
+                views = command.views
+                if views is not noted_views:  # commands of one kernel share their views
+                    noted_views = views
+                    for view in views:
+                        if view.buffer.id not in buffers:
+                            self._first_use(view.buffer, stream.device)
+                command.row = row
+                fields = command.trace_fields()
+                host = fields[HOST_FIELD]
+                if host is not None and id(host) not in hosts:
+                    self._name_host(host, command.host)
+                described.append(fields)
             seqs = list(itertools.islice(_sequence, len(described)))
             ids = [command.id for command in commands]
             enqueued = [command.enqueued for command in commands]
             entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
             self.submissions.append(entry)
-            self.command_count = first + len(ids)
+            self.command_count += len(ids)
             self._last_seq[stream_id] = seqs[-1]
-
-    def _described(self, command: Any, row: int, stream: Any, buffers: dict) -> TraceFields:
-        """Give ``command`` its ``row``; note its buffers and host array on first sight;
-        returns its trace fields."""
-        for view in command.views:
-            if view.buffer.id not in buffers:
-                self._first_use(view.buffer, stream.device)
-        command.row = row
-        fields = command.trace_fields()
-        host = fields[HOST_FIELD]
-        if host is not None and id(host) not in self._hosts:
-            self._name_host(host, command.host)
-        return fields
 
     def _first_submission_of(self, stream: Any) -> str:
         """Note ``stream`` in the trace; returns its device's staging policy as rows record
@@ -350,13 +371,11 @@ class TraceRecorder(Recorder):
 
     def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        self.host_accesses.append(
-            (row, HOST_READ, offset, data.nbytes, time, self.trace.capture(data))
-        )
+        self._log_access((row, HOST_READ, offset, time, self._capture(data)))
 
     def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        self.host_accesses.append((row, HOST_WRITE, 0, data.nbytes, time, self.trace.capture(data)))
+        self._log_access((row, HOST_WRITE, 0, time, self._capture(data)))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int

@@ -297,7 +297,7 @@ def _apply_runs(
 
 
 def _apply_host_accesses(
-    accesses: Sequence[tuple[int, int, int, int, int, Capture]],
+    accesses: Sequence[tuple[int, int, int, int, Capture]],
     hosts: Sequence[HostRange | None],
     host_read: list[int],
     host_write: list[int],
@@ -307,13 +307,13 @@ def _apply_host_accesses(
     read in several pieces, by row."""
 
     pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
-    for row, kind, offset, nbytes, time, capture in accesses:
+    for row, kind, offset, time, capture in accesses:
         if kind == HOST_READ:
             if host_read[row] == MISSING:
                 host_read[row] = time
                 data_captures[row] = capture
-            if nbytes != hosts[row].nbytes:
-                pieces.setdefault(row, []).append((offset, nbytes, time, capture))
+            if capture.nbytes != hosts[row].nbytes:
+                pieces.setdefault(row, []).append((offset, capture.nbytes, time, capture))
         else:
             host_write[row] = time
             data_captures[row] = capture

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import xxhash
+from xxhash import xxh3_128_digest
 
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
@@ -70,7 +71,7 @@ class Trace:
         self._snapshot: (
             tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
         ) = None
-        self._captures: dict[str, Capture] = {}
+        self._captures: dict[bytes, Capture] = {}
         self._host_activity: tuple[list[RangeRecord], list[CompileRecord]] | None = None
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
@@ -81,13 +82,15 @@ class Trace:
         """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy.
 
         Every byte is hashed; the head is copied into :attr:`blobs` unless a blob with the
-        same bytes is there already.
+        same bytes is there already. Bytes seen before are looked up by their binary
+        digest, so their capture costs no hex digest and no new object.
         """
         nbytes = data.nbytes
-        digest = digest_bytes(data)
-        known = self._captures.get(digest)
+        binary = xxh3_128_digest(data)
+        known = self._captures.get(binary)
         if known is not None and known.nbytes == nbytes:
             return known
+        digest = binary.hex()
         head = nbytes if self._head is None else min(self._head, nbytes)
         if not head:
             captured = Capture(nbytes, None, digest)
@@ -98,7 +101,7 @@ class Trace:
                 if key not in self.blobs:
                     self.blobs[key] = kept.copy()
             captured = Capture(nbytes, key, digest)
-        self._captures[digest] = captured
+        self._captures[binary] = captured
         return captured
 
     def blob_snapshot(self) -> dict[str, np.ndarray]:

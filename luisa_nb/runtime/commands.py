@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from luisa_nb.runtime.staging import Transfers
 
 _ids = itertools.count(1)
+_READ, _WRITE = Access.READ, Access.WRITE
+"""Read off the enum once: reading a member off an enum class goes through the enum
+metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call together)."""
 
 
 def next_id() -> int:
@@ -104,8 +107,8 @@ class UploadCommand(Command):
         return host_range(self.host)
 
     def trace_fields(self) -> TraceFields:
-        ranges = self.target.device_ranges(Access.WRITE)
-        return (CommandKind.UPLOAD, "", ranges, host_range(self.host), self.enqueue_capture)
+        ranges = self.target.device_ranges(_WRITE)
+        return (self.kind, "", ranges, host_range(self.host), self.enqueue_capture)
 
     def describe(self) -> str:
         return f"upload buffer#{self.target.buffer.id}"
@@ -137,8 +140,8 @@ class DownloadCommand(Command):
         return host_range(self.host)
 
     def trace_fields(self) -> TraceFields:
-        ranges = self.source.device_ranges(Access.READ)
-        return (CommandKind.DOWNLOAD, "", ranges, host_range(self.host), None)
+        ranges = self.source.device_ranges(_READ)
+        return (self.kind, "", ranges, host_range(self.host), None)
 
     def describe(self) -> str:
         return f"download buffer#{self.source.buffer.id}"
@@ -319,6 +322,9 @@ class DispatchCommand(Command):
         return self.arguments.device_ranges()
 
     def trace_fields(self) -> TraceFields:
+        known = self.arguments.memo.described  # the latest size's, checked here: one call less
+        if known is not None and known[0] == self.dims and known[1] == self.name:
+            return known[2]
         return self.arguments.trace_fields(self.name, self.dims)
 
     def describe(self) -> str:

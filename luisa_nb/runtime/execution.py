@@ -23,7 +23,8 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.recorder import NULL_TIMER, RunTimer
+from luisa_nb.recording.clock import now
+from luisa_nb.recording.recorder import RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
@@ -110,8 +111,9 @@ class Executor:
         later steps are skipped) and this call: the runs after it are still to run."""
         backend, transfers = self.backend, self.transfers
         timer = recorder.run_timer(order)
-        timed = timer is not NULL_TIMER
-        tick = timer.tick
+        times = timer.times
+        timed = times is not None
+        tick = times.append if timed else None
         transfers.recorder = recorder
         spans: list[tuple[int, DeviceSpan]] = []
         position, count = 0, len(order)
@@ -126,13 +128,13 @@ class Executor:
                     position = end
                     continue
                 if timed:
-                    tick()
+                    tick(now())
                 span = step.run(transfers)
                 if span is not None:
                     spans.append((position, span))
                 position += 1
             if timed:
-                tick()
+                tick(now())
             if transfers.pending:
                 transfers.land()
             if self.flushes:

@@ -7,6 +7,7 @@ import numpy as np
 
 import luisa_nb as lnb
 from luisa_nb.recording.records import CommandKind, Status
+from luisa_nb.recording.trace import digest_bytes
 
 
 @lnb.kernel
@@ -44,3 +45,47 @@ def test_single_and_listed_submissions_give_rows_in_order():
     assert records[-1].host_write is not None
     np.testing.assert_array_equal(host, [5.0, 5.0, 4.0, 4.0])
     assert trace.host_ranges() == [records[0].host]
+
+
+def test_a_list_notes_every_buffer_and_labels_each_size():
+    """Commands of one list that share views are checked for new buffers once; sizes that
+    alternate keep their own labels."""
+    device = lnb.create_device("cpu")
+    stream = device.default_stream
+    first = device.create_buffer(4, np.float32)
+    second = device.create_buffer(4, np.float32)
+    with lnb.trace() as trace:
+        stream.submit(
+            [
+                bump.dispatch_async(4, first),
+                bump.dispatch_async(2, first),
+                bump.dispatch_async(4, second),
+                bump.dispatch_async(4, first),
+            ]
+        )
+        bump(second, dispatch_size=2)
+        bump(second, dispatch_size=4)
+        stream.synchronize()
+    assert sorted(trace.buffers) == sorted([first.id, second.id])
+    assert [record.label for record in trace.commands] == [
+        "bump [4]",
+        "bump [2]",
+        "bump [4]",
+        "bump [4]",
+        "bump [2]",
+        "bump [4]",
+    ]
+    buffers = [record.device_ranges[0].buffer for record in trace.commands]
+    assert buffers == [first.id, first.id, second.id, first.id, second.id, second.id]
+
+
+def test_bytes_captured_again_give_the_same_capture():
+    trace = lnb.trace()
+    data = np.arange(64, dtype=np.uint8)
+    first = trace.capture(data)
+    again = trace.capture(data.copy())
+    other = trace.capture(data[::-1].copy())
+    assert again is first
+    assert first.digest == digest_bytes(data) and first.nbytes == 64
+    assert other is not first and other.digest == digest_bytes(data[::-1].copy())
+    np.testing.assert_array_equal(trace.captured_bytes(first), data)
