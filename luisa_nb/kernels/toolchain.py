@@ -109,8 +109,8 @@ def build_library(
     name: str, source: str, *, optimization: Sequence[str] = SIMD_LOOPS, counted: bool = True
 ) -> Path:
     """The path of a shared library built from ``source`` with the ``optimization`` flags
-    (:data:`SIMD_LOOPS` or :data:`THREAD_BY_THREAD`), compiling
-    only on a cache miss; ``counted``: a build adds to :func:`compiler_runs`."""
+    (:data:`SIMD_LOOPS` or :data:`THREAD_BY_THREAD`), compiling only on a cache miss;
+    ``counted``: a build adds to :func:`compiler_runs`."""
     compiler = find_compiler()
     if compiler is None:
         raise KernelBuildError(
