@@ -58,32 +58,20 @@ Partial = lnb.kernels.SharedArrayType(REDUCTION_BLOCK, float)
 
 @lnb.kernel
 def block_sums(values, sums):
-    """Each block of 256 threads sums its values through shared memory."""
-    lnb.kernels.set_block_size(256, 1, 1)
+    """Each block of 256 threads sums its values through shared memory, halving the
+    stride with a barrier in every step."""
+    lnb.kernels.set_block_size(REDUCTION_BLOCK, 1, 1)
     partial = Partial()
     t = lnb.kernels.thread_id().x
     partial[t] = values.read(lnb.dispatch_id().x)
-    lnb.kernels.sync_block()
-    if t < 128:
-        partial[t] = partial[t] + partial[t + 128]
-    lnb.kernels.sync_block()
-    if t < 64:
-        partial[t] = partial[t] + partial[t + 64]
-    lnb.kernels.sync_block()
-    if t < 32:
-        partial[t] = partial[t] + partial[t + 32]
-    lnb.kernels.sync_block()
-    if t < 16:
-        partial[t] = partial[t] + partial[t + 16]
-    lnb.kernels.sync_block()
-    if t < 8:
-        partial[t] = partial[t] + partial[t + 8]
-    lnb.kernels.sync_block()
-    if t < 4:
-        partial[t] = partial[t] + partial[t + 4]
-    lnb.kernels.sync_block()
+    stride = REDUCTION_BLOCK // 2
+    while stride > 0:
+        lnb.kernels.sync_block()
+        if t < stride:
+            partial[t] = partial[t] + partial[t + stride]
+        stride = stride // 2
     if t == 0:
-        sums.write(lnb.kernels.block_id().x, partial[0] + partial[1] + partial[2] + partial[3])
+        sums.write(lnb.kernels.block_id().x, partial[0])
 
 
 @lnb.kernel

@@ -94,11 +94,9 @@ class BlockEmission:
             f"{indent}lnb_resume_{number}:;",
         ]
 
-    def loop_place(self: CEmitter, name: str, type_text: str, statement: ir.ForRange) -> str:
-        """Where a loop's counter, stop or step lives: a C local, or a field of the thread's
-        locals when the loop holds a barrier (the value must outlive the pause)."""
-        if not (self.in_kernel_body and ir.contains_barrier(statement.body)):
-            return name
+    def loop_field(self: CEmitter, name: str, type_text: str) -> str:
+        """A loop's counter, stop or step as a field of the thread's locals, for a loop that
+        holds a barrier: the value must outlive the pause."""
         self.block_loop_fields.append((type_text, name))
         return f"lnb_l->{name}"
 

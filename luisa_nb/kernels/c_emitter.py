@@ -22,7 +22,7 @@ from luisa_nb.kernels.c_checks import (
     access_function,
     access_function_name,
 )
-from luisa_nb.kernels.c_helpers import helper_template, needs_math_header
+from luisa_nb.kernels.c_helpers import helper_template, needs_math
 from luisa_nb.kernels.c_images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c_launch import LaunchEmission
 from luisa_nb.kernels.c_matrices import MatrixEmission
@@ -304,7 +304,7 @@ class CEmitter(
         )
 
     def use_helper(self, operation: str, scalar_type: ScalarType) -> str:
-        self.uses_math |= needs_math_header(operation, scalar_type)
+        self.uses_math |= needs_math(operation, scalar_type)
         name = f"lnb_{operation}_{scalar_type.value}"
         return self.define_helper(name, lambda: self.helper(operation, scalar_type))
 
@@ -403,11 +403,14 @@ class CEmitter(
         number = self.loop_counter
         self.loop_counter += 1
         loop_type = self.type_name(statement.start.type)
-        counter, stop = (
-            self.loop_place(f"lnb_{part}{number}", loop_type, statement) for part in ("i", "stop")
-        )
-        declared = "" if counter.startswith("lnb_l->") else f"{loop_type} "
-        constant = "const " if declared else ""
+        held = self.in_kernel_body and ir.contains_barrier(statement.body)  # see c_blocks
+
+        def place(name: str) -> str:
+            return self.loop_field(name, loop_type) if held else name
+
+        counter, stop = place(f"lnb_i{number}"), place(f"lnb_stop{number}")
+        declared = "" if held else f"{loop_type} "
+        constant = "" if held else "const "
         lines = [
             f"{indent}{{",
             f"{indent}    {constant}{declared}{stop} = {self.expression(statement.stop)};",
@@ -416,7 +419,7 @@ class CEmitter(
             step_value = self.expression(statement.step)
             condition = f"{counter} {'<' if statement.step.value > 0 else '>'} {stop}"
         else:
-            step = self.loop_place(f"lnb_step{number}", loop_type, statement)
+            step = place(f"lnb_step{number}")
             lines.append(
                 f"{indent}    {constant}{declared}{step} = {self.expression(statement.step)};"
             )
@@ -424,7 +427,7 @@ class CEmitter(
             condition = f"({step} > 0 ? {counter} < {stop} : {counter} > {stop})"
         variable = self.variable_name(statement.variable)
         start = self.expression(statement.start)
-        if statement.end_value or not declared:  # the counter is set before the loop
+        if statement.end_value or held:  # the counter is set before the loop
             lines.append(f"{indent}    {declared}{counter} = {start};")
             header = ""
         else:
@@ -592,7 +595,7 @@ class CEmitter(
         operand: ScalarType | None = None,
     ) -> str:
         """A math builtin on scalars of type ``operand`` (the result's type when None);
-        float functions map to ``math.h``, the rest to helpers."""
+        float functions map to the C math functions (see ``c_prelude``), the rest to helpers."""
         if function in ("isnan", "isinf"):
             self.uses_math = True
             return f"{function}({arguments[0]})"

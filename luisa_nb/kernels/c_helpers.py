@@ -137,7 +137,7 @@ FLOAT_FUNCTION_TEMPLATES = {
     ),
 }
 FLOAT_FUNCTION_ARITIES = {"step": 2, "fmod": 2, "floormod": 2, "lerp": 3, "smoothstep": 3}
-MATH_HEADER_FUNCTIONS = ("floordiv", "mod", "abs", "rsqrt", "fract", "exp10", "sign", "fmod")
+MATH_HELPERS = ("floordiv", "mod", "abs", "rsqrt", "fract", "exp10", "sign", "fmod")
 
 
 def float_function_template(operation: str) -> str:
@@ -174,6 +174,6 @@ def helper_template(operation: str, scalar_type: ScalarType) -> str:
     }[operation]
 
 
-def needs_math_header(operation: str, scalar_type: ScalarType) -> bool:
-    """Whether the helper calls functions from ``math.h``."""
-    return scalar_type.is_float and operation in (*MATH_HEADER_FUNCTIONS, "floormod")
+def needs_math(operation: str, scalar_type: ScalarType) -> bool:
+    """Whether the helper calls math functions (declared by the prelude's math part)."""
+    return scalar_type.is_float and operation in (*MATH_HELPERS, "floormod")

@@ -265,16 +265,7 @@ class Barrier(Statement):
 
 def contains_barrier(statements: tuple[Statement, ...]) -> bool:
     """Whether ``statements`` or the bodies nested in them hold a ``sync_block()``."""
-    for statement in statements:
-        if isinstance(statement, Barrier):
-            return True
-        if isinstance(statement, If) and (
-            contains_barrier(statement.body) or contains_barrier(statement.orelse)
-        ):
-            return True
-        if isinstance(statement, (While, ForRange)) and contains_barrier(statement.body):
-            return True
-    return False
+    return any(isinstance(statement, Barrier) for statement in walk_statements(statements))
 
 
 @dataclass(frozen=True)

@@ -20,29 +20,20 @@ Cells = SharedArrayType(32, float)
 
 
 def block_reduction(values, sums):
-    """Each block of 64 threads sums its values by halving strides, one barrier each."""
+    """Each block of 64 threads sums its values by halving strides in a while loop with a
+    barrier in every iteration, as LuisaCompute's test-raymarch reduces a tile."""
     set_block_size(64, 1, 1)
     partial = Partial()
     t = thread_id().x
     partial[t] = values.read(dispatch_id().x)
-    sync_block()
-    if t < 32:
-        partial[t] = partial[t] + partial[t + 32]
-    sync_block()
-    if t < 16:
-        partial[t] = partial[t] + partial[t + 16]
-    sync_block()
-    if t < 8:
-        partial[t] = partial[t] + partial[t + 8]
-    sync_block()
-    if t < 4:
-        partial[t] = partial[t] + partial[t + 4]
-    sync_block()
-    if t < 2:
-        partial[t] = partial[t] + partial[t + 2]
-    sync_block()
+    stride = 32
+    while stride > 0:
+        sync_block()
+        if t < stride:
+            partial[t] = partial[t] + partial[t + stride]
+        stride = stride // 2
     if t == 0:
-        sums.write(block_id().x, partial[0] + partial[1])
+        sums.write(block_id().x, partial[0])
 
 
 def stencil(values, out):
@@ -118,23 +109,6 @@ def bindless_mix(heap, out):
     out.write(i * 8 + 5, bright.y + bright.z + bright.w)
     out.write(i * 8 + 6, plain.x)
     out.write(i * 8 + 7, plain.y + plain.w)
-
-
-def loop_reduction(values, sums):
-    """Each block of 64 threads sums its values by halving strides in a while loop with a
-    barrier in every iteration, as LuisaCompute's test-raymarch reduces a tile."""
-    set_block_size(64, 1, 1)
-    partial = Partial()
-    t = thread_id().x
-    partial[t] = values.read(dispatch_id().x)
-    stride = 32
-    while stride > 0:
-        sync_block()
-        if t < stride:
-            partial[t] = partial[t] + partial[t + stride]
-        stride = stride // 2
-    if t == 0:
-        sums.write(block_id().x, partial[0])
 
 
 def prefix_scan(values, out, steps):

@@ -309,8 +309,6 @@ CASES = [
         FakeBuffer(np.zeros(16, F32))]),
     Case("block_reduction_unchecked", block_kernels.block_reduction, 640, lambda r: [
         _floats(r, 640), FakeBuffer(np.zeros(10, F32))], checks=False),
-    Case("loop_reduction", block_kernels.loop_reduction, 256, lambda r: [
-        _floats(r, 256), FakeBuffer(np.zeros(4, F32))]),
     Case("prefix_scan", block_kernels.prefix_scan, 70, lambda r: [
         _floats(r, 70), FakeBuffer(np.zeros(70, F32)), 5]),
     Case("stencil", block_kernels.stencil, 1000, lambda r: [

@@ -24,7 +24,7 @@ F32 = np.float32
 def test_a_barrier_in_a_while_loop_reduces_each_block(mode) -> None:
     values = np.random.default_rng(3).integers(-50, 50, 256).astype(F32)
     sums = FakeBuffer(np.zeros(4, F32))
-    run(KernelDefinition(block_kernels.loop_reduction, mode=mode), 256, FakeBuffer(values), sums)
+    run(KernelDefinition(block_kernels.block_reduction, mode=mode), 256, FakeBuffer(values), sums)
     np.testing.assert_array_equal(sums.array, values.reshape(4, 64).sum(axis=1))
 
 
