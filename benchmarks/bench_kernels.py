@@ -1,6 +1,8 @@
 """Compiled kernels against numpy in the same run: vecadd 2^24 and mandelbrot 1024^2 x 256,
 with and without checks, on a quiet machine and beside one busy process; a memcpy of the
 same array size as a memory-bandwidth reference; the cold compile time of a kernel.
+vecadd also runs built with ordinary stores instead of streaming ones (see "Streaming
+stores" in docs/kernels.md), to show what those gain in the same run.
 
     python benchmarks/bench_kernels.py
 
@@ -23,12 +25,14 @@ import numpy as np
 from timing import print_table
 
 import luisa_nb as lnb
+from luisa_nb.kernels.c_emitter import CEmitter
 
 VECADD_SIZE = 1 << 24
 MANDELBROT_SIDE = 1024
 MANDELBROT_ITERATIONS = 256
 BUSY_SECONDS = 120  # the competing process stops by itself after this long
 CHECK_SETTINGS = (False, True, "nan")
+ORDINARY_STORES = "ordinary stores"
 
 
 def timings(
@@ -59,6 +63,17 @@ def load_average() -> str:
 
 
 @contextmanager
+def ordinary_stores() -> Iterator[None]:
+    """Kernels built inside write every buffer with ordinary stores."""
+    threshold = CEmitter.streaming_bytes
+    CEmitter.streaming_bytes = 1 << 62
+    try:
+        yield
+    finally:
+        CEmitter.streaming_bytes = threshold
+
+
+@contextmanager
 def busy_process() -> Iterator[None]:
     """One process spinning on a core; it stops after BUSY_SECONDS even if left behind."""
     spin = f"import time\nend = time.time() + {BUSY_SECONDS}\nwhile time.time() < end: pass"
@@ -84,6 +99,9 @@ class VecaddCase:
         self.x.copy_from(self.a)
         self.y.copy_from(self.b, sync=True)
         self.kernels = {checks: self.make_kernel(checks) for checks in CHECK_SETTINGS}
+        with ordinary_stores():
+            self.kernels[ORDINARY_STORES] = self.make_kernel(True)
+            self.run(ORDINARY_STORES)  # built now, while streaming is off
 
     @staticmethod
     def make_kernel(checks: bool | str):
@@ -117,7 +135,11 @@ class VecaddCase:
             row("vecadd 2^24 numpy np.add(out=)", measured["numpy"], numpy_median, gigabytes),
         ]
         for checks in settings:
-            name = f"vecadd 2^24 luisa_nb checks={checks}"
+            name = (
+                "vecadd 2^24 luisa_nb checks=True, ordinary stores"
+                if checks == ORDINARY_STORES
+                else f"vecadd 2^24 luisa_nb checks={checks}"
+            )
             rows.append(row(name, measured[checks], numpy_median, gigabytes))
         assert np.array_equal(self.z.numpy(), self.a + self.b)
         return rows
@@ -221,14 +243,15 @@ def main() -> None:
     header = ["case", "best ms", "median ms", "GB/s", "ratio"]
     vecadd, mandelbrot = VecaddCase(device), MandelbrotCase(device)
     print(f"{os.cpu_count()} CPUs; {load_average()}")
-    quiet = vecadd.rows(CHECK_SETTINGS) + mandelbrot.rows() + cold_compile_rows(device)
+    settings = (*CHECK_SETTINGS, ORDINARY_STORES)
+    quiet = vecadd.rows(settings) + mandelbrot.rows() + cold_compile_rows(device)
     print_table(
         f"quiet (ratio = numpy median / this median; higher is faster); {load_average()}",
         header,
         quiet,
     )
     with busy_process():
-        busy = vecadd.rows((True,)) + mandelbrot.rows()
+        busy = vecadd.rows((True, ORDINARY_STORES)) + mandelbrot.rows()
         print_table(f"beside one busy process; {load_average()}", header, busy)
 
 

@@ -128,6 +128,10 @@ class CEmitter(
     block_size_with_loops = 64  # bodies with loops: smaller blocks, one a claim
     schedule_with_loops = "dynamic"
     parallel_threshold_with_loops = 256
+    # A dispatch writing this many bytes of a buffer streams it (see kernels/streaming.py),
+    # through tiles of this many threads' elements (see "Streaming stores" in kernels.md).
+    streaming_bytes = 8 << 20
+    tile_threads = 128
 
     def __init__(self, kernel: ir.KernelIR, checks: bool | str = True) -> None:
         self.kernel = kernel
@@ -219,8 +223,11 @@ class CEmitter(
 
     def launch_functions(self) -> list[str]:
         """What runs the threads: the one-thread runner of simd loops, and the entries."""
-        run = [] if self.kernel.has_control_flow else [self.run_function()]
-        return [*run, self.block_entry() if self.kernel.uses_blocks else self.entry()]
+        if self.kernel.uses_blocks:
+            return [self.block_entry()]
+        if self.kernel.has_control_flow:
+            return [self.entry()]
+        return [*self.streaming_functions(), self.run_function(), self.entry()]
 
     def access_definition(self, access: str, element: KernelType, index: ScalarType) -> str:
         """The definition of one checked access helper (see ``c_checks``)."""

@@ -3,15 +3,67 @@ the exported entries. A mixin of :class:`~luisa_nb.kernels.c_emitter.CEmitter`.
 
 Threads run in blocks along x with an int32 loop variable (every axis is below 2**31):
 with an int64 variable cast to int32, gcc vectorized buffer accesses as gathers and
-scatters. Blocks run in parallel with OpenMP from a threshold on.
+scatters. Blocks run in parallel with OpenMP from a threshold on. In large dispatches a
+block writes the buffers :mod:`~luisa_nb.kernels.streaming` picks into tiles, streamed
+out with non-temporal stores.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from luisa_nb.kernels.streaming import streamed_buffers
+
 if TYPE_CHECKING:
     from luisa_nb.kernels.c_emitter import CEmitter
+
+
+STREAMING_FUNCTIONS = """\
+/* The pointer through which threads writing buffer[x] write tile[x - first]: an integer
+   computation, as the pointer may lie outside the tile. */
+#define lnb_tile_origin(tile, first) \\
+    ((void *)((intptr_t)(tile) - (intptr_t)(first) * (intptr_t)sizeof (tile)[0]))
+
+/* Copies a tile to memory with non-temporal stores of the widest vector the target has,
+   which do not read the target's cache lines first. They are ordered by lnb_stream_fence,
+   once per OpenMP thread. */
+#if defined(__AVX512F__)
+typedef long long lnb_stream_unit __attribute__((vector_size(64)));
+#define lnb_store_unit(to, unit) __builtin_ia32_movntdq512((to), (unit))
+#elif defined(__AVX__)
+typedef long long lnb_stream_unit __attribute__((vector_size(32)));
+#define lnb_store_unit(to, unit) __builtin_ia32_movntdq256((to), (unit))
+#else
+typedef long long lnb_stream_unit __attribute__((vector_size(16)));
+#define lnb_store_unit(to, unit) __builtin_ia32_movntdq((to), (unit))
+#endif
+#if defined(__clang__)
+#undef lnb_store_unit
+#define lnb_store_unit(to, unit) __builtin_nontemporal_store((unit), (to))
+#elif !defined(__x86_64__)
+#undef lnb_store_unit
+#define lnb_store_unit(to, unit) (*(to) = (unit))
+#endif
+
+static void lnb_stream_out(void *target, const void *tile, uint64_t nbytes) {
+    unsigned char *to = target;
+    const unsigned char *from = tile;
+    uint64_t done = (uint64_t)(-(intptr_t)to & (sizeof(lnb_stream_unit) - 1));
+    if (done > nbytes) done = nbytes;
+    if (done) memcpy(to, from, done);
+    for (; done + sizeof(lnb_stream_unit) <= nbytes; done += sizeof(lnb_stream_unit)) {
+        lnb_stream_unit unit;
+        memcpy(&unit, from + done, sizeof unit);
+        lnb_store_unit((lnb_stream_unit *)(to + done), unit);
+    }
+    if (done < nbytes) memcpy(to + done, from + done, nbytes - done);
+}
+
+static inline void lnb_stream_fence(void) {
+#if defined(__x86_64__)
+    __builtin_ia32_sfence();
+#endif
+}"""
 
 
 class LaunchEmission:
@@ -34,6 +86,63 @@ class LaunchEmission:
             for slot in self.kernel.scalars
         ]
         return [*lines, "    const int32_t *const cancel = launch->cancel;"]
+
+    def tile_locals(self: CEmitter) -> list[str]:
+        """Per streamed buffer: its tile, and whether this block streams it: when the
+        dispatch writes at least ``streaming_bytes`` of it (and, with checks, the buffer
+        holds the whole block)."""
+        lines = []
+        for index in self.streamed:
+            tile = self.tile_name(index)
+            fits = f" && (uint64_t)end <= {self.count_name(index)}" if self.checks else ""
+            element = self.type_name(self.kernel.buffers[index].element)
+            lines += [
+                f"    _Alignas(64) {element} {tile}[{self.tile_threads}];",
+                f"    const int {self.streams_flag(index)} = "
+                f"(int64_t)size.x * (int64_t)sizeof {tile}[0] >= {self.streaming_bytes}{fits};",
+            ]
+        return lines
+
+    def streamed_simd_loop(self: CEmitter, simd_loop: str) -> str:
+        """``simd_loop`` run over parts of ``tile_threads`` threads, each part writing the
+        streamed buffers into their tiles, streamed out after it. (With whole-block tiles,
+        a block read its inputs, then wrote its output, and the two did not overlap.)"""
+        tiles = [
+            (self.tile_name(index), self.buffer_name(index), self.streams_flag(index))
+            for index in self.streamed
+        ]
+        aim = "".join(
+            f"\n        if ({streams}) {pointer} = lnb_tile_origin({tile}, part);"
+            for tile, pointer, streams in tiles
+        )
+        store = "".join(
+            f"\n        if ({streams}) lnb_stream_out(a->{pointer} + part, {tile}, "
+            f"(uint64_t)(part_end - part) * sizeof {tile}[0]);"
+            for tile, pointer, streams in tiles
+        )
+        part = self.tile_threads
+        loop = simd_loop.replace("x = start; x < end", "x = part; x < part_end")
+        return f"""\
+    for (int32_t part = start; part < end; part += {part}) {{
+        const int32_t part_end = end - part > {part} ? part + {part} : end;{aim}
+    {loop.replace(chr(10), chr(10) + "    ")}{store}
+    }}"""
+
+    @property
+    def streamed(self: CEmitter) -> tuple[int, ...]:
+        """The buffers blocks write through tiles (see ``kernels/streaming.py``)."""
+        return streamed_buffers(self.kernel, self.checks)
+
+    def streaming_functions(self: CEmitter) -> list[str]:
+        """The tile helpers, where a block streams a buffer."""
+        return [STREAMING_FUNCTIONS] if self.streamed else []
+
+    def tile_name(self: CEmitter, index: int) -> str:
+        return f"tile_{self.buffer_names[index]}"
+
+    def streams_flag(self: CEmitter, index: int) -> str:
+        """Whether the block streams buffer ``index`` (a local of the block function)."""
+        return f"streams_{self.buffer_names[index]}"
 
     def entry(self: CEmitter) -> str:
         """The block function and the exported entries.
@@ -59,7 +168,20 @@ for (int32_t z = 0; z < size.z; ++z)
             f"const {name}_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, "
             f"int32_t y, int64_t block"
         )
-        locals = "\n".join(self.block_locals())
+        locals = "\n".join(self.block_locals() + self.tile_locals())
+        if self.streamed:
+            fence = "\n        lnb_stream_fence();"
+            parallel = f"""\
+#pragma omp parallel
+        {{
+#pragma omp for collapse(3) schedule({schedule}) nowait
+        {loops}{fence}
+        }}"""
+        else:
+            fence = ""
+            parallel = f"""\
+#pragma omp parallel for collapse(3) schedule({schedule})
+        {loops}"""
         return f"""\
 {self.block_function_prefix} void {name}_block({block_parameters}) {{
     if (lnb_launch_stopped(launch)) return;
@@ -76,10 +198,9 @@ for (int32_t z = 0; z < size.z; ++z)
     const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
     const int64_t blocks = ((int64_t)size.x + {block - 1}) / {block};
     if (a.size[0] * a.size[1] * a.size[2] >= {threshold}) {{
-#pragma omp parallel for collapse(3) schedule({schedule})
-        {loops}
+{parallel}
     }} else {{
-        {loops}
+        {loops}{fence}
     }}
 }}"""
 
@@ -107,21 +228,21 @@ for (int32_t z = 0; z < size.z; ++z)
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "cancel"])
         if self.kernel.has_control_flow:
             return self.first_failure_loop(skip_writes=False)
-        if not self.checks:
-            return f"""\
-#pragma omp simd
+        run = "failed |=" if self.checks else "(void)"
+        simd_loop = f"""\
+#pragma omp simd{" reduction(|:failed)" if self.checks else ""}
     for (int32_t x = start; x < end; ++x) {{
         const lnb_int3 id = {{x, y, z}};
-        (void){self.entry_name}_run({arguments});
+        {run} {self.entry_name}_run({arguments});
     }}"""
+        if self.streamed:
+            simd_loop = self.streamed_simd_loop(simd_loop)
+        if not self.checks:
+            return simd_loop
         rerun = self.first_failure_loop(skip_writes=True).replace("\n", "\n    ")
         return f"""\
     int32_t failed = LNB_OK;
-#pragma omp simd reduction(|:failed)
-    for (int32_t x = start; x < end; ++x) {{
-        const lnb_int3 id = {{x, y, z}};
-        failed |= {self.entry_name}_run({arguments});
-    }}
+{simd_loop}
     if (failed != LNB_OK) {{
     {rerun}
         const lnb_thread unexplained = {{.failed = LNB_INDEX_ERROR, .buffer = -1}};
