@@ -22,6 +22,7 @@ from luisa_nb.runtime.device import (
     set_default_device,
 )
 from luisa_nb.runtime.image import Image
+from luisa_nb.runtime.indirect import IndirectDispatchBuffer, IndirectDispatchCommand
 from luisa_nb.runtime.kernel import Kernel, kernel
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
@@ -50,6 +51,8 @@ __all__ = [
     "Event",
     "FillCommand",
     "Image",
+    "IndirectDispatchBuffer",
+    "IndirectDispatchCommand",
     "Kernel",
     "StagingPolicy",
     "Stream",
