@@ -223,7 +223,12 @@ class IndirectDispatchCommand(Command):
             size = tuple(entry[DISPATCH_SIZE_WORD : DISPATCH_SIZE_WORD + 3])
             if block != block_size:
                 valid = 0 not in block and math.prod(block) <= MAX_BLOCK_THREADS
-                what = "" if valid else " (not a valid block size)"
+                what = (
+                    ""
+                    if valid
+                    else f" (not a valid block size: each axis at least 1, at most "
+                    f"{MAX_BLOCK_THREADS} threads in all)"
+                )
                 raise IndirectDispatchError(
                     f"{where}: entry {index} has block size {block}{what}, but the kernel "
                     f"runs blocks of {block_size} (its set_block_size, else 256 x 1 x 1); "
