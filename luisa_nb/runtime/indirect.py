@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.backends.base import DeviceSpan
-from luisa_nb.errors import IndirectDispatchError, InvalidArgumentError
+from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
+from luisa_nb.errors import IndirectDispatchError, InvalidArgumentError, KernelError
 from luisa_nb.kernels.executable import KERNEL_ID_PARAMETER
 from luisa_nb.kernels.indirect import (
     BLOCK_SIZE_WORD,
@@ -124,6 +124,20 @@ def dispatch_window(
     return int(offset), int(min(indirect.capacity, offset + max_count))
 
 
+def finish(backend: Backend, span: DeviceSpan | None) -> None:
+    """Wait for an operation a backend deferred (``span``): an indirect dispatch needs the
+    entries before it launches, and runs its launches one after another. The failure of
+    an earlier command's operation is raised for that command; this one's as its cause."""
+    if span is None:
+        return
+    try:
+        backend.flush()
+    except OperationFailed as error:
+        if error.span is not span:
+            raise
+        raise error.cause or KernelError(str(error)) from None
+
+
 class IndirectDispatchCommand(Command):
     """Kernel ``name`` with ``arguments``, run once per entry of ``indirect`` in
     ``[offset, end)`` that its count covers, with the entry's dispatch size and kernel id.
@@ -185,8 +199,7 @@ class IndirectDispatchCommand(Command):
         backend = transfers.backend
         memory = self.memory
         data = np.empty(memory.nbytes, np.uint8)
-        if backend.download(memory.allocation, memory.offset, data) is not None:
-            backend.flush()  # a deferred read: the entries are needed now
+        finish(backend, backend.download(memory.allocation, memory.offset, data))
         arguments = self.arguments
         executable = arguments.executable
         self.launches = self.entries_to_run(data.view(np.uint32), executable.kernel.block_size)
@@ -195,9 +208,7 @@ class IndirectDispatchCommand(Command):
         for dims, kernel_id in self.launches:
             if position is not None:
                 scalars[position] = kernel_id
-            span = backend.dispatch(executable, dims, arguments.buffers, tuple(scalars))
-            if span is not None:
-                backend.flush()  # each entry's launch reads the scalars of its own
+            finish(backend, backend.dispatch(executable, dims, arguments.buffers, tuple(scalars)))
         return None
 
     def entries_to_run(

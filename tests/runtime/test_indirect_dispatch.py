@@ -8,12 +8,15 @@ import numpy as np
 import pytest
 
 import luisa_nb as lnb
+from luisa_nb.analysis import HazardKind
+from luisa_nb.backends.base import DeviceSpan, OperationFailed
 from luisa_nb.errors import (
     CommandFailedError,
     DeviceMismatchError,
     IndirectDispatchError,
     InvalidArgumentError,
     KernelCompileError,
+    KernelError,
     KernelIndexError,
 )
 from luisa_nb.kernels import (
@@ -26,6 +29,7 @@ from luisa_nb.kernels import (
 )
 from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.recording.records import Access, CommandKind, Status
+from luisa_nb.runtime.indirect import finish
 
 MODES = ["c", "python"]
 
@@ -288,3 +292,53 @@ def test_the_trace_shows_the_read_of_the_count_and_the_entries(device, kernels):
         (indirect.memory.id, 16 + 32, 3 * 32, Access.READ),  # entries 1, 2 and 3
     }
     assert out.numpy().tolist() == [0, 4, 9, 16, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("ordered", [False, True], ids=["no-event", "event-wait"])
+def test_entries_recorded_on_another_stream_need_an_event(device, kernels, ordered):
+    """The read of the count and entries is a device access like any other: recorded on
+    one stream and read on another with no event between, it is a device race."""
+    indirect = device.create_indirect_dispatch_buffer(4)
+    indirect.clear(sync=True)
+    recording, running = device.create_stream(), device.create_stream()
+    event = device.create_event()
+    out = zeros(device, 4)
+    device.synchronize()
+    with lnb.trace() as trace:
+        recording.submit([kernels[0].dispatch_async(4, indirect, np.uint32(4))])
+        if ordered:
+            recording.signal(event)
+            running.wait(event)
+        running.submit([kernels[2].dispatch_indirect_async(indirect, out)])
+        device.synchronize()
+    races = [h for h in trace.hazards if h.kind is HazardKind.DEVICE_RACE]
+    if ordered:
+        assert races == []
+        assert out.numpy().tolist() == [1, 4, 9, 16]
+    else:
+        assert races and all(race.device.buffer == indirect.memory.id for race in races)
+
+
+class FailingFlush:
+    """A backend whose deferred operation ``span`` failed with ``cause``."""
+
+    def __init__(self, span: DeviceSpan, cause: BaseException | None) -> None:
+        self.span, self.cause, self.flushes = span, cause, 0
+
+    def flush(self) -> None:
+        self.flushes += 1
+        raise OperationFailed(self.span, "the operation failed", self.cause)
+
+
+def test_a_deferred_operation_is_waited_for_and_its_failure_raised():
+    mine, earlier = DeviceSpan(), DeviceSpan()
+    cause = IndirectDispatchError("entry 2 failed")
+    with pytest.raises(IndirectDispatchError, match="entry 2 failed"):
+        finish(FailingFlush(mine, cause), mine)
+    with pytest.raises(KernelError, match="the operation failed"):
+        finish(FailingFlush(mine, None), mine)
+    with pytest.raises(OperationFailed):  # an earlier command's: the worker names that one
+        finish(FailingFlush(earlier, cause), mine)
+    untouched = FailingFlush(mine, cause)
+    finish(untouched, None)
+    assert untouched.flushes == 0
