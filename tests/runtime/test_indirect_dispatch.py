@@ -25,6 +25,7 @@ from luisa_nb.kernels import (
     float3,
     kernel_id,
     set_block_size,
+    sync_block,
     uint3,
 )
 from luisa_nb.kernels.scalar_names import uint
@@ -342,3 +343,28 @@ def test_a_deferred_operation_is_waited_for_and_its_failure_raised():
     untouched = FailingFlush(mine, cause)
     finish(untouched, None)
     assert untouched.flushes == 0
+
+
+def sum_kernel_ids_after_a_barrier(out):
+    set_block_size(4, 1, 1)
+    identity = kernel_id()
+    sync_block()
+    out.atomic_fetch_add(dispatch_id().x, identity * uint(10))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_kernel_id_reaches_threads_that_run_as_blocks(device, kernels, mode):
+    """Entry i of 3 runs 2 * (i + 1) threads with kernel id 100 + i, in blocks of 4 with a
+    barrier (the block's threads run together: in Python mode, each on a thread)."""
+    indirect = recorded(device, 3, 3, kernels)
+    widen = lnb.kernel(widen_entries, mode=mode)
+    widen.dispatch(3, indirect)
+    out = zeros(device, 6)
+    lnb.kernel(sum_kernel_ids_after_a_barrier, mode=mode)(out, dispatch_size=indirect)
+    expected = [sum(10 * (100 + i) for i in range(3) if x < 2 * (i + 1)) for x in range(6)]
+    assert out.numpy().tolist() == expected
+
+
+def widen_entries(indirect):
+    i = dispatch_id().x
+    indirect.set_kernel(i, uint3(4, 1, 1), uint3(2 * (i + 1), 1, 1), uint(100 + i))
