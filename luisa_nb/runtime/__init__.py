@@ -30,6 +30,8 @@ from luisa_nb.runtime.stream import Event, Stream
 
 def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
     for name, value in namespace.items():
+        if isinstance(value, IndirectDispatchBuffer):
+            value = value.memory
         if isinstance(value, Buffer) and not name.startswith("_"):
             info = trace.buffers.get(value.id)
             if info is not None and info.name is None:

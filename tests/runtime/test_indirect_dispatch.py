@@ -293,6 +293,18 @@ def test_the_trace_shows_the_read_of_the_count_and_the_entries(device, kernels):
         (indirect.memory.id, 16 + 32, 3 * 32, Access.READ),  # entries 1, 2 and 3
     }
     assert out.numpy().tolist() == [0, 4, 9, 16, 0, 0, 0, 0]
+    assert trace.buffers[indirect.memory.id].name == "entries"
+
+
+def test_a_trace_names_an_indirect_buffer_after_its_variable(device, kernels):
+    dispatches = recorded(device, 2, 2, kernels)
+    dispatches.memory.name = None
+    out = zeros(device, 2)
+    device.synchronize()
+    with lnb.trace() as trace:
+        kernels[2](out, dispatch_size=dispatches)
+        device.synchronize()
+    assert trace.buffers[dispatches.memory.id].name == "dispatches"
 
 
 @pytest.mark.parametrize("ordered", [False, True], ids=["no-event", "event-wait"])
