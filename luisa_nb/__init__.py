@@ -29,6 +29,7 @@ from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, n
     dispatch_size,
     exp,
     floor,
+    kernel_id,
     log,
     max,  # noqa: F401
     min,  # noqa: F401
@@ -44,6 +45,7 @@ from luisa_nb.runtime import (
     BufferView,
     Device,
     Event,
+    IndirectDispatchBuffer,
     Kernel,
     Stream,
     create_device,
@@ -98,6 +100,7 @@ __all__ = [
     "Event",
     "Hazard",
     "HazardKind",
+    "IndirectDispatchBuffer",
     "Kernel",
     "LuisaNbError",
     "LuisaNbWarning",
@@ -116,6 +119,7 @@ __all__ = [
     "floor",
     "instrument_luisa",
     "kernel",
+    "kernel_id",
     "last_trace",
     "load_ipython_extension",
     "load_trace",

@@ -137,6 +137,12 @@ class CommandFailedError(LuisaNbError, RuntimeError):
         self.failures = failures or []
 
 
+class IndirectDispatchError(LuisaNbError, ValueError):
+    """An indirect dispatch cannot run as its indirect dispatch buffer says: the dispatch
+    count is above the buffer's capacity, an entry's block size is not the kernel's, an
+    entry's size is too large, or the offset is outside the buffer."""
+
+
 class RemoteError(LuisaNbError, RuntimeError):
     """The remote backend's server cannot be started or reached, rejected a request, or
     stopped answering."""

@@ -62,7 +62,10 @@ class AtomicTyping:
         values = []
         for parameter, argument in zip(parameters, node.args[1:], strict=True):
             value = self.scalar(self.visit(argument), argument)
-            if not assignable(element, value.type, is_weak(value)):
+            # luisa-python's rules convert integers as C does: its dispatch_size() is a
+            # uint3 where luisa_nb's is an int3, so programs add int32 values to uint buffers
+            c_conversion = self.rules.c_sign_mixing and element.is_integer and value.type.is_integer
+            if not c_conversion and not assignable(element, value.type, is_weak(value)):
                 self.fail(
                     argument,
                     f"{usage}: {parameter} is {article(value.type.value)} value but {name!r} is a "

@@ -87,6 +87,7 @@ ARITIES = {
     "dispatch_size": (0, 0),
     "thread_id": (0, 0),
     "block_id": (0, 0),
+    "kernel_id": (0, 0),
 }
 SCALE_FACTORS = {"radians": math.pi / 180, "degrees": 180 / math.pi}
 CAST_TYPES = {"int": ScalarType.INT32, "float": ScalarType.FLOAT32}
@@ -142,6 +143,8 @@ class BuiltinCallTyping:
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
         if name in DISPATCH_VALUES:
             return ir.DispatchValue(INT3, DISPATCH_VALUES[name])
+        if name == "kernel_id":
+            return self.kernel_id_value(node)
         arguments = [self.visit(argument) for argument in node.args]
         if name in CONSTRUCTORS:
             target = CONSTRUCTORS[name]
@@ -324,12 +327,14 @@ class BuiltinCallTyping:
 
     def buffer_method(
         self: KernelTyper, node: ast.Call, statement: bool
-    ) -> ir.Expression | ir.BufferWrite | ir.ImageWrite:
+    ) -> ir.Expression | ir.BufferWrite | ir.ImageWrite | list[ir.Statement]:
         """``buf.read(i)`` (an expression) or ``buf.write(i, value)`` (a statement), an
-        atomic, or an image method."""
+        atomic, an image method, or the stores of an indirect dispatch buffer's method."""
         method = node.func.attr
         target = node.func.value
         slot = self.buffer_slot(target)
+        if self.buffers[slot].indirect:
+            return self.indirect_method(node, slot, statement)
         buffer_name = self.buffers[slot].name
         element = self.buffers[slot].element
         if isinstance(element, ImageType):

@@ -1,7 +1,7 @@
-"""``dispatch_id()``, ``dispatch_size()``, ``set_block_size()``, ``thread_id()``,
-``block_id()`` and ``sync_block()``. The compiler recognises them by identity; in Python
-mode they read the running thread's state. The math functions kernels call live in
-``math_builtins``.
+"""``dispatch_id()``, ``dispatch_size()``, ``kernel_id()``, ``set_block_size()``,
+``thread_id()``, ``block_id()`` and ``sync_block()``. The compiler recognises them by
+identity; in Python mode they read the running thread's state. The math functions
+kernels call live in ``math_builtins``.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from luisa_nb.errors import KernelError
 from luisa_nb.kernels.vectors import Vector, int3
@@ -22,6 +24,7 @@ DEFAULT_BLOCK_SIZE = (256, 1, 1)  # luisa-python's, when a kernel sets none
 class _ThreadState(threading.local):
     dispatch_id: Vector | None = None
     dispatch_size: Vector | None = None
+    kernel_id: int = 0  # the entry's of an indirect dispatch; 0 for a direct one
     block_size: tuple[int, int, int] = DEFAULT_BLOCK_SIZE
     barrier: BlockBarrier | None = None  # the block's, in Python mode
     shared: dict[int, Any] | None = None  # the block's shared arrays, by type id
@@ -44,6 +47,14 @@ def dispatch_size() -> Vector:
     if value is None:
         raise KernelError("dispatch_size() only works inside a kernel; dispatch the kernel")
     return value.copy()
+
+
+def kernel_id() -> np.uint32:
+    """The kernel id of the current dispatch, a ``uint``: the id that ``set_kernel``
+    gave the entry of an indirect dispatch, 0 for a direct dispatch."""
+    if thread_state.dispatch_id is None:
+        raise KernelError("kernel_id() only works inside a kernel; dispatch the kernel")
+    return np.uint32(thread_state.kernel_id)
 
 
 def set_block_size(x: int, y: int, z: int) -> None:

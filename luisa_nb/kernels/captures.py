@@ -21,6 +21,7 @@ from luisa_nb.kernels.vectors import MAKE_FUNCTIONS, VECTOR_CLASSES
 LANGUAGE_OBJECTS = (
     kernel_builtins.dispatch_id,
     kernel_builtins.dispatch_size,
+    kernel_builtins.kernel_id,
     kernel_builtins.set_block_size,
     kernel_builtins.thread_id,
     kernel_builtins.block_id,

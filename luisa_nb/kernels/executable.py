@@ -32,6 +32,7 @@ from luisa_nb.kernels.checks import (
     slot_error,
     texel_error,
 )
+from luisa_nb.kernels.indirect import capacity_of, entry_of, entry_offset_error
 from luisa_nb.kernels.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.toolchain import build_library, launch_function, load_library
@@ -90,8 +91,12 @@ class Parameter:
     count_of: int | None = None
 
 
+KERNEL_ID_PARAMETER = "kernel_id()"
+
+
 def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
-    """Arguments in call order, then captured buffers."""
+    """Arguments in call order, then captured buffers, then the hidden uint32 scalar
+    ``kernel_id()`` reads (if the kernel calls it)."""
     access = kernel.buffer_access()
     parameters = []
     for name, kind, index in kernel.arguments:
@@ -109,6 +114,8 @@ def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
         if slot.capture is not None:
             dtype = slot.element.dtype
             parameters.append(Parameter(slot.name, "buffer", dtype, access[index], slot.capture))
+    if kernel.kernel_id_scalar is not None:
+        parameters.append(Parameter(KERNEL_ID_PARAMETER, "scalar", np.dtype(np.uint32), "read"))
     return parameters
 
 
@@ -126,7 +133,9 @@ class Executable:
 
     ``parameters`` lists what ``launch`` takes: buffers (arguments, then captures) and
     scalars; a scalar with ``count_of`` set is the element count of that buffer, which the
-    caller appends (checked C kernels only). ``kernel`` is the typed IR it was built from,
+    caller appends (checked C kernels only). ``kernel_id_position``, when not None, is the
+    position among the scalars of the kernel id that ``kernel_id()`` reads (after the
+    arguments' scalars, before the counts). ``kernel`` is the typed IR it was built from,
     for a device that compiles it again with its own code generator.
     """
 
@@ -142,6 +151,7 @@ class Executable:
         self.buffer_parameters = [p for p in self.parameters if p.kind == "buffer"]
         self.buffer_names = [slot.name for slot in kernel.buffers]
         self.buffer_elements = [slot.element for slot in kernel.buffers]
+        self.kernel_id_position = kernel.kernel_id_scalar
 
     @property
     def scalar_parameters(self) -> list[Parameter]:
@@ -295,6 +305,9 @@ class CExecutable(Executable):
         if record.status != STATUS_INDEX_ERROR:
             return KernelError(f"kernel {self.name!r}: launch failed with status {record.status}")
         size = int(scalars[len(scalars) - len(self.buffer_names) + record.buffer])
+        if self.kernel.buffers[record.buffer].indirect:
+            offset, capacity = entry_of(index), capacity_of(size)
+            return entry_offset_error(self.name, where, line, thread, offset, capacity, buffer)
         access = ("reads", "writes")[record.access]
         return index_error(self.name, where, line, thread, access, index, size, buffer)
 

@@ -290,6 +290,7 @@ class BufferSlot:
     element: KernelType
     capture: Any = None  # the captured buffer object, None for arguments
     heap: str | None = None  # the bindless array holding it, None for buffers of their own
+    indirect: bool = False  # the uint32 words of an indirect dispatch buffer
 
 
 @dataclass(frozen=True)
@@ -336,6 +337,7 @@ class KernelIR:
     block_size: tuple[int, int, int] = (256, 1, 1)  # set_block_size's, else luisa's default
     shared: tuple[str, ...] = ()  # the locals that are the block's shared arrays
     rules: str = "python"  # the name of the kernel's ``rules.KernelRules``
+    kernel_id_scalar: int | None = None  # the hidden scalar ``kernel_id()`` reads, if used
 
     @property
     def uses_blocks(self) -> bool:

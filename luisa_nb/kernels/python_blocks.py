@@ -60,10 +60,12 @@ def _run_block(
 ) -> None:
     shared: dict[int, Any] = {}
     errors: dict[int, BaseException] = {}
+    kernel_id = thread_state.kernel_id  # the launching thread's, for the block's threads
 
     def thread(number: int, dispatch_id: tuple[int, int, int]) -> None:
         thread_state.dispatch_id = int3(*dispatch_id)
         thread_state.dispatch_size = int3(*dims)
+        thread_state.kernel_id = kernel_id
         thread_state.block_size = block_size
         thread_state.barrier = barrier
         thread_state.shared = shared

@@ -28,6 +28,7 @@ from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.matrices import composite_class
 from luisa_nb.kernels.python_bindless import BindlessShim
 from luisa_nb.kernels.python_blocks import run_blocks
+from luisa_nb.kernels.python_indirect import IndirectShim
 from luisa_nb.kernels.python_rules import KernelRange
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.source import KernelSource
@@ -341,9 +342,11 @@ class PythonExecutable(Executable):
                 function.__code__, namespace, function.__name__, None, closure
             )
 
-    def _shim(self, slot: ir.BufferSlot) -> BufferShim:
+    def _shim(self, slot: ir.BufferSlot) -> BufferShim | IndirectShim:
         """A shim for buffer ``slot`` of its element kind; :meth:`BufferShim.bind` gives it
         its array."""
+        if slot.indirect:
+            return IndirectShim(slot.name, self)
         element = slot.element
         if isinstance(element, ImageType):
             return ImageShim(slot.name, self, element)
@@ -423,8 +426,14 @@ class PythonExecutable(Executable):
                     arguments.append(self._shim(self._buffer_slots[index]).bind(buffers[index]))
                 else:
                     arguments.append(self._scalar_types[index](scalars[index]))
-            with self.rules.applied():
-                self._run(dims, arguments, cancel)
+            position = self.kernel_id_position
+            previous_id = thread_state.kernel_id
+            thread_state.kernel_id = 0 if position is None else int(scalars[position])
+            try:
+                with self.rules.applied():
+                    self._run(dims, arguments, cancel)
+            finally:
+                thread_state.kernel_id = previous_id
 
     def _run(
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None

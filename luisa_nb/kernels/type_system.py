@@ -244,6 +244,26 @@ def image_type(image: Any) -> ImageType:
     )
 
 
+@dataclass(frozen=True)
+class IndirectType:
+    """An indirect dispatch buffer as kernels see it: a buffer of uint32 words that
+    ``set_dispatch_count`` and ``set_kernel`` fill (see ``kernels/indirect.py`` for the
+    layout). Its capacity is not part of the type: the buffer's word count is checked."""
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.uint32)
+
+    def __str__(self) -> str:
+        return "indirect dispatch buffer"
+
+
+def is_indirect_like(value: Any) -> bool:
+    """Duck typing: ``__lnb_indirect__`` is true and ``memory`` is the buffer of words a
+    kernel writes (``runtime.IndirectDispatchBuffer``)."""
+    return bool(getattr(value, "__lnb_indirect__", False))
+
+
 VECTOR_TYPES = tuple(
     VectorType(element, length) for element in VECTOR_ELEMENTS for length in (2, 3, 4)
 )
@@ -258,7 +278,7 @@ class BufferType:
     """The type of a buffer argument: a 1-D array of ``element``; an image is a buffer of
     its stored channels whose element is its :class:`ImageType`."""
 
-    element: KernelType | ImageType
+    element: KernelType | ImageType | IndirectType
 
     @property
     def dtype(self) -> np.dtype:
@@ -333,8 +353,8 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
     ``bool`` -> bool, ``int`` -> int32 (it must fit), ``float`` -> float32, numpy scalars
     keep their dtype, vectors (``float3(1, 2, 3)``) and matrices their type, buffer-like
     objects give a :class:`BufferType` (of a vector or matrix type when the dtype is
-    ``dtype_of`` that type; of an
-    :class:`ImageType` for images).
+    ``dtype_of`` that type; of an :class:`ImageType` for images, of an
+    :class:`IndirectType` for indirect dispatch buffers).
     """
     kind = type(value)
     if kind is float:
@@ -344,6 +364,8 @@ def argument_type(value: Any) -> ScalarType | VectorType | MatrixType | BufferTy
         return value_type
     if is_image_like(value):
         return BufferType(image_type(value))
+    if is_indirect_like(value):
+        return BufferType(IndirectType())
     if is_bindless_like(value):
         samplers = value.samplers()
         entries = []

@@ -22,22 +22,33 @@ from luisa_nb.kernels.captures import CaptureResolver, Unresolved, builtin_name
 from luisa_nb.kernels.constant_conditions import ConstantConditions
 from luisa_nb.kernels.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.image_typing import ImageTyping
+from luisa_nb.kernels.indirect_typing import IndirectTyping
 from luisa_nb.kernels.matrix_typing import MatrixTyping
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.source import KernelSource
 from luisa_nb.kernels.type_system import (
     BindlessType,
     BufferType,
+    IndirectType,
     KernelType,
     ScalarType,
     article,
     assignable,
     is_aggregate_type,
     is_buffer_like,
+    is_indirect_like,
 )
 from luisa_nb.kernels.vector_typing import VectorTyping
 
 MAX_BLOCK_THREADS = 1024  # luisa-python's limit for set_block_size
+
+
+def buffer_slot_of(name: str, buffer_type: BufferType, capture: Any = None) -> ir.BufferSlot:
+    """The slot of a buffer argument or captured buffer of ``buffer_type``; an indirect
+    dispatch buffer is a buffer of uint32 words."""
+    if isinstance(buffer_type.element, IndirectType):
+        return ir.BufferSlot(name, ScalarType.UINT32, capture=capture, indirect=True)
+    return ir.BufferSlot(name, buffer_type.element, capture=capture)
 
 
 class KernelTyper(
@@ -47,6 +58,7 @@ class KernelTyper(
     AggregateTyping,
     AtomicTyping,
     ImageTyping,
+    IndirectTyping,
     BindlessTyping,
     BuiltinCallTyping,
     ast.NodeVisitor,
@@ -104,7 +116,7 @@ class KernelTyper(
             elif isinstance(argument_type, BufferType):
                 self.buffer_arguments[name] = len(self.buffers)
                 self.arguments.append((name, "buffer", len(self.buffers)))
-                self.buffers.append(ir.BufferSlot(name, argument_type.element))
+                self.buffers.append(buffer_slot_of(name, argument_type))
             else:
                 self.scalar_arguments.add(name)
                 self.arguments.append((name, "scalar", len(self.scalars)))
@@ -142,6 +154,7 @@ class KernelTyper(
             self.block_size,
             tuple(self.shared),
             self.rules.name,
+            self.kernel_id_slot,
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -186,7 +199,10 @@ class KernelTyper(
             return False
         if node.id in self.buffer_arguments:
             return True
-        return node.id not in self.local_names and is_buffer_like(self.resolve(node))
+        if node.id in self.local_names:
+            return False
+        value = self.resolve(node)
+        return is_buffer_like(value) or is_indirect_like(value)
 
     def check_buffer_call(self, node: ast.Call) -> None:
         """``p.read(...)``/``p.write(...)`` on a scalar parameter is an argument error."""
@@ -206,11 +222,11 @@ class KernelTyper(
         value = self.resolve(node)
         if id(value) not in self.captured_buffers:
             try:
-                element = type_system.argument_type(value).element
+                buffer_type = type_system.argument_type(value)
             except KernelArgumentError as error:
                 self.fail(node, f"captured buffer {node.id!r}: {error}")
             self.captured_buffers[id(value)] = len(self.buffers)
-            self.buffers.append(ir.BufferSlot(node.id, element, capture=value))
+            self.buffers.append(buffer_slot_of(node.id, buffer_type, capture=value))
         return self.captured_buffers[id(value)]
 
     def assign(self, name: str, value: ir.Expression, node: ast.AST) -> ir.Assign:
@@ -250,6 +266,8 @@ class KernelTyper(
                 return [ir.Evaluate(self.heap_method(value))]
             if isinstance(value.func, ast.Attribute) and self.is_buffer(value.func.value):
                 result = self.buffer_method(value, statement=True)
+                if isinstance(result, list):
+                    return result
                 return [result if isinstance(result, ir.Statement) else ir.Evaluate(result)]
             if self.is_capture_chain(value.func):
                 name = builtin_name(self.resolve(value.func))

@@ -26,6 +26,7 @@ from luisa_nb.luisa.image import (
     image2d,
     image3d,
 )
+from luisa_nb.luisa.indirect import IndirectDispatchBuffer
 from luisa_nb.luisa.log import (
     error,
     error_with_location,
@@ -114,6 +115,7 @@ __all__ = [
     "GUI",
     "Image2D",
     "Image3D",
+    "IndirectDispatchBuffer",
     "Texture2D",
     "Texture2DType",
     "Texture3DType",

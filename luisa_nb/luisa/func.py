@@ -13,7 +13,8 @@ from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.kernels.rules import LUISA_RULES
 from luisa_nb.luisa.buffer import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
-from luisa_nb.runtime import Kernel, Stream
+from luisa_nb.runtime import IndirectDispatchBuffer, Kernel, Stream
+from luisa_nb.runtime.kernel import MAX_DISPATCH_COUNT
 
 
 class Func(Kernel):
@@ -25,7 +26,17 @@ class Func(Kernel):
     def __init__(self, function: Callable[..., None]) -> None:
         super().__init__(function, rules=LUISA_RULES)
 
-    def __call__(self, *args: Any, dispatch_size: Any, stream: Stream | None = None) -> None:
+    def __call__(
+        self,
+        *args: Any,
+        dispatch_size: Any,
+        stream: Stream | None = None,
+        dispatch_buffer_offset: int = 0,
+        max_dispatch_size: int = MAX_DISPATCH_COUNT,
+    ) -> None:
+        """Add a dispatch over ``dispatch_size`` threads to the stream's command list; with
+        an ``IndirectDispatchBuffer`` as the size, one per entry from
+        ``dispatch_buffer_offset`` on (at most ``max_dispatch_size``), as in luisa-python."""
         for position, name, expected in self._resource_parameters:
             if position < len(args) and resource_type_of(args[position]) != expected:
                 got = resource_type_of(args[position]) or type(args[position]).__name__
@@ -33,7 +44,12 @@ class Func(Kernel):
                     f"{self.name}: argument {name!r} is annotated {expected!r}, got {got!r}; "
                     f"pass a resource of that type or change the annotation"
                 )
-        command = self.dispatch_async(dispatch_size, *args)
+        if isinstance(dispatch_size, IndirectDispatchBuffer):
+            command = self.dispatch_indirect_async(
+                dispatch_size, *args, offset=dispatch_buffer_offset, max_count=max_dispatch_size
+            )
+        else:
+            command = self.dispatch_async(dispatch_size, *args)
         (stream or command.device.default_stream).add(command)
 
     def save(self, argtypes: tuple, name: str | None = None, *args: Any, **kwargs: Any) -> None:

@@ -56,7 +56,6 @@ _FEATURES = {
     "automatic differentiation": ("autodiff",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
-    "indirect dispatch": ("IndirectDispatchBuffer",),
     "16-bit types": (
         "half",
         "short",

@@ -22,6 +22,7 @@ from luisa_nb.runtime.device import (
     set_default_device,
 )
 from luisa_nb.runtime.image import Image
+from luisa_nb.runtime.indirect import IndirectDispatchBuffer, IndirectDispatchCommand
 from luisa_nb.runtime.kernel import Kernel, kernel
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
@@ -29,6 +30,8 @@ from luisa_nb.runtime.stream import Event, Stream
 
 def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
     for name, value in namespace.items():
+        if isinstance(value, IndirectDispatchBuffer):
+            value = value.memory
         if isinstance(value, Buffer) and not name.startswith("_"):
             info = trace.buffers.get(value.id)
             if info is not None and info.name is None:
@@ -50,6 +53,8 @@ __all__ = [
     "Event",
     "FillCommand",
     "Image",
+    "IndirectDispatchBuffer",
+    "IndirectDispatchCommand",
     "Kernel",
     "StagingPolicy",
     "Stream",

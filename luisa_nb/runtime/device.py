@@ -18,6 +18,7 @@ from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.image import Image
+from luisa_nb.runtime.indirect import IndirectDispatchBuffer
 from luisa_nb.runtime.staging import Staging, StagingHeap, StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
@@ -141,6 +142,17 @@ class Device:
         normalized)."""
         self.check_open()
         return Image(self, width, height, channels, kind, storage, name, depth)
+
+    def create_indirect_dispatch_buffer(
+        self, capacity: int, *, name: str | None = None
+    ) -> IndirectDispatchBuffer:
+        """Room for ``capacity`` dispatches that kernels record with ``set_kernel`` and
+        ``set_dispatch_count``; a kernel dispatched with it as its size runs them. Its
+        contents are undefined until written (``clear()`` zeroes them)."""
+        if name is not None and not isinstance(name, str):
+            raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
+        self.check_open()
+        return IndirectDispatchBuffer(self, capacity, name)
 
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()

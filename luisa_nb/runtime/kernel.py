@@ -19,18 +19,24 @@ from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.toolchain import compiler_runs
-from luisa_nb.kernels.type_system import is_bindless_like
+from luisa_nb.kernels.type_system import is_bindless_like, is_indirect_like
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import active_recorder
 from luisa_nb.recording.records import Access
 from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.commands import DispatchArguments, DispatchCommand
 from luisa_nb.runtime.device import default_device
+from luisa_nb.runtime.indirect import (
+    IndirectDispatchBuffer,
+    IndirectDispatchCommand,
+    dispatch_window,
+)
 from luisa_nb.runtime.stream import Stream
 
 if TYPE_CHECKING:
     pass
 
+MAX_DISPATCH_COUNT = 2**32 - 1  # luisa-python's default max_dispatch_size
 MAX_AXIS = 2**31 - 1  # dispatch_id() and dispatch_size() components are int32
 MAX_THREADS = 2**63 - 1  # the C entry counts threads in an int64
 
@@ -69,7 +75,8 @@ class _DispatchPlan:
     """What a dispatch with one argument signature and checks setting needs, worked out
     once: the executable, which arguments are buffers and scalars, the captured buffers,
     and which buffers' element counts follow the scalars (checked C kernels). When every
-    argument is a buffer and nothing is captured, the views are the arguments tuple."""
+    argument is a buffer and nothing is captured, the views are the arguments tuple. An
+    indirect dispatch buffer, as an argument or captured, is its memory's view."""
 
     __slots__ = (
         "accesses",
@@ -78,8 +85,10 @@ class _DispatchPlan:
         "count_positions",
         "executable",
         "heap_positions",
+        "indirect_positions",
         "scalar_positions",
         "state",
+        "takes_kernel_id",
         "views_are_arguments",
     )
 
@@ -87,19 +96,28 @@ class _DispatchPlan:
         self.executable = executable
         self.state = state
         self.heap_positions = frozenset(i for i, a in enumerate(args) if is_bindless_like(a))
+        self.indirect_positions = frozenset(i for i, a in enumerate(args) if is_indirect_like(a))
         self.buffer_positions = tuple(
-            i for i, a in enumerate(args) if isinstance(a, BufferView) or i in self.heap_positions
+            i
+            for i, a in enumerate(args)
+            if isinstance(a, BufferView) or i in self.heap_positions or i in self.indirect_positions
         )
         self.scalar_positions = tuple(i for i in range(len(args)) if i not in self.buffer_positions)
         self.captures = tuple(
-            p.capture for p in executable.buffer_parameters if p.capture is not None
+            p.capture.memory if is_indirect_like(p.capture) else p.capture
+            for p in executable.buffer_parameters
+            if p.capture is not None
         )
+        self.takes_kernel_id = executable.kernel_id_position is not None
         self.accesses = tuple(_ACCESSES[p.access] for p in executable.buffer_parameters)
         self.count_positions = tuple(
             p.count_of for p in executable.scalar_parameters if p.count_of is not None
         )
         self.views_are_arguments = (
-            not self.scalar_positions and not self.captures and not self.heap_positions
+            not self.scalar_positions
+            and not self.captures
+            and not self.heap_positions
+            and not self.indirect_positions
         )
 
     def views(self, args: tuple[Any, ...]) -> tuple[BufferView, ...]:
@@ -111,13 +129,18 @@ class _DispatchPlan:
         for i in self.buffer_positions:
             if i in self.heap_positions:
                 views.extend(args[i].views())
+            elif i in self.indirect_positions:
+                views.append(args[i].memory)
             else:
                 views.append(args[i])
         return (*views, *self.captures)
 
     def scalars(self, args: tuple[Any, ...], views: Sequence[BufferView]) -> tuple[Any, ...]:
-        """The scalar arguments, then the element counts of a checked kernel."""
+        """The scalar arguments, the kernel id (0: a direct dispatch) if the kernel reads
+        it, then the element counts of a checked kernel."""
         scalars = [args[i] for i in self.scalar_positions] if self.scalar_positions else []
+        if self.takes_kernel_id:
+            scalars.append(0)
         if self.count_positions:
             scalars += [views[i].size for i in self.count_positions]
         return tuple(scalars)
@@ -241,24 +264,63 @@ class Kernel:
         """The device a dispatch with ``args`` runs on, found before compiling: the first
         buffer argument's, else the captured buffers', else the default device."""
         for argument in args:
-            if isinstance(argument, BufferView) or is_bindless_like(argument):
+            if (
+                isinstance(argument, BufferView)
+                or is_bindless_like(argument)
+                or is_indirect_like(argument)
+            ):
                 return argument.device
         types = tuple(argument_type(a) for a in args)
         for captured in self._definition.captured_buffers(types):
-            if isinstance(captured, BufferView):
+            if isinstance(captured, BufferView) or is_indirect_like(captured):
                 return captured.device
         return default_device()
 
-    def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand:
-        """A command that runs this kernel over ``size`` threads with ``args``."""
+    def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand | IndirectDispatchCommand:
+        """A command that runs this kernel over ``size`` threads with ``args``; a ``size``
+        that is an :class:`IndirectDispatchBuffer` runs its entries
+        (:meth:`dispatch_indirect_async`)."""
         if type(size) is int and 0 <= size <= MAX_AXIS:
             dims = (size, 1, 1)
+        elif isinstance(size, IndirectDispatchBuffer):
+            return self.dispatch_indirect_async(size, *args)
         else:
             dims = dispatch_dims(size, self.name)
         arguments = self._latest_arguments(args)
         if arguments is None:
             arguments = self._arguments(args)
         return DispatchCommand(self.name, dims, arguments)
+
+    def dispatch_indirect_async(
+        self,
+        indirect: IndirectDispatchBuffer,
+        *args: Any,
+        offset: int = 0,
+        max_count: int = MAX_DISPATCH_COUNT,
+    ) -> IndirectDispatchCommand:
+        """A command that runs this kernel once per entry of ``indirect`` from entry
+        ``offset`` on: as many as its dispatch count says when the command runs, at most
+        ``max_count`` and no further than its last entry; each with the entry's dispatch
+        size and kernel id (its block size must be this kernel's)."""
+        if not isinstance(indirect, IndirectDispatchBuffer):
+            raise KernelArgumentError(
+                f"kernel {self.name!r}: an indirect dispatch needs an IndirectDispatchBuffer, "
+                f"got {type(indirect).__name__}"
+            )
+        start, end = dispatch_window(indirect, offset, max_count, self.name)
+        arguments = self._arguments(args)
+        if arguments.views and arguments.device is not indirect.device:
+            raise DeviceMismatchError(
+                f"kernel {self.name!r}: its buffers are on {arguments.device.name!r} but "
+                f"{indirect._name()} is on {indirect.device.name!r}; create the indirect "
+                f"dispatch buffer on the device of the kernel's buffers"
+            )
+        if not arguments.views:  # nothing else decides the device: the indirect buffer does
+            indirect.device.backend.check_executable(arguments.executable)
+            arguments = DispatchArguments(
+                indirect.device, arguments.executable, (), (), (), arguments.scalars
+            )
+        return IndirectDispatchCommand(self.name, indirect, arguments, start, end)
 
     def _latest_arguments(self, args: tuple[Any, ...]) -> DispatchArguments | None:
         """The arguments of the latest dispatch on buffers only, if ``args`` are the same
@@ -298,7 +360,7 @@ class Kernel:
                     f"dispatch runs on one device"
                 )
         scalars = plan.scalars(args, views)
-        if plan.scalar_positions or plan.heap_positions or not args:
+        if plan.scalar_positions or plan.heap_positions or plan.indirect_positions or not args:
             executable, accesses = plan.executable, plan.accesses
             return DispatchArguments(device, executable, views, buffers, accesses, scalars)
         arguments = DispatchArguments(

@@ -27,13 +27,23 @@ import luisa_nb.backends
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.verify import check_program
 from luisa_nb.errors import BackendUnavailableError, CommandFailedError
-from luisa_nb.kernels import compiler_available, dispatch_id, dtype_of, float3
+from luisa_nb.kernels import (
+    compiler_available,
+    dispatch_id,
+    dispatch_size,
+    dtype_of,
+    float3,
+    kernel_id,
+    set_block_size,
+    uint3,
+)
 from luisa_nb.kernels.cuda_emulation import (
     build_unit,
     emulation_failure_function,
     emulation_unit,
     find_cxx_compiler,
 )
+from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.recording.records import Status
 from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import BindlessArray, create_device, kernel
@@ -293,6 +303,35 @@ def test_stand_in_seed_is_stale_only_under_submit(stand_in_device, policy):
 def test_stand_in_conformance_programs(stand_in_device, make_program):
     failure = check_program(stand_in_device, make_program())
     assert failure is None, failure
+
+
+def record_squares(indirect, count):
+    """Entry i: i + 1 threads of kernel id i, in blocks of 32."""
+    i = dispatch_id().x
+    indirect.set_dispatch_count(count)
+    indirect.set_kernel(i, uint3(32, 1, 1), uint3(i + 1, 1, 1), i)
+
+
+def add_dispatch_sizes(out):
+    set_block_size(32, 1, 1)
+    out.atomic_fetch_add(kernel_id(), uint(dispatch_size().x))
+
+
+@needs_compilers
+def test_stand_in_runs_indirect_dispatches(stand_in_device):
+    """The entries are read back (a deferred download, waited for) before the launches,
+    one per entry, each with its kernel id; a count above the capacity fails."""
+    device = stand_in_device
+    indirect = device.create_indirect_dispatch_buffer(4)
+    out = device.create_buffer(4, np.uint32)
+    out.fill(0)
+    kernel(record_squares)(indirect, np.uint32(4), dispatch_size=4)
+    kernel(add_dispatch_sizes)(out, dispatch_size=indirect)
+    assert out.numpy().tolist() == [1, 4, 9, 16]
+    kernel(record_squares)(indirect, np.uint32(5), dispatch_size=4)
+    kernel(add_dispatch_sizes)(out, dispatch_size=indirect)
+    with pytest.raises(CommandFailedError, match="dispatch count is 5, more than the 4"):
+        device.synchronize()
 
 
 @needs_compilers
@@ -646,6 +685,8 @@ def _run_on_backend(backend, executable, case, seed):
     given = iter(a for a in arguments if getattr(a, "__lnb_buffer__", False))
     fakes = [next(given) if p.capture is None else p.capture for p in executable.buffer_parameters]
     scalars = [a for a in arguments if not getattr(a, "__lnb_buffer__", False)]
+    if executable.kernel_id_position is not None:
+        scalars.append(0)  # a direct dispatch's kernel id
     scalars += [
         fakes[p.count_of].array.size for p in executable.scalar_parameters if p.count_of is not None
     ]

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.kernels import Executable, KernelDefinition, argument_type
+from luisa_nb.kernels.indirect import word_count
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("LUISA_NB_UPDATE_GOLDEN") == "1"
@@ -28,6 +29,16 @@ class FakeBuffer:
         return f"FakeBuffer({self.array.dtype}, {self.array.size})"
 
 
+class FakeIndirect(FakeBuffer):
+    """An indirect dispatch buffer by duck typing: the uint32 words of ``capacity`` entries
+    (``kernels/indirect.py``)."""
+
+    __lnb_indirect__ = True
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(np.zeros(word_count(capacity), np.uint32))
+
+
 def dims_of(size: int | tuple[int, ...]) -> tuple[int, int, int]:
     size = size if isinstance(size, tuple) else (size,)
     return (*size, 1, 1)[:3]
@@ -41,7 +52,8 @@ def run(
     cancel: Any = None,
 ) -> Executable:
     """Launch like the runtime: argument buffers, then captured ones; scalars in order,
-    then the element count of each buffer for checked C kernels."""
+    the kernel id 0 of a direct dispatch if the kernel reads it, then the element count of
+    each buffer for checked C kernels."""
     executable = definition.executable(tuple(argument_type(a) for a in arguments), checks)
     buffer_arguments = iter(a for a in arguments if isinstance(a, FakeBuffer))
     buffers = [
@@ -49,6 +61,8 @@ def run(
         for p in executable.buffer_parameters
     ]
     scalars = [a for a in arguments if not isinstance(a, FakeBuffer)]
+    if executable.kernel_id_position is not None:
+        scalars.append(0)
     scalars += [
         buffers[p.count_of].array.size
         for p in executable.scalar_parameters

@@ -28,6 +28,7 @@ from luisa_nb.kernels import (
     fmod,
     isinf,
     isnan,
+    kernel_id,
     pow,
 )
 from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
@@ -55,7 +56,7 @@ from . import (
     sample_kernels,
     vector_kernels,
 )
-from .helpers import FakeBuffer, load_function, run
+from .helpers import FakeBuffer, FakeIndirect, load_function, run
 from .test_kernel_callables import buffers_in_callables, fractal, several_returns
 from .test_kernel_images import FakeImage
 from .test_kernel_structs import Outer, Pair, struct_arguments, structs_kernel
@@ -196,6 +197,16 @@ def volume_slot(heap, out):
     out.write(i, texel.x + sample.y * 2.0 + float(size.z))
 
 
+def record_dispatches(indirect, out):
+    """Entries of an indirect dispatch buffer (entry i: i + 1 threads, kernel id 7 + i),
+    the count, and ``kernel_id()`` (0 in a direct dispatch)."""
+    i = dispatch_id().x
+    indirect.set_kernel(i, uint3(256, 1, 1), uint3(i + 1, 1, 2), i + 7)
+    if i == 0:
+        indirect.set_dispatch_count(5)
+    out.write(i, kernel_id() + uint(i))
+
+
 def _volume(rng: np.random.Generator, width: int, height: int, depth: int) -> FakeImage:
     image = FakeImage(width, height * depth, 4, "float", np.float32)
     image.height, image.depth = height, depth
@@ -331,6 +342,8 @@ CASES = [
         FakeBuffer(np.zeros(16, F32))]),
     Case("volume_slot", volume_slot, 12, lambda r: [
         FakeHeap([(1, _volume(r, 3, 2, 2))]), FakeBuffer(np.zeros(12, F32))]),
+    Case("indirect_entries", record_dispatches, 5, lambda r: [
+        FakeIndirect(5), FakeBuffer(np.zeros(5, np.uint32))]),
     Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
         F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],
         checks="nan"),

@@ -10,6 +10,7 @@ LUISA_NB_LUISA_PROGRAMS to a folder holding them, made from a LuisaCompute check
     git show HEAD:src/tests/python/test-game-of-life.py > DIR/test-game-of-life.py
     git show HEAD:src/tests/python/test-raymarch.py > DIR/test-raymarch.py
     git show HEAD:src/tests/python/test-mpm.py > DIR/test-mpm.py
+    git show HEAD:src/tests/python/test-indirect.py > DIR/test-indirect.py
 
 Each test skips, saying so, when its program is not there.
 """
@@ -168,3 +169,23 @@ def test_mpm_falls_freely(tmp_path, monkeypatch):
     np.testing.assert_allclose(velocity.mean(axis=0), [0, -9.8 * elapsed, 0], atol=1e-5)
     assert position.min() > 0.19 and position.max() < 0.61
     np.testing.assert_allclose(volume, 1, atol=1e-4)
+
+
+def test_indirect_dispatch_runs_each_recorded_entry(tmp_path, monkeypatch, capsys):
+    """One kernel sets the count, one records 16 entries (entry i: i threads of kernel id
+    i, blocks of 64), and the dispatch with the buffer as its size adds each entry's
+    dispatch size at its kernel id: element i is i * i. The program's commented-out
+    variant, from ``dispatch_buffer_offset=15``, runs entry 15 only."""
+    path = program("test-indirect.py", tmp_path)
+    squares = " ".join(str(i * i) for i in range(16))
+    run(path, monkeypatch)
+    output = capsys.readouterr().out
+    assert f"Result: {squares} " in output.splitlines()
+    assert f"Result should be: {squares}" in output.splitlines()
+    source = path.read_text()
+    call = "dispatch(buffer, dispatch_size=dispatch_buffer)\n"
+    offset = "dispatch(buffer, dispatch_size=dispatch_buffer, dispatch_buffer_offset=15)\n"
+    assert source.count(call) == 1
+    path.write_text(source.replace(call, offset))
+    run(path, monkeypatch)
+    assert f"Result: {'0 ' * 15}225 " in capsys.readouterr().out.splitlines()
