@@ -65,13 +65,14 @@ class Trace:
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
+        self.captures: dict[bytes, Capture] = {}
+        """Each capture made, by the binary XXH3-128 digest of its bytes."""
         self.recorder = TraceRecorder(self)
         self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
         self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])
         self._snapshot: (
             tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
         ) = None
-        self._captures: dict[bytes, Capture] = {}
         self._host_activity: tuple[list[RangeRecord], list[CompileRecord]] | None = None
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
@@ -87,7 +88,7 @@ class Trace:
         """
         nbytes = data.nbytes
         binary = xxh3_128_digest(data)
-        known = self._captures.get(binary)
+        known = self.captures.get(binary)
         if known is not None and known.nbytes == nbytes:
             return known
         digest = binary.hex()
@@ -101,7 +102,7 @@ class Trace:
                 if key not in self.blobs:
                     self.blobs[key] = kept.copy()
             captured = Capture(nbytes, key, digest)
-        self._captures[binary] = captured
+        self.captures[binary] = captured
         return captured
 
     def blob_snapshot(self) -> dict[str, np.ndarray]:
