@@ -179,16 +179,16 @@ NULL_RECORDER = Recorder()
 
 class RunLog(RunTimer):
     """What a traced run reports: the row of each step (in the order they ran), the time
-    before each step and after the last, the failure if one happened, and device spans."""
+    before each step and after the last, and, where they happened, the failure and the
+    device spans (kept only then: most runs make just ``rows`` and ``times``)."""
 
-    __slots__ = ("device_spans", "ended", "failure", "rows", "times")
+    __slots__ = ("__dict__", "rows", "times")
+    failure: tuple[int, Status, str, int] | None = None
+    device_spans: Sequence[tuple[int, Any]] = ()
 
     def __init__(self, rows: Sequence[int]) -> None:
         self.rows = rows
         self.times = array("q")
-        self.failure: tuple[int, Status, str, int] | None = None
-        self.device_spans: Sequence[tuple[int, Any]] = ()
-        self.ended = False
 
     def tick_at(self, time: int) -> None:
         self.times.append(time)
@@ -200,8 +200,8 @@ class RunLog(RunTimer):
         self.rows = self.rows[:count]
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
-        self.device_spans = spans or ()
-        self.ended = True
+        if spans:
+            self.device_spans = spans
 
 
 class TraceRecorder(Recorder):

@@ -138,7 +138,9 @@ class Trace:
         """Changes whenever the recorder has heard something since the last call."""
         log = self.recorder
         runs = log.runs
-        ticks = sum(len(run.times) + run.ended + (run.failure is not None) for run in runs)
+        ticks = sum(
+            len(run.times) + len(run.device_spans) + (run.failure is not None) for run in runs
+        )
         completed = sum(sync.completed is not None for sync in log.syncs)
         return (log.command_count, len(runs), ticks, len(log.host_accesses), len(log.syncs),
                 completed)  # fmt: skip
