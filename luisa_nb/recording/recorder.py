@@ -61,7 +61,7 @@ SUBMISSION_ROW = (
     "enqueued",
     "described",
 )
-"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per submission, in order:
+"""The fields of a logged submission (:meth:`TraceRecorder.logged_submissions`), in order:
 the first four hold one value for the submission, the others a list with one item per
 command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
@@ -73,16 +73,6 @@ PER_COMMAND = ("seq", "id", "enqueued", "described")
 DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
 SEQ_AT = SUBMISSION_ROW.index("seq")
-
-
-def listed(entry: tuple) -> tuple:
-    """A logged submission in the :data:`SUBMISSION_ROW` form. A submission of one command
-    is logged with that command's seq, id, enqueue time and trace fields in place of the
-    lists (fewer objects to make, and for the garbage collector to walk); this puts each
-    in a one-item tuple."""
-    if type(entry[SEQ_AT]) is not int:
-        return entry
-    return (*entry[:4], (entry[4],), (entry[5],), (entry[6],), (entry[7],))
 
 
 UNNAMED_LIMIT = 8
@@ -205,7 +195,14 @@ class RunLog(RunTimer):
 
 
 class TraceRecorder(Recorder):
-    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`."""
+    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`.
+
+    What a loop of commands leaves in the logs is mostly tuples of numbers and strings,
+    which the garbage collector stops tracking after their first collection: a submission
+    of one command names its trace fields by their position in :attr:`described`, a host
+    access its bytes by digest. Objects it keeps tracking would make every full collection
+    of the user's program walk the whole trace (it cost more than the recording itself).
+    """
 
     recording = True
 
@@ -214,9 +211,12 @@ class TraceRecorder(Recorder):
         self.submissions: list[tuple] = []
         self.command_count = 0
         self.runs: list[RunLog] = []
-        self.host_accesses: list[tuple[int, int, int, int, Capture]] = []
-        """``(row, HOST_READ or HOST_WRITE, byte offset, time, capture)`` per host access;
-        the capture holds the number of bytes."""
+        self.described: list[TraceFields] = []
+        """The distinct trace fields of the commands submitted one per submission."""
+        self.host_accesses: list[tuple[int, int, int, int, bytes]] = []
+        """``(row, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host access;
+        the binary digest keys the capture of the bytes (which holds their number) in
+        :attr:`Trace.captures <luisa_nb.recording.trace.Trace.captures>`."""
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
@@ -227,6 +227,7 @@ class TraceRecorder(Recorder):
         self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
+        self._described_at: dict[int, int] = {}
         self._capture = trace.capture
         self._captured = trace.captures
         self._log_access = self.host_accesses.append
@@ -236,9 +237,7 @@ class TraceRecorder(Recorder):
         if known is None or known[0]() is not host:
             self._note_array(host)
         captured = self._captured.get(xxh3_128_digest(data))
-        if captured is None or captured.nbytes != data.nbytes:
-            captured = self._capture(data)
-        return captured
+        return self._capture(data) if captured is None else captured
 
     def download_enqueued(self, host: np.ndarray) -> None:
         self._note_array(host)
@@ -299,27 +298,41 @@ class TraceRecorder(Recorder):
                     self._first_use(view.buffer, stream.device)
             row = command.row = self.command_count
             fields = command.trace_fields()
-            host = fields[HOST_FIELD]
-            if host is not None and id(host) not in self._hosts:
-                self._name_host(host, command.host)
+            described = self._described_at.get(id(fields))
+            if described is None:
+                described = self._describe(fields, command)
             self.command_count = row + 1
             seq = self._last_seq[stream_id] = next(_sequence)
             submission = next(_submissions)
-            command_id = command.id
+            command_id, enqueued = command.id, command.enqueued
             self.submissions.append(
-                (
-                    stream_id,
-                    submission,
-                    submitted,
-                    policy,
-                    seq,
-                    command_id,
-                    command.enqueued,
-                    fields,
-                )
+                (stream_id, submission, submitted, policy, seq, command_id, enqueued, described)
             )
         finally:
             lock.release()
+
+    def _describe(self, fields: TraceFields, command: Any) -> int:
+        """Keep trace fields not logged before (a command's first, or new ones: a loop's
+        commands of one kind mostly share theirs); returns their position."""
+        host = fields[HOST_FIELD]
+        if host is not None and id(host) not in self._hosts:
+            self._name_host(host, command.host)
+        position = self._described_at[id(fields)] = len(self.described)
+        self.described.append(fields)
+        return position
+
+    def logged_submissions(self) -> list[tuple]:
+        """The submissions logged so far, each in the :data:`SUBMISSION_ROW` form. A
+        submission of one command is logged with its seq, id, enqueue time and the
+        position of its trace fields in place of the lists; this puts each in a list."""
+        entries = self.submissions[:]
+        described = self.described  # holds every position that `entries` names
+        return [
+            entry
+            if type(entry[SEQ_AT]) is not int
+            else (*entry[:4], [entry[4]], [entry[5]], [entry[6]], [described[entry[7]]])
+            for entry in entries
+        ]
 
     def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
         """:meth:`submitted` for a list of any length but one."""
@@ -385,22 +398,22 @@ class TraceRecorder(Recorder):
         self.runs.append(log)
         return log
 
-    # The hooks below look bytes seen before up by digest themselves (what Trace.capture
-    # does first), one Python call fewer per transfer.
+    # The hooks below capture only bytes not seen before (Trace.capture looks the digest
+    # up first too; this saves a Python call per transfer).
 
     def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        captured = self._captured.get(xxh3_128_digest(data))
-        if captured is None or captured.nbytes != data.nbytes:
-            captured = self._capture(data)
-        self._log_access((row, HOST_READ, offset, time, captured))
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data)
+        self._log_access((row, HOST_READ, offset, time, digest))
 
     def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        captured = self._captured.get(xxh3_128_digest(data))
-        if captured is None or captured.nbytes != data.nbytes:
-            captured = self._capture(data)
-        self._log_access((row, HOST_WRITE, 0, time, captured))
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data)
+        self._log_access((row, HOST_WRITE, 0, time, digest))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int

@@ -15,7 +15,7 @@ from xxhash import xxh3_128_digest
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder, listed
+from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -89,7 +89,7 @@ class Trace:
         nbytes = data.nbytes
         binary = xxh3_128_digest(data)
         known = self.captures.get(binary)
-        if known is not None and known.nbytes == nbytes:
+        if known is not None:
             return known
         digest = binary.hex()
         head = nbytes if self._head is None else min(self._head, nbytes)
@@ -249,7 +249,7 @@ class Trace:
         if self._loaded is None and not any(self._added):
             hosts = [
                 fields[HOST_FIELD]
-                for entry in map(listed, self.recorder.submissions[:])
+                for entry in self.recorder.logged_submissions()
                 for fields in entry[DESCRIBED_AT]
             ]
         else:
