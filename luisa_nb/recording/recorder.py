@@ -212,7 +212,8 @@ class TraceRecorder(Recorder):
         self.command_count = 0
         self.runs: list[RunLog] = []
         self.described: list[TraceFields] = []
-        """The distinct trace fields of the commands submitted one per submission."""
+        """The distinct trace fields of the commands logged (see :meth:`_describe`); a
+        submission of one command names its fields by their position here."""
         self.host_accesses: list[tuple[int, int, int, int, bytes]] = []
         """``(row, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host access;
         the binary digest keys the capture of the bytes (which holds their number) in
@@ -284,7 +285,6 @@ class TraceRecorder(Recorder):
         # The common case, written out: one command, logged as one tuple (see `listed`).
         # The lock is taken without `with`, which costs two bound methods more.
         (command,) = commands
-        buffers = self.trace.buffers
         stream_id = stream.id
         lock = self._lock
         lock.acquire()
@@ -293,14 +293,11 @@ class TraceRecorder(Recorder):
             policy = self._policies.get(stream_id)
             if policy is None:
                 policy = self._first_submission_of(stream)
-            for view in command.views:
-                if view.buffer.id not in buffers:
-                    self._first_use(view.buffer, stream.device)
             row = command.row = self.command_count
             fields = command.trace_fields()
             described = self._described_at.get(id(fields))
             if described is None:
-                described = self._describe(fields, command)
+                described = self._describe(fields, command, stream.device)
             self.command_count = row + 1
             seq = self._last_seq[stream_id] = next(_sequence)
             submission = next(_submissions)
@@ -311,9 +308,16 @@ class TraceRecorder(Recorder):
         finally:
             lock.release()
 
-    def _describe(self, fields: TraceFields, command: Any) -> int:
-        """Keep trace fields not logged before (a command's first, or new ones: a loop's
-        commands of one kind mostly share theirs); returns their position."""
+    def _describe(self, fields: TraceFields, command: Any, device: Any) -> int:
+        """Keep the trace fields of ``command`` (on ``device``), not logged before, and note
+        its buffers and host array; returns their position. Commands with the same fields
+        touch the same buffers and host array: a loop's commands mostly share theirs (a
+        kernel's dispatches on the same arguments, the uploads of one array into one view),
+        so this runs once for them."""
+        buffers = self.trace.buffers
+        for view in command.views:
+            if view.buffer.id not in buffers:
+                self._first_use(view.buffer, device)
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
             self._name_host(host, command.host)
@@ -336,7 +340,6 @@ class TraceRecorder(Recorder):
 
     def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
         """:meth:`submitted` for a list of any length but one."""
-        buffers = self.trace.buffers
         stream_id = stream.id
         with self._lock:
             submitted = now()
@@ -346,21 +349,13 @@ class TraceRecorder(Recorder):
                 policy = self._first_submission_of(stream)
             if not commands:
                 return
-            hosts = self._hosts
+            described_at = self._described_at
             described = []
-            noted_views = None
             for row, command in enumerate(commands, self.command_count):
-                views = command.views
-                if views is not noted_views:  # commands of one kernel share their views
-                    noted_views = views
-                    for view in views:
-                        if view.buffer.id not in buffers:
-                            self._first_use(view.buffer, stream.device)
                 command.row = row
                 fields = command.trace_fields()
-                host = fields[HOST_FIELD]
-                if host is not None and id(host) not in hosts:
-                    self._name_host(host, command.host)
+                if id(fields) not in described_at:
+                    self._describe(fields, command, stream.device)
                 described.append(fields)
             seqs = list(itertools.islice(_sequence, len(described)))
             ids = [command.id for command in commands]
