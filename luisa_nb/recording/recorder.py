@@ -72,6 +72,7 @@ PER_COMMAND = ("seq", "id", "enqueued", "described")
 """The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
 DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
+CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
 SEQ_AT = SUBMISSION_ROW.index("seq")
 
 

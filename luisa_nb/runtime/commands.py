@@ -16,7 +16,7 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import TraceFields, active_recorder
+from luisa_nb.recording.recorder import CAPTURE_FIELD, HOST_FIELD, TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
@@ -111,7 +111,7 @@ class UploadCommand(Command):
         host, capture = host_range(self.host), self.enqueue_capture
         target = self.target
         fields = target.upload_fields
-        if fields is None or fields[3] is not host or fields[4] is not capture:
+        if fields is None or fields[HOST_FIELD] is not host or fields[CAPTURE_FIELD] is not capture:
             ranges = target.device_ranges(_WRITE)
             fields = target.upload_fields = (_UPLOAD, "", ranges, host, capture)
         return fields
@@ -149,7 +149,7 @@ class DownloadCommand(Command):
         host = host_range(self.host)
         source = self.source
         fields = source.download_fields
-        if fields is None or fields[3] is not host:
+        if fields is None or fields[HOST_FIELD] is not host:
             ranges = source.device_ranges(_READ)
             fields = source.download_fields = (_DOWNLOAD, "", ranges, host, None)
         return fields
