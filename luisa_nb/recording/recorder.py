@@ -283,7 +283,8 @@ class TraceRecorder(Recorder):
         if len(commands) != 1:
             self._submitted_list(stream, commands)
             return
-        # The common case, written out: one command, logged as one tuple (see `listed`).
+        # The common case, written out: one command, logged as one tuple (see
+        # `logged_submissions`).
         # The lock is taken without `with`, which costs two bound methods more.
         (command,) = commands
         stream_id = stream.id
