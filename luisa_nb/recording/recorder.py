@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from xxhash import xxh3_128_digest
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
@@ -60,7 +61,7 @@ SUBMISSION_ROW = (
     "enqueued",
     "described",
 )
-"""The fields of the tuple :meth:`TraceRecorder.submitted` logs per submission, in order:
+"""The fields of a logged submission (:meth:`TraceRecorder.logged_submissions`), in order:
 the first four hold one value for the submission, the others a list with one item per
 command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
@@ -71,17 +72,8 @@ PER_COMMAND = ("seq", "id", "enqueued", "described")
 """The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
 DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
-FLAT_ROW_LENGTH = 7 + len(DESCRIBED)
-"""A submission of one command is logged flat, as one tuple: the first four fields of
-:data:`SUBMISSION_ROW`, the command's seq, id and enqueue time, then its trace fields
-(fewer objects for the garbage collector to walk); :func:`listed` expands it."""
-
-
-def listed(entry: tuple) -> tuple:
-    """A logged submission in the :data:`SUBMISSION_ROW` form, a flat one expanded."""
-    if len(entry) != FLAT_ROW_LENGTH:
-        return entry
-    return (*entry[:4], (entry[4],), (entry[5],), (entry[6],), (entry[7:],))
+CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
+SEQ_AT = SUBMISSION_ROW.index("seq")
 
 
 UNNAMED_LIMIT = 8
@@ -178,16 +170,16 @@ NULL_RECORDER = Recorder()
 
 class RunLog(RunTimer):
     """What a traced run reports: the row of each step (in the order they ran), the time
-    before each step and after the last, the failure if one happened, and device spans."""
+    before each step and after the last, and, where they happened, the failure and the
+    device spans (kept only then: most runs make just ``rows`` and ``times``)."""
 
-    __slots__ = ("device_spans", "ended", "failure", "rows", "times")
+    __slots__ = ("__dict__", "rows", "times")
+    failure: tuple[int, Status, str, int] | None = None
+    device_spans: Sequence[tuple[int, Any]] = ()
 
     def __init__(self, rows: Sequence[int]) -> None:
         self.rows = rows
         self.times = array("q")
-        self.failure: tuple[int, Status, str, int] | None = None
-        self.device_spans: Sequence[tuple[int, Any]] = ()
-        self.ended = False
 
     def tick_at(self, time: int) -> None:
         self.times.append(time)
@@ -199,12 +191,19 @@ class RunLog(RunTimer):
         self.rows = self.rows[:count]
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
-        self.device_spans = spans or ()
-        self.ended = True
+        if spans:
+            self.device_spans = spans
 
 
 class TraceRecorder(Recorder):
-    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`."""
+    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`.
+
+    What a loop of commands leaves in the logs is mostly tuples of numbers and strings,
+    which the garbage collector stops tracking after their first collection: a submission
+    of one command names its trace fields by their position in :attr:`described`, a host
+    access its bytes by digest. Objects it keeps tracking would make every full collection
+    of the user's program walk the whole trace (it cost more than the recording itself).
+    """
 
     recording = True
 
@@ -213,9 +212,13 @@ class TraceRecorder(Recorder):
         self.submissions: list[tuple] = []
         self.command_count = 0
         self.runs: list[RunLog] = []
-        self.host_accesses: list[tuple[int, int, int, int, Capture]] = []
-        """``(row, HOST_READ or HOST_WRITE, byte offset, time, capture)`` per host access;
-        the capture holds the number of bytes."""
+        self.described: list[TraceFields] = []
+        """The distinct trace fields of the commands logged (see :meth:`_describe`); a
+        submission of one command names its fields by their position here."""
+        self.host_accesses: list[tuple[int, int, int, int, bytes]] = []
+        """``(row, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host access;
+        the binary digest keys the capture of the bytes (which holds their number) in
+        :attr:`Trace.captures <luisa_nb.recording.trace.Trace.captures>`."""
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
@@ -226,14 +229,17 @@ class TraceRecorder(Recorder):
         self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
+        self._described_at: dict[int, int] = {}
         self._capture = trace.capture
+        self._captured = trace.captures
         self._log_access = self.host_accesses.append
 
     def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
         known = self._array_names.get(id(host))
         if known is None or known[0]() is not host:
             self._note_array(host)
-        return self._capture(data)
+        captured = self._captured.get(xxh3_128_digest(data))
+        return self._capture(data) if captured is None else captured
 
     def download_enqueued(self, host: np.ndarray) -> None:
         self._note_array(host)
@@ -277,10 +283,10 @@ class TraceRecorder(Recorder):
         if len(commands) != 1:
             self._submitted_list(stream, commands)
             return
-        # The common case, written out: one command, logged as one flat tuple. The lock is
-        # taken without `with`, which costs two bound methods more per submission.
+        # The common case, written out: one command, logged as one tuple (see
+        # `logged_submissions`).
+        # The lock is taken without `with`, which costs two bound methods more.
         (command,) = commands
-        buffers = self.trace.buffers
         stream_id = stream.id
         lock = self._lock
         lock.acquire()
@@ -289,25 +295,53 @@ class TraceRecorder(Recorder):
             policy = self._policies.get(stream_id)
             if policy is None:
                 policy = self._first_submission_of(stream)
-            for view in command.views:
-                if view.buffer.id not in buffers:
-                    self._first_use(view.buffer, stream.device)
             row = command.row = self.command_count
             fields = command.trace_fields()
-            host = fields[HOST_FIELD]
-            if host is not None and id(host) not in self._hosts:
-                self._name_host(host, command.host)
+            described = self._described_at.get(id(fields))
+            if described is None:
+                described = self._describe(fields, command, stream.device)
             self.command_count = row + 1
-            submission = next(_submissions)
             seq = self._last_seq[stream_id] = next(_sequence)
-            head = (stream_id, submission, submitted, policy, seq, command.id, command.enqueued)
-            self.submissions.append(head + fields)
+            submission = next(_submissions)
+            command_id, enqueued = command.id, command.enqueued
+            self.submissions.append(
+                (stream_id, submission, submitted, policy, seq, command_id, enqueued, described)
+            )
         finally:
             lock.release()
 
+    def _describe(self, fields: TraceFields, command: Any, device: Any) -> int:
+        """Keep the trace fields of ``command`` (on ``device``), not logged before, and note
+        its buffers and host array; returns their position. Commands with the same fields
+        touch the same buffers and host array: a loop's commands mostly share theirs (a
+        kernel's dispatches on the same arguments, the uploads of one array into one view),
+        so this runs once for them."""
+        buffers = self.trace.buffers
+        for view in command.views:
+            if view.buffer.id not in buffers:
+                self._first_use(view.buffer, device)
+        host = fields[HOST_FIELD]
+        if host is not None and id(host) not in self._hosts:
+            self._name_host(host, command.host)
+        position = self._described_at[id(fields)] = len(self.described)
+        self.described.append(fields)
+        return position
+
+    def logged_submissions(self) -> list[tuple]:
+        """The submissions logged so far, each in the :data:`SUBMISSION_ROW` form. A
+        submission of one command is logged with its seq, id, enqueue time and the
+        position of its trace fields in place of the lists; this puts each in a list."""
+        entries = self.submissions[:]
+        described = self.described  # holds every position that `entries` names
+        return [
+            entry
+            if type(entry[SEQ_AT]) is not int
+            else (*entry[:4], [entry[4]], [entry[5]], [entry[6]], [described[entry[7]]])
+            for entry in entries
+        ]
+
     def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
         """:meth:`submitted` for a list of any length but one."""
-        buffers = self.trace.buffers
         stream_id = stream.id
         with self._lock:
             submitted = now()
@@ -317,21 +351,13 @@ class TraceRecorder(Recorder):
                 policy = self._first_submission_of(stream)
             if not commands:
                 return
-            hosts = self._hosts
+            described_at = self._described_at
             described = []
-            noted_views = None
             for row, command in enumerate(commands, self.command_count):
-                views = command.views
-                if views is not noted_views:  # commands of one kernel share their views
-                    noted_views = views
-                    for view in views:
-                        if view.buffer.id not in buffers:
-                            self._first_use(view.buffer, stream.device)
                 command.row = row
                 fields = command.trace_fields()
-                host = fields[HOST_FIELD]
-                if host is not None and id(host) not in hosts:
-                    self._name_host(host, command.host)
+                if id(fields) not in described_at:
+                    self._describe(fields, command, stream.device)
                 described.append(fields)
             seqs = list(itertools.islice(_sequence, len(described)))
             ids = [command.id for command in commands]
@@ -369,13 +395,22 @@ class TraceRecorder(Recorder):
         self.runs.append(log)
         return log
 
+    # The hooks below capture only bytes not seen before (Trace.capture looks the digest
+    # up first too; this saves a Python call per transfer).
+
     def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        self._log_access((row, HOST_READ, offset, time, self._capture(data)))
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data)
+        self._log_access((row, HOST_READ, offset, time, digest))
 
     def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
-        self._log_access((row, HOST_WRITE, 0, time, self._capture(data)))
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data)
+        self._log_access((row, HOST_WRITE, 0, time, digest))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int

@@ -16,13 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import (
-    DESCRIBED,
-    HOST_READ,
-    PER_COMMAND,
-    SUBMISSION_ROW,
-    listed,
-)
+from luisa_nb.recording.recorder import DESCRIBED, HOST_READ, PER_COMMAND, SUBMISSION_ROW
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -190,7 +184,7 @@ class CommandTable:
         # Runs and host accesses first: every row they name is then in the submissions.
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
-        logged = _commands_of([listed(entry) for entry in recorder.submissions[:]])
+        logged = _commands_of(recorder.logged_submissions())
         count = len(logged["id"])
         if not count:
             return cls.empty()
@@ -205,7 +199,9 @@ class CommandTable:
         host_write = [MISSING] * count
         data_captures: list[Capture | None] = [None] * count
         hosts = logged["host"]
-        pieces = _apply_host_accesses(accesses, hosts, host_read, host_write, data_captures)
+        pieces = _apply_host_accesses(
+            accesses, trace.captures, hosts, host_read, host_write, data_captures
+        )
         for row, read in pieces.items():
             data_captures[row] = trace.combine_captures([capture for *_, capture in read])
         numbers = {
@@ -297,17 +293,19 @@ def _apply_runs(
 
 
 def _apply_host_accesses(
-    accesses: Sequence[tuple[int, int, int, int, Capture]],
+    accesses: Sequence[tuple[int, int, int, int, bytes]],
+    captures: dict[bytes, Capture],
     hosts: Sequence[HostRange | None],
     host_read: list[int],
     host_write: list[int],
     data_captures: list[Capture | None],
 ) -> dict[int, list[tuple[int, int, int, Capture]]]:
-    """Host read and write times and the bytes moved; returns the pieces of uploads
-    read in several pieces, by row."""
+    """Host read and write times and the bytes moved (``captures`` by digest); returns the
+    pieces of uploads read in several pieces, by row."""
 
     pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
-    for row, kind, offset, time, capture in accesses:
+    for row, kind, offset, time, digest in accesses:
+        capture = captures[digest]
         if kind == HOST_READ:
             if host_read[row] == MISSING:
                 host_read[row] = time

@@ -15,7 +15,7 @@ from xxhash import xxh3_128_digest
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder, listed
+from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -65,13 +65,14 @@ class Trace:
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
+        self.captures: dict[bytes, Capture] = {}
+        """Each capture made, by the binary XXH3-128 digest of its bytes."""
         self.recorder = TraceRecorder(self)
         self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
         self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])
         self._snapshot: (
             tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
         ) = None
-        self._captures: dict[bytes, Capture] = {}
         self._host_activity: tuple[list[RangeRecord], list[CompileRecord]] | None = None
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
@@ -87,8 +88,8 @@ class Trace:
         """
         nbytes = data.nbytes
         binary = xxh3_128_digest(data)
-        known = self._captures.get(binary)
-        if known is not None and known.nbytes == nbytes:
+        known = self.captures.get(binary)
+        if known is not None:
             return known
         digest = binary.hex()
         head = nbytes if self._head is None else min(self._head, nbytes)
@@ -101,7 +102,7 @@ class Trace:
                 if key not in self.blobs:
                     self.blobs[key] = kept.copy()
             captured = Capture(nbytes, key, digest)
-        self._captures[binary] = captured
+        self.captures[binary] = captured
         return captured
 
     def blob_snapshot(self) -> dict[str, np.ndarray]:
@@ -137,7 +138,9 @@ class Trace:
         """Changes whenever the recorder has heard something since the last call."""
         log = self.recorder
         runs = log.runs
-        ticks = sum(len(run.times) + run.ended + (run.failure is not None) for run in runs)
+        ticks = sum(
+            len(run.times) + len(run.device_spans) + (run.failure is not None) for run in runs
+        )
         completed = sum(sync.completed is not None for sync in log.syncs)
         return (log.command_count, len(runs), ticks, len(log.host_accesses), len(log.syncs),
                 completed)  # fmt: skip
@@ -246,7 +249,7 @@ class Trace:
         if self._loaded is None and not any(self._added):
             hosts = [
                 fields[HOST_FIELD]
-                for entry in map(listed, self.recorder.submissions[:])
+                for entry in self.recorder.logged_submissions()
                 for fields in entry[DESCRIBED_AT]
             ]
         else:

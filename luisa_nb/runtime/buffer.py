@@ -21,6 +21,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     ViewRangeError,
 )
+from luisa_nb.recording.recorder import TraceFields
 from luisa_nb.recording.records import Access, DeviceRange
 from luisa_nb.runtime.commands import (
     Command,
@@ -60,7 +61,11 @@ class BufferView:
         itemsize = buffer.dtype.itemsize
         self.offset_bytes = start * itemsize
         self.nbytes = size * itemsize
-        self._device_ranges: dict[Access, tuple[DeviceRange]] = {}
+        self._device_ranges: dict[str, tuple[DeviceRange]] = {}
+        self.upload_fields: TraceFields | None = None
+        """The trace fields of the latest upload into this view (the uploads of a loop
+        that sends one array's unchanged bytes share them); likewise ``download_fields``."""
+        self.download_fields: TraceFields | None = None
         self._kernel_buffer: KernelBuffer | None = None
 
     # -- geometry --------------------------------------------------------------------
@@ -83,11 +88,12 @@ class BufferView:
         return memory
 
     def device_ranges(self, access: Access) -> tuple[DeviceRange]:
-        """This view as the device range of a trace record; made once per access."""
-        ranges = self._device_ranges.get(access)
+        """This view as the device range of a trace record; made once per access (kept by
+        the access's value: hashing an enum member is a Python call)."""
+        ranges = self._device_ranges.get(access._value_)
         if ranges is None:
             ranges = (DeviceRange(self.buffer.id, self.offset_bytes, self.nbytes, access),)
-            self._device_ranges[access] = ranges
+            self._device_ranges[access._value_] = ranges
         return ranges
 
     def view(self, start: int = 0, stop: int | None = None) -> BufferView:

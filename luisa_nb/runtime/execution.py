@@ -149,7 +149,7 @@ class Executor:
             with contextlib.suppress(Exception):
                 backend.flush()  # finish the deferred operations issued before the failure
             transfers.land_before(order, position)
-        if timed:
+        if spans:
             timer.spans(spans)
         return finished
 
