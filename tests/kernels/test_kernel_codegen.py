@@ -63,7 +63,11 @@ def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> st
 
 def test_simd_loops_build_at_o3_and_thread_by_thread_loops_at_o2() -> None:
     assert emitter_of("vecadd", VECADD).optimization == ("-O3",)
-    assert emitter_of("mandelbrot", MANDELBROT).optimization == ("-O2", "-fno-schedule-insns2")
+    assert emitter_of("mandelbrot", MANDELBROT).optimization == (
+        "-O2",
+        "-fno-schedule-insns2",
+        "-fno-expensive-optimizations",
+    )
 
 
 @pytest.mark.parametrize("golden", sorted(GOLDEN_KERNELS))

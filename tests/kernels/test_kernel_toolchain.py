@@ -112,6 +112,23 @@ def test_compiler_failure_reports_output_and_source(cache_dir, monkeypatch, tmp_
     assert not list(cache_dir.glob("*.so*"))
 
 
+def test_compiler_version_is_asked_once_per_installed_compiler(
+    cache_dir, monkeypatch, tmp_path
+) -> None:
+    fake = tmp_path / "fake-cc"
+    log = tmp_path / "asked.log"
+    fake.write_text(f'#!/bin/sh\necho asked >> "{log}"\necho "fake cc 1.0"\n')
+    fake.chmod(0o755)
+    for _ in range(2):  # two processes: the second reads the first one's answer
+        monkeypatch.setattr(toolchain, "_versions", {})
+        assert toolchain.compiler_version([str(fake)]) == "fake cc 1.0\n"
+    assert log.read_text().splitlines() == ["asked"]
+    fake.write_text(fake.read_text().replace("1.0", "12.0"))
+    monkeypatch.setattr(toolchain, "_versions", {})
+    assert toolchain.compiler_version([str(fake)]) == "fake cc 12.0\n"
+    assert log.read_text().splitlines() == ["asked", "asked"]
+
+
 def test_cc_may_carry_arguments(monkeypatch) -> None:
     monkeypatch.setenv("CC", "sh -c true")
     assert toolchain.find_compiler()[1:] == ["-c", "true"]
