@@ -89,17 +89,15 @@ class LaunchEmission:
 
     def tile_locals(self: CEmitter) -> list[str]:
         """Per streamed buffer: its tile, and whether this block streams it: when the
-        dispatch writes at least ``streaming_bytes`` of it (and, with checks, the buffer
-        holds the whole block)."""
+        dispatch writes at least ``streaming_bytes`` of it."""
         lines = []
         for index in self.streamed:
             tile = self.tile_name(index)
-            fits = f" && (uint64_t)end <= {self.count_name(index)}" if self.checks else ""
             element = self.type_name(self.kernel.buffers[index].element)
             lines += [
                 f"    _Alignas(64) {element} {tile}[{self.tile_threads}];",
                 f"    const int {self.streams_flag(index)} = "
-                f"(int64_t)size.x * (int64_t)sizeof {tile}[0] >= {self.streaming_bytes}{fits};",
+                f"(int64_t)size.x * (int64_t)sizeof {tile}[0] >= {self.streaming_bytes};",
             ]
         return lines
 
@@ -228,21 +226,22 @@ for (int32_t z = 0; z < size.z; ++z)
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "cancel"])
         if self.kernel.has_control_flow:
             return self.first_failure_loop(skip_writes=False)
-        run = "failed |=" if self.checks else "(void)"
-        simd_loop = f"""\
-#pragma omp simd{" reduction(|:failed)" if self.checks else ""}
+        if not self.checks:
+            simd_loop = f"""\
+#pragma omp simd
     for (int32_t x = start; x < end; ++x) {{
         const lnb_int3 id = {{x, y, z}};
-        {run} {self.entry_name}_run({arguments});
+        (void){self.entry_name}_run({arguments});
     }}"""
-        if self.streamed:
-            simd_loop = self.streamed_simd_loop(simd_loop)
-        if not self.checks:
-            return simd_loop
+            return self.streamed_simd_loop(simd_loop) if self.streamed else simd_loop
         rerun = self.first_failure_loop(skip_writes=True).replace("\n", "\n    ")
         return f"""\
     int32_t failed = LNB_OK;
-{simd_loop}
+#pragma omp simd reduction(|:failed)
+    for (int32_t x = start; x < end; ++x) {{
+        const lnb_int3 id = {{x, y, z}};
+        failed |= {self.entry_name}_run({arguments});
+    }}
     if (failed != LNB_OK) {{
     {rerun}
         const lnb_thread unexplained = {{.failed = LNB_INDEX_ERROR, .buffer = -1}};

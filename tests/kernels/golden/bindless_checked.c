@@ -245,52 +245,6 @@ static inline void lnb_bindless_gather_thread(lnb_int3 dispatch_id, lnb_int3 dis
     lnb_write_float32_int32(b_out, n_out, v_i, ((({ const int64_t lnb_slot1 = (int64_t)(0); const int32_t v_lnb_argument1 = v_i; float lnb_result1 = {0}; switch (lnb_slot1) { case 0: lnb_result1 = lnb_read_float32_int32(b_heap_0, n_heap_0, v_lnb_argument1, 146, 0, lnb_state); break; default: lnb_note(lnb_state, 0, LNB_INDEX_ERROR, 146, -3, 0, lnb_slot1, 0, 0.0); break; } lnb_result1; }) + v_texel.x) + ((float)({ const int64_t lnb_slot2 = (int64_t)(0); uint32_t lnb_result2 = {0}; switch (lnb_slot2) { case 0: lnb_result2 = 16u; break; default: lnb_note(lnb_state, 0, LNB_INDEX_ERROR, 146, -4, 0, lnb_slot2, 0, 0.0); break; } lnb_result2; }))), 146, 2, lnb_state);
 }
 
-/* The pointer through which threads writing buffer[x] write tile[x - first]: an integer
-   computation, as the pointer may lie outside the tile. */
-#define lnb_tile_origin(tile, first) \
-    ((void *)((intptr_t)(tile) - (intptr_t)(first) * (intptr_t)sizeof (tile)[0]))
-
-/* Copies a tile to memory with non-temporal stores of the widest vector the target has,
-   which do not read the target's cache lines first. They are ordered by lnb_stream_fence,
-   once per OpenMP thread. */
-#if defined(__AVX512F__)
-typedef long long lnb_stream_unit __attribute__((vector_size(64)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq512((to), (unit))
-#elif defined(__AVX__)
-typedef long long lnb_stream_unit __attribute__((vector_size(32)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq256((to), (unit))
-#else
-typedef long long lnb_stream_unit __attribute__((vector_size(16)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq((to), (unit))
-#endif
-#if defined(__clang__)
-#undef lnb_store_unit
-#define lnb_store_unit(to, unit) __builtin_nontemporal_store((unit), (to))
-#elif !defined(__x86_64__)
-#undef lnb_store_unit
-#define lnb_store_unit(to, unit) (*(to) = (unit))
-#endif
-
-static void lnb_stream_out(void *target, const void *tile, uint64_t nbytes) {
-    unsigned char *to = target;
-    const unsigned char *from = tile;
-    uint64_t done = (uint64_t)(-(intptr_t)to & (sizeof(lnb_stream_unit) - 1));
-    if (done > nbytes) done = nbytes;
-    if (done) memcpy(to, from, done);
-    for (; done + sizeof(lnb_stream_unit) <= nbytes; done += sizeof(lnb_stream_unit)) {
-        lnb_stream_unit unit;
-        memcpy(&unit, from + done, sizeof unit);
-        lnb_store_unit((lnb_stream_unit *)(to + done), unit);
-    }
-    if (done < nbytes) memcpy(to + done, from + done, nbytes - done);
-}
-
-static inline void lnb_stream_fence(void) {
-#if defined(__x86_64__)
-    __builtin_ia32_sfence();
-#endif
-}
-
 static inline int32_t lnb_bindless_gather_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, const float *b_heap_0, const uint8_t *b_heap_1, float *b_out, uint64_t n_heap_0, uint64_t n_heap_1, uint64_t n_out, const int32_t *cancel) {
     lnb_thread state = {.cancel = cancel};
     lnb_bindless_gather_thread(dispatch_id, dispatch_size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, &state);
@@ -308,18 +262,11 @@ static __attribute__((noinline)) void lnb_bindless_gather_block(const lnb_bindle
     const uint64_t n_heap_1 = (uint64_t)a->n_heap_1;
     const uint64_t n_out = (uint64_t)a->n_out;
     const int32_t *const cancel = launch->cancel;
-    _Alignas(64) float tile_out[128];
-    const int streams_out = (int64_t)size.x * (int64_t)sizeof tile_out[0] >= 8388608 && (uint64_t)end <= n_out;
     int32_t failed = LNB_OK;
-    for (int32_t part = start; part < end; part += 128) {
-        const int32_t part_end = end - part > 128 ? part + 128 : end;
-        if (streams_out) b_out = lnb_tile_origin(tile_out, part);
-    #pragma omp simd reduction(|:failed)
-        for (int32_t x = part; x < part_end; ++x) {
-            const lnb_int3 id = {x, y, z};
-            failed |= lnb_bindless_gather_run(id, size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, cancel);
-        }
-        if (streams_out) lnb_stream_out(a->b_out + part, tile_out, (uint64_t)(part_end - part) * sizeof tile_out[0]);
+#pragma omp simd reduction(|:failed)
+    for (int32_t x = start; x < end; ++x) {
+        const lnb_int3 id = {x, y, z};
+        failed |= lnb_bindless_gather_run(id, size, b_heap_0, b_heap_1, b_out, n_heap_0, n_heap_1, n_out, cancel);
     }
     if (failed != LNB_OK) {
         for (int32_t x = start; x < end; ++x) {
@@ -343,20 +290,15 @@ void lnb_bindless_gather_launch(const void *packed_arguments, lnb_launch *launch
     const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
     const int64_t blocks = ((int64_t)size.x + 2047) / 2048;
     if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
-#pragma omp parallel
-        {
-#pragma omp for collapse(3) schedule(dynamic, 8) nowait
+#pragma omp parallel for collapse(3) schedule(dynamic, 8)
         for (int32_t z = 0; z < size.z; ++z)
             for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
                     lnb_bindless_gather_block(&a, launch, size, z, y, block);
-        lnb_stream_fence();
-        }
     } else {
         for (int32_t z = 0; z < size.z; ++z)
             for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
                     lnb_bindless_gather_block(&a, launch, size, z, y, block);
-        lnb_stream_fence();
     }
 }

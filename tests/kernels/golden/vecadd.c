@@ -181,7 +181,7 @@ static __attribute__((noinline)) void lnb_vecadd_block(const lnb_vecadd_argument
     #pragma omp simd
         for (int32_t x = part; x < part_end; ++x) {
             const lnb_int3 id = {x, y, z};
-            (void) lnb_vecadd_run(id, size, b_buf_z, b_x, b_y, cancel);
+            (void)lnb_vecadd_run(id, size, b_buf_z, b_x, b_y, cancel);
         }
         if (streams_buf_z) lnb_stream_out(a->b_buf_z + part, tile_buf_z, (uint64_t)(part_end - part) * sizeof tile_buf_z[0]);
     }

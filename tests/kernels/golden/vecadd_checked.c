@@ -149,52 +149,6 @@ static inline void lnb_vecadd_thread(lnb_int3 dispatch_id, lnb_int3 dispatch_siz
     lnb_write_float32_int32(b_buf_z, n_buf_z, v_tid, (lnb_read_float32_int32(b_x, n_x, v_tid, 22, 1, lnb_state) + lnb_read_float32_int32(b_y, n_y, v_tid, 22, 2, lnb_state)), 22, 0, lnb_state);
 }
 
-/* The pointer through which threads writing buffer[x] write tile[x - first]: an integer
-   computation, as the pointer may lie outside the tile. */
-#define lnb_tile_origin(tile, first) \
-    ((void *)((intptr_t)(tile) - (intptr_t)(first) * (intptr_t)sizeof (tile)[0]))
-
-/* Copies a tile to memory with non-temporal stores of the widest vector the target has,
-   which do not read the target's cache lines first. They are ordered by lnb_stream_fence,
-   once per OpenMP thread. */
-#if defined(__AVX512F__)
-typedef long long lnb_stream_unit __attribute__((vector_size(64)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq512((to), (unit))
-#elif defined(__AVX__)
-typedef long long lnb_stream_unit __attribute__((vector_size(32)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq256((to), (unit))
-#else
-typedef long long lnb_stream_unit __attribute__((vector_size(16)));
-#define lnb_store_unit(to, unit) __builtin_ia32_movntdq((to), (unit))
-#endif
-#if defined(__clang__)
-#undef lnb_store_unit
-#define lnb_store_unit(to, unit) __builtin_nontemporal_store((unit), (to))
-#elif !defined(__x86_64__)
-#undef lnb_store_unit
-#define lnb_store_unit(to, unit) (*(to) = (unit))
-#endif
-
-static void lnb_stream_out(void *target, const void *tile, uint64_t nbytes) {
-    unsigned char *to = target;
-    const unsigned char *from = tile;
-    uint64_t done = (uint64_t)(-(intptr_t)to & (sizeof(lnb_stream_unit) - 1));
-    if (done > nbytes) done = nbytes;
-    if (done) memcpy(to, from, done);
-    for (; done + sizeof(lnb_stream_unit) <= nbytes; done += sizeof(lnb_stream_unit)) {
-        lnb_stream_unit unit;
-        memcpy(&unit, from + done, sizeof unit);
-        lnb_store_unit((lnb_stream_unit *)(to + done), unit);
-    }
-    if (done < nbytes) memcpy(to + done, from + done, nbytes - done);
-}
-
-static inline void lnb_stream_fence(void) {
-#if defined(__x86_64__)
-    __builtin_ia32_sfence();
-#endif
-}
-
 static inline int32_t lnb_vecadd_run(lnb_int3 dispatch_id, lnb_int3 dispatch_size, float *b_buf_z, const float *b_x, const float *b_y, uint64_t n_buf_z, uint64_t n_x, uint64_t n_y, const int32_t *cancel) {
     lnb_thread state = {.cancel = cancel};
     lnb_vecadd_thread(dispatch_id, dispatch_size, b_buf_z, b_x, b_y, n_buf_z, n_x, n_y, &state);
@@ -212,18 +166,11 @@ static __attribute__((noinline)) void lnb_vecadd_block(const lnb_vecadd_argument
     const uint64_t n_x = (uint64_t)a->n_x;
     const uint64_t n_y = (uint64_t)a->n_y;
     const int32_t *const cancel = launch->cancel;
-    _Alignas(64) float tile_buf_z[128];
-    const int streams_buf_z = (int64_t)size.x * (int64_t)sizeof tile_buf_z[0] >= 8388608 && (uint64_t)end <= n_buf_z;
     int32_t failed = LNB_OK;
-    for (int32_t part = start; part < end; part += 128) {
-        const int32_t part_end = end - part > 128 ? part + 128 : end;
-        if (streams_buf_z) b_buf_z = lnb_tile_origin(tile_buf_z, part);
-    #pragma omp simd reduction(|:failed)
-        for (int32_t x = part; x < part_end; ++x) {
-            const lnb_int3 id = {x, y, z};
-            failed |= lnb_vecadd_run(id, size, b_buf_z, b_x, b_y, n_buf_z, n_x, n_y, cancel);
-        }
-        if (streams_buf_z) lnb_stream_out(a->b_buf_z + part, tile_buf_z, (uint64_t)(part_end - part) * sizeof tile_buf_z[0]);
+#pragma omp simd reduction(|:failed)
+    for (int32_t x = start; x < end; ++x) {
+        const lnb_int3 id = {x, y, z};
+        failed |= lnb_vecadd_run(id, size, b_buf_z, b_x, b_y, n_buf_z, n_x, n_y, cancel);
     }
     if (failed != LNB_OK) {
         for (int32_t x = start; x < end; ++x) {
@@ -247,20 +194,15 @@ void lnb_vecadd_launch(const void *packed_arguments, lnb_launch *launch) {
     const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
     const int64_t blocks = ((int64_t)size.x + 2047) / 2048;
     if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
-#pragma omp parallel
-        {
-#pragma omp for collapse(3) schedule(dynamic, 8) nowait
+#pragma omp parallel for collapse(3) schedule(dynamic, 8)
         for (int32_t z = 0; z < size.z; ++z)
             for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
                     lnb_vecadd_block(&a, launch, size, z, y, block);
-        lnb_stream_fence();
-        }
     } else {
         for (int32_t z = 0; z < size.z; ++z)
             for (int32_t y = 0; y < size.y; ++y)
                 for (int64_t block = 0; block < blocks; ++block)
                     lnb_vecadd_block(&a, launch, size, z, y, block);
-        lnb_stream_fence();
     }
 }
