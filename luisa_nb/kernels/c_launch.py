@@ -10,6 +10,7 @@ out with non-temporal stores.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from luisa_nb.kernels.streaming import streamed_buffers
@@ -126,7 +127,7 @@ class LaunchEmission:
     {loop.replace(chr(10), chr(10) + "    ")}{store}
     }}"""
 
-    @property
+    @cached_property
     def streamed(self: CEmitter) -> tuple[int, ...]:
         """The buffers blocks write through tiles (see ``kernels/streaming.py``)."""
         return streamed_buffers(self.kernel, self.checks)
