@@ -238,8 +238,9 @@ class TraceRecorder(Recorder):
         known = self._array_names.get(id(host))
         if known is None or known[0]() is not host:
             self._note_array(host)
-        captured = self._captured.get(xxh3_128_digest(data))
-        return self._capture(data) if captured is None else captured
+        digest = xxh3_128_digest(data)
+        captured = self._captured.get(digest)
+        return self._capture(data, digest) if captured is None else captured
 
     def download_enqueued(self, host: np.ndarray) -> None:
         self._note_array(host)
@@ -395,21 +396,21 @@ class TraceRecorder(Recorder):
         self.runs.append(log)
         return log
 
-    # The hooks below capture only bytes not seen before (Trace.capture looks the digest
-    # up first too; this saves a Python call per transfer).
+    # The hooks below digest the bytes once and capture only bytes not seen before (a
+    # lookup here saves a Python call per transfer of bytes seen before).
 
     def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
         digest = xxh3_128_digest(data)
         if digest not in self._captured:
-            self._capture(data)
+            self._capture(data, digest)
         self._log_access((row, HOST_READ, offset, time, digest))
 
     def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
         digest = xxh3_128_digest(data)
         if digest not in self._captured:
-            self._capture(data)
+            self._capture(data, digest)
         self._log_access((row, HOST_WRITE, 0, time, digest))
 
     def sync_issued(

@@ -79,15 +79,17 @@ class Trace:
 
     # -- recording (called by the recorder) ------------------------------------------
 
-    def capture(self, data: np.ndarray) -> Capture:
-        """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy.
+    def capture(self, data: np.ndarray, binary: bytes | None = None) -> Capture:
+        """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy;
+        ``binary``: its XXH3-128 digest, if the caller has it already.
 
         Every byte is hashed; the head is copied into :attr:`blobs` unless a blob with the
         same bytes is there already. Bytes seen before are looked up by their binary
         digest, so their capture costs no hex digest and no new object.
         """
         nbytes = data.nbytes
-        binary = xxh3_128_digest(data)
+        if binary is None:
+            binary = xxh3_128_digest(data)
         known = self.captures.get(binary)
         if known is not None:
             return known

@@ -61,6 +61,13 @@ def _kernel_type_of(dtype: np.dtype) -> bool:
     return True
 
 
+def buffer_name(name: Any) -> str | None:
+    """``name`` as a buffer's name: a str, or None for none."""
+    if name is not None and not isinstance(name, str):
+        raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
+    return name
+
+
 def buffer_size(size: Any) -> int:
     """``size`` as an element count; only positive integers are accepted."""
     if not isinstance(size, (int, np.integer)) or isinstance(size, bool) or size <= 0:
@@ -119,8 +126,7 @@ class Device:
     ) -> Buffer:
         """A buffer of ``size`` elements of ``dtype`` (contents undefined until written)."""
         size = buffer_size(size)
-        if name is not None and not isinstance(name, str):
-            raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
+        name = buffer_name(name)
         resolved = buffer_dtype(dtype)
         self.check_open()
         return Buffer(self, size, resolved, name)
@@ -149,8 +155,7 @@ class Device:
         """Room for ``capacity`` dispatches that kernels record with ``set_kernel`` and
         ``set_dispatch_count``; a kernel dispatched with it as its size runs them. Its
         contents are undefined until written (``clear()`` zeroes them)."""
-        if name is not None and not isinstance(name, str):
-            raise InvalidArgumentError(f"a buffer name must be a str, got {name!r}")
+        name = buffer_name(name)
         self.check_open()
         return IndirectDispatchBuffer(self, capacity, name)
 

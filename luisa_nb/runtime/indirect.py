@@ -93,6 +93,11 @@ class IndirectDispatchBuffer:
         words = self.memory.numpy(stream=stream)
         return int(words[COUNT_WORD]), words[HEADER_WORDS:].view(ENTRY_DTYPE)
 
+    def views(self) -> tuple[Buffer]:
+        """What a kernel taking this buffer reads and writes (as a bindless array's
+        ``views()``): its memory."""
+        return (self.memory,)
+
     def check_alive(self) -> None:
         self.memory.check_alive()
 

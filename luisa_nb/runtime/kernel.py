@@ -75,8 +75,9 @@ class _DispatchPlan:
     """What a dispatch with one argument signature and checks setting needs, worked out
     once: the executable, which arguments are buffers and scalars, the captured buffers,
     and which buffers' element counts follow the scalars (checked C kernels). When every
-    argument is a buffer and nothing is captured, the views are the arguments tuple. An
-    indirect dispatch buffer, as an argument or captured, is its memory's view."""
+    argument is a buffer and nothing is captured, the views are the arguments tuple. A
+    bindless array or an indirect dispatch buffer stands for its ``views()``; a captured
+    indirect dispatch buffer for its memory."""
 
     __slots__ = (
         "accesses",
@@ -84,8 +85,7 @@ class _DispatchPlan:
         "captures",
         "count_positions",
         "executable",
-        "heap_positions",
-        "indirect_positions",
+        "holder_positions",
         "scalar_positions",
         "state",
         "takes_kernel_id",
@@ -95,12 +95,11 @@ class _DispatchPlan:
     def __init__(self, executable: Any, args: Sequence[Any], state: tuple[Any, ...]) -> None:
         self.executable = executable
         self.state = state
-        self.heap_positions = frozenset(i for i, a in enumerate(args) if is_bindless_like(a))
-        self.indirect_positions = frozenset(i for i, a in enumerate(args) if is_indirect_like(a))
+        self.holder_positions = frozenset(
+            i for i, a in enumerate(args) if is_bindless_like(a) or is_indirect_like(a)
+        )
         self.buffer_positions = tuple(
-            i
-            for i, a in enumerate(args)
-            if isinstance(a, BufferView) or i in self.heap_positions or i in self.indirect_positions
+            i for i, a in enumerate(args) if isinstance(a, BufferView) or i in self.holder_positions
         )
         self.scalar_positions = tuple(i for i in range(len(args)) if i not in self.buffer_positions)
         self.captures = tuple(
@@ -114,10 +113,7 @@ class _DispatchPlan:
             p.count_of for p in executable.scalar_parameters if p.count_of is not None
         )
         self.views_are_arguments = (
-            not self.scalar_positions
-            and not self.captures
-            and not self.heap_positions
-            and not self.indirect_positions
+            not self.scalar_positions and not self.captures and not self.holder_positions
         )
 
     def views(self, args: tuple[Any, ...]) -> tuple[BufferView, ...]:
@@ -127,10 +123,8 @@ class _DispatchPlan:
             return args
         views: list[BufferView] = []
         for i in self.buffer_positions:
-            if i in self.heap_positions:
+            if i in self.holder_positions:
                 views.extend(args[i].views())
-            elif i in self.indirect_positions:
-                views.append(args[i].memory)
             else:
                 views.append(args[i])
         return (*views, *self.captures)
@@ -360,7 +354,7 @@ class Kernel:
                     f"dispatch runs on one device"
                 )
         scalars = plan.scalars(args, views)
-        if plan.scalar_positions or plan.heap_positions or plan.indirect_positions or not args:
+        if plan.scalar_positions or plan.holder_positions or not args:
             executable, accesses = plan.executable, plan.accesses
             return DispatchArguments(device, executable, views, buffers, accesses, scalars)
         arguments = DispatchArguments(
