@@ -31,6 +31,7 @@ from luisa_nb.kernels.indirect import (
     word_count,
 )
 from luisa_nb.kernels.type_system import INT32_RANGE
+from luisa_nb.kernels.typer import MAX_BLOCK_THREADS
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import TraceFields
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from luisa_nb.runtime.staging import Transfers
     from luisa_nb.runtime.stream import Stream
 
-MAX_BLOCK_THREADS = 1024  # as set_block_size allows
 ENTRY_DTYPE = np.dtype(
     [
         ("block_size", np.uint32, 3),
