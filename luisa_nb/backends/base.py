@@ -14,6 +14,12 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+SMALL_COPY_BYTES = 64 * 1024
+"""Host copies up to this size are made with the GIL held. numpy lets other threads run
+during any copy of more than a few hundred bytes, and handing the GIL to another thread
+and back costs more than copying a few KiB (it doubled the time of a loop of 4 KiB
+``copy_from`` calls); a larger copy lets the other thread run meanwhile."""
+
 
 class Allocation(ABC):
     """Device memory of one buffer; released when garbage-collected."""

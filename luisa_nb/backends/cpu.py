@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.backends.base import SMALL_COPY_BYTES, Allocation, Backend, KernelBuffer
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
 
@@ -17,14 +17,16 @@ ALIGNMENT = 64
 
 
 class CpuAllocation(Allocation):
-    """``nbytes`` bytes of a numpy array aligned to a cache line."""
+    """``nbytes`` bytes of a numpy array aligned to a cache line; ``bytes`` is a
+    memoryview of them (a copy through it holds the GIL)."""
 
-    __slots__ = ("address", "data", "nbytes")
+    __slots__ = ("address", "bytes", "data", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
         raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
         start = -raw.ctypes.data % ALIGNMENT
         self.data = raw[start : start + nbytes]
+        self.bytes = memoryview(self.data)
         self.address = raw.ctypes.data + start
         self.nbytes = nbytes
 
@@ -47,10 +49,18 @@ class CpuBackend(Backend):
         return CpuAllocation(nbytes)
 
     def upload(self, allocation: CpuAllocation, offset: int, data: np.ndarray) -> None:
-        allocation.data[offset : offset + data.nbytes] = data
+        nbytes = data.nbytes
+        if nbytes <= SMALL_COPY_BYTES:
+            allocation.bytes[offset : offset + nbytes] = data
+        else:
+            allocation.data[offset : offset + nbytes] = data
 
     def download(self, allocation: CpuAllocation, offset: int, out: np.ndarray) -> None:
-        out[...] = allocation.data[offset : offset + out.nbytes]
+        nbytes = out.nbytes
+        if nbytes <= SMALL_COPY_BYTES:
+            out.data[:] = allocation.bytes[offset : offset + nbytes]
+        else:
+            out[...] = allocation.data[offset : offset + nbytes]
 
     def copy(
         self,

@@ -95,7 +95,7 @@ class KernelDefinition:
         self.name: str = function.__name__
         self.parameter_names = [argument.arg for argument in self.kernel_source.tree.args.args]
         self._captures: CaptureResolver | None = None
-        self._captured_heaps: tuple[Any, ...] = ()  # bindless arrays typing resolved
+        self.captured_heaps: tuple[Any, ...] = ()  # bindless arrays typing resolved
         self._typed_kernels: dict[tuple[Any, ...], tuple[str, ir.KernelIR]] = {}
         self._executables: dict[tuple[Any, ...], Executable] = {}
         self._lock = threading.Lock()
@@ -117,9 +117,9 @@ class KernelDefinition:
     def capture_state(self) -> tuple[Any, ...]:
         """The versions of the bindless arrays the kernel captured so far: a kernel is
         typed again when one of them was updated since."""
-        if not self._captured_heaps:
+        if not self.captured_heaps:
             return ()
-        return tuple((id(heap), heap.version) for heap in self._captured_heaps)
+        return tuple((id(heap), heap.version) for heap in self.captured_heaps)
 
     def _checked_depth(self) -> int:
         depth, expression = deepest_expression(self.kernel_source.tree)
@@ -176,7 +176,7 @@ class KernelDefinition:
                 kernel = call_with_room(typer.run, self._expression_depth)
             except KernelCompileError as error:
                 raise _hide_compiler_frames(error) from None
-            self._captured_heaps = tuple(
+            self.captured_heaps = tuple(
                 value
                 for value in self.capture_resolver().captured().values()
                 if is_bindless_like(value)

@@ -46,24 +46,16 @@ if TYPE_CHECKING:
 Namer = Callable[["Trace", Mapping[str, object]], None]
 
 _sequence = itertools.count(1)
-_submissions = itertools.count(1)
 _namers: list[Namer] = []
 
 HOST_READ = 0
 HOST_WRITE = 1
-SUBMISSION_ROW = (
-    "stream",
-    "submission",
-    "submitted",
-    "staging",
-    "seq",
-    "id",
-    "enqueued",
-    "described",
-)
+SUBMISSION_ROW = ("stream", "submitted", "seq", "id", "enqueued", "described")
 """The fields of a logged submission (:meth:`TraceRecorder.logged_submissions`), in order:
-the first four hold one value for the submission, the others a list with one item per
-command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`)."""
+the first two hold one value for the submission, the others a list with one item per
+command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`).
+A submission is numbered by the seq of its first command, and its staging policy is its
+stream's (:meth:`TraceRecorder.staging_of`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
 """What a command says about itself in a trace (``trace_fields()``), in order."""
 TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None, Capture | None]
@@ -112,7 +104,7 @@ class Recorder:
 
     Hooks, in the order the runtime calls them: ``upload_enqueued`` and
     ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
-    submitted (it sets each command's ``row``); ``run_timer`` when a worker starts a run;
+    submitted; ``run_timer`` when a worker starts a run;
     ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
     ``sync_issued`` and ``sync_completed`` around sync points; ``range_opened`` and
     ``range_closed`` around a user range; ``compiled`` after a kernel was prepared.
@@ -134,12 +126,14 @@ class Recorder:
     def run_timer(self, steps: Sequence[Any]) -> RunTimer:
         return NULL_TIMER
 
-    def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
-        """Command ``row`` read ``data`` from its host memory at byte ``offset``, now or
-        ``at`` (a moment measured elsewhere)."""
+    def host_read(
+        self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
+    ) -> None:
+        """Command ``command_id`` read ``data`` from its host memory at byte ``offset``,
+        now or ``at`` (a moment measured elsewhere)."""
         return None
 
-    def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
+    def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
         return None
 
     def sync_issued(
@@ -169,16 +163,16 @@ NULL_RECORDER = Recorder()
 
 
 class RunLog(RunTimer):
-    """What a traced run reports: the row of each step (in the order they ran), the time
-    before each step and after the last, and, where they happened, the failure and the
-    device spans (kept only then: most runs make just ``rows`` and ``times``)."""
+    """What a traced run reports: the command id of each step (in the order they ran),
+    the time before each step and after the last, and, where they happened, the failure
+    and the device spans (kept only then: most runs make just ``ids`` and ``times``)."""
 
-    __slots__ = ("__dict__", "rows", "times")
+    __slots__ = ("__dict__", "ids", "times")
     failure: tuple[int, Status, str, int] | None = None
     device_spans: Sequence[tuple[int, Any]] = ()
 
-    def __init__(self, rows: Sequence[int]) -> None:
-        self.rows = rows
+    def __init__(self, ids: Sequence[int]) -> None:
+        self.ids = ids
         self.times = array("q")
 
     def tick_at(self, time: int) -> None:
@@ -188,7 +182,7 @@ class RunLog(RunTimer):
         self.failure = (position, status, error, now())
 
     def end_at(self, count: int) -> None:
-        self.rows = self.rows[:count]
+        self.ids = self.ids[:count]
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
         if spans:
@@ -210,21 +204,22 @@ class TraceRecorder(Recorder):
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.submissions: list[tuple] = []
-        self.command_count = 0
         self.runs: list[RunLog] = []
         self.described: list[TraceFields] = []
         """The distinct trace fields of the commands logged (see :meth:`_describe`); a
         submission of one command names its fields by their position here."""
         self.host_accesses: list[tuple[int, int, int, int, bytes]] = []
-        """``(row, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host access;
-        the binary digest keys the capture of the bytes (which holds their number) in
-        :attr:`Trace.captures <luisa_nb.recording.trace.Trace.captures>`."""
+        """``(command id, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host
+        access; the binary digest keys the capture of the bytes (which holds their number)
+        in :attr:`Trace.captures <luisa_nb.recording.trace.Trace.captures>`."""
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self._open_ranges = threading.local()
-        self._last_seq: dict[int, int] = {}
         self._policies: dict[int, str] = {}
+        self._last_submitted: dict[int | None, tuple[int, int | None]] = {}
+        self._last_placed: dict[int, int] = {}
+        """The seq of the last sync point placed on each stream (a signal, wait, callback)."""
         self._lock = threading.Lock()
         self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
@@ -285,28 +280,22 @@ class TraceRecorder(Recorder):
             self._submitted_list(stream, commands)
             return
         # The common case, written out: one command, logged as one tuple (see
-        # `logged_submissions`).
-        # The lock is taken without `with`, which costs two bound methods more.
+        # `logged_submissions`). The lock is taken without `with`, which costs two bound
+        # methods more.
         (command,) = commands
         stream_id = stream.id
         lock = self._lock
         lock.acquire()
         try:
             submitted = now()
-            policy = self._policies.get(stream_id)
-            if policy is None:
-                policy = self._first_submission_of(stream)
-            row = command.row = self.command_count
+            if stream_id not in self._policies:
+                self._first_submission_of(stream)
             fields = command.trace_fields()
             described = self._described_at.get(id(fields))
             if described is None:
                 described = self._describe(fields, command, stream.device)
-            self.command_count = row + 1
-            seq = self._last_seq[stream_id] = next(_sequence)
-            submission = next(_submissions)
-            command_id, enqueued = command.id, command.enqueued
             self.submissions.append(
-                (stream_id, submission, submitted, policy, seq, command_id, enqueued, described)
+                (stream_id, submitted, next(_sequence), command.id, command.enqueued, described)
             )
         finally:
             lock.release()
@@ -337,25 +326,43 @@ class TraceRecorder(Recorder):
         return [
             entry
             if type(entry[SEQ_AT]) is not int
-            else (*entry[:4], [entry[4]], [entry[5]], [entry[6]], [described[entry[7]]])
+            else (*entry[:2], [entry[2]], [entry[3]], [entry[4]], [described[entry[5]]])
             for entry in entries
         ]
+
+    def staging_of(self, stream_id: int) -> str:
+        """The staging policy of the submissions of stream ``stream_id``."""
+        return self._policies[stream_id]
+
+    def _last_of(self, stream_id: int | None) -> int | None:
+        """The seq of the last record of stream ``stream_id`` so far (a command, or a sync
+        point placed on the stream), if any; called with the lock held. Looked up when a
+        host-side wait is issued, so that a submission need not note it; the submissions
+        looked at are remembered, so each is looked at once per stream."""
+        submissions = self.submissions
+        looked_at, last = self._last_submitted.get(stream_id, (0, None))
+        for position in range(len(submissions) - 1, looked_at - 1, -1):
+            entry = submissions[position]
+            if entry[0] == stream_id:
+                seq = entry[SEQ_AT]
+                last = seq if type(seq) is int else seq[-1]
+                break
+        self._last_submitted[stream_id] = (len(submissions), last)
+        placed = self._last_placed.get(stream_id)
+        return placed if last is None or (placed is not None and placed > last) else last
 
     def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
         """:meth:`submitted` for a list of any length but one."""
         stream_id = stream.id
         with self._lock:
             submitted = now()
-            submission = next(_submissions)
-            policy = self._policies.get(stream_id)
-            if policy is None:
-                policy = self._first_submission_of(stream)
+            if stream_id not in self._policies:
+                self._first_submission_of(stream)
             if not commands:
                 return
             described_at = self._described_at
             described = []
-            for row, command in enumerate(commands, self.command_count):
-                command.row = row
+            for command in commands:
                 fields = command.trace_fields()
                 if id(fields) not in described_at:
                     self._describe(fields, command, stream.device)
@@ -363,19 +370,15 @@ class TraceRecorder(Recorder):
             seqs = list(itertools.islice(_sequence, len(described)))
             ids = [command.id for command in commands]
             enqueued = [command.enqueued for command in commands]
-            entry = (stream_id, submission, submitted, policy, seqs, ids, enqueued, described)
-            self.submissions.append(entry)
-            self.command_count += len(ids)
-            self._last_seq[stream_id] = seqs[-1]
+            self.submissions.append((stream_id, submitted, seqs, ids, enqueued, described))
 
-    def _first_submission_of(self, stream: Any) -> str:
-        """Note ``stream`` in the trace; returns its device's staging policy as rows record
-        it (``device.staging.value``, looked up once per stream: an enum's value is slow)."""
+    def _first_submission_of(self, stream: Any) -> None:
+        """Note ``stream`` in the trace and its device's staging policy as rows record it
+        (``device.staging.value``, looked up once per stream: an enum's value is slow)."""
         device = stream.device
         if stream.id not in self.trace.streams:
             self.trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
-        policy = self._policies[stream.id] = device.staging.value
-        return policy
+        self._policies[stream.id] = device.staging.value
 
     def _first_use(self, buffer: Any, device: Any) -> None:
         """Note ``buffer`` (of ``device``) in the trace."""
@@ -391,27 +394,29 @@ class TraceRecorder(Recorder):
         )
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        rows = (steps[0].row,) if len(steps) == 1 else tuple([step.row for step in steps])
-        log = RunLog(rows)
+        ids = (steps[0].id,) if len(steps) == 1 else tuple([step.id for step in steps])
+        log = RunLog(ids)
         self.runs.append(log)
         return log
 
     # The hooks below digest the bytes once and capture only bytes not seen before (a
     # lookup here saves a Python call per transfer of bytes seen before).
 
-    def host_read(self, row: int, offset: int, data: np.ndarray, at: int | None = None) -> None:
+    def host_read(
+        self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
+    ) -> None:
         time = now() if at is None else at
         digest = xxh3_128_digest(data)
         if digest not in self._captured:
             self._capture(data, digest)
-        self._log_access((row, HOST_READ, offset, time, digest))
+        self._log_access((command_id, HOST_READ, offset, time, digest))
 
-    def host_write(self, row: int, data: np.ndarray, at: int | None = None) -> None:
+    def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
         time = now() if at is None else at
         digest = xxh3_128_digest(data)
         if digest not in self._captured:
             self._capture(data, digest)
-        self._log_access((row, HOST_WRITE, 0, time, digest))
+        self._log_access((command_id, HOST_WRITE, 0, time, digest))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
@@ -420,9 +425,9 @@ class TraceRecorder(Recorder):
         with self._lock:
             record = SyncRecord(sync_id, next(_sequence), kind, stream_id, event, issued=now())
             if kind is SyncKind.SYNCHRONIZE:
-                record.covers = self._last_seq.get(stream_id)
+                record.covers = self._last_of(stream_id)
             elif stream_id is not None:
-                self._last_seq[stream_id] = record.seq
+                self._last_placed[stream_id] = record.seq
             self.syncs.append(record)
         return record
 

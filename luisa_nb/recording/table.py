@@ -11,7 +11,7 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -184,23 +184,26 @@ class CommandTable:
         # Runs and host accesses first: every row they name is then in the submissions.
         runs = recorder.runs[:]
         accesses = recorder.host_accesses[:]
-        logged = _commands_of(recorder.logged_submissions())
+        logged = _commands_of(recorder.logged_submissions(), recorder.staging_of)
         count = len(logged["id"])
         if not count:
             return cls.empty()
+        row_of = {command_id: row for row, command_id in enumerate(logged["id"])}
         started = [MISSING] * count
         finished = [MISSING] * count
         status = [STATUS_CODES[Status.PENDING]] * count
         errors: list[str | None] = [None] * count
         device_started = [MISSING] * count
         device_finished = [MISSING] * count
-        _apply_runs(runs, started, finished, status, errors, device_started, device_finished)
+        _apply_runs(
+            runs, row_of, started, finished, status, errors, device_started, device_finished
+        )
         host_read = [MISSING] * count
         host_write = [MISSING] * count
         data_captures: list[Capture | None] = [None] * count
         hosts = logged["host"]
         pieces = _apply_host_accesses(
-            accesses, trace.captures, hosts, host_read, host_write, data_captures
+            accesses, row_of, trace.captures, hosts, host_read, host_write, data_captures
         )
         for row, read in pieces.items():
             data_captures[row] = trace.combine_captures([capture for *_, capture in read])
@@ -235,12 +238,18 @@ class CommandTable:
         return cls(numbers, objects, host_pieces)
 
 
-def _commands_of(submissions: Sequence[tuple]) -> dict[str, Sequence[Any]]:
+def _commands_of(
+    submissions: Sequence[tuple], staging_of: Callable[[int], str]
+) -> dict[str, Sequence[Any]]:
     """The logged submissions (:data:`~.recorder.SUBMISSION_ROW`) as one column per field,
-    with a row per command."""
+    with a row per command; a submission's number is its first seq, its staging policy
+    ``staging_of(stream)``."""
+    extra = ("submission", "staging", "index")
     if not submissions:
-        return {name: [] for name in (*SUBMISSION_ROW, "index", *DESCRIBED) if name != "described"}
+        return {name: [] for name in (*SUBMISSION_ROW, *extra, *DESCRIBED) if name != "described"}
     fields = dict(zip(SUBMISSION_ROW, zip(*submissions, strict=True), strict=True))
+    fields["submission"] = [seqs[0] for seqs in fields["seq"]]
+    fields["staging"] = [staging_of(stream) for stream in fields["stream"]]
     sizes = [len(ids) for ids in fields["id"]]
     logged: dict[str, Sequence[Any]] = {}
     for name, values in fields.items():
@@ -256,6 +265,7 @@ def _commands_of(submissions: Sequence[tuple]) -> dict[str, Sequence[Any]]:
 
 def _apply_runs(
     runs: Sequence[Any],
+    row_of: dict[int, int],
     started: list[int],
     finished: list[int],
     status: list[int],
@@ -264,12 +274,13 @@ def _apply_runs(
     device_finished: list[int],
 ) -> None:
     """Times and outcomes of each step: ``times[i]`` is when step ``i`` started and
-    ``times[i + 1]`` when it finished; a step of several pieces spans all of them."""
+    ``times[i + 1]`` when it finished; a step of several pieces spans all of them.
+    ``row_of`` gives the row of a command id."""
     ok, skipped = STATUS_CODES[Status.OK], STATUS_CODES[Status.SKIPPED]
     for run in runs:
         times = run.times[:]
         ticks = len(times)
-        rows = run.rows
+        rows = [row_of[command_id] for command_id in run.ids]
         for position, row in enumerate(rows[:ticks]):
             if started[row] == MISSING:
                 started[row] = times[position]
@@ -294,6 +305,7 @@ def _apply_runs(
 
 def _apply_host_accesses(
     accesses: Sequence[tuple[int, int, int, int, bytes]],
+    row_of: dict[int, int],
     captures: dict[bytes, Capture],
     hosts: Sequence[HostRange | None],
     host_read: list[int],
@@ -302,9 +314,9 @@ def _apply_host_accesses(
 ) -> dict[int, list[tuple[int, int, int, Capture]]]:
     """Host read and write times and the bytes moved (``captures`` by digest); returns the
     pieces of uploads read in several pieces, by row."""
-
     pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
-    for row, kind, offset, time, digest in accesses:
+    for command_id, kind, offset, time, digest in accesses:
+        row = row_of[command_id]
         capture = captures[digest]
         if kind == HOST_READ:
             if host_read[row] == MISSING:

@@ -144,7 +144,7 @@ class Trace:
             len(run.times) + len(run.device_spans) + (run.failure is not None) for run in runs
         )
         completed = sum(sync.completed is not None for sync in log.syncs)
-        return (log.command_count, len(runs), ticks, len(log.host_accesses), len(log.syncs),
+        return (len(log.submissions), len(runs), ticks, len(log.host_accesses), len(log.syncs),
                 completed)  # fmt: skip
 
     def _read(self) -> CommandTable:
@@ -173,7 +173,7 @@ class Trace:
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
         recording trace gets its records from its recorder only)."""
-        if self.recorder.command_count or self.recorder.syncs:
+        if self.recorder.submissions or self.recorder.syncs:
             raise TraceError("records cannot be added by hand to a trace that recorded some")
         if self._loaded is not None and not any(self._added):
             table, syncs = self._loaded

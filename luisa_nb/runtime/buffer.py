@@ -220,16 +220,14 @@ class Buffer(BufferView):
         self.device = device
         self.dtype = np.dtype(dtype)
         self._allocation: Allocation | None = device.backend.allocate(size * self.dtype.itemsize)
+        self.destroyed = False
+        """Set by :meth:`destroy` (a plain attribute: a dispatch looks at it)."""
         super().__init__(self, 0, size)
 
     @property
     def allocation(self) -> Allocation:
         self.check_alive()
         return self._allocation
-
-    @property
-    def destroyed(self) -> bool:
-        return self._allocation is None
 
     def check_alive(self) -> None:
         if self._allocation is None:
@@ -242,6 +240,7 @@ class Buffer(BufferView):
         """Release the device memory once commands already created no longer need it."""
         self._allocation = None
         self._kernel_buffer = None
+        self.destroyed = True
 
     def __repr__(self) -> str:
         state = " destroyed" if self.destroyed else ""

@@ -2,8 +2,8 @@
 
 A command is created by a ``*_async`` call, which checks every argument first, and is
 run once by its stream's worker. Commands never touch the trace: the stream tells the
-recorder about them when they are submitted (``row`` is then their row in the trace),
-and host transfers go through :mod:`luisa_nb.runtime.staging`.
+recorder about them when they are submitted (the trace knows them by ``id``), and host
+transfers go through :mod:`luisa_nb.runtime.staging`.
 """
 
 from __future__ import annotations
@@ -47,14 +47,13 @@ class Command:
     kind: ClassVar[CommandKind]
     label: ClassVar[str] = ""
     enqueue_capture: ClassVar[Capture | None] = None
-    __slots__ = ("device", "enqueued", "id", "row", "stream_id", "views")
+    __slots__ = ("device", "enqueued", "id", "stream_id", "views")
 
     def __init__(self, device: Device, views: Sequence[BufferView]) -> None:
         self.id = next(_ids)
         self.enqueued = now()
         self.device = device
         self.views = views
-        self.row = -1
         self.stream_id: int | None = None
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
@@ -318,7 +317,6 @@ class DispatchCommand(Command):
         self.enqueued = now()
         self.device = arguments.device
         self.views = arguments.views
-        self.row = -1
         self.stream_id = None
         self.name = name
         self.dims = dims

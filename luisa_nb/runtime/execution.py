@@ -1,4 +1,4 @@
-"""Running one :class:`~luisa_nb.runtime.staging.Run` on a stream's worker: the order,
+"""Running one run (:data:`~luisa_nb.runtime.staging.Run`) on a stream's worker: the order,
 the failures, and what the recorder hears.
 
 Consecutive dispatches that the backend prepares (compiled C on the CPU backends) run in
@@ -60,7 +60,7 @@ class Failure:
 
 
 class Executor:
-    """Runs one stream's :class:`~luisa_nb.runtime.staging.Run` s on its worker, in the
+    """Runs one stream's runs (:data:`~luisa_nb.runtime.staging.Run`) on its worker, in the
     backend's order, then frees their staging memory."""
 
     __slots__ = ("backend", "failures", "flushes", "schedules", "staging", "transfers")
@@ -76,12 +76,13 @@ class Executor:
 
     def execute(self, run: Run) -> None:
         """Run the steps of ``run`` in the backend's order, then free their staging memory."""
+        steps, blocks, recorder = run
         try:
-            order = self.backend.schedule(run.steps) if self.schedules else run.steps
-            self._run_steps(order, run.recorder, (len(order),))
+            order = self.backend.schedule(steps) if self.schedules else steps
+            self._run_steps(order, recorder, (len(order),))
         finally:
-            if run.blocks:
-                self.staging.release(run.blocks)
+            if blocks:
+                self.staging.release(blocks)
 
     def execute_runs(self, runs: Sequence[Run]) -> None:
         """Run ``runs`` (queued one after another) in order. Where the backend neither
@@ -92,18 +93,18 @@ class Executor:
         joins = not (self.schedules or self.flushes)
         while position < count:
             first, end = runs[position], position + 1
-            if joins and not first.blocks:
-                recorder = first.recorder
-                while end < count and runs[end].recorder is recorder and not runs[end].blocks:
+            _, blocks, recorder = first
+            if joins and not blocks:
+                while end < count and runs[end][2] is recorder and not runs[end][1]:
                     end += 1
             if end - position == 1:
                 self.execute(first)
                 position += 1
                 continue
-            group = runs[position:end]
-            steps = [step for run in group for step in run.steps]
-            ends = tuple(itertools.accumulate(len(run.steps) for run in group))
-            position += self._run_steps(steps, first.recorder, ends)
+            lists = [run[0] for run in runs[position:end]]
+            steps = [step for listed in lists for step in listed]
+            ends = tuple(itertools.accumulate(map(len, lists)))
+            position += self._run_steps(steps, recorder, ends)
 
     def _run_steps(self, order: Sequence[Step], recorder: Any, ends: Sequence[int]) -> int:
         """Run ``order``, the steps of runs ending at positions ``ends``, timed as one run;
@@ -186,16 +187,20 @@ def _run_dispatches(
     on its own."""
     batch = [first]
     end, count = start + 1, len(order)
+    step = order[start]
+    arguments, dims, ready = step.arguments, step.dims, first
     while end < count:
         step = order[end]
         if type(step) is not DispatchCommand:
             break
-        try:
-            ready = step.prepare(backend)
-        except Exception:
-            break
-        if ready is None:
-            break
+        if step.arguments is not arguments or step.dims != dims:  # else: prepared alike
+            try:
+                ready = step.prepare(backend)
+            except Exception:
+                break
+            if ready is None:
+                break
+            arguments, dims = step.arguments, step.dims
         batch.append(ready)
         end += 1
     done, error = backend.run_dispatches(batch, timer.times)

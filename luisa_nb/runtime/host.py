@@ -23,6 +23,8 @@ HOST_MEMORY = threading.Lock()
 timestamp of it), traced or not, so that reads and writes from several workers happen
 in one order, the order a trace shows."""
 
+_BYTES = np.dtype(np.uint8)
+
 
 def host_bytes(
     array: object,
@@ -43,7 +45,7 @@ def host_bytes(
         and (flags := array.flags).c_contiguous
         and (flags.writeable or not writes)
     ):
-        return (array if array.ndim == 1 else array.reshape(-1)).view(np.uint8)
+        return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
     what = f"{action} {target()}"
     if not isinstance(array, np.ndarray):
         raise HostArrayError(
@@ -70,7 +72,7 @@ def host_bytes(
             f"{what}: host array is read-only, so a download cannot write it; pass a "
             f"writable array (e.g. array.copy())"
         )
-    return (array if array.ndim == 1 else array.reshape(-1)).view(np.uint8)
+    return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
 
 
 _host_ranges: dict[int, tuple[weakref.ref, HostRange]] = {}

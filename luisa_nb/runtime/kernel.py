@@ -172,14 +172,9 @@ class _LatestCall:
         self.arguments = weakref.ref(arguments)
 
     def arguments_for(self, args: tuple[Any, ...]) -> DispatchArguments:
-        """The arguments of a dispatch with ``args`` (the same views as this call): the
-        ones still held by a command, else new ones sharing the memo. Raises for a
+        """New arguments of a dispatch with ``args`` (the same views as this call), sharing
+        the memo, for when no command holds the latest ones any more. Raises for a
         destroyed buffer, as a first dispatch does."""
-        arguments = self.arguments()
-        if arguments is not None:
-            for view in arguments.views:
-                view.buffer.check_alive()
-            return arguments
         plan = self.plan
         views = plan.views(args)
         buffers = tuple([view.kernel_buffer for view in views])  # raises for a destroyed buffer
@@ -326,17 +321,26 @@ class Kernel:
         if latest is None:
             return None
         references = latest.references
-        if len(args) != len(references) or not args:
+        if len(args) != len(references):  # never empty: a call without arguments isn't kept
             return None
         for reference, argument in zip(references, args):  # noqa: B905 (equal lengths)
             if reference() is not argument:
                 return None
-        if latest.state != self._definition.capture_state():
+        definition = self._definition
+        if (latest.state or definition.captured_heaps) and (
+            latest.state != definition.capture_state()
+        ):
             return None
         checks = self.checks
         if (args[0].device.kernel_checks if checks is None else checks) != latest.checks:
             return None
-        return latest.arguments_for(args)  # its device's backend accepted the executable
+        arguments = latest.arguments()
+        if arguments is None:
+            return latest.arguments_for(args)
+        for view in arguments.views:
+            if view.buffer.destroyed:
+                view.buffer.check_alive()  # raises, as a first dispatch does
+        return arguments  # its device's backend accepted the executable
 
     def _arguments(self, args: tuple[Any, ...]) -> DispatchArguments:
         """Check ``args`` and make the arguments of a dispatch with them."""

@@ -80,7 +80,6 @@ class LuisaCommand:
         self.views = [memory for memory, _ in memories]
         self._ranges = tuple(r for memory, access in memories for r in memory.ranges(access))
         self.host = host
-        self.row = -1
         self.enqueue_capture = None
         self.sent: np.ndarray | None = None
         """An upload's bytes as the device got them (shadow) or as the host held them."""
@@ -248,10 +247,10 @@ class Instrumentation:
             log.spans(())
             for command in commands:
                 if command.kind is CommandKind.UPLOAD:
-                    recorder.host_read(command.row, 0, command.sent, at=submitted)
+                    recorder.host_read(command.id, 0, command.sent, at=submitted)
                 elif command.kind is CommandKind.DOWNLOAD:
                     at = writes.get(command.id, done)
-                    recorder.host_write(command.row, _bytes_of(command.host), at=at)
+                    recorder.host_write(command.id, _bytes_of(command.host), at=at)
 
     # -- wrapping ----------------------------------------------------------------------
 

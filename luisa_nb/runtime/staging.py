@@ -1,6 +1,6 @@
 """When host memory is read and written: the one place that decides it for every backend.
 
-A submission becomes one or more :class:`Run` s, each run by the stream's worker as one
+A submission becomes one or more runs (:data:`Run`), each run by the stream's worker as one
 unit. What differs between the staging policies is only *when an upload reads its host
 bytes*:
 
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from luisa_nb.backends.base import SMALL_COPY_BYTES
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
@@ -154,10 +155,6 @@ class UploadChunk:
     def id(self) -> int:
         return self.upload.id
 
-    @property
-    def row(self) -> int:
-        return self.upload.row
-
     def device_ranges(self) -> Any:
         return self.upload.device_ranges()
 
@@ -169,30 +166,17 @@ class UploadChunk:
         return transfers.backend.upload(memory.allocation, memory.offset + self.offset, self.staged)
 
 
-Step = Any  # a Command or an UploadChunk: something with id, row, describe() and run()
+Step = Any  # a Command or an UploadChunk: something with id, describe() and run()
 
 
-class Run:
-    """Steps a worker runs in order as one unit, the staging blocks they hold, and the
-    recorder of their submission. Calling it runs it (it is the worker's queue item)."""
-
-    __slots__ = ("blocks", "executor", "recorder", "steps")
-
-    def __init__(
-        self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder, executor: Any
-    ) -> None:
-        self.steps = steps
-        self.blocks = blocks
-        self.recorder = recorder
-        self.executor = executor
-
-    def __call__(self) -> None:
-        self.executor.execute(self)
+Run = tuple[Sequence[Step], Sequence["StagingBlock"], "Recorder"]
+"""Steps a worker runs in order as one unit, the staging blocks they hold, and the
+recorder of their submission. A plain tuple, the cheapest object to make per submission:
+the worker's queue tells runs from its other items (callables) by their type."""
 
 
-Enqueue = Callable[[list[Step], Sequence[StagingBlock], "Recorder"], None]
-"""Hands the steps of one run, the staging blocks they hold and their submission's
-recorder to the worker."""
+Enqueue = Callable[[Run], None]
+"""Hands one run to the worker."""
 
 
 Snapshot = Callable[[int], np.ndarray]
@@ -215,7 +199,7 @@ class Staging:
         kind = SubmitStaging if policy is StagingPolicy.SUBMIT else ExecuteStaging
         return kind(heap, snapshot)
 
-    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+    def submit(self, commands: Sequence[Command], recorder: Recorder, enqueue: Enqueue) -> None:
         """Turn one submission into runs and hand each to ``enqueue`` in order. Under
         ``submit`` this waits for the worker to free staging memory used by the runs
         handed over before."""
@@ -233,7 +217,7 @@ class Staging:
 class SubmitStaging(Staging):
     policy = StagingPolicy.SUBMIT
 
-    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+    def submit(self, commands: Sequence[Command], recorder: Recorder, enqueue: Enqueue) -> None:
         heap = self.heap
         steps: list[Step] = []
         blocks: list[StagingBlock] = []
@@ -252,7 +236,7 @@ class SubmitStaging(Staging):
                 block = heap.try_reserve(size)
                 if block is None:
                     if steps:
-                        enqueue(steps, blocks, recorder)
+                        enqueue((steps, blocks, recorder))
                         steps, blocks = [], []
                     block = heap.reserve(size)
                 blocks.append(block)
@@ -262,7 +246,7 @@ class SubmitStaging(Staging):
                     steps.append(command)
                 else:
                     steps.append(UploadChunk(command, offset, staged))
-        enqueue(steps, blocks, recorder)
+        enqueue((steps, blocks, recorder))
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         staged, upload.staged = upload.staged, None
@@ -273,8 +257,8 @@ class SubmitStaging(Staging):
 class ExecuteStaging(Staging):
     policy = StagingPolicy.EXECUTE
 
-    def submit(self, commands: list[Command], recorder: Recorder, enqueue: Enqueue) -> None:
-        enqueue(commands, (), recorder)
+    def submit(self, commands: Sequence[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+        enqueue((commands, (), recorder))
 
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         if transfers.pending:
@@ -282,15 +266,8 @@ class ExecuteStaging(Staging):
         memory = upload.memory
         with HOST_MEMORY:
             span = transfers.backend.upload(memory.allocation, memory.offset, upload.source)
-            transfers.recorder.host_read(upload.row, 0, upload.source)
+            transfers.recorder.host_read(upload.id, 0, upload.source)
         return span
-
-
-SMALL_COPY_BYTES = 64 * 1024
-"""Host reads at submit up to this size copy with the GIL held. numpy lets other threads
-run during any copy of more than a few hundred bytes, and handing the GIL to the worker
-and back costs more than copying a few KiB (it doubled the time of a loop of 4 KiB
-``copy_from`` calls); a larger copy lets the worker run meanwhile."""
 
 
 def _read(
@@ -306,7 +283,7 @@ def _read(
             into.data[:] = source.data
         else:
             np.copyto(into, source)
-        recorder.host_read(upload.row, offset, into)
+        recorder.host_read(upload.id, offset, into)
     return into
 
 
@@ -335,7 +312,7 @@ class Transfers:
             return self.backend.download(memory.allocation, memory.offset, download.readback)
         with HOST_MEMORY:
             span = self.backend.download(memory.allocation, memory.offset, download.target)
-            self.recorder.host_write(download.row, download.target)
+            self.recorder.host_write(download.id, download.target)
         return span
 
     def land(self) -> None:
@@ -356,6 +333,6 @@ class Transfers:
         for download in self.pending:
             with HOST_MEMORY:
                 download.target[...] = download.readback
-                self.recorder.host_write(download.row, download.target)
+                self.recorder.host_write(download.id, download.target)
             download.readback = None
         self.pending.clear()

@@ -36,7 +36,6 @@ from luisa_nb.recording.recorder import Recorder, active_recorder
 from luisa_nb.recording.records import Status, SyncKind
 from luisa_nb.runtime.commands import Command, next_id
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
-from luisa_nb.runtime.staging import Run, StagingBlock, Step
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
@@ -54,24 +53,25 @@ def next_stream_id() -> int:
     return next(_stream_ids)
 
 
-def _work(items: queue.SimpleQueue, failures: list[Failure]) -> None:
-    """A stream's worker: runs the queued items in order. Runs queued one after another
-    are taken together, so that their dispatches can share one backend call."""
+def _work(items: queue.SimpleQueue, failures: list[Failure], executor: Executor) -> None:
+    """A stream's worker: runs the queued items in order, runs (tuples) with ``executor``
+    and calls the others. Runs queued one after another are taken together, so that
+    their dispatches can share one backend call."""
     following = None
     while True:
         item, following = (items.get() if following is None else following), None
         if item is _STOP:
             return
         try:
-            if type(item) is Run and not items.empty():
+            if type(item) is tuple:
                 runs = [item]
                 while not items.empty():  # this worker is the only reader
                     following = items.get_nowait()
-                    if type(following) is not Run:
+                    if type(following) is not tuple:
                         break
                     runs.append(following)
                     following = None
-                item.executor.execute_runs(runs)
+                executor.execute_runs(runs)
             else:
                 item()
         except BaseException as error:
@@ -138,7 +138,7 @@ class Stream:
                 return
             worker = threading.Thread(
                 target=_work,
-                args=(self._items, self._failures),
+                args=(self._items, self._failures, self._executor),
                 name=f"luisa_nb {self.name}",
                 daemon=True,
             )
@@ -148,7 +148,9 @@ class Stream:
             weakref.finalize(self, self._items.put, _STOP).atexit = False
             self._worker = worker
 
-    def _checked(self, commands: Iterable[Command]) -> list[Command]:
+    def _claimed(self, commands: Iterable[Command]) -> list[Command]:
+        """``commands`` as a list, each checked and marked as submitted to this stream
+        (its ``stream_id``); a bad one raises, and then none of them is marked."""
         try:
             commands = list(commands)
         except TypeError:
@@ -156,66 +158,75 @@ class Stream:
                 f"stream {self.name!r}: submit takes a list of commands (from the *_async "
                 f"methods), got {type(commands).__name__}"
             ) from None
-        device = self.device
-        seen: set[int] = set()
+        stream_id, device = self.id, self.device
         checked_views = None
-        for command in commands:
-            if not isinstance(command, Command):
-                raise InvalidArgumentError(
-                    f"stream {self.name!r} can only submit commands (from the *_async methods), "
-                    f"got {type(command).__name__}"
-                )
-            if command.stream_id is not None or command.id in seen:
-                raise CommandReuseError(
-                    f"command #{command.id} ({command.describe()}) was already submitted; call "
-                    f"its *_async method again to make a new command"
-                )
-            seen.add(command.id)
-            if command.device is not device:
-                raise DeviceMismatchError(
-                    f"command #{command.id} ({command.describe()}) belongs to device "
-                    f"{command.device.name!r}, not to stream {self.name!r}'s device "
-                    f"{device.name!r}"
-                )
-            views = command.views
-            if views is not checked_views:  # commands of one kernel share their views
-                checked_views = views
-                for view in views:
-                    view.buffer.check_alive()
+        position = 0
+        try:
+            for position, command in enumerate(commands):  # noqa: B007 (kept for the undo)
+                if not isinstance(command, Command):
+                    raise InvalidArgumentError(
+                        f"stream {self.name!r} can only submit commands (from the *_async "
+                        f"methods), got {type(command).__name__}"
+                    )
+                if command.stream_id is not None:  # submitted before, or earlier in this list
+                    raise CommandReuseError(
+                        f"command #{command.id} ({command.describe()}) was already submitted; "
+                        f"call its *_async method again to make a new command"
+                    )
+                if command.device is not device:
+                    raise DeviceMismatchError(
+                        f"command #{command.id} ({command.describe()}) belongs to device "
+                        f"{command.device.name!r}, not to stream {self.name!r}'s device "
+                        f"{device.name!r}"
+                    )
+                views = command.views
+                if views is not checked_views:  # commands of one kernel share their views
+                    checked_views = views
+                    for view in views:
+                        view.buffer.check_alive()
+                command.stream_id = stream_id
+        except BaseException:
+            for command in commands[:position]:
+                command.stream_id = None
+            raise
         return commands
 
     def submit(self, commands: Iterable[Command]) -> None:
         """Run ``commands`` in order after everything submitted or added before; returns at
         once (under ``staging="submit"`` after reading every upload's host bytes)."""
-        commands = self._checked(commands)
         self.device.check_open()
+        commands = self._claimed(commands)
         if self._pending:
-            self.execute()
-        stream_id = self.id
-        for command in commands:
-            command.stream_id = stream_id
+            try:
+                self.execute()
+            except BaseException:
+                for command in commands:  # not submitted after all
+                    command.stream_id = None
+                raise
         self._submit(commands)
 
     def _submit_made(self, command: Command) -> None:
         """``submit([command])`` for a command just made by a ``*_async`` call on this
         stream's device (the synchronous forms): the list checks, and the check that its
         buffers are alive, are already true of it."""
-        self.device.check_open()
+        if self.device.closed:
+            self.device.check_open()
         if self._pending:
             self.execute()
         command.stream_id = self.id
         commands = (command,)
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        self._transfers_submit(commands, recorder, self._enqueue_run)
+        if self._worker is None:
+            self._start_worker()
+        self._transfers_submit(commands, recorder, self._items.put)
 
     def add(self, command: Command) -> None:
         """Append ``command`` to this stream's implicit command list, which ``execute()``
         (or anything else that orders the stream) submits. Under ``staging="submit"`` its
         host memory is read then, not now."""
-        (command,) = self._checked((command,))
         self.device.check_open()
-        command.stream_id = self.id
+        (command,) = self._claimed((command,))
         with self._pending_lock:
             self._pending.append(command)
 
@@ -245,14 +256,9 @@ class Stream:
     def _submit(self, commands: Sequence[Command]) -> None:
         recorder = active_recorder()
         recorder.submitted(self, commands)
-        self._transfers_submit(commands, recorder, self._enqueue_run)
-
-    def _enqueue_run(
-        self, steps: list[Step], blocks: Sequence[StagingBlock], recorder: Recorder
-    ) -> None:
         if self._worker is None:
             self._start_worker()
-        self._items.put(Run(steps, blocks, recorder, self._executor))
+        self._transfers_submit(commands, recorder, self._items.put)
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the

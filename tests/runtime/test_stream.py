@@ -157,3 +157,30 @@ def test_sync_points_are_recorded(device):
         s for s in trace.syncs if s.kind is SyncKind.SYNCHRONIZE and s.stream == stream.id
     )
     assert synchronize.covers == trace.syncs[0].seq
+
+
+def test_a_synchronize_covers_the_last_record_of_its_own_stream(device):
+    stream, other = device.default_stream, device.create_stream()
+    event = device.create_event()
+    buffer = device.create_buffer(2, np.float32)
+    with lnb.trace() as trace:
+        stream.submit([buffer.fill_async(1.0), buffer.fill_async(2.0)])
+        other.submit([buffer.fill_async(3.0)])
+        stream.synchronize()
+        other.submit([buffer.fill_async(4.0)])
+        stream.synchronize()
+        stream.signal(event)
+        other.synchronize()
+        stream.synchronize()
+        stream.submit([buffer.fill_async(5.0)])
+        stream.synchronize()
+    seqs = [record.seq for record in trace.commands]
+    signal = next(s for s in trace.syncs if s.kind is SyncKind.SIGNAL)
+    covers = [(s.stream, s.covers) for s in trace.syncs if s.kind is SyncKind.SYNCHRONIZE]
+    assert covers == [
+        (stream.id, seqs[1]),
+        (stream.id, seqs[1]),
+        (other.id, seqs[3]),
+        (stream.id, signal.seq),
+        (stream.id, seqs[4]),
+    ]
