@@ -17,9 +17,11 @@ loop take turns, one repeat each, so that a change in the machine's load falls o
 alike, and garbage is collected before each (untimed), so that what one form left behind
 (a stopped trace is freed by the cycle collector) is not collected in the next one's
 time. The table gives the median of the repeats and the fastest, and the load average
-beside it: on a shared machine other processes' work shows up as a wide spread. The
-last column gives the traced/untraced ratio of CPU time (both threads): waiting for the
-machine does not count in it, so it moves less than the wall-time ratio.
+beside it: on a shared machine other processes' work shows up as a wide spread. A ratio
+is the median over the rounds of that round's traced/untraced ratio: the two runs of a
+round follow each other, so a change in the machine's speed between rounds falls out of
+it. The last column gives the ratio of CPU time (both threads): waiting for the machine
+does not count in it, so it moves less than the wall-time ratio.
 """
 
 from __future__ import annotations
@@ -101,6 +103,11 @@ def interleaved(
     return seconds, cpu_seconds
 
 
+def median_ratio(seconds: Sequence[float], reference: Sequence[float]) -> float:
+    """The median of the ratios of runs taken in the same round."""
+    return statistics.median(s / r for s, r in zip(seconds, reference, strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
@@ -123,10 +130,10 @@ def main() -> None:
                     f"{name} [{staging}]",
                     median / count * 1e6,
                     min(plain) / count * 1e6,
-                    statistics.median(head) / median,
-                    statistics.median(none) / median,
+                    median_ratio(head, plain),
+                    median_ratio(none, plain),
                     median / memcpy,
-                    statistics.median(head_cpu) / statistics.median(plain_cpu),
+                    median_ratio(head_cpu, plain_cpu),
                 ]
             )
     rows.append(["numpy 4 KiB np.copyto (reference)", memcpy / count * 1e6, "", "", "", 1.0, ""])
