@@ -7,6 +7,7 @@ read: that is the staging policy, shared by every backend in ``luisa_nb.runtime`
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Sequence
@@ -19,6 +20,41 @@ SMALL_COPY_BYTES = 64 * 1024
 during any copy of more than a few hundred bytes, and handing the GIL to another thread
 and back costs more than copying a few KiB (it doubled the time of a loop of 4 KiB
 ``copy_from`` calls); a larger copy lets the other thread run meanwhile."""
+
+CACHE_LINE = 64
+
+
+class SnapshotArena:
+    """Host memory for uploads read at ``submit()``: consecutive slices of blocks of
+    :attr:`BLOCK_BYTES`, each starting on a cache line. A block is freed with the last
+    slice of it; a request of more than an eighth of a block gets memory of its own.
+
+    A new array per upload is memory the OS maps page by page as the copy first touches
+    it (the worker frees it only after the user's thread has run far ahead): that cost a
+    third of a loop of 4 KiB uploads. numpy asks for huge pages for a block this large."""
+
+    BLOCK_BYTES = 8 << 20
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._block: np.ndarray | None = None
+        self._used = 0
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of memory as a 1-D uint8 array."""
+        if nbytes > self.BLOCK_BYTES // 8:
+            return np.empty(nbytes, np.uint8)
+        with self._lock:
+            start, block = self._used, self._block
+            if block is None or start + nbytes > block.nbytes:
+                block = self._block = np.empty(self.BLOCK_BYTES, np.uint8)
+                start = -block.ctypes.data % CACHE_LINE
+            self._used = start + -(-nbytes // CACHE_LINE) * CACHE_LINE
+            return block[start : start + nbytes]
+
+
+SNAPSHOTS = SnapshotArena()
+"""The process's snapshot memory (shared by every backend that has none of its own)."""
 
 
 class Allocation(ABC):
@@ -132,10 +168,10 @@ class Backend(ABC):
     def snapshot_memory(self, nbytes: int) -> np.ndarray:
         """``nbytes`` of host memory (a 1-D uint8 array) to hold an upload's host bytes
         read at ``submit()`` (``staging="submit"`` without a staging heap); ``upload``
-        later receives exactly this array as its ``data``. Default: ordinary numpy
-        memory. A backend whose transfers need host memory of its own (CUDA: pinned)
-        returns that, and its ``upload`` sends it without a second copy."""
-        return np.empty(nbytes, np.uint8)
+        later receives exactly this array as its ``data``. Default: a slice of
+        :data:`SNAPSHOTS`. A backend whose transfers need host memory of its own (CUDA:
+        pinned) returns that, and its ``upload`` sends it without a second copy."""
+        return SNAPSHOTS.take(nbytes)
 
     def check_executable(self, executable: Any) -> None:
         """Raise a :class:`~luisa_nb.errors.LuisaNbError` if this backend cannot run the

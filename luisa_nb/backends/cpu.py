@@ -9,11 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends.base import SMALL_COPY_BYTES, Allocation, Backend, KernelBuffer
+from luisa_nb.backends.base import (
+    CACHE_LINE,
+    SMALL_COPY_BYTES,
+    Allocation,
+    Backend,
+    KernelBuffer,
+)
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
-
-ALIGNMENT = 64
 
 
 class CpuAllocation(Allocation):
@@ -23,8 +27,8 @@ class CpuAllocation(Allocation):
     __slots__ = ("address", "bytes", "data", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
-        raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
-        start = -raw.ctypes.data % ALIGNMENT
+        raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+        start = -raw.ctypes.data % CACHE_LINE
         self.data = raw[start : start + nbytes]
         self.bytes = memoryview(self.data)
         self.address = raw.ctypes.data + start

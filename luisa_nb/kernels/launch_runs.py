@@ -54,6 +54,7 @@ int64_t lnb_run_launches(const int64_t *launches, int64_t count, void *launch,
 """
 
 _PAIR = struct.Struct("=qq")
+_CLOCK_BYTES = ctypes.sizeof(ctypes.c_int64)
 _records = threading.local()  # each worker's launch record, reused while no launch stops
 
 
@@ -108,8 +109,8 @@ def run_launches(
         else:
             clock = (ctypes.c_int64 * count)()
     done = runner(pairs, count, ctypes.addressof(record), clock)
-    if clock is not None:
-        times.extend(clock[: min(done + 1, count)])
+    if clock is not None:  # as raw bytes: a slice of a ctypes array makes an int per item
+        times.frombytes(memoryview(clock).cast("B")[: min(done + 1, count) * _CLOCK_BYTES])
     if done == count:
         return done, None
     _records.record = None  # the stopped launch's record explains it; the next gets a new one

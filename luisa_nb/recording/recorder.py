@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import threading
 import weakref
 from array import array
@@ -67,6 +68,10 @@ HOST_FIELD = DESCRIBED.index("host")
 CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
 SEQ_AT = SUBMISSION_ROW.index("seq")
 
+
+_trace_fields = operator.methodcaller("trace_fields")
+_id = operator.attrgetter("id")
+_enqueued = operator.attrgetter("enqueued")
 
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
@@ -360,16 +365,17 @@ class TraceRecorder(Recorder):
                 self._first_submission_of(stream)
             if not commands:
                 return
+            described = list(map(_trace_fields, commands))
             described_at = self._described_at
-            described = []
-            for command in commands:
-                fields = command.trace_fields()
-                if id(fields) not in described_at:
-                    self._describe(fields, command, stream.device)
-                described.append(fields)
+            previous = None
+            for fields, command in zip(described, commands):  # noqa: B905 (equal lengths)
+                if fields is not previous:  # a list's commands mostly share their fields
+                    previous = fields
+                    if id(fields) not in described_at:
+                        self._describe(fields, command, stream.device)
             seqs = list(itertools.islice(_sequence, len(described)))
-            ids = [command.id for command in commands]
-            enqueued = [command.enqueued for command in commands]
+            ids = list(map(_id, commands))
+            enqueued = list(map(_enqueued, commands))
             self.submissions.append((stream_id, submitted, seqs, ids, enqueued, described))
 
     def _first_submission_of(self, stream: Any) -> None:
