@@ -116,19 +116,19 @@ class BufferView:
             name += f"[{self.start}:{self.start + self.size}]"
         return name
 
-    def _host(self, array: object, action: str, *, writes: bool) -> np.ndarray:
-        self.buffer.check_alive()
-        return host_bytes(array, self.dtype, self.size, action, self._name, writes=writes)
-
     # -- commands --------------------------------------------------------------------
 
     def copy_from_async(self, array: np.ndarray) -> UploadCommand:
         """An upload of ``array`` into this view."""
-        return UploadCommand(self, array, self._host(array, "copy_from", writes=False))
+        if self.buffer.destroyed:
+            self.buffer.check_alive()  # raises
+        return UploadCommand(self, array, host_bytes(array, self, False, "copy_from"))
 
     def copy_to_async(self, array: np.ndarray) -> DownloadCommand:
         """A download of this view into ``array``."""
-        return DownloadCommand(self, array, self._host(array, "copy_to", writes=True))
+        if self.buffer.destroyed:
+            self.buffer.check_alive()  # raises
+        return DownloadCommand(self, array, host_bytes(array, self, True, "copy_to"))
 
     def copy_to_buffer_async(self, other: BufferView) -> CopyCommand:
         """A device copy of this view into ``other`` (same dtype and size)."""

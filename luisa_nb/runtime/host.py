@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -26,18 +26,21 @@ in one order, the order a trace shows."""
 _BYTES = np.dtype(np.uint8)
 
 
-def host_bytes(
-    array: object,
-    dtype: np.dtype,
-    size: int,
-    action: str,
-    target: Callable[[], str],
-    *,
-    writes: bool,
-) -> np.ndarray:
-    """A flat uint8 view of ``array`` after checking it can stand for ``size`` elements of
-    ``dtype``. Any shape is accepted, as in luisa-python; ``writes`` marks a download.
-    Error messages name the copy as ``action`` and ``target()`` (made only for them)."""
+class HostTransferTarget(Protocol):
+    """What :func:`host_bytes` checks a host array against (a buffer view)."""
+
+    dtype: np.dtype
+    size: int
+
+    def _name(self) -> str: ...
+
+
+def host_bytes(array: object, view: HostTransferTarget, writes: bool, action: str) -> np.ndarray:
+    """A flat uint8 view of ``array`` after checking it can stand for the elements of
+    ``view`` (its ``size`` elements of ``dtype``). Any shape is accepted, as in
+    luisa-python; ``writes`` marks a download. Error messages name the copy as ``action``
+    and ``view._name()``. Arguments are positional: a keyword costs a slower call."""
+    dtype, size = view.dtype, view.size
     if (
         type(array) is np.ndarray
         and array.dtype == dtype
@@ -46,7 +49,7 @@ def host_bytes(
         and (flags.writeable or not writes)
     ):
         return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
-    what = f"{action} {target()}"
+    what = f"{action} {view._name()}"
     if not isinstance(array, np.ndarray):
         raise HostArrayError(
             f"{what} needs a numpy array, got {type(array).__name__}; wrap it with "
