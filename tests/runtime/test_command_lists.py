@@ -117,6 +117,20 @@ def test_a_list_whose_buffer_was_destroyed_is_dropped_with_a_clear_error(device)
     stream.synchronize()
 
 
+def test_a_submit_stopped_by_the_added_list_leaves_its_commands_unsubmitted(device):
+    stream = device.default_stream
+    dropped, kept = (device.create_buffer(SIZE, np.float32) for _ in range(2))
+    stream.add(dropped.fill_async(1.0))
+    dropped.destroy()
+    command = kept.fill_async(3.0)
+    with pytest.raises(BufferDestroyedError, match="were dropped"):
+        stream.submit([command])
+    assert command.stream_id is None
+    stream.submit([command])
+    stream.synchronize()
+    np.testing.assert_array_equal(kept.numpy(), np.full(SIZE, 3.0, np.float32))
+
+
 def test_execute_with_nothing_added_records_nothing(device):
     with lnb.trace() as trace:
         device.default_stream.execute()
