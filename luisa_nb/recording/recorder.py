@@ -55,7 +55,7 @@ SUBMISSION_ROW = ("stream", "submitted", "seq", "id", "enqueued", "described")
 """The fields of a logged submission (:meth:`TraceRecorder.logged_submissions`), in order:
 the first two hold one value for the submission, the others a list with one item per
 command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`).
-A submission is numbered by the seq of its first command, and its staging policy is its
+A submission is numbered by its place in the log (from 1), and its staging policy is its
 stream's (:meth:`TraceRecorder.staging_of`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
 """What a command says about itself in a trace (``trace_fields()``), in order."""

@@ -242,13 +242,13 @@ def _commands_of(
     submissions: Sequence[tuple], staging_of: Callable[[int], str]
 ) -> dict[str, Sequence[Any]]:
     """The logged submissions (:data:`~.recorder.SUBMISSION_ROW`) as one column per field,
-    with a row per command; a submission's number is its first seq, its staging policy
-    ``staging_of(stream)``."""
+    with a row per command; a submission's number is its place in the log (from 1), its
+    staging policy ``staging_of(stream)``."""
     extra = ("submission", "staging", "index")
     if not submissions:
         return {name: [] for name in (*SUBMISSION_ROW, *extra, *DESCRIBED) if name != "described"}
     fields = dict(zip(SUBMISSION_ROW, zip(*submissions, strict=True), strict=True))
-    fields["submission"] = [seqs[0] for seqs in fields["seq"]]
+    fields["submission"] = range(1, len(submissions) + 1)
     fields["staging"] = [staging_of(stream) for stream in fields["stream"]]
     sizes = [len(ids) for ids in fields["id"]]
     logged: dict[str, Sequence[Any]] = {}
