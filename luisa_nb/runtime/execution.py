@@ -95,13 +95,16 @@ class Executor:
             first, end = runs[position], position + 1
             _, blocks, recorder = first
             if joins and not blocks:
-                while end < count and runs[end][2] is recorder and not runs[end][1]:
+                while end < count:
+                    _, later_blocks, later_recorder = runs[end]
+                    if later_recorder is not recorder or later_blocks:
+                        break
                     end += 1
             if end - position == 1:
                 self.execute(first)
                 position += 1
                 continue
-            lists = [run[0] for run in runs[position:end]]
+            lists = [steps for steps, _, _ in runs[position:end]]
             steps = [step for listed in lists for step in listed]
             ends = tuple(itertools.accumulate(map(len, lists)))
             position += self._run_steps(steps, recorder, ends)
