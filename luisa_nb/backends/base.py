@@ -24,6 +24,22 @@ and back costs more than copying a few KiB (it doubled the time of a loop of 4 K
 CACHE_LINE = 64
 
 
+def aligned_empty(nbytes: int) -> np.ndarray:
+    """``nbytes`` of uninitialized memory as a 1-D uint8 array starting on a cache line."""
+    raw = np.empty(nbytes + CACHE_LINE, np.uint8)
+    start = -raw.ctypes.data % CACHE_LINE
+    return raw[start : start + nbytes]
+
+
+def copy_bytes(target: np.ndarray | memoryview, source: np.ndarray | memoryview) -> None:
+    """Copy the bytes of ``source`` into ``target`` (both flat, of one length), holding
+    the GIL up to :data:`SMALL_COPY_BYTES`."""
+    if source.nbytes <= SMALL_COPY_BYTES:
+        memoryview(target)[:] = source
+    else:
+        np.copyto(np.asarray(target), np.asarray(source))
+
+
 class SnapshotArena:
     """Host memory for uploads read at ``submit()``: consecutive slices of blocks of
     :attr:`BLOCK_BYTES`, each starting on a cache line. A block is freed with the last
@@ -47,8 +63,8 @@ class SnapshotArena:
         with self._lock:
             start, block = self._used, self._block
             if block is None or start + nbytes > block.nbytes:
-                block = self._block = np.empty(self.BLOCK_BYTES, np.uint8)
-                start = -block.ctypes.data % CACHE_LINE
+                block = self._block = aligned_empty(self.BLOCK_BYTES)
+                start = 0
             self._used = start + -(-nbytes // CACHE_LINE) * CACHE_LINE
             return block[start : start + nbytes]
 

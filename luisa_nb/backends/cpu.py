@@ -9,13 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends.base import (
-    CACHE_LINE,
-    SMALL_COPY_BYTES,
-    Allocation,
-    Backend,
-    KernelBuffer,
-)
+from luisa_nb.backends.base import Allocation, Backend, KernelBuffer, aligned_empty, copy_bytes
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
 
@@ -27,11 +21,9 @@ class CpuAllocation(Allocation):
     __slots__ = ("address", "bytes", "data", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
-        raw = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
-        start = -raw.ctypes.data % CACHE_LINE
-        self.data = raw[start : start + nbytes]
+        self.data = aligned_empty(nbytes)
         self.bytes = memoryview(self.data)
-        self.address = raw.ctypes.data + start
+        self.address = self.data.ctypes.data
         self.nbytes = nbytes
 
 
@@ -53,18 +45,10 @@ class CpuBackend(Backend):
         return CpuAllocation(nbytes)
 
     def upload(self, allocation: CpuAllocation, offset: int, data: np.ndarray) -> None:
-        nbytes = data.nbytes
-        if nbytes <= SMALL_COPY_BYTES:
-            allocation.bytes[offset : offset + nbytes] = data
-        else:
-            allocation.data[offset : offset + nbytes] = data
+        copy_bytes(allocation.bytes[offset : offset + data.nbytes], data)
 
     def download(self, allocation: CpuAllocation, offset: int, out: np.ndarray) -> None:
-        nbytes = out.nbytes
-        if nbytes <= SMALL_COPY_BYTES:
-            out.data[:] = allocation.bytes[offset : offset + nbytes]
-        else:
-            out[...] = allocation.data[offset : offset + nbytes]
+        copy_bytes(out, allocation.bytes[offset : offset + out.nbytes])
 
     def copy(
         self,

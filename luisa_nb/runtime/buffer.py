@@ -120,14 +120,12 @@ class BufferView:
 
     def copy_from_async(self, array: np.ndarray) -> UploadCommand:
         """An upload of ``array`` into this view."""
-        if self.buffer.destroyed:
-            self.buffer.check_alive()  # raises
+        self.buffer.check_alive()
         return UploadCommand(self, array, host_bytes(array, self, False, "copy_from"))
 
     def copy_to_async(self, array: np.ndarray) -> DownloadCommand:
         """A download of this view into ``array``."""
-        if self.buffer.destroyed:
-            self.buffer.check_alive()  # raises
+        self.buffer.check_alive()
         return DownloadCommand(self, array, host_bytes(array, self, True, "copy_to"))
 
     def copy_to_buffer_async(self, other: BufferView) -> CopyCommand:
@@ -220,14 +218,16 @@ class Buffer(BufferView):
         self.device = device
         self.dtype = np.dtype(dtype)
         self._allocation: Allocation | None = device.backend.allocate(size * self.dtype.itemsize)
-        self.destroyed = False
-        """Set by :meth:`destroy` (a plain attribute: a dispatch looks at it)."""
         super().__init__(self, 0, size)
 
     @property
     def allocation(self) -> Allocation:
         self.check_alive()
         return self._allocation
+
+    @property
+    def destroyed(self) -> bool:
+        return self._allocation is None
 
     def check_alive(self) -> None:
         if self._allocation is None:
@@ -240,7 +240,6 @@ class Buffer(BufferView):
         """Release the device memory once commands already created no longer need it."""
         self._allocation = None
         self._kernel_buffer = None
-        self.destroyed = True
 
     def __repr__(self) -> str:
         state = " destroyed" if self.destroyed else ""

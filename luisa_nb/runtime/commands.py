@@ -92,12 +92,7 @@ class UploadCommand(Command):
     __slots__ = ("enqueue_capture", "host", "memory", "source", "staged", "target")
 
     def __init__(self, target: BufferView, host: np.ndarray, source: np.ndarray) -> None:
-        # Command.__init__ written out, as for a dispatch
-        self.id = next(_ids)
-        self.enqueued = now()
-        self.device = target.device
-        self.views = (target,)
-        self.stream_id = None
+        Command.__init__(self, target.device, (target,))
         self.target = target
         self.memory = target.kernel_buffer
         self.host = host

@@ -343,8 +343,7 @@ class Kernel:
         if arguments is None:
             return latest.arguments_for(args)
         for view in arguments.views:
-            if view.buffer.destroyed:
-                view.buffer.check_alive()  # raises, as a first dispatch does
+            view.buffer.check_alive()  # raises for a destroyed buffer, as a first dispatch does
         return arguments  # its device's backend accepted the executable
 
     def _arguments(self, args: tuple[Any, ...]) -> DispatchArguments:

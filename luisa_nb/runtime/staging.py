@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.backends.base import SMALL_COPY_BYTES
+from luisa_nb.backends.base import copy_bytes
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
@@ -279,10 +279,7 @@ def _read(
     if nbytes != source.nbytes:
         source = source[offset : offset + nbytes]
     with HOST_MEMORY:
-        if nbytes <= SMALL_COPY_BYTES:
-            into.data[:] = source.data
-        else:
-            np.copyto(into, source)
+        copy_bytes(into, source)
         recorder.host_read(upload.id, offset, into)
     return into
 

@@ -214,12 +214,7 @@ class Stream:
         if self._pending:
             self.execute()
         command.stream_id = self.id
-        commands = (command,)
-        recorder = active_recorder()
-        recorder.submitted(self, commands)
-        if self._worker is None:
-            self._start_worker()
-        self._transfers_submit(commands, recorder, self._items.put)
+        self._submit((command,))
 
     def add(self, command: Command) -> None:
         """Append ``command`` to this stream's implicit command list, which ``execute()``
