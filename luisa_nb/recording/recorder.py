@@ -4,16 +4,15 @@ The runtime always reports to :func:`active_recorder`. With no trace active that
 :data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
 hook and takes the same locks, in the same order, as a traced one.
 
-A :class:`TraceRecorder` appends what it hears to logs (an entry per submission, a
-:class:`RunLog` per run, host reads and writes, sync points) without building an object
-per field; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
+A :class:`TraceRecorder` appends what it hears to logs: rows of numbers per command and
+per host read or write, whose hooks run in C where that was built
+(:mod:`luisa_nb.recording.recorder_core`), a :class:`RunLog` per run and a record per sync
+point; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import operator
 import threading
 import weakref
 from array import array
@@ -21,11 +20,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xxhash import xxh3_128_digest
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
+from luisa_nb.recording.recorder_core import (
+    SEQ_COLUMN,
+    PythonRecorderCore,
+    RecorderCore,
+    digests_of,
+    rows_of,
+)
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -46,32 +51,15 @@ if TYPE_CHECKING:
 
 Namer = Callable[["Trace", Mapping[str, object]], None]
 
-_sequence = itertools.count(1)
 _namers: list[Namer] = []
 
-HOST_READ = 0
-HOST_WRITE = 1
-SUBMISSION_ROW = ("stream", "submitted", "seq", "id", "enqueued", "described")
-"""The fields of a logged submission (:meth:`TraceRecorder.logged_submissions`), in order:
-the first two hold one value for the submission, the others a list with one item per
-command; ``described`` items are the commands' ``trace_fields()`` (:data:`DESCRIBED`).
-A submission is numbered by its place in the log (from 1), and its staging policy is its
-stream's (:meth:`TraceRecorder.staging_of`)."""
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
 """What a command says about itself in a trace (``trace_fields()``), in order."""
 TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None, Capture | None]
 """The type of a command's ``trace_fields()``: the values of :data:`DESCRIBED`."""
-PER_COMMAND = ("seq", "id", "enqueued", "described")
-"""The fields of :data:`SUBMISSION_ROW` that hold a list with one item per command."""
-DESCRIBED_AT = SUBMISSION_ROW.index("described")
 HOST_FIELD = DESCRIBED.index("host")
 CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
-SEQ_AT = SUBMISSION_ROW.index("seq")
 
-
-_trace_fields = operator.methodcaller("trace_fields")
-_id = operator.attrgetter("id")
-_enqueued = operator.attrgetter("enqueued")
 
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
@@ -168,9 +156,10 @@ NULL_RECORDER = Recorder()
 
 
 class RunLog(RunTimer):
-    """What a traced run reports: the command id of each step (in the order they ran),
-    the time before each step and after the last, and, where they happened, the failure
-    and the device spans (kept only then: most runs make just ``ids`` and ``times``)."""
+    """What a traced run reports: the command id of each step (in the order they ran, as
+    numbers, not an int object per step), the time before each step and after the last,
+    and, where they happened, the failure and the device spans (kept only then: most runs
+    make just ``ids`` and ``times``)."""
 
     __slots__ = ("__dict__", "ids", "times")
     failure: tuple[int, Status, str, int] | None = None
@@ -194,56 +183,40 @@ class RunLog(RunTimer):
             self.device_spans = spans
 
 
-class TraceRecorder(Recorder):
-    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`.
+class TraceRecorderBase(Recorder):
+    """What a trace's recorder does in Python: the hooks called once per run, sync point,
+    range or compile, what the per-command hooks of its core (:mod:`.recorder_core`) call
+    for the cases they leave to Python, and reading the logs. A recorder class puts a core
+    before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 
-    What a loop of commands leaves in the logs is mostly tuples of numbers and strings,
-    which the garbage collector stops tracking after their first collection: a submission
-    of one command names its trace fields by their position in :attr:`described`, a host
-    access its bytes by digest. Objects it keeps tracking would make every full collection
-    of the user's program walk the whole trace (it cost more than the recording itself).
+    The core's logs hold numbers; what they name is kept here once: a submission names
+    its commands' trace fields by their position in :attr:`described`, a host access its
+    bytes by digest (in the trace's captures).
     """
 
     recording = True
+    submissions: Any
+    accesses: Any
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.submissions: list[tuple] = []
         self.runs: list[RunLog] = []
         self.described: list[TraceFields] = []
-        """The distinct trace fields of the commands logged (see :meth:`_describe`); a
-        submission of one command names its fields by their position here."""
-        self.host_accesses: list[tuple[int, int, int, int, bytes]] = []
-        """``(command id, HOST_READ or HOST_WRITE, byte offset, time, digest)`` per host
-        access; the binary digest keys the capture of the bytes (which holds their number)
-        in :attr:`Trace.captures <luisa_nb.recording.trace.Trace.captures>`."""
+        """The distinct trace fields of the commands logged (see :meth:`_describe`)."""
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self._open_ranges = threading.local()
-        self._policies: dict[int, str] = {}
-        self._last_submitted: dict[int | None, tuple[int, int | None]] = {}
+        self._looked_at: dict[int, tuple[int, int | None]] = {}
+        """Per stream: how many submission rows a synchronize looked at, and the seq of the
+        stream's last command among them."""
         self._last_placed: dict[int, int] = {}
         """The seq of the last sync point placed on each stream (a signal, wait, callback)."""
         self._lock = threading.Lock()
-        self._array_names: dict[int, tuple[weakref.ref, str | None]] = {}
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
-        self._described_at: dict[int, int] = {}
-        self._capture = trace.capture
         self._captured = trace.captures
-        self._log_access = self.host_accesses.append
-
-    def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
-        known = self._array_names.get(id(host))
-        if known is None or known[0]() is not host:
-            self._note_array(host)
-        digest = xxh3_128_digest(data)
-        captured = self._captured.get(digest)
-        return self._capture(data, digest) if captured is None else captured
-
-    def download_enqueued(self, host: np.ndarray) -> None:
-        self._note_array(host)
+        self._capture = trace.capture
 
     def _note_array(self, array: np.ndarray) -> None:
         """Remember the name ``array`` has where the user's code made the command.
@@ -263,6 +236,9 @@ class TraceRecorder(Recorder):
             self._unnamed_sites[site] = self._unnamed_sites.get(site, 0) + 1
         self._array_names[id(array)] = (weakref.ref(array), name)
 
+    def download_enqueued(self, host: np.ndarray) -> None:
+        self._note_array(host)
+
     def _name_host(self, host: HostRange, array: np.ndarray) -> None:
         """Give ``host`` the name its array had when the command was made, and remember
         the array and those it views (weakly) for :meth:`name_from`."""
@@ -280,37 +256,13 @@ class TraceRecorder(Recorder):
                 alive = [owner for owner in (ref() for ref in references) if owner is not None]
                 host.name = owner_name(alive, host.address, host.nbytes, (namespace,)) or host.name
 
-    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
-        if len(commands) != 1:
-            self._submitted_list(stream, commands)
-            return
-        # The common case, written out: one command, logged as one tuple (see
-        # `logged_submissions`). The lock is taken without `with`, which costs two bound
-        # methods more.
-        (command,) = commands
-        stream_id = stream.id
-        lock = self._lock
-        lock.acquire()
-        try:
-            submitted = now()
-            if stream_id not in self._policies:
-                self._first_submission_of(stream)
-            fields = command.trace_fields()
-            described = self._described_at.get(id(fields))
-            if described is None:
-                described = self._describe(fields, command, stream.device)
-            self.submissions.append(
-                (stream_id, submitted, next(_sequence), command.id, command.enqueued, described)
-            )
-        finally:
-            lock.release()
-
     def _describe(self, fields: TraceFields, command: Any, device: Any) -> int:
         """Keep the trace fields of ``command`` (on ``device``), not logged before, and note
         its buffers and host array; returns their position. Commands with the same fields
         touch the same buffers and host array: a loop's commands mostly share theirs (a
         kernel's dispatches on the same arguments, the uploads of one array into one view),
-        so this runs once for them."""
+        so this runs once for them. Two threads may keep the same fields twice; either
+        position names them."""
         buffers = self.trace.buffers
         for view in command.views:
             if view.buffer.id not in buffers:
@@ -318,65 +270,10 @@ class TraceRecorder(Recorder):
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
             self._name_host(host, command.host)
-        position = self._described_at[id(fields)] = len(self.described)
-        self.described.append(fields)
-        return position
-
-    def logged_submissions(self) -> list[tuple]:
-        """The submissions logged so far, each in the :data:`SUBMISSION_ROW` form. A
-        submission of one command is logged with its seq, id, enqueue time and the
-        position of its trace fields in place of the lists; this puts each in a list."""
-        entries = self.submissions[:]
-        described = self.described  # holds every position that `entries` names
-        return [
-            entry
-            if type(entry[SEQ_AT]) is not int
-            else (*entry[:2], [entry[2]], [entry[3]], [entry[4]], [described[entry[5]]])
-            for entry in entries
-        ]
-
-    def staging_of(self, stream_id: int) -> str:
-        """The staging policy of the submissions of stream ``stream_id``."""
-        return self._policies[stream_id]
-
-    def _last_of(self, stream_id: int | None) -> int | None:
-        """The seq of the last record of stream ``stream_id`` so far (a command, or a sync
-        point placed on the stream), if any; called with the lock held. Looked up when a
-        host-side wait is issued, so that a submission need not note it; the submissions
-        looked at are remembered, so each is looked at once per stream."""
-        submissions = self.submissions
-        looked_at, last = self._last_submitted.get(stream_id, (0, None))
-        for position in range(len(submissions) - 1, looked_at - 1, -1):
-            entry = submissions[position]
-            if entry[0] == stream_id:
-                seq = entry[SEQ_AT]
-                last = seq if type(seq) is int else seq[-1]
-                break
-        self._last_submitted[stream_id] = (len(submissions), last)
-        placed = self._last_placed.get(stream_id)
-        return placed if last is None or (placed is not None and placed > last) else last
-
-    def _submitted_list(self, stream: Any, commands: Sequence[Any]) -> None:
-        """:meth:`submitted` for a list of any length but one."""
-        stream_id = stream.id
         with self._lock:
-            submitted = now()
-            if stream_id not in self._policies:
-                self._first_submission_of(stream)
-            if not commands:
-                return
-            described = list(map(_trace_fields, commands))
-            described_at = self._described_at
-            previous = None
-            for fields, command in zip(described, commands):  # noqa: B905 (equal lengths)
-                if fields is not previous:  # a list's commands mostly share their fields
-                    previous = fields
-                    if id(fields) not in described_at:
-                        self._describe(fields, command, stream.device)
-            seqs = list(itertools.islice(_sequence, len(described)))
-            ids = list(map(_id, commands))
-            enqueued = list(map(_enqueued, commands))
-            self.submissions.append((stream_id, submitted, seqs, ids, enqueued, described))
+            position = self._described_at[id(fields)] = len(self.described)
+            self.described.append(fields)
+        return position
 
     def _first_submission_of(self, stream: Any) -> None:
         """Note ``stream`` in the trace and its device's staging policy as rows record it
@@ -399,41 +296,47 @@ class TraceRecorder(Recorder):
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
         )
 
+    def command_log(self) -> tuple[np.ndarray, list[TraceFields]]:
+        """The commands logged so far: a row per command
+        (:data:`~.recorder_core.SUBMISSION_COLUMNS`), and the trace fields the rows name."""
+        rows = rows_of(self.submissions)
+        return rows, self.described[:]  # holds every position that `rows` names
+
+    def access_log(self) -> tuple[np.ndarray, list[bytes]]:
+        """The host reads and writes logged so far: a row per access
+        (:data:`~.recorder_core.ACCESS_COLUMNS`), and the binary digest of each one's
+        bytes."""
+        rows = rows_of(self.accesses)
+        return rows, digests_of(rows)
+
+    def staging_of(self, stream_id: int) -> str:
+        """The staging policy of the submissions of stream ``stream_id``."""
+        return self._policies[stream_id]
+
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        ids = (steps[0].id,) if len(steps) == 1 else tuple([step.id for step in steps])
-        log = RunLog(ids)
+        log = RunLog(array("q", [step.id for step in steps]))
         self.runs.append(log)
         return log
-
-    # The hooks below digest the bytes once and capture only bytes not seen before (a
-    # lookup here saves a Python call per transfer of bytes seen before).
-
-    def host_read(
-        self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
-    ) -> None:
-        time = now() if at is None else at
-        digest = xxh3_128_digest(data)
-        if digest not in self._captured:
-            self._capture(data, digest)
-        self._log_access((command_id, HOST_READ, offset, time, digest))
-
-    def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
-        time = now() if at is None else at
-        digest = xxh3_128_digest(data)
-        if digest not in self._captured:
-            self._capture(data, digest)
-        self._log_access((command_id, HOST_WRITE, 0, time, digest))
 
     def sync_issued(
         self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
     ) -> SyncRecord:
         stream_id = None if stream is None else stream.id
+        covers = kind is SyncKind.SYNCHRONIZE
         with self._lock:
-            record = SyncRecord(sync_id, next(_sequence), kind, stream_id, event, issued=now())
-            if kind is SyncKind.SYNCHRONIZE:
-                record.covers = self._last_of(stream_id)
+            looked_at, last = self._looked_at.get(stream_id, (0, None))
+            seq, issued, row, rows = self.stamp_sync(stream_id if covers else None, looked_at)
+            record = SyncRecord(sync_id, seq, kind, stream_id, event, issued=issued)
+            if covers:
+                if row >= 0:
+                    last = self.submissions.row(row)[SEQ_COLUMN]
+                self._looked_at[stream_id] = (rows, last)
+                placed = self._last_placed.get(stream_id)
+                record.covers = (
+                    placed if last is None or (placed is not None and placed > last) else last
+                )
             elif stream_id is not None:
-                self._last_placed[stream_id] = record.seq
+                self._last_placed[stream_id] = seq
             self.syncs.append(record)
         return record
 
@@ -480,6 +383,17 @@ class TraceRecorder(Recorder):
                 record.end = time
 
 
+class TraceRecorder(RecorderCore, TraceRecorderBase):
+    """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`; its
+    per-command hooks are :data:`~.recorder_core.RecorderCore`'s (in C where it was
+    built)."""
+
+
+class PythonTraceRecorder(PythonRecorderCore, TraceRecorderBase):
+    """A :class:`TraceRecorder` whose per-command hooks run in Python (what a trace uses
+    where the C core was not built; the tests run both)."""
+
+
 _active: Recorder = NULL_RECORDER
 
 
@@ -494,7 +408,7 @@ def active_recorder() -> Recorder:
 
 
 def active_trace() -> Trace | None:
-    return _active.trace if isinstance(_active, TraceRecorder) else None
+    return _active.trace if isinstance(_active, TraceRecorderBase) else None
 
 
 def start(trace: Trace) -> None:

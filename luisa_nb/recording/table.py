@@ -11,12 +11,13 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import DESCRIBED, HOST_READ, PER_COMMAND, SUBMISSION_ROW
+from luisa_nb.recording.recorder import DESCRIBED
+from luisa_nb.recording.recorder_core import HOST_READ, SUBMISSION_COLUMNS
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -26,7 +27,7 @@ from luisa_nb.recording.records import (
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.recording.recorder import TraceRecorder
+    from luisa_nb.recording.recorder import TraceRecorderBase
     from luisa_nb.recording.trace import Trace
 
 MISSING = -1
@@ -179,16 +180,17 @@ class CommandTable:
         return cls(arrays, objects, pieces)
 
     @classmethod
-    def from_log(cls, recorder: TraceRecorder, trace: Trace) -> CommandTable:
+    def from_log(cls, recorder: TraceRecorderBase, trace: Trace) -> CommandTable:
         """A snapshot of what ``recorder`` has heard so far."""
-        # Runs and host accesses first: every row they name is then in the submissions.
+        # Runs and host accesses first: every command they name is then in the log.
         runs = recorder.runs[:]
-        accesses = recorder.host_accesses[:]
-        logged = _commands_of(recorder.logged_submissions(), recorder.staging_of)
-        count = len(logged["id"])
+        accesses, digests = recorder.access_log()
+        logged, described = recorder.command_log()
+        count = len(logged)
         if not count:
             return cls.empty()
-        row_of = {command_id: row for row, command_id in enumerate(logged["id"])}
+        columns = dict(zip(SUBMISSION_COLUMNS, logged.T, strict=True))
+        row_of = dict(zip(columns["id"].tolist(), range(count), strict=True))
         started = [MISSING] * count
         finished = [MISSING] * count
         status = [STATUS_CODES[Status.PENDING]] * count
@@ -198,21 +200,29 @@ class CommandTable:
         _apply_runs(
             runs, row_of, started, finished, status, errors, device_started, device_finished
         )
+        positions = columns["described"]
+        rows = [described[position] for position in positions.tolist()]
+        fields = dict(zip(DESCRIBED, zip(*rows, strict=True), strict=True))
+        hosts = fields["host"]
         host_read = [MISSING] * count
         host_write = [MISSING] * count
         data_captures: list[Capture | None] = [None] * count
-        hosts = logged["host"]
         pieces = _apply_host_accesses(
-            accesses, row_of, trace.captures, hosts, host_read, host_write, data_captures
+            accesses, digests, row_of, trace.captures, hosts, host_read, host_write, data_captures
         )
         for row, read in pieces.items():
             data_captures[row] = trace.combine_captures([capture for *_, capture in read])
         numbers = {
-            name: np.array(logged[name], np.int64)
-            for name in ("id", "seq", "stream", "submission", "index", "enqueued", "submitted")
+            name: np.ascontiguousarray(columns[name])
+            for name in ("id", "seq", "stream", "submission", "enqueued", "submitted")
         }
-        numbers["kind"] = np.array([KIND_CODES[kind] for kind in logged["kind"]], np.int64)
-        numbers["staging"] = np.array([_POLICY_CODES[p] for p in logged["staging"]], np.int64)
+        submission = columns["submission"]  # rows of one submission are consecutive
+        numbers["index"] = np.arange(count) - np.searchsorted(submission, submission)
+        kinds = np.array([KIND_CODES[kind] for kind, *_ in described], np.int64)
+        numbers["kind"] = kinds[positions]
+        streams, stream_rows = np.unique(columns["stream"], return_inverse=True)
+        policies = [_POLICY_CODES[recorder.staging_of(stream)] for stream in streams.tolist()]
+        numbers["staging"] = np.array(policies, np.int64)[stream_rows.reshape(-1)]
         for name, values in (
             ("started", started),
             ("finished", finished),
@@ -224,10 +234,10 @@ class CommandTable:
         ):
             numbers[name] = np.array(values, np.int64)
         objects = {
-            "label": list(logged["label"]),
-            "device_ranges": list(logged["device_ranges"]),
+            "label": list(fields["label"]),
+            "device_ranges": list(fields["device_ranges"]),
             "host": list(hosts),
-            "enqueue_capture": list(logged["enqueue_capture"]),
+            "enqueue_capture": list(fields["enqueue_capture"]),
             "data_capture": data_captures,
             "error": errors,
         }
@@ -236,31 +246,6 @@ class CommandTable:
             for row, read in pieces.items()
         }
         return cls(numbers, objects, host_pieces)
-
-
-def _commands_of(
-    submissions: Sequence[tuple], staging_of: Callable[[int], str]
-) -> dict[str, Sequence[Any]]:
-    """The logged submissions (:data:`~.recorder.SUBMISSION_ROW`) as one column per field,
-    with a row per command; a submission's number is its place in the log (from 1), its
-    staging policy ``staging_of(stream)``."""
-    extra = ("submission", "staging", "index")
-    if not submissions:
-        return {name: [] for name in (*SUBMISSION_ROW, *extra, *DESCRIBED) if name != "described"}
-    fields = dict(zip(SUBMISSION_ROW, zip(*submissions, strict=True), strict=True))
-    fields["submission"] = range(1, len(submissions) + 1)
-    fields["staging"] = [staging_of(stream) for stream in fields["stream"]]
-    sizes = [len(ids) for ids in fields["id"]]
-    logged: dict[str, Sequence[Any]] = {}
-    for name, values in fields.items():
-        if name in PER_COMMAND:
-            logged[name] = [value for listed in values for value in listed]
-        else:
-            logged[name] = [value for value, size in zip(values, sizes, strict=True)
-                            for _ in range(size)]  # fmt: skip
-    logged["index"] = [index for size in sizes for index in range(size)]
-    logged.update(zip(DESCRIBED, zip(*logged.pop("described"), strict=True), strict=True))
-    return logged
 
 
 def _apply_runs(
@@ -304,7 +289,8 @@ def _apply_runs(
 
 
 def _apply_host_accesses(
-    accesses: Sequence[tuple[int, int, int, int, bytes]],
+    accesses: np.ndarray,
+    digests: Sequence[bytes],
     row_of: dict[int, int],
     captures: dict[bytes, Capture],
     hosts: Sequence[HostRange | None],
@@ -312,10 +298,12 @@ def _apply_host_accesses(
     host_write: list[int],
     data_captures: list[Capture | None],
 ) -> dict[int, list[tuple[int, int, int, Capture]]]:
-    """Host read and write times and the bytes moved (``captures`` by digest); returns the
-    pieces of uploads read in several pieces, by row."""
+    """Host read and write times and the bytes moved (``accesses``: a row per access, and
+    ``digests``, the key of each one's bytes in ``captures``); returns the pieces of
+    uploads read in several pieces, by row."""
     pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
-    for command_id, kind, offset, time, digest in accesses:
+    rows = accesses[:, :4].tolist()
+    for (command_id, kind, offset, time), digest in zip(rows, digests, strict=True):
         row = row_of[command_id]
         capture = captures[digest]
         if kind == HOST_READ:

@@ -15,7 +15,7 @@ from xxhash import xxh3_128_digest
 from luisa_nb.errors import ConfigurationError, RecordNotFoundError, TraceError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.recording.recorder import DESCRIBED_AT, HOST_FIELD, TraceRecorder
+from luisa_nb.recording.recorder import HOST_FIELD, TraceRecorder
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -144,7 +144,7 @@ class Trace:
             len(run.times) + len(run.device_spans) + (run.failure is not None) for run in runs
         )
         completed = sum(sync.completed is not None for sync in log.syncs)
-        return (len(log.submissions), len(runs), ticks, len(log.host_accesses), len(log.syncs),
+        return (len(log.submissions), len(runs), ticks, len(log.accesses), len(log.syncs),
                 completed)  # fmt: skip
 
     def _read(self) -> CommandTable:
@@ -173,7 +173,7 @@ class Trace:
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
         recording trace gets its records from its recorder only)."""
-        if self.recorder.submissions or self.recorder.syncs:
+        if len(self.recorder.submissions) or self.recorder.syncs:
             raise TraceError("records cannot be added by hand to a trace that recorded some")
         if self._loaded is not None and not any(self._added):
             table, syncs = self._loaded
@@ -249,11 +249,7 @@ class Trace:
     def host_ranges(self) -> list[HostRange]:
         """The distinct host ranges the commands touched."""
         if self._loaded is None and not any(self._added):
-            hosts = [
-                fields[HOST_FIELD]
-                for entry in self.recorder.logged_submissions()
-                for fields in entry[DESCRIBED_AT]
-            ]
+            hosts = [fields[HOST_FIELD] for fields in self.recorder.described]
         else:
             hosts = self.table.objects["host"]
         return list({id(host): host for host in hosts if host is not None}.values())

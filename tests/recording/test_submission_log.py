@@ -1,5 +1,5 @@
-"""The recorder logs one entry per submission (one flat tuple for a single command): the
-table built from it has a row per command, in order, with its submission and index."""
+"""The recorder logs a row per command, with its submission's number: the table built
+from the log has a row per command, in order, with its submission and index."""
 
 from __future__ import annotations
 

@@ -1,0 +1,674 @@
+/* The recorder's hot paths in C: the hooks the runtime calls once per command, and the
+ * logs they append to. luisa_nb/recording/recorder_core.py holds the same code in Python
+ * (used where this module was not built) and documents what each part does; the two
+ * are tested against each other.
+ *
+ * Each hook runs with the GIL held. The part of a hook that draws a seq and a time and
+ * appends its row runs no Python code (it allocates no Python object), so no other
+ * thread runs in between: seqs, times and rows are in one order without a lock. A row
+ * is a fixed number of int64 values, so a log of a long loop holds no Python object per
+ * command for the garbage collector to walk.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
+#define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
+#define HOST_READ 0
+#define HOST_WRITE 1
+#define DIGEST_BYTES 16
+
+static PyObject *digest_function; /* xxhash.xxh3_128_digest */
+static PyObject *str_id, *str_enqueued, *str_device, *str_trace_fields, *str_first_submission_of,
+    *str_describe, *str_note_array, *str_capture_method;
+
+/* time.perf_counter_ns(), without making an int object */
+static inline int64_t clock_now(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyTime_t now;
+    (void)PyTime_PerfCounterRaw(&now);
+    return (int64_t)now;
+#else
+    return (int64_t)_PyTime_GetPerfCounter();
+#endif
+}
+
+/* -- Log ---------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    int64_t *values;
+    Py_ssize_t rows;
+    Py_ssize_t capacity; /* in rows */
+    Py_ssize_t width;
+} LogObject;
+
+static PyTypeObject LogType;
+
+/* Room for `count` more rows; runs no Python code. */
+static int log_reserve(LogObject *log, Py_ssize_t count)
+{
+    if (log->rows + count <= log->capacity)
+        return 0;
+    Py_ssize_t capacity = log->capacity ? log->capacity : 1024;
+    while (capacity < log->rows + count) {
+        if (capacity > PY_SSIZE_T_MAX / 2 / log->width / (Py_ssize_t)sizeof(int64_t)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        capacity *= 2;
+    }
+    int64_t *values = PyMem_Realloc(log->values, (size_t)(capacity * log->width) * sizeof(int64_t));
+    if (values == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    log->values = values;
+    log->capacity = capacity;
+    return 0;
+}
+
+static int log_append(LogObject *log, const int64_t *row)
+{
+    if (log_reserve(log, 1) < 0)
+        return -1;
+    memcpy(log->values + log->rows * log->width, row, (size_t)log->width * sizeof(int64_t));
+    log->rows++;
+    return 0;
+}
+
+static PyObject *log_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Py_ssize_t width;
+    static char *keywords[] = {"width", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "n:Log", keywords, &width))
+        return NULL;
+    if (width < 1) {
+        PyErr_SetString(PyExc_ValueError, "a log's rows hold at least one value");
+        return NULL;
+    }
+    LogObject *log = (LogObject *)type->tp_alloc(type, 0);
+    if (log != NULL)
+        log->width = width;
+    return (PyObject *)log;
+}
+
+static LogObject *make_log(Py_ssize_t width)
+{
+    LogObject *log = PyObject_New(LogObject, &LogType);
+    if (log != NULL) {
+        log->values = NULL;
+        log->rows = log->capacity = 0;
+        log->width = width;
+    }
+    return log;
+}
+
+static void log_dealloc(LogObject *log)
+{
+    PyMem_Free(log->values);
+    Py_TYPE(log)->tp_free((PyObject *)log);
+}
+
+static Py_ssize_t log_length(LogObject *log)
+{
+    return log->rows;
+}
+
+static int as_int64(PyObject *value, int64_t *out)
+{
+    long long converted = PyLong_AsLongLong(value);
+    if (converted == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)converted;
+    return 0;
+}
+
+static PyObject *log_append_method(LogObject *log, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != log->width) {
+        PyErr_Format(PyExc_TypeError, "a row of this log holds %zd values, not %zd", log->width,
+                     nargs);
+        return NULL;
+    }
+    int64_t row[16];
+    int64_t *values = nargs <= 16 ? row : PyMem_Malloc((size_t)nargs * sizeof(int64_t));
+    if (values == NULL)
+        return PyErr_NoMemory();
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < nargs && !failed; i++)
+        failed = as_int64(args[i], &values[i]) < 0;
+    if (!failed)
+        failed = log_append(log, values) < 0;
+    if (values != row)
+        PyMem_Free(values);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *log_tobytes(LogObject *log, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t start = 0;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "tobytes(start=0)");
+        return NULL;
+    }
+    if (nargs == 1 && (start = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (start < 0 || start > log->rows)
+        start = start < 0 ? 0 : log->rows;
+    return PyBytes_FromStringAndSize((const char *)(log->values + start * log->width),
+                                     (log->rows - start) * log->width * (Py_ssize_t)sizeof(int64_t));
+}
+
+static PyObject *log_row(LogObject *log, PyObject *index_object)
+{
+    Py_ssize_t index = PyLong_AsSsize_t(index_object);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    if (index < 0)
+        index += log->rows;
+    if (index < 0 || index >= log->rows) {
+        PyErr_SetString(PyExc_IndexError, "log row out of range");
+        return NULL;
+    }
+    PyObject *row = PyTuple_New(log->width);
+    for (Py_ssize_t i = 0; row != NULL && i < log->width; i++) {
+        PyObject *value = PyLong_FromLongLong(log->values[index * log->width + i]);
+        if (value == NULL) {
+            Py_CLEAR(row);
+            break;
+        }
+        PyTuple_SET_ITEM(row, i, value);
+    }
+    return row;
+}
+
+/* The index of the last row from `stop` on whose `column` holds `value`, or -1. */
+static Py_ssize_t log_last_where(LogObject *log, Py_ssize_t column, int64_t value, Py_ssize_t stop)
+{
+    for (Py_ssize_t index = log->rows - 1; index >= stop && index >= 0; index--)
+        if (log->values[index * log->width + column] == value)
+            return index;
+    return -1;
+}
+
+static PyObject *log_last_row_where(LogObject *log, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t column, stop;
+    int64_t value;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "last_row_where(column, value, stop)");
+        return NULL;
+    }
+    if (((column = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()) ||
+        as_int64(args[1], &value) < 0 ||
+        ((stop = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()))
+        return NULL;
+    if (column < 0 || column >= log->width) {
+        PyErr_SetString(PyExc_IndexError, "log column out of range");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(log_last_where(log, column, value, stop));
+}
+
+static PyObject *log_get_width(LogObject *log, void *closure)
+{
+    return PyLong_FromSsize_t(log->width);
+}
+
+static PyMethodDef log_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))log_append_method, METH_FASTCALL,
+     "append(*values): add one row."},
+    {"tobytes", (PyCFunction)(void (*)(void))log_tobytes, METH_FASTCALL,
+     "tobytes(start=0): the rows from `start` on, as native int64 values."},
+    {"row", (PyCFunction)log_row, METH_O, "row(index): one row as a tuple."},
+    {"last_row_where", (PyCFunction)(void (*)(void))log_last_row_where, METH_FASTCALL,
+     "last_row_where(column, value, stop): the index of the last row from `stop` on whose "
+     "`column` holds `value`, or -1."},
+    {NULL}};
+
+static PyGetSetDef log_getset[] = {{"width", (getter)log_get_width, NULL, "values per row"}, {NULL}};
+
+static PySequenceMethods log_as_sequence = {.sq_length = (lenfunc)log_length};
+
+static PyTypeObject LogType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.Log",
+    .tp_doc = "Rows of `width` int64 values, appended to, read as bytes.",
+    .tp_basicsize = sizeof(LogObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = log_new,
+    .tp_dealloc = (destructor)log_dealloc,
+    .tp_as_sequence = &log_as_sequence,
+    .tp_methods = log_methods,
+    .tp_getset = log_getset,
+};
+
+/* -- RecorderCore --------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD
+    LogObject *submissions;
+    LogObject *accesses;
+    PyObject *described_at;   /* dict: id(trace fields) -> position */
+    PyObject *policies;       /* dict: stream id -> staging policy */
+    PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
+    PyObject *captured;       /* dict: binary digest -> Capture */
+    int64_t submission_count;
+    int64_t sequence;
+} CoreObject;
+
+static PyObject *core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    CoreObject *core = (CoreObject *)type->tp_alloc(type, 0);
+    if (core == NULL)
+        return NULL;
+    core->submissions = make_log(SUBMISSION_WIDTH);
+    core->accesses = make_log(ACCESS_WIDTH);
+    core->described_at = PyDict_New();
+    core->policies = PyDict_New();
+    core->array_names = PyDict_New();
+    core->captured = PyDict_New();
+    if (!core->submissions || !core->accesses || !core->described_at ||
+        !core->policies || !core->array_names || !core->captured) {
+        Py_DECREF(core);
+        return NULL;
+    }
+    return (PyObject *)core;
+}
+
+static int core_traverse(CoreObject *core, visitproc visit, void *arg)
+{
+    Py_VISIT(core->described_at);
+    Py_VISIT(core->policies);
+    Py_VISIT(core->array_names);
+    Py_VISIT(core->captured);
+    return 0;
+}
+
+static int core_clear(CoreObject *core)
+{
+    Py_CLEAR(core->described_at);
+    Py_CLEAR(core->policies);
+    Py_CLEAR(core->array_names);
+    Py_CLEAR(core->captured);
+    return 0;
+}
+
+static void core_dealloc(CoreObject *core)
+{
+    PyObject_GC_UnTrack(core);
+    core_clear(core);
+    Py_CLEAR(core->submissions);
+    Py_CLEAR(core->accesses);
+    Py_TYPE(core)->tp_free((PyObject *)core);
+}
+
+static int attribute_int64(PyObject *object, PyObject *name, int64_t *out)
+{
+    PyObject *value = PyObject_GetAttr(object, name);
+    if (value == NULL)
+        return -1;
+    int result = as_int64(value, out);
+    Py_DECREF(value);
+    return result;
+}
+
+/* The position of `fields` (a command's trace fields) in the recorder's `described`
+ * list, from `described_at` or, for fields not seen before, from `_describe`. */
+static int fields_position(CoreObject *core, PyObject *fields, PyObject *command, PyObject *stream,
+                           int64_t *out)
+{
+    PyObject *key = PyLong_FromVoidPtr(fields);
+    if (key == NULL)
+        return -1;
+    PyObject *position = PyDict_GetItemWithError(core->described_at, key);
+    Py_DECREF(key);
+    if (position != NULL)
+        return as_int64(position, out);
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *device = PyObject_GetAttr(stream, str_device);
+    if (device == NULL)
+        return -1;
+    position = PyObject_CallMethodObjArgs((PyObject *)core, str_describe, fields, command, device,
+                                          NULL);
+    Py_DECREF(device);
+    if (position == NULL)
+        return -1;
+    int result = as_int64(position, out);
+    Py_DECREF(position);
+    return result;
+}
+
+/* submitted(stream, commands): a row per command, one submission number */
+static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "submitted(stream, commands)");
+        return NULL;
+    }
+    PyObject *stream = args[0];
+    PyObject *commands = PySequence_Fast(args[1], "submitted: commands is a sequence");
+    if (commands == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
+    PyObject *stream_id = NULL, *previous = NULL, *result = NULL;
+    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], previous_position = 0;
+    if ((stream_id = PyObject_GetAttr(stream, str_id)) == NULL || as_int64(stream_id, &row[1]) < 0)
+        goto done;
+    int known = PyDict_Contains(core->policies, stream_id);
+    if (known < 0)
+        goto done;
+    if (!known) {
+        PyObject *noted = PyObject_CallMethodOneArg((PyObject *)core, str_first_submission_of, stream);
+        if (noted == NULL)
+            goto done;
+        Py_DECREF(noted);
+    }
+    if (count > 1 && (values = PyMem_Malloc((size_t)(3 * count) * sizeof(int64_t))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* values: ids, then enqueue times, then positions of trace fields */
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *command = PySequence_Fast_GET_ITEM(commands, j);
+        PyObject *fields = PyObject_CallMethodNoArgs(command, str_trace_fields);
+        if (fields == NULL)
+            goto done;
+        if (fields != previous) { /* a list's commands mostly share their fields */
+            Py_XSETREF(previous, fields);
+            if (fields_position(core, fields, command, stream, &previous_position) < 0)
+                goto done;
+        } else {
+            Py_DECREF(fields);
+        }
+        values[2 * count + j] = previous_position;
+        if (attribute_int64(command, str_id, &values[j]) < 0 ||
+            attribute_int64(command, str_enqueued, &values[count + j]) < 0)
+            goto done;
+    }
+    /* no Python code from here to the last append */
+    if (count == 0 || log_reserve(core->submissions, count) < 0)
+        goto succeeded;
+    row[0] = ++core->submission_count;
+    row[2] = clock_now();
+    for (Py_ssize_t j = 0; j < count; j++) {
+        row[3] = ++core->sequence;
+        row[4] = values[j];
+        row[5] = values[count + j];
+        row[6] = values[2 * count + j];
+        log_append(core->submissions, row);
+    }
+succeeded:
+    if (!PyErr_Occurred()) {
+        result = Py_None;
+        Py_INCREF(result);
+    }
+done:
+    Py_DECREF(commands);
+    Py_XDECREF(stream_id);
+    Py_XDECREF(previous);
+    if (values != one)
+        PyMem_Free(values);
+    return result;
+}
+
+/* The binary digest of `data`, captured into the trace if these bytes are new. */
+static PyObject *digest_and_capture(CoreObject *core, PyObject *data)
+{
+    PyObject *digest = PyObject_CallOneArg(digest_function, data);
+    if (digest == NULL)
+        return NULL;
+    if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != DIGEST_BYTES) {
+        Py_DECREF(digest);
+        PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
+        return NULL;
+    }
+    int known = PyDict_Contains(core->captured, digest);
+    if (known == 0) {
+        PyObject *captured = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data,
+                                                        digest, NULL);
+        if (captured == NULL)
+            known = -1;
+        Py_XDECREF(captured);
+    }
+    if (known < 0) {
+        Py_DECREF(digest);
+        return NULL;
+    }
+    return digest;
+}
+
+static PyObject *host_access(CoreObject *core, int64_t kind, PyObject *command_id, PyObject *offset,
+                             PyObject *data, PyObject *at)
+{
+    int64_t row[ACCESS_WIDTH];
+    row[1] = kind;
+    row[2] = 0;
+    if (at == NULL || at == Py_None)
+        row[3] = clock_now();
+    else if (as_int64(at, &row[3]) < 0)
+        return NULL;
+    if (as_int64(command_id, &row[0]) < 0 || (offset != NULL && as_int64(offset, &row[2]) < 0))
+        return NULL;
+    PyObject *digest = digest_and_capture(core, data);
+    if (digest == NULL)
+        return NULL;
+    memcpy(&row[4], PyBytes_AS_STRING(digest), DIGEST_BYTES);
+    Py_DECREF(digest);
+    if (log_append(core->accesses, row) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Positional arguments `args[0:nargs]` and an optional keyword `at`, into `out`. */
+static int positional_and_at(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames, Py_ssize_t required, PyObject **out)
+{
+    Py_ssize_t keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    out[required] = NULL;
+    if (nargs < required || nargs > required + 1 || keywords > 1 ||
+        (keywords == 1 && (nargs > required ||
+                           !PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) ||
+                           PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "at")))) {
+        PyErr_Format(PyExc_TypeError, "%s: bad arguments", name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs + keywords; i++)
+        out[i] = args[i];
+    return 0;
+}
+
+/* host_read(command_id, offset, data, at=None) */
+static PyObject *core_host_read(CoreObject *core, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames)
+{
+    PyObject *values[4];
+    if (positional_and_at("host_read(command_id, offset, data, at=None)", args,
+                          PyVectorcall_NARGS(nargsf), kwnames, 3, values) < 0)
+        return NULL;
+    return host_access(core, HOST_READ, values[0], values[1], values[2], values[3]);
+}
+
+/* host_write(command_id, data, at=None) */
+static PyObject *core_host_write(CoreObject *core, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
+{
+    PyObject *values[3];
+    if (positional_and_at("host_write(command_id, data, at=None)", args,
+                          PyVectorcall_NARGS(nargsf), kwnames, 2, values) < 0)
+        return NULL;
+    return host_access(core, HOST_WRITE, values[0], NULL, values[1], values[2]);
+}
+
+/* upload_enqueued(host, data) */
+static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "upload_enqueued(host, data)");
+        return NULL;
+    }
+    PyObject *host = args[0], *data = args[1];
+    PyObject *key = PyLong_FromVoidPtr(host);
+    if (key == NULL)
+        return NULL;
+    PyObject *known = PyDict_GetItemWithError(core->array_names, key); /* borrowed */
+    Py_DECREF(key);
+    int named = 0;
+    if (known != NULL && PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 2) {
+        PyObject *alive = PyObject_CallNoArgs(PyTuple_GET_ITEM(known, 0));
+        if (alive == NULL)
+            return NULL;
+        named = alive == host;
+        Py_DECREF(alive);
+    } else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!named) {
+        PyObject *noted = PyObject_CallMethodOneArg((PyObject *)core, str_note_array, host);
+        if (noted == NULL)
+            return NULL;
+        Py_DECREF(noted);
+    }
+    PyObject *digest = PyObject_CallOneArg(digest_function, data);
+    if (digest == NULL)
+        return NULL;
+    PyObject *captured = PyDict_GetItemWithError(core->captured, digest);
+    if (captured != NULL) {
+        Py_INCREF(captured);
+    } else if (!PyErr_Occurred()) {
+        captured = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data, digest,
+                                              NULL);
+    }
+    Py_DECREF(digest);
+    return captured;
+}
+
+/* stamp_sync(stream_id, stop): a sync point's seq and time, the index of the last
+ * submission row of stream `stream_id` (None: no stream) from row `stop` on (-1: none),
+ * and the number of rows then */
+static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "stamp_sync(stream_id, stop)");
+        return NULL;
+    }
+    int64_t stream_id = 0;
+    Py_ssize_t stop;
+    if ((args[0] != Py_None && as_int64(args[0], &stream_id) < 0) ||
+        ((stop = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()))
+        return NULL;
+    Py_ssize_t last = args[0] == Py_None ? -1 : log_last_where(core->submissions, 1, stream_id, stop);
+    int64_t seq = ++core->sequence;
+    return Py_BuildValue("LLnn", (long long)seq, (long long)clock_now(), last,
+                         core->submissions->rows);
+}
+
+static PyMethodDef core_methods[] = {
+    {"submitted", (PyCFunction)(void (*)(void))core_submitted, METH_FASTCALL, NULL},
+    {"host_read", (PyCFunction)(void (*)(void))core_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"host_write", (PyCFunction)(void (*)(void))core_host_write, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
+    {"upload_enqueued", (PyCFunction)(void (*)(void))core_upload_enqueued, METH_FASTCALL, NULL},
+    {"stamp_sync", (PyCFunction)(void (*)(void))core_stamp_sync, METH_FASTCALL, NULL},
+    {NULL}};
+
+#define CORE_MEMBER(name, field)                                                                   \
+    {name, T_OBJECT_EX, offsetof(CoreObject, field), READONLY, NULL}
+
+static PyMemberDef core_members[] = {
+    CORE_MEMBER("submissions", submissions),
+    CORE_MEMBER("accesses", accesses),
+    CORE_MEMBER("_described_at", described_at),
+    CORE_MEMBER("_policies", policies),
+    CORE_MEMBER("_array_names", array_names),
+    {NULL}};
+
+static PyObject *core_get_captured(CoreObject *core, void *closure)
+{
+    if (core->captured == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "_captured");
+        return NULL;
+    }
+    Py_INCREF(core->captured);
+    return core->captured;
+}
+
+static int core_set_captured(CoreObject *core, PyObject *value, void *closure)
+{
+    if (value == NULL || !PyDict_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "_captured is a dict (the trace's captures)");
+        return -1;
+    }
+    Py_INCREF(value);
+    Py_SETREF(core->captured, value);
+    return 0;
+}
+
+static PyGetSetDef core_getset[] = {
+    {"_captured", (getter)core_get_captured, (setter)core_set_captured,
+     "the trace's captures, by binary digest"},
+    {NULL}};
+
+static PyTypeObject CoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.RecorderCore",
+    .tp_doc = "The hooks a trace recorder runs per command (see recorder_core.py).",
+    .tp_basicsize = sizeof(CoreObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = core_new,
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_traverse = (traverseproc)core_traverse,
+    .tp_clear = (inquiry)core_clear,
+    .tp_methods = core_methods,
+    .tp_members = core_members,
+    .tp_getset = core_getset,
+};
+
+/* -- module ------------------------------------------------------------------------------ */
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "luisa_nb.recording._recorder_core",
+    .m_doc = "The recorder's hot paths in C (see recorder_core.py).",
+    .m_size = -1,
+};
+
+static int intern(PyObject **slot, const char *text)
+{
+    *slot = PyUnicode_InternFromString(text);
+    return *slot == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC PyInit__recorder_core(void)
+{
+    if (intern(&str_id, "id") < 0 || intern(&str_enqueued, "enqueued") < 0 ||
+        intern(&str_device, "device") < 0 || intern(&str_trace_fields, "trace_fields") < 0 ||
+        intern(&str_first_submission_of, "_first_submission_of") < 0 ||
+        intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
+        intern(&str_capture_method, "_capture") < 0)
+        return NULL;
+    PyObject *xxhash = PyImport_ImportModule("xxhash");
+    if (xxhash == NULL)
+        return NULL;
+    digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
+    Py_DECREF(xxhash);
+    if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&CoreType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Log", (PyObject *)&LogType) < 0 ||
+        PyModule_AddObjectRef(m, "RecorderCore", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,191 @@
+"""The recorder's hot paths: the hooks the runtime calls once per command, and the logs
+they append to.
+
+A trace's recorder (:class:`~luisa_nb.recording.recorder.TraceRecorder`) takes the hooks
+``submitted``, ``host_read``, ``host_write`` and ``upload_enqueued`` from
+:data:`RecorderCore`: the C extension ``_recorder_core`` where it was built (installing
+luisa_nb builds it when a C compiler and Python's headers are there), else
+:class:`PythonRecorderCore`, which does the same in Python. Each hook handles the common
+case itself and calls the recorder's Python methods for the rest: ``_first_submission_of``
+(a stream's first submission), ``_describe`` (trace fields not seen before),
+``_note_array`` (a host array not
+named yet) and ``_capture`` (bytes not seen before).
+
+The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
+per command in them. With a tuple per submission, the garbage collector's passes over
+young objects cost as much as the rest of the hook, and the C hooks' tuples would have
+cost more than their work:
+
+- ``submissions``: a row per command (:data:`SUBMISSION_COLUMNS`); the commands of one
+  submission share its number (1, 2, 3, ... in the order they were submitted) and its
+  time, and have consecutive seqs. ``described`` is the position of the command's trace
+  fields in the recorder's ``described`` list.
+- ``accesses``: a row per host read or write (:data:`ACCESS_COLUMNS`); the binary
+  digest of its bytes takes the last two columns (:func:`digests_of`).
+
+Seqs number a trace's commands and sync points in the order the host issued them. A
+hook draws its seq and time and appends its row in one step (the C hooks run no Python
+code in between, so no other thread can; the Python ones hold a lock).
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+import threading
+from array import array
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from xxhash import xxh3_128_digest
+
+from luisa_nb.recording.clock import now
+
+SUBMISSION_COLUMNS = ("submission", "stream", "submitted", "seq", "id", "enqueued", "described")
+ACCESS_COLUMNS = ("id", "kind", "offset", "time", "digest", "digest_end")
+SUBMISSION_WIDTH = len(SUBMISSION_COLUMNS)
+ACCESS_WIDTH = len(ACCESS_COLUMNS)
+STREAM_COLUMN = SUBMISSION_COLUMNS.index("stream")
+SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
+HOST_READ = 0
+HOST_WRITE = 1
+DIGEST_BYTES = 16
+_DIGEST_HALVES = struct.Struct("=qq")
+"""A 16-byte digest as the two native int64 values of its row."""
+
+
+class PythonLog:
+    """Rows of ``width`` int64 values, appended to and read as bytes (the C ``Log``)."""
+
+    __slots__ = ("_values", "width")
+
+    def __init__(self, width: int) -> None:
+        if width < 1:
+            raise ValueError("a log's rows hold at least one value")
+        self.width = width
+        self._values = array("q")
+
+    def append(self, *values: int) -> None:
+        if len(values) != self.width:
+            raise TypeError(f"a row of this log holds {self.width} values, not {len(values)}")
+        self._values.extend(values)
+
+    def __len__(self) -> int:
+        return len(self._values) // self.width
+
+    def tobytes(self, start: int = 0) -> bytes:
+        """The rows from ``start`` on, as native int64 values."""
+        return self._values[max(start, 0) * self.width :].tobytes()
+
+    def row(self, index: int) -> tuple[int, ...]:
+        rows = len(self)
+        if not -rows <= index < rows:
+            raise IndexError("log row out of range")
+        start = (index % rows) * self.width
+        return tuple(self._values[start : start + self.width])
+
+    def last_row_where(self, column: int, value: int, stop: int) -> int:
+        """The index of the last row from ``stop`` on whose ``column`` holds ``value``, or
+        -1."""
+        if not 0 <= column < self.width:
+            raise IndexError("log column out of range")
+        values, width = self._values, self.width
+        for index in range(len(values) // width - 1, max(stop, 0) - 1, -1):
+            if values[index * width + column] == value:
+                return index
+        return -1
+
+
+def rows_of(log: Any, start: int = 0) -> np.ndarray:
+    """The rows of ``log`` from ``start`` on as an int64 array of shape (rows, width): a
+    copy, which later appends leave alone."""
+    return np.frombuffer(log.tobytes(start), np.int64).reshape(-1, log.width)
+
+
+def digests_of(rows: np.ndarray) -> list[bytes]:
+    """The binary digest of each access row of ``rows`` (from :func:`rows_of`)."""
+    packed = np.ascontiguousarray(rows[:, -2:]).tobytes()
+    return [packed[start : start + DIGEST_BYTES] for start in range(0, len(packed), DIGEST_BYTES)]
+
+
+class PythonRecorderCore:
+    """The hooks of the C ``RecorderCore``, in Python. The logs and the dicts the hooks look
+    things up in are made with the object (as the C type makes them), so a recorder's
+    ``__init__`` finds them there."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        self = super().__new__(cls)
+        self.submissions = PythonLog(SUBMISSION_WIDTH)
+        self.accesses = PythonLog(ACCESS_WIDTH)
+        self._described_at = {}
+        self._policies = {}
+        self._array_names = {}
+        self._captured = {}
+        self._numbers = itertools.count(1)
+        self._sequence = itertools.count(1)
+        self._stamp_lock = threading.Lock()
+        return self
+
+    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
+        stream_id = stream.id
+        if stream_id not in self._policies:
+            self._first_submission_of(stream)
+        described_at = self._described_at
+        rows = []
+        previous = position = None
+        for command in commands:
+            fields = command.trace_fields()
+            if fields is not previous:  # a list's commands mostly share their fields
+                previous = fields
+                position = described_at.get(id(fields))
+                if position is None:
+                    position = self._describe(fields, command, stream.device)
+            rows.append((command.id, command.enqueued, position))
+        if not rows:
+            return
+        append, sequence = self.submissions.append, self._sequence
+        with self._stamp_lock:
+            number, submitted = next(self._numbers), now()
+            for command_id, enqueued, position in rows:
+                append(number, stream_id, submitted, next(sequence), command_id, enqueued, position)
+
+    def host_read(
+        self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
+    ) -> None:
+        self._host_access(command_id, HOST_READ, offset, data, now() if at is None else at)
+
+    def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
+        self._host_access(command_id, HOST_WRITE, 0, data, now() if at is None else at)
+
+    def _host_access(self, command_id: int, kind: int, offset: int, data: Any, time: int) -> None:
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data, digest)
+        self.accesses.append(command_id, kind, offset, time, *_DIGEST_HALVES.unpack(digest))
+
+    def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Any:
+        known = self._array_names.get(id(host))
+        if known is None or known[0]() is not host:
+            self._note_array(host)
+        digest = xxh3_128_digest(data)
+        captured = self._captured.get(digest)
+        return self._capture(data, digest) if captured is None else captured
+
+    def stamp_sync(self, stream_id: int | None, stop: int) -> tuple[int, int, int, int]:
+        """A sync point's seq and time, the index of the last submission row of stream
+        ``stream_id`` (``None``: no stream) from row ``stop`` on (-1: none), and the number
+        of rows then: the commands with a lower seq."""
+        with self._stamp_lock:
+            log = self.submissions
+            last = -1 if stream_id is None else log.last_row_where(STREAM_COLUMN, stream_id, stop)
+            return next(self._sequence), now(), last, len(log)
+
+
+try:
+    from luisa_nb.recording._recorder_core import Log, RecorderCore
+except ImportError:  # not built: no C compiler or no Python headers when installed
+    Log, RecorderCore = PythonLog, PythonRecorderCore
+
+NATIVE = RecorderCore is not PythonRecorderCore
+"""Whether the hooks run in C."""

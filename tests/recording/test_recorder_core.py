@@ -1,0 +1,220 @@
+"""The recorder's per-command hooks and logs (``recording.recorder_core``): the C core and
+its Python twin log the same rows, traces made with either read the same, and the rows
+are in one order with their seqs and times."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import luisa_nb as lnb
+from luisa_nb.conformance.programs import FIXED_PROGRAMS
+from luisa_nb.conformance.runner import run_program
+from luisa_nb.recording import recorder_core
+from luisa_nb.recording import trace as trace_module
+from luisa_nb.recording.recorder import PythonTraceRecorder, TraceRecorder
+from luisa_nb.recording.recorder_core import (
+    ACCESS_WIDTH,
+    SUBMISSION_COLUMNS,
+    SUBMISSION_WIDTH,
+    PythonLog,
+    rows_of,
+)
+
+NATIVE_MISSING = "the C recorder core was not built (no C compiler or Python headers at install)"
+needs_native = pytest.mark.skipif(not recorder_core.NATIVE, reason=NATIVE_MISSING)
+
+LOGS = [pytest.param(PythonLog, id="python")]
+RECORDERS = [pytest.param(PythonTraceRecorder, id="python")]
+if recorder_core.NATIVE:
+    LOGS.append(pytest.param(recorder_core.Log, id="c"))
+    RECORDERS.append(pytest.param(TraceRecorder, id="c"))
+
+
+@lnb.kernel
+def bump(target):
+    i = lnb.dispatch_id().x
+    target.write(i, target.read(i) + 1.0)
+
+
+@pytest.fixture(params=RECORDERS)
+def recorder_class(request, monkeypatch):
+    """Traces made in the test record with this class."""
+    monkeypatch.setattr(trace_module, "TraceRecorder", request.param)
+    return request.param
+
+
+def test_the_c_core_is_built_where_ci_asks_for_it():
+    """CI sets LUISA_NB_REQUIRE_NATIVE: a build that silently fell back to Python fails it."""
+    if not os.environ.get("LUISA_NB_REQUIRE_NATIVE"):
+        pytest.skip("LUISA_NB_REQUIRE_NATIVE is not set")
+    assert recorder_core.NATIVE, NATIVE_MISSING
+
+
+@needs_native
+def test_both_cores_agree_on_the_row_layout():
+    from luisa_nb.recording import _recorder_core
+
+    assert _recorder_core.SUBMISSION_WIDTH == SUBMISSION_WIDTH == len(SUBMISSION_COLUMNS)
+    assert _recorder_core.ACCESS_WIDTH == ACCESS_WIDTH
+
+
+@pytest.mark.parametrize("log_class", LOGS)
+def test_a_log_keeps_rows_of_int64(log_class):
+    log = log_class(3)
+    assert len(log) == 0 and log.width == 3 and log.tobytes() == b""
+    for row in range(2500):  # past the first growth
+        log.append(row, -row, 2**62 + row)
+    assert len(log) == 2500
+    assert log.row(0) == (0, 0, 2**62) and log.row(-1) == (2499, -2499, 2**62 + 2499)
+    rows = rows_of(log, 2498)
+    np.testing.assert_array_equal(rows, [[2498, -2498, 2**62 + 2498], [2499, -2499, 2**62 + 2499]])
+    assert rows_of(log).shape == (2500, 3) and len(log.tobytes(9999)) == 0
+    log.append(7, 1, 1)
+    assert log.last_row_where(0, 7, 0) == 2500
+    assert log.last_row_where(0, 7, 2501) == -1
+    assert log.last_row_where(1, -3, 0) == 3 and log.last_row_where(1, -3, 4) == -1
+    with pytest.raises(TypeError, match="holds 3 values, not 2"):
+        log.append(1, 2)
+    with pytest.raises(IndexError):
+        log.row(2501)
+    with pytest.raises(IndexError):
+        log.last_row_where(3, 0, 0)
+    with pytest.raises(ValueError):
+        log_class(0)
+    assert len(log) == 2501
+
+
+def _program_rows(run):
+    """What a program's trace says, with the process-wide command ids numbered in order."""
+    table = run.trace.table
+    ids = {command_id: order for order, command_id in enumerate(table.numbers["id"].tolist())}
+    rows = []
+    for record in run.trace.commands:
+        rows.append(
+            (
+                ids[record.id],
+                record.seq,
+                record.submission,
+                record.index,
+                record.kind,
+                record.label,
+                record.staging,
+                record.status,
+                record.host_read is None,
+                record.host_write is None,
+                None if record.data_capture is None else record.data_capture.digest,
+                None if record.enqueue_capture is None else record.enqueue_capture.digest,
+                record.host_pieces and [(offset, n) for offset, n, _ in record.host_pieces],
+            )
+        )
+    # a device-wide synchronize goes through the streams in no fixed order
+    syncs = sorted((sync.kind.value, sync.covers or 0) for sync in run.trace.syncs)
+    syncs.append(sorted(sync.seq for sync in run.trace.syncs))
+    hazards = sorted((hazard.kind.value, len(hazard.command_ids)) for hazard in run.trace.hazards)
+    return rows, syncs, hazards
+
+
+@needs_native
+@pytest.mark.parametrize("backend", ["cpu", "dx"])
+def test_traces_of_both_cores_read_the_same(backend, monkeypatch):
+    """Every fixed conformance program, traced with the C hooks and with the Python ones:
+    the same rows, sync points, captures and hazards."""
+    for make in FIXED_PROGRAMS:
+        program = make()
+        seen = []
+        for recorder_class in (TraceRecorder, PythonTraceRecorder):
+            monkeypatch.setattr(trace_module, "TraceRecorder", recorder_class)
+            run = run_program(lnb.create_device(backend), program)
+            assert type(run.trace.recorder) is recorder_class
+            seen.append(_program_rows(run))
+        assert seen[0] == seen[1], program.name
+        assert seen[0][0], program.name
+
+
+def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        data = np.arange(16, dtype=np.uint8)
+        recorder.host_read(5, 8, data)
+        recorder.host_read(5, 0, data, at=123)
+        recorder.host_write(6, data, at=456)
+        recorder.host_write(6, data[:4])
+        with pytest.raises(TypeError):
+            recorder.host_read(5, data)
+        with pytest.raises(TypeError):
+            recorder.host_write(6, data, when=1)
+        with pytest.raises(TypeError):
+            recorder.host_read(5, 0, data, 7, at=8)
+    rows, digests = recorder.access_log()
+    assert rows[:, :3].tolist() == [[5, 0, 8], [5, 0, 0], [6, 1, 0], [6, 1, 0]]
+    assert rows[1, 3] == 123 and rows[2, 3] == 456 and rows[0, 3] > 456
+    assert digests[0] == digests[1] == digests[2] != digests[3]
+    assert trace.captures[digests[3]].nbytes == 4
+
+
+def test_rows_are_in_seq_order_with_times_from_the_trace_clock(recorder_class):
+    """Two threads submit to their own streams at once: rows, seqs and submission times
+    are in one order, and a submission's time lies between the clock readings around
+    it (the C core reads the clock ``time.perf_counter_ns`` reads)."""
+    device = lnb.create_device("cpu")
+    buffers = [device.create_buffer(4, np.float32) for _ in range(2)]
+    streams = [device.create_stream(f"s{i}") for i in range(2)]
+    before = time.perf_counter_ns()
+
+    def submit(stream, buffer):
+        for count in range(200):
+            stream.submit([bump.dispatch_async(4, buffer) for _ in range(1 + count % 3)])
+
+    with lnb.trace() as trace:
+        pairs = zip(streams, buffers, strict=True)
+        threads = [threading.Thread(target=submit, args=pair) for pair in pairs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for stream in streams:
+            stream.synchronize()
+    after = time.perf_counter_ns()
+    rows, _ = trace.recorder.command_log()
+    column = dict(zip(SUBMISSION_COLUMNS, rows.T, strict=True))
+    assert len(rows) == 2 * sum(1 + count % 3 for count in range(200))
+    assert (np.diff(column["seq"]) == 1).all() and column["seq"][0] == 1
+    assert (np.diff(column["submission"]) >= 0).all() and column["submission"][-1] == 400
+    assert (np.diff(column["submitted"]) >= 0).all()
+    assert before < column["submitted"][0] and column["submitted"][-1] < after
+    assert (column["enqueued"] <= column["submitted"]).all()
+    syncs = trace.syncs
+    assert [sync.seq for sync in syncs] == [len(rows) + 1, len(rows) + 2]
+    for sync, stream in zip(syncs, streams, strict=True):
+        own = column["stream"] == stream.id
+        assert sync.covers == column["seq"][own].max()
+
+
+def test_logs_hold_no_python_object_per_command(recorder_class):
+    """A list of 2000 dispatches and one of 2000 uploads leave their rows as numbers: the
+    Python objects alive afterwards do not grow with the number of commands (an entry
+    tuple with its ints per command, or a digest object per host read, would add
+    thousands)."""
+    device = lnb.create_device("cpu")
+    stream = device.default_stream
+    buffer = device.create_buffer(4, np.float32)
+    host = np.ones(4, np.float32)
+    with lnb.trace() as trace:
+        stream.submit([bump.dispatch_async(4, buffer), buffer.copy_from_async(host)])
+        stream.synchronize()
+        gc.collect()
+        before = sys.getallocatedblocks()
+        stream.submit([bump.dispatch_async(4, buffer) for _ in range(2000)])
+        stream.submit([buffer.copy_from_async(host) for _ in range(2000)])
+        stream.synchronize()
+        gc.collect()
+        after = sys.getallocatedblocks()
+    assert len(trace.commands) == 4002
+    assert after - before < 500
