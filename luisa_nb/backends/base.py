@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from array import array
 from collections.abc import Sequence
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import numpy as np
 
@@ -71,6 +70,15 @@ class SnapshotArena:
 
 SNAPSHOTS = SnapshotArena()
 """The process's snapshot memory (shared by every backend that has none of its own)."""
+
+
+class Times(Protocol):
+    """Where a traced run's times go (the recorder's log of one value per row)."""
+
+    def append(self, time: int) -> None: ...
+
+    def frombytes(self, data: bytes | memoryview) -> None:
+        """Append times given as native int64 values."""
 
 
 class Allocation(ABC):
@@ -174,11 +182,11 @@ class Backend(ABC):
         return None
 
     def run_dispatches(
-        self, prepared: Sequence[Any], times: array | None
+        self, prepared: Sequence[Any], times: Times | None
     ) -> tuple[int, BaseException | None]:
         """Run dispatches from :meth:`prepare_dispatch` in order, finished on return, until
         one fails; returns how many ran and the error of the one that failed, if any. With
-        ``times`` (an ``array("q")``), appends the clock before each one that started."""
+        ``times``, appends the clock before each one that started."""
         raise NotImplementedError(f"backend {self.name!r} does not prepare dispatches")
 
     def snapshot_memory(self, nbytes: int) -> np.ndarray:

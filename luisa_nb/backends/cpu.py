@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import ctypes
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from luisa_nb.backends.base import Allocation, Backend, KernelBuffer, aligned_empty, copy_bytes
+from luisa_nb.backends.base import (
+    Allocation,
+    Backend,
+    KernelBuffer,
+    Times,
+    aligned_empty,
+    copy_bytes,
+)
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
 
@@ -95,7 +101,7 @@ class CpuBackend(Backend):
         return executable.prepare(dims, addresses, scalars)
 
     def run_dispatches(
-        self, prepared: Sequence[PreparedLaunch], times: array | None
+        self, prepared: Sequence[PreparedLaunch], times: Times | None
     ) -> tuple[int, BaseException | None]:
         return run_launches(prepared, self._cancel, times)
 

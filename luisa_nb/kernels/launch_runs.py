@@ -15,7 +15,6 @@ from __future__ import annotations
 import ctypes
 import struct
 import threading
-from array import array
 from collections.abc import Callable, Sequence
 from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from luisa_nb.kernels.checks import LaunchRecord
 
 if TYPE_CHECKING:
+    from luisa_nb.backends.base import Times
     from luisa_nb.errors import KernelError
     from luisa_nb.kernels.executable import CancelFlag, CExecutable
 
@@ -90,11 +90,11 @@ class PreparedLaunch:
 
 
 def run_launches(
-    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: array | None = None
+    launches: Sequence[PreparedLaunch], cancel: CancelFlag, times: Times | None = None
 ) -> tuple[int, KernelError | None]:
     """Run ``launches`` in order until one stops; returns how many ran to the end and the
-    error of the one that stopped (``None`` if none did). With ``times`` (an ``array("q")``),
-    appends the clock before each launch that started."""
+    error of the one that stopped (``None`` if none did). With ``times``, appends the clock
+    before each launch that started."""
     runner = launches[0].executable.runner
     count = len(launches)
     pairs = launches[0].pair if count == 1 else b"".join([launch.pair for launch in launches])

@@ -26,6 +26,8 @@ from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.recorder_core import (
     SEQ_COLUMN,
+    Log,
+    PythonLog,
     PythonRecorderCore,
     RecorderCore,
     digests_of,
@@ -66,12 +68,13 @@ UNNAMED_LIMIT = 8
 
 
 class RunTimer:
-    """The null timer of one run. A timer whose ``times`` is an array is ticked by the
-    worker appending the clock to it before each step and once after the last (steps
-    run by one call elsewhere, in C, append theirs there); ``None``: nothing is timed."""
+    """The null timer of one run. A timer whose ``times`` is a log of one value per row
+    (:class:`~.recorder_core.Log`) is ticked by the worker (``times.tick()``) before each
+    step and once after the last (steps run by one call elsewhere, in C, append theirs
+    there with ``times.frombytes``); ``None``: nothing is timed."""
 
     __slots__ = ()
-    times: array | None = None
+    times: Any = None
 
     def tick_at(self, time: int) -> None:
         """A tick at a moment measured elsewhere (a runtime that reports late)."""
@@ -165,9 +168,9 @@ class RunLog(RunTimer):
     failure: tuple[int, Status, str, int] | None = None
     device_spans: Sequence[tuple[int, Any]] = ()
 
-    def __init__(self, ids: Sequence[int]) -> None:
+    def __init__(self, ids: Sequence[int], times: Any) -> None:
         self.ids = ids
-        self.times = array("q")
+        self.times = times
 
     def tick_at(self, time: int) -> None:
         self.times.append(time)
@@ -197,6 +200,8 @@ class TraceRecorderBase(Recorder):
     recording = True
     submissions: Any
     accesses: Any
+    log_class: type
+    """The class of the core's logs (a run's times are one)."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
@@ -314,7 +319,7 @@ class TraceRecorderBase(Recorder):
         return self._policies[stream_id]
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        log = RunLog(array("q", [step.id for step in steps]))
+        log = RunLog(array("q", [step.id for step in steps]), self.log_class(1))
         self.runs.append(log)
         return log
 
@@ -388,10 +393,14 @@ class TraceRecorder(RecorderCore, TraceRecorderBase):
     per-command hooks are :data:`~.recorder_core.RecorderCore`'s (in C where it was
     built)."""
 
+    log_class = Log
+
 
 class PythonTraceRecorder(PythonRecorderCore, TraceRecorderBase):
     """A :class:`TraceRecorder` whose per-command hooks run in Python (what a trace uses
     where the C core was not built; the tests run both)."""
+
+    log_class = PythonLog
 
 
 _active: Recorder = NULL_RECORDER

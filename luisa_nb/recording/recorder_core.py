@@ -56,7 +56,8 @@ _DIGEST_HALVES = struct.Struct("=qq")
 
 
 class PythonLog:
-    """Rows of ``width`` int64 values, appended to and read as bytes (the C ``Log``)."""
+    """Rows of ``width`` int64 values, appended to and read as bytes (the C ``Log``). A run's
+    times are a log of one value per row, which the worker ticks."""
 
     __slots__ = ("_values", "width")
 
@@ -73,6 +74,19 @@ class PythonLog:
 
     def __len__(self) -> int:
         return len(self._values) // self.width
+
+    def tick(self) -> None:
+        """Append the clock (a log of one value per row)."""
+        if self.width != 1:
+            raise ValueError("tick() appends to a log of one value per row")
+        self._values.append(now())
+
+    def frombytes(self, data: bytes | memoryview) -> None:
+        """Append rows given as native int64 values."""
+        row_bytes, nbytes = self.width * self._values.itemsize, memoryview(data).nbytes
+        if nbytes % row_bytes:
+            raise ValueError(f"{nbytes} bytes are not whole rows of {row_bytes} bytes")
+        self._values.frombytes(data)
 
     def tobytes(self, start: int = 0) -> bytes:
         """The rows from ``start`` on, as native int64 values."""

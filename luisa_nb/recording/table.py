@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.recording.recorder import DESCRIBED
-from luisa_nb.recording.recorder_core import HOST_READ, SUBMISSION_COLUMNS
+from luisa_nb.recording.recorder_core import HOST_READ, SUBMISSION_COLUMNS, rows_of
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -263,7 +263,7 @@ def _apply_runs(
     ``row_of`` gives the row of a command id."""
     ok, skipped = STATUS_CODES[Status.OK], STATUS_CODES[Status.SKIPPED]
     for run in runs:
-        times = run.times[:]
+        times = rows_of(run.times).reshape(-1).tolist()
         ticks = len(times)
         rows = [row_of[command_id] for command_id in run.ids]
         for position, row in enumerate(rows[:ticks]):

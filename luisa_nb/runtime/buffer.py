@@ -21,13 +21,13 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     ViewRangeError,
 )
-from luisa_nb.recording.recorder import TraceFields
 from luisa_nb.recording.records import Access, DeviceRange
 from luisa_nb.runtime.commands import (
     Command,
     CopyCommand,
     DownloadCommand,
     FillCommand,
+    LatestTransfer,
     UploadCommand,
 )
 from luisa_nb.runtime.host import host_bytes
@@ -62,10 +62,10 @@ class BufferView:
         self.offset_bytes = start * itemsize
         self.nbytes = size * itemsize
         self._device_ranges: dict[str, tuple[DeviceRange]] = {}
-        self.upload_fields: TraceFields | None = None
+        self.upload_fields: LatestTransfer | None = None
         """The trace fields of the latest upload into this view (the uploads of a loop
         that sends one array's unchanged bytes share them); likewise ``download_fields``."""
-        self.download_fields: TraceFields | None = None
+        self.download_fields: LatestTransfer | None = None
         self._kernel_buffer: KernelBuffer | None = None
 
     # -- geometry --------------------------------------------------------------------

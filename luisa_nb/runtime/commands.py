@@ -9,6 +9,7 @@ transfers go through :mod:`luisa_nb.runtime.staging`.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import CAPTURE_FIELD, HOST_FIELD, TraceFields, active_recorder
+from luisa_nb.recording.recorder import CAPTURE_FIELD, TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
@@ -32,6 +33,16 @@ _READ, _WRITE = Access.READ, Access.WRITE
 _UPLOAD, _DOWNLOAD = CommandKind.UPLOAD, CommandKind.DOWNLOAD
 """Read off the enums once: reading a member off an enum class goes through the enum
 metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call together)."""
+
+
+LatestTransfer = tuple[weakref.ref, tuple[int, ...], TraceFields]
+"""The trace fields of a view's latest upload or download, with the host array (weakly)
+and its shape then: a loop that moves one array's bytes again reuses them, checking the
+array's identity and shape instead of looking its address range up."""
+
+
+def _latest_transfer(host: np.ndarray, fields: TraceFields) -> LatestTransfer:
+    return (weakref.ref(host), host.shape, fields)
 
 
 def next_id() -> int:
@@ -107,12 +118,17 @@ class UploadCommand(Command):
         return host_range(self.host)
 
     def trace_fields(self) -> TraceFields:
-        host, capture = host_range(self.host), self.enqueue_capture
-        target = self.target
-        fields = target.upload_fields
-        if fields is None or fields[HOST_FIELD] is not host or fields[CAPTURE_FIELD] is not capture:
-            ranges = target.device_ranges(_WRITE)
-            fields = target.upload_fields = (_UPLOAD, "", ranges, host, capture)
+        host, capture, target = self.host, self.enqueue_capture, self.target
+        latest = target.upload_fields
+        if (
+            latest is not None
+            and latest[0]() is host
+            and latest[1] == host.shape
+            and latest[2][CAPTURE_FIELD] is capture
+        ):
+            return latest[2]
+        fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
+        target.upload_fields = _latest_transfer(host, fields)
         return fields
 
     def describe(self) -> str:
@@ -145,12 +161,12 @@ class DownloadCommand(Command):
         return host_range(self.host)
 
     def trace_fields(self) -> TraceFields:
-        host = host_range(self.host)
-        source = self.source
-        fields = source.download_fields
-        if fields is None or fields[HOST_FIELD] is not host:
-            ranges = source.device_ranges(_READ)
-            fields = source.download_fields = (_DOWNLOAD, "", ranges, host, None)
+        host, source = self.host, self.source
+        latest = source.download_fields
+        if latest is not None and latest[0]() is host and latest[1] == host.shape:
+            return latest[2]
+        fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
+        source.download_fields = _latest_transfer(host, fields)
         return fields
 
     def describe(self) -> str:

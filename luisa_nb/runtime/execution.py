@@ -23,7 +23,6 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
@@ -117,7 +116,7 @@ class Executor:
         timer = recorder.run_timer(order)
         times = timer.times
         timed = times is not None
-        tick = times.append if timed else None
+        tick = times.tick if timed else None
         transfers.recorder = recorder
         spans: list[tuple[int, DeviceSpan]] = []
         position, count = 0, len(order)
@@ -132,13 +131,13 @@ class Executor:
                     position = end
                     continue
                 if timed:
-                    tick(now())
+                    tick()
                 span = step.run(transfers)
                 if span is not None:
                     spans.append((position, span))
                 position += 1
             if timed:
-                tick(now())
+                tick()
             if transfers.pending:
                 transfers.land()
             if self.flushes:

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from xxhash import xxh3_128_digest
 
 import luisa_nb as lnb
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
@@ -157,6 +158,25 @@ def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
     assert rows[1, 3] == 123 and rows[2, 3] == 456 and rows[0, 3] > 456
     assert digests[0] == digests[1] == digests[2] != digests[3]
     assert trace.captures[digests[3]].nbytes == 4
+
+
+@pytest.mark.parametrize("nbytes", [0, 1, 4096, 64 * 1024, 64 * 1024 + 1])
+def test_each_access_keeps_the_digest_of_its_bytes(recorder_class, nbytes):
+    """The C core compares bytes equal to the last ones it hashed instead of hashing them
+    again: bytes changed in place, in the first or last byte, still get their own digest."""
+    data = np.arange(nbytes, dtype=np.uint64).astype(np.uint8)
+    seen = []
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        for change in (None, 0, None, -1, None):
+            if change is not None and nbytes:
+                data[change] ^= 0xFF
+            seen.append(xxh3_128_digest(data))
+            recorder.host_read(1, 0, data)
+            assert recorder.upload_enqueued(data, data) is trace.captures[seen[-1]]
+    _, digests = recorder.access_log()
+    assert digests == seen
+    assert len(set(seen)) == (1 if nbytes == 0 else 2 if nbytes == 1 else 3)
 
 
 def test_rows_are_in_seq_order_with_times_from_the_trace_clock(recorder_class):

@@ -88,3 +88,33 @@ def test_bytes_captured_again_give_the_same_capture():
     assert first.digest == digest_bytes(data) and first.nbytes == 64
     assert other is not first and other.digest == digest_bytes(data[::-1].copy())
     np.testing.assert_array_equal(trace.captured_bytes(first), data)
+
+
+def test_uploads_of_one_array_share_fields_until_it_changes():
+    """A loop's uploads of one unchanged array share their trace fields; changed bytes, an
+    array reshaped in place or another array get their own."""
+    device = lnb.create_device("cpu")
+    buffer = device.create_buffer(4, np.float32)
+    host = np.zeros(4, np.float32)
+    other = np.zeros(4, np.float32)
+    with lnb.trace() as trace:
+        buffer.copy_from(host)
+        buffer.copy_from(host)
+        host[0] = 1.0
+        buffer.copy_from(host)
+        host.shape = (2, 2)
+        buffer.copy_from(host)
+        buffer.copy_from(other)
+        buffer.copy_to(host)
+        buffer.copy_to(host)
+        host.shape = (4,)
+        buffer.copy_to(host)
+    records = trace.commands
+    hosts = [record.host for record in records]
+    assert hosts[0] is hosts[1] and hosts[2] is hosts[1]
+    assert records[0].enqueue_capture is records[1].enqueue_capture
+    assert records[2].enqueue_capture is not records[1].enqueue_capture
+    assert hosts[3].shape == (2, 2) and hosts[2].shape == (4,)
+    assert hosts[4].address != hosts[3].address
+    assert hosts[5] is hosts[6] and hosts[5].shape == (2, 2) and hosts[7].shape == (4,)
+    assert [h.address for h in hosts[5:]] == [hosts[0].address] * 3
