@@ -38,6 +38,15 @@ static inline int64_t clock_now(void)
 #endif
 }
 
+/* Whether a call got other than `expected` arguments (then a TypeError names `signature`). */
+static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *signature)
+{
+    if (nargs == expected)
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, not %zd", signature, expected, nargs);
+    return 1;
+}
+
 /* -- Log ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -239,10 +248,8 @@ static PyObject *log_last_row_where(LogObject *log, PyObject *const *args, Py_ss
 {
     Py_ssize_t column, stop;
     int64_t value;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "last_row_where(column, value, stop)");
+    if (wrong_arguments(nargs, 3, "last_row_where(column, value, stop)"))
         return NULL;
-    }
     if (((column = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()) ||
         as_int64(args[1], &value) < 0 ||
         ((stop = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()))
@@ -398,15 +405,14 @@ static int fields_position(CoreObject *core, PyObject *fields, PyObject *command
 /* submitted(stream, commands): a row per command, one submission number */
 static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "submitted(stream, commands)");
+    if (wrong_arguments(nargs, 2, "submitted(stream, commands)"))
         return NULL;
-    }
     PyObject *stream = args[0];
-    PyObject *commands = PySequence_Fast(args[1], "submitted: commands is a sequence");
+    /* a tuple (a list's copy): the Python code called below may change a list */
+    PyObject *commands = PySequence_Tuple(args[1]);
     if (commands == NULL)
         return NULL;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
+    Py_ssize_t count = PyTuple_GET_SIZE(commands);
     PyObject *stream_id = NULL, *previous = NULL, *result = NULL;
     int64_t one[3], *values = one, row[SUBMISSION_WIDTH], previous_position = 0;
     if ((stream_id = PyObject_GetAttr(stream, str_id)) == NULL || as_int64(stream_id, &row[1]) < 0)
@@ -426,7 +432,7 @@ static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssiz
     }
     /* values: ids, then enqueue times, then positions of trace fields */
     for (Py_ssize_t j = 0; j < count; j++) {
-        PyObject *command = PySequence_Fast_GET_ITEM(commands, j);
+        PyObject *command = PyTuple_GET_ITEM(commands, j);
         PyObject *fields = PyObject_CallMethodNoArgs(command, str_trace_fields);
         if (fields == NULL)
             goto done;
@@ -470,9 +476,9 @@ done:
 
 /* The binary digest of `data` (a new reference). Bytes equal to the last ones hashed (up
  * to REMEMBERED_BYTES, kept here) are compared instead of hashed: a loop that moves one
- * array's unchanged bytes hashes them once (comparing 4 KiB costs a fifth of XXH3's
- * instructions with its call). The Python core hashes every time; the digests are the
- * same. */
+ * array's unchanged bytes hashes them once (for 4 KiB, half the instructions of calling
+ * XXH3, most of the rest the buffer export). The Python core hashes every time; the
+ * digests are the same. */
 static PyObject *digest_of(CoreObject *core, PyObject *data)
 {
     Py_buffer view;
@@ -601,10 +607,8 @@ static int names_array(PyObject *known, PyObject *host)
 /* upload_enqueued(host, data) */
 static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "upload_enqueued(host, data)");
+    if (wrong_arguments(nargs, 2, "upload_enqueued(host, data)"))
         return NULL;
-    }
     PyObject *host = args[0], *data = args[1];
     int named = names_array(core->last_named, host); /* a loop uploads one array again */
     if (named == 0) {
@@ -647,10 +651,8 @@ static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, P
  * and the number of rows then */
 static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "stamp_sync(stream_id, stop)");
+    if (wrong_arguments(nargs, 2, "stamp_sync(stream_id, stop)"))
         return NULL;
-    }
     int64_t stream_id = 0;
     Py_ssize_t stop;
     if ((args[0] != Py_None && as_int64(args[0], &stream_id) < 0) ||

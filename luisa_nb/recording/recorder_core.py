@@ -8,13 +8,11 @@ luisa_nb builds it when a C compiler and Python's headers are there), else
 :class:`PythonRecorderCore`, which does the same in Python. Each hook handles the common
 case itself and calls the recorder's Python methods for the rest: ``_first_submission_of``
 (a stream's first submission), ``_describe`` (trace fields not seen before),
-``_note_array`` (a host array not
-named yet) and ``_capture`` (bytes not seen before).
+``_note_array`` (a host array not named yet) and ``_capture`` (bytes not seen before).
 
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
-per command in them. With a tuple per submission, the garbage collector's passes over
-young objects cost as much as the rest of the hook, and the C hooks' tuples would have
-cost more than their work:
+per command in them (with a tuple per submission, the garbage collector's passes over
+young objects cost as much as the rest of the hook):
 
 - ``submissions``: a row per command (:data:`SUBMISSION_COLUMNS`); the commands of one
   submission share its number (1, 2, 3, ... in the order they were submitted) and its
@@ -23,9 +21,11 @@ cost more than their work:
 - ``accesses``: a row per host read or write (:data:`ACCESS_COLUMNS`); the binary
   digest of its bytes takes the last two columns (:func:`digests_of`).
 
-Seqs number a trace's commands and sync points in the order the host issued them. A
-hook draws its seq and time and appends its row in one step (the C hooks run no Python
-code in between, so no other thread can; the Python ones hold a lock).
+Seqs number a trace's commands and sync points in the order the host issued them, from
+1 in each trace. ``submitted`` and ``stamp_sync`` draw seqs and the time and append in
+one step (the C hooks run no Python code in between, so no other thread can; the Python
+ones hold a lock). Host reads and writes are ordered by the runtime's host-memory lock,
+which the runtime holds around them.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
-from luisa_nb.recording.recorder import RunTimer
+from luisa_nb.recording.recorder import NULL_RECORDER, RunTimer
 from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import DispatchCommand
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
@@ -152,6 +152,7 @@ class Executor:
             with contextlib.suppress(Exception):
                 backend.flush()  # finish the deferred operations issued before the failure
             transfers.land_before(order, position)
+        transfers.recorder = NULL_RECORDER  # a stopped trace is not kept alive by a stream
         if spans:
             timer.spans(spans)
         return finished

@@ -32,6 +32,7 @@ import numpy as np
 
 from luisa_nb.backends.base import copy_bytes
 from luisa_nb.errors import ConfigurationError
+from luisa_nb.recording.recorder import NULL_RECORDER
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
 
@@ -287,14 +288,14 @@ def _read(
 class Transfers:
     """Host transfers on one stream's worker: uploads as the staging policy says,
     downloads now or (fence backends) once their run has finished. ``recorder`` is the
-    current run's."""
+    current run's (the null recorder between runs)."""
 
     __slots__ = ("backend", "fence", "pending", "recorder", "staging")
 
     def __init__(self, backend: Backend, staging: Staging) -> None:
         self.backend = backend
         self.staging = staging
-        self.recorder: Recorder | None = None
+        self.recorder: Recorder = NULL_RECORDER
         self.fence = backend.readback == "fence"
         self.pending: list[DownloadCommand] = []
 

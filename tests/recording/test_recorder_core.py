@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -238,3 +239,27 @@ def test_logs_hold_no_python_object_per_command(recorder_class):
         after = sys.getallocatedblocks()
     assert len(trace.commands) == 4002
     assert after - before < 500
+
+
+def _traced_program() -> tuple[weakref.ref, weakref.ref, lnb.Device]:
+    device = lnb.create_device("cpu")
+    buffer = device.create_buffer(4, np.float32)
+    host = np.ones(4, np.float32)
+    with lnb.trace() as trace:
+        buffer.copy_from(host)
+        bump(buffer, dispatch_size=4)
+        buffer.copy_to(host)
+    assert len(trace.commands) == 3
+    return weakref.ref(trace), weakref.ref(trace.recorder), device
+
+
+def test_a_stopped_trace_is_freed(recorder_class):
+    """Once the user lets go of a stopped trace, the garbage collector frees it and its
+    recorder (which hold each other), while the device and its stream live on: the C core
+    says what it holds, and a stream's worker keeps no recorder between runs. (Made in a
+    function: a frame whose ``f_locals`` the trace read keeps its variables until it
+    returns.)"""
+    trace, recorder, device = _traced_program()
+    gc.collect()
+    assert trace() is None and recorder() is None
+    assert device.default_stream is not None
