@@ -20,7 +20,7 @@
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
-#define REMEMBERED_BYTES (64 * 1024) /* the most bytes `digest_of` keeps to compare with */
+#define REMEMBERED_BYTES (64 * 1024) /* the most bytes `capture_of` keeps to compare with */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
 static PyObject *str_id, *str_enqueued, *str_device, *str_trace_fields, *str_first_submission_of,
@@ -307,9 +307,10 @@ typedef struct {
     PyObject *policies;       /* dict: stream id -> staging policy */
     PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
     PyObject *captured;       /* dict: binary digest -> Capture */
-    PyObject *last_digest;    /* the digest of `last_bytes` (see digest_of) */
-    char *last_bytes;
+    char *last_bytes;         /* the last bytes hashed (see capture_of) */
     Py_ssize_t last_size;
+    char last_digest[DIGEST_BYTES];
+    PyObject *last_capture;
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     int64_t submission_count;
     int64_t sequence;
@@ -341,6 +342,7 @@ static int core_traverse(CoreObject *core, visitproc visit, void *arg)
     Py_VISIT(core->array_names);
     Py_VISIT(core->captured);
     Py_VISIT(core->last_named);
+    Py_VISIT(core->last_capture);
     return 0;
 }
 
@@ -351,6 +353,7 @@ static int core_clear(CoreObject *core)
     Py_CLEAR(core->array_names);
     Py_CLEAR(core->captured);
     Py_CLEAR(core->last_named);
+    Py_CLEAR(core->last_capture);
     return 0;
 }
 
@@ -360,7 +363,6 @@ static void core_dealloc(CoreObject *core)
     core_clear(core);
     Py_CLEAR(core->submissions);
     Py_CLEAR(core->accesses);
-    Py_CLEAR(core->last_digest);
     PyMem_Free(core->last_bytes);
     Py_TYPE(core)->tp_free((PyObject *)core);
 }
@@ -474,59 +476,66 @@ done:
     return result;
 }
 
-/* The binary digest of `data` (a new reference). Bytes equal to the last ones hashed (up
- * to REMEMBERED_BYTES, kept here) are compared instead of hashed: a loop that moves one
- * array's unchanged bytes hashes them once (for 4 KiB, half the instructions of calling
- * XXH3, most of the rest the buffer export). The Python core hashes every time; the
- * digests are the same. */
-static PyObject *digest_of(CoreObject *core, PyObject *data)
+/* Remember `view`'s bytes (up to REMEMBERED_BYTES), their digest and their capture. */
+static void remember(CoreObject *core, const Py_buffer *view, const char *digest, PyObject *capture)
+{
+    if (view->len > REMEMBERED_BYTES)
+        return;
+    char *kept = PyMem_Realloc(core->last_bytes, view->len ? (size_t)view->len : 1);
+    if (kept == NULL)
+        return; /* then nothing is remembered: the next bytes are hashed */
+    memcpy(kept, view->buf, (size_t)view->len);
+    core->last_bytes = kept;
+    core->last_size = view->len;
+    memcpy(core->last_digest, digest, DIGEST_BYTES);
+    Py_INCREF(capture);
+    Py_XSETREF(core->last_capture, capture);
+}
+
+/* The capture of `data`'s bytes, captured into the trace if they are new, as a borrowed
+ * reference (the trace's captures hold every capture); their binary digest goes to
+ * `digest`. Bytes equal to the last ones hashed (up to REMEMBERED_BYTES, kept here) are
+ * compared instead of hashed: a loop that moves one array's unchanged bytes hashes them
+ * once (for 4 KiB, half the instructions of calling XXH3, most of the rest the buffer
+ * export), and the hooks of the user's thread and the worker then share no object they
+ * write to. The Python core hashes every time; the digests are the same. */
+static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    PyObject *digest = NULL;
-    if (core->last_digest != NULL && view.len == core->last_size &&
+    PyObject *capture = NULL;
+    if (core->last_capture != NULL && view.len == core->last_size &&
         memcmp(view.buf, core->last_bytes, (size_t)view.len) == 0) {
-        digest = core->last_digest;
-        Py_INCREF(digest);
-    } else if ((digest = PyObject_CallOneArg(digest_function, data)) != NULL) {
-        if (!PyBytes_Check(digest) || PyBytes_GET_SIZE(digest) != DIGEST_BYTES) {
-            PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
-            Py_CLEAR(digest);
-        } else if (view.len <= REMEMBERED_BYTES) {
-            char *kept = PyMem_Realloc(core->last_bytes, view.len ? (size_t)view.len : 1);
-            if (kept != NULL) {
-                memcpy(kept, view.buf, (size_t)view.len);
-                core->last_bytes = kept;
-                core->last_size = view.len;
-                Py_INCREF(digest);
-                Py_XSETREF(core->last_digest, digest);
-            }
-        }
+        memcpy(digest, core->last_digest, DIGEST_BYTES);
+        capture = core->last_capture;
+        goto done;
     }
+    PyObject *hashed = PyObject_CallOneArg(digest_function, data);
+    if (hashed == NULL)
+        goto done;
+    if (!PyBytes_Check(hashed) || PyBytes_GET_SIZE(hashed) != DIGEST_BYTES) {
+        PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
+        Py_DECREF(hashed);
+        goto done;
+    }
+    capture = PyDict_GetItemWithError(core->captured, hashed);
+    if (capture == NULL && !PyErr_Occurred()) {
+        PyObject *made = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data,
+                                                    hashed, NULL);
+        Py_XDECREF(made); /* the trace's captures hold it */
+        capture = made == NULL ? NULL : PyDict_GetItemWithError(core->captured, hashed);
+        if (capture == NULL && !PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "the trace did not keep the capture it made");
+    }
+    if (capture != NULL) {
+        memcpy(digest, PyBytes_AS_STRING(hashed), DIGEST_BYTES);
+        remember(core, &view, digest, capture);
+    }
+    Py_DECREF(hashed);
+done:
     PyBuffer_Release(&view);
-    return digest;
-}
-
-/* The binary digest of `data`, captured into the trace if these bytes are new. */
-static PyObject *digest_and_capture(CoreObject *core, PyObject *data)
-{
-    PyObject *digest = digest_of(core, data);
-    if (digest == NULL)
-        return NULL;
-    int known = PyDict_Contains(core->captured, digest);
-    if (known == 0) {
-        PyObject *captured = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data,
-                                                        digest, NULL);
-        if (captured == NULL)
-            known = -1;
-        Py_XDECREF(captured);
-    }
-    if (known < 0) {
-        Py_DECREF(digest);
-        return NULL;
-    }
-    return digest;
+    return capture;
 }
 
 static PyObject *host_access(CoreObject *core, int64_t kind, PyObject *command_id, PyObject *offset,
@@ -541,12 +550,7 @@ static PyObject *host_access(CoreObject *core, int64_t kind, PyObject *command_i
         return NULL;
     if (as_int64(command_id, &row[0]) < 0 || (offset != NULL && as_int64(offset, &row[2]) < 0))
         return NULL;
-    PyObject *digest = digest_and_capture(core, data);
-    if (digest == NULL)
-        return NULL;
-    memcpy(&row[4], PyBytes_AS_STRING(digest), DIGEST_BYTES);
-    Py_DECREF(digest);
-    if (log_append(core->accesses, row) < 0)
+    if (capture_of(core, data, (char *)&row[4]) == NULL || log_append(core->accesses, row) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -632,18 +636,10 @@ static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, P
             return NULL;
         Py_DECREF(noted);
     }
-    PyObject *digest = digest_of(core, data);
-    if (digest == NULL)
-        return NULL;
-    PyObject *captured = PyDict_GetItemWithError(core->captured, digest);
-    if (captured != NULL) {
-        Py_INCREF(captured);
-    } else if (!PyErr_Occurred()) {
-        captured = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data, digest,
-                                              NULL);
-    }
-    Py_DECREF(digest);
-    return captured;
+    char digest[DIGEST_BYTES];
+    PyObject *capture = capture_of(core, data, digest);
+    Py_XINCREF(capture);
+    return capture;
 }
 
 /* stamp_sync(stream_id, stop): a sync point's seq and time, the index of the last
