@@ -145,7 +145,7 @@ static PyObject *log_append_method(LogObject *log, PyObject *const *args, Py_ssi
                      nargs);
         return NULL;
     }
-    int64_t row[16];
+    int64_t row[16] = {0};
     int64_t *values = nargs <= 16 ? row : PyMem_Malloc((size_t)nargs * sizeof(int64_t));
     if (values == NULL)
         return PyErr_NoMemory();
