@@ -2,6 +2,7 @@
 numpy memcpy of the same bytes as the reference, all in one run.
 
     python benchmarks/bench_commands.py [--count 10000] [--repeats 7]
+    LUISA_NB_PYTHON_RECORDER=1 python benchmarks/bench_commands.py   # the Python hooks
 
 Four loops, each under both staging policies:
 
@@ -36,6 +37,7 @@ import numpy as np
 from timing import load_average, print_table, timings
 
 import luisa_nb as lnb
+from luisa_nb.recording import recorder_core
 
 UPLOAD_BYTES = 4096
 
@@ -138,7 +140,8 @@ def main() -> None:
             )
     rows.append(["numpy 4 KiB np.copyto (reference)", memcpy / count * 1e6, "", "", "", 1.0, ""])
     print_table(
-        f"cost per command over {count:,} commands, median of {repeats} ({load_average()})",
+        f"cost per command over {count:,} commands, median of {repeats}, recorder hooks in "
+        f"{'C' if recorder_core.NATIVE else 'Python'} ({load_average()})",
         [
             "loop",
             "µs untraced",

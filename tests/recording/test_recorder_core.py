@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -263,3 +264,17 @@ def test_a_stopped_trace_is_freed(recorder_class):
     gc.collect()
     assert trace() is None and recorder() is None
     assert device.default_stream is not None
+
+
+def test_the_python_hooks_can_be_chosen_where_the_c_core_was_built():
+    code = "from luisa_nb.recording import recorder_core as c; print(c.NATIVE, c.RecorderCore)"
+    environment = {**os.environ, recorder_core.PYTHON_HOOKS_VARIABLE: "1"}
+    chosen = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    )
+    assert chosen.stdout.split()[0] == "False" and "PythonRecorderCore" in chosen.stdout
+    environment[recorder_core.PYTHON_HOOKS_VARIABLE] = "0"
+    default = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
+    )
+    assert default.stdout.split()[0] == str(recorder_core.NATIVE)
