@@ -31,6 +31,7 @@ which the runtime holds around them.
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import struct
 import threading
@@ -52,8 +53,12 @@ SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
 HOST_READ = 0
 HOST_WRITE = 1
 DIGEST_BYTES = 16
-_DIGEST_HALVES = struct.Struct("=qq")
-"""A 16-byte digest as the two native int64 values of its row."""
+_SUBMISSION_ROW = struct.Struct(f"={SUBMISSION_WIDTH}q")
+"""A submission row as native int64 bytes: appending bytes is faster than appending ints."""
+_ACCESS_HEAD = struct.Struct("=4q")
+"""The values of an access row before its digest, as native int64 bytes."""
+_id = operator.attrgetter("id")
+_enqueued = operator.attrgetter("enqueued")
 
 
 class PythonLog:
@@ -154,14 +159,14 @@ class PythonRecorderCore:
             if position is None:
                 position = self._describe(fields, command, stream.device)
             command_id, enqueued = command.id, command.enqueued
-            lock = self._stamp_lock
+            append, lock = self.submissions._values.frombytes, self._stamp_lock
             lock.acquire()  # not `with`: two bound methods fewer
-            self._last_seq += 1
-            row = (next(self._numbers), stream_id, now(), self._last_seq, command_id, enqueued)
-            self.submissions._values.extend((*row, position))
+            seq = self._last_seq = self._last_seq + 1
+            append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq, command_id,
+                                        enqueued, position))  # fmt: skip
             lock.release()
             return
-        rows = []
+        positions = []
         previous = position = None
         for command in commands:
             fields = command.trace_fields()
@@ -170,15 +175,19 @@ class PythonRecorderCore:
                 position = described_at.get(id(fields))
                 if position is None:
                     position = self._describe(fields, command, stream.device)
-            rows.append((command.id, command.enqueued, position))
-        if not rows:
+            positions.append(position)
+        count = len(positions)
+        if not count:
             return
-        extend = self.submissions._values.extend  # a row in one call: never half a row
+        ids, enqueued = list(map(_id, commands)), list(map(_enqueued, commands))
         with self._stamp_lock:
-            number, submitted, first = next(self._numbers), now(), self._last_seq + 1
-            self._last_seq += len(rows)
-            for seq, (command_id, enqueued, position) in enumerate(rows, first):
-                extend((number, stream_id, submitted, seq, command_id, enqueued, position))
+            first, number, submitted = self._last_seq + 1, next(self._numbers), now()
+            self._last_seq += count
+            rows = zip(range(first, first + count), ids, enqueued, positions, strict=True)
+            pack = _SUBMISSION_ROW.pack
+            self.submissions._values.frombytes(
+                b"".join([pack(number, stream_id, submitted, *row) for row in rows])
+            )  # in one call: never half a row
 
     def host_read(
         self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
@@ -192,8 +201,8 @@ class PythonRecorderCore:
         digest = xxh3_128_digest(data)
         if digest not in self._captured:
             self._capture(data, digest)
-        row = (command_id, kind, offset, time, *_DIGEST_HALVES.unpack(digest))
-        self.accesses._values.extend(row)  # in one call: never half a row
+        row = _ACCESS_HEAD.pack(command_id, kind, offset, time) + digest
+        self.accesses._values.frombytes(row)  # in one call: never half a row
 
     def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Any:
         known = self._array_names.get(id(host))
