@@ -310,7 +310,8 @@ typedef struct {
     char *last_bytes;         /* the last bytes hashed (see capture_of) */
     Py_ssize_t last_size;
     char last_digest[DIGEST_BYTES];
-    PyObject *last_capture;
+    PyObject *last_capture;   /* NULL while `last_bytes` has no digest yet */
+    uint64_t generation;      /* of `last_bytes` (see snapshot) */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     int64_t submission_count;
     int64_t sequence;
@@ -476,20 +477,21 @@ done:
     return result;
 }
 
-/* Remember `view`'s bytes (up to REMEMBERED_BYTES), their digest and their capture. */
-static void remember(CoreObject *core, const Py_buffer *view, const char *digest, PyObject *capture)
+/* Copy `view`'s bytes (at most REMEMBERED_BYTES) to compare later ones with; returns the
+ * copy's generation, or 0 when none was made. Until its digest and capture are known,
+ * the copy matches nothing; a copy made later, by another call, takes its place. */
+static uint64_t snapshot(CoreObject *core, const Py_buffer *view)
 {
     if (view->len > REMEMBERED_BYTES)
-        return;
+        return 0;
+    Py_CLEAR(core->last_capture); /* the trace's captures hold it: no Python code runs */
     char *kept = PyMem_Realloc(core->last_bytes, view->len ? (size_t)view->len : 1);
     if (kept == NULL)
-        return; /* then nothing is remembered: the next bytes are hashed */
+        return 0; /* then nothing is remembered: the next bytes are hashed */
     memcpy(kept, view->buf, (size_t)view->len);
     core->last_bytes = kept;
     core->last_size = view->len;
-    memcpy(core->last_digest, digest, DIGEST_BYTES);
-    Py_INCREF(capture);
-    Py_XSETREF(core->last_capture, capture);
+    return ++core->generation;
 }
 
 /* The capture of `data`'s bytes, captured into the trace if they are new, as a borrowed
@@ -498,25 +500,35 @@ static void remember(CoreObject *core, const Py_buffer *view, const char *digest
  * compared instead of hashed: a loop that moves one array's unchanged bytes hashes them
  * once (for 4 KiB, half the instructions of calling XXH3, most of the rest the buffer
  * export), and the hooks of the user's thread and the worker then share no object they
- * write to. The Python core hashes every time; the digests are the same. */
+ * write to. The bytes kept are the ones hashed (the copy is hashed, not the host memory,
+ * which another thread may be writing), so a digest always names the bytes compared with.
+ * The Python core hashes every time; the digests are the same. */
 static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    PyObject *capture = NULL;
+    PyObject *capture = NULL, *hashed = NULL;
     if (core->last_capture != NULL && view.len == core->last_size &&
         memcmp(view.buf, core->last_bytes, (size_t)view.len) == 0) {
         memcpy(digest, core->last_digest, DIGEST_BYTES);
         capture = core->last_capture;
         goto done;
     }
-    PyObject *hashed = PyObject_CallOneArg(digest_function, data);
+    uint64_t generation = snapshot(core, &view);
+    if (generation) {
+        PyObject *copy = PyMemoryView_FromMemory(core->last_bytes, view.len, PyBUF_READ);
+        if (copy == NULL)
+            goto done;
+        hashed = PyObject_CallOneArg(digest_function, copy);
+        Py_DECREF(copy);
+    } else {
+        hashed = PyObject_CallOneArg(digest_function, data);
+    }
     if (hashed == NULL)
         goto done;
     if (!PyBytes_Check(hashed) || PyBytes_GET_SIZE(hashed) != DIGEST_BYTES) {
         PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
-        Py_DECREF(hashed);
         goto done;
     }
     capture = PyDict_GetItemWithError(core->captured, hashed);
@@ -530,10 +542,14 @@ static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
     }
     if (capture != NULL) {
         memcpy(digest, PyBytes_AS_STRING(hashed), DIGEST_BYTES);
-        remember(core, &view, digest, capture);
+        if (generation && generation == core->generation) { /* no later copy replaced it */
+            memcpy(core->last_digest, digest, DIGEST_BYTES);
+            Py_INCREF(capture);
+            Py_XSETREF(core->last_capture, capture);
+        }
     }
-    Py_DECREF(hashed);
 done:
+    Py_XDECREF(hashed);
     PyBuffer_Release(&view);
     return capture;
 }

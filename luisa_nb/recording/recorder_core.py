@@ -161,10 +161,12 @@ class PythonRecorderCore:
             command_id, enqueued = command.id, command.enqueued
             append, lock = self.submissions._values.frombytes, self._stamp_lock
             lock.acquire()  # not `with`: two bound methods fewer
-            seq = self._last_seq = self._last_seq + 1
-            append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq, command_id,
-                                        enqueued, position))  # fmt: skip
-            lock.release()
+            try:
+                seq = self._last_seq = self._last_seq + 1
+                append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq,
+                                            command_id, enqueued, position))  # fmt: skip
+            finally:
+                lock.release()
             return
         positions = []
         previous = position = None

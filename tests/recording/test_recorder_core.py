@@ -278,3 +278,28 @@ def test_the_python_hooks_can_be_chosen_where_the_c_core_was_built():
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
     )
     assert default.stdout.split()[0] == str(recorder_core.NATIVE)
+
+
+def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(recorder_class):
+    """Host memory may change while a hook runs Python code (another thread, or real
+    LuisaCompute's own threads, writing it). Here the bytes change while they are being
+    captured: the next read of the changed bytes still gets their own digest, not the
+    digest of the bytes before the change (the C core keeps the bytes it hashed, copied
+    before hashing)."""
+    data = np.zeros(4096, np.uint8)
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        capture = recorder._capture
+
+        def capture_then_write(bytes_, digest):
+            captured = capture(bytes_, digest)
+            data[7] = 99  # what a writer racing with the hook would do
+            return captured
+
+        recorder._capture = capture_then_write
+        recorder.host_read(1, 0, data)
+        recorder._capture = capture
+        recorder.host_read(2, 0, data)
+    _, digests = recorder.access_log()
+    before = np.zeros(4096, np.uint8)
+    assert digests == [xxh3_128_digest(before), xxh3_128_digest(data)]
