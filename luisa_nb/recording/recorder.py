@@ -26,8 +26,6 @@ from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
 from luisa_nb.recording.recorder_core import (
     SEQ_COLUMN,
-    Log,
-    PythonLog,
     PythonRecorderCore,
     RecorderCore,
     digests_of,
@@ -200,8 +198,6 @@ class TraceRecorderBase(Recorder):
     recording = True
     submissions: Any
     accesses: Any
-    log_class: type
-    """The class of the core's logs (a run's times are one)."""
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
@@ -319,7 +315,8 @@ class TraceRecorderBase(Recorder):
         return self._policies[stream_id]
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        log = RunLog(array("q", [step.id for step in steps]), self.log_class(1))
+        times = type(self.submissions)(1)  # a log of the core's kind
+        log = RunLog(array("q", [step.id for step in steps]), times)
         self.runs.append(log)
         return log
 
@@ -393,14 +390,10 @@ class TraceRecorder(RecorderCore, TraceRecorderBase):
     per-command hooks are :data:`~.recorder_core.RecorderCore`'s (in C where it was
     built)."""
 
-    log_class = Log
-
 
 class PythonTraceRecorder(PythonRecorderCore, TraceRecorderBase):
     """A :class:`TraceRecorder` whose per-command hooks run in Python (what a trace uses
     where the C core was not built; the tests run both)."""
-
-    log_class = PythonLog
 
 
 _active: Recorder = NULL_RECORDER
