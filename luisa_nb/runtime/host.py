@@ -78,7 +78,7 @@ def host_bytes(array: object, view: HostTransferTarget, writes: bool, action: st
     return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
 
 
-_host_ranges: dict[int, tuple[weakref.ref, HostRange]] = {}
+_host_ranges: dict[int, tuple[weakref.ref, tuple[int, ...], np.dtype, HostRange]] = {}
 
 
 def _forget(key: int) -> None:
@@ -92,12 +92,13 @@ def host_range(array: np.ndarray) -> HostRange:
     key = id(array)
     entry = _host_ranges.get(key)
     if entry is not None:
-        reference, known = entry
-        # the same live array with the same shape has the same nbytes (a dtype set in
-        # place with another item size changes the shape)
-        if reference() is array and known.shape == array.shape:
+        reference, shape, dtype, known = entry
+        # the same live array with the shape and dtype it had has the same range (the
+        # array's own shape: a record dtype's range has an axis more)
+        if reference() is array and shape == array.shape and dtype is array.dtype:
             return known
     dtype, shape = value_layout(array.dtype, array.shape)
     known = HostRange(array.__array_interface__["data"][0], array.nbytes, dtype, shape)
-    _host_ranges[key] = (weakref.ref(array, lambda _, key=key: _forget(key)), known)
+    reference = weakref.ref(array, lambda _, key=key: _forget(key))
+    _host_ranges[key] = (reference, array.shape, array.dtype, known)
     return known

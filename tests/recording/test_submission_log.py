@@ -118,3 +118,21 @@ def test_uploads_of_one_array_share_fields_until_it_changes():
     assert hosts[4].address != hosts[3].address
     assert hosts[5] is hosts[6] and hosts[5].shape == (2, 2) and hosts[7].shape == (4,)
     assert [h.address for h in hosts[5:]] == [hosts[0].address] * 3
+
+
+def test_a_host_range_is_kept_for_record_arrays_and_renewed_when_its_array_changes():
+    """An array's range is looked up once while its shape and dtype stay (a float3 array's
+    range has an axis more than the array); a dtype set in place makes a new one."""
+    from luisa_nb.runtime.host import host_range
+
+    float3 = np.dtype([("x", np.float32), ("y", np.float32), ("z", np.float32)])
+    points = np.zeros(4, float3)
+    first = host_range(points)
+    assert first.shape == (4, 3) and first.dtype == np.dtype(np.float32).str
+    assert host_range(points) is first
+    values = np.zeros(4, np.float32)
+    as_floats = host_range(values)
+    values.dtype = np.int32
+    as_ints = host_range(values)
+    assert as_ints is not as_floats and as_ints.dtype == np.dtype(np.int32).str
+    assert host_range(values) is as_ints
