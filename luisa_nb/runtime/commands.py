@@ -35,14 +35,26 @@ _UPLOAD, _DOWNLOAD = CommandKind.UPLOAD, CommandKind.DOWNLOAD
 metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call together)."""
 
 
-LatestTransfer = tuple[weakref.ref, tuple[int, ...], TraceFields]
+LatestTransfer = tuple[weakref.ref, tuple[int, ...], np.dtype, TraceFields]
 """The trace fields of a view's latest upload or download, with the host array (weakly)
-and its shape then: a loop that moves one array's bytes again reuses them, checking the
-array's identity and shape instead of looking its address range up."""
+and its shape and dtype then: a loop that moves one array's bytes again reuses them,
+checking the array instead of looking its address range up (as ``host_range`` does)."""
 
 
 def _latest_transfer(host: np.ndarray, fields: TraceFields) -> LatestTransfer:
-    return (weakref.ref(host), host.shape, fields)
+    return (weakref.ref(host), host.shape, host.dtype, fields)
+
+
+def _fields_of_latest(latest: LatestTransfer | None, host: np.ndarray) -> TraceFields | None:
+    """The fields of a view's latest transfer, if it moved ``host`` as ``host`` is now."""
+    if (
+        latest is not None
+        and latest[0]() is host
+        and latest[1] == host.shape
+        and latest[2] is host.dtype
+    ):
+        return latest[3]
+    return None
 
 
 def next_id() -> int:
@@ -119,14 +131,9 @@ class UploadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, capture, target = self.host, self.enqueue_capture, self.target
-        latest = target.upload_fields
-        if (
-            latest is not None
-            and latest[0]() is host
-            and latest[1] == host.shape
-            and latest[2][CAPTURE_FIELD] is capture
-        ):
-            return latest[2]
+        fields = _fields_of_latest(target.upload_fields, host)
+        if fields is not None and fields[CAPTURE_FIELD] is capture:
+            return fields
         fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
         target.upload_fields = _latest_transfer(host, fields)
         return fields
@@ -162,9 +169,9 @@ class DownloadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, source = self.host, self.source
-        latest = source.download_fields
-        if latest is not None and latest[0]() is host and latest[1] == host.shape:
-            return latest[2]
+        fields = _fields_of_latest(source.download_fields, host)
+        if fields is not None:
+            return fields
         fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
         source.download_fields = _latest_transfer(host, fields)
         return fields
