@@ -12,19 +12,24 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
 #define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
+#define CAPTURE_FIELD 4 /* the enqueue capture's position in a command's trace fields */
 #define REMEMBERED_BYTES (64 * 1024) /* the most bytes `capture_of` keeps to compare with */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
-static PyObject *str_id, *str_enqueued, *str_device, *str_trace_fields, *str_first_submission_of,
-    *str_describe, *str_note_array, *str_capture_method;
+static PyObject *str_device, *str_trace_fields, *str_first_submission_of, *str_describe,
+    *str_note_array, *str_capture_method;
+static PyTypeObject *upload_type, *download_type, *dispatch_type; /* set_command_types */
 
 /* time.perf_counter_ns(), without making an int object */
 static inline int64_t clock_now(void)
@@ -45,6 +50,70 @@ static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *si
         return 0;
     PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, not %zd", signature, expected, nargs);
     return 1;
+}
+
+/* An attribute the hooks read per command, read where it is a slot (commands, their
+ * arguments and those arguments' memo have __slots__) at the slot's offset: looking its
+ * name up costs about as much as the rest of a hook. The offsets are kept for the last
+ * few types seen (a list mixes commands of several types); a class's slots stay as the
+ * class was made. */
+#define ATTRIBUTE_TYPES 4
+typedef struct {
+    PyObject *name; /* interned */
+    PyTypeObject *types[ATTRIBUTE_TYPES]; /* strong references, or NULL */
+    Py_ssize_t offsets[ATTRIBUTE_TYPES];  /* of the slot in objects of `types[i]`; 0: none */
+    int replace;                          /* the entry a type not kept replaces */
+} Attribute;
+
+static Attribute attribute_id, attribute_enqueued, attribute_target, attribute_source,
+    attribute_host, attribute_enqueue_capture, attribute_upload_fields, attribute_download_fields,
+    attribute_arguments, attribute_memo, attribute_described, attribute_dims, attribute_name;
+
+/* The offset of `type`'s slot named `name`, or 0 where the name is not a slot of it. */
+static int slot_offset(PyTypeObject *type, PyObject *name, Py_ssize_t *offset)
+{
+    *offset = 0;
+    PyObject *descriptor = PyObject_GetAttr((PyObject *)type, name);
+    if (descriptor == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear(); /* an instance's own attribute, or none */
+        return 0;
+    }
+    if (Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type == T_OBJECT_EX)
+            *offset = member->offset;
+    }
+    Py_DECREF(descriptor);
+    return 0;
+}
+
+/* getattr(object, attribute's name), a new reference */
+static PyObject *read_attribute(Attribute *attribute, PyObject *object)
+{
+    PyTypeObject *type = Py_TYPE(object);
+    int entry = 0;
+    while (entry < ATTRIBUTE_TYPES && attribute->types[entry] != type)
+        entry++;
+    if (entry == ATTRIBUTE_TYPES) {
+        Py_ssize_t offset;
+        if (slot_offset(type, attribute->name, &offset) < 0)
+            return NULL;
+        entry = attribute->replace;
+        attribute->replace = (entry + 1) % ATTRIBUTE_TYPES;
+        Py_INCREF(type);
+        Py_XSETREF(attribute->types[entry], type);
+        attribute->offsets[entry] = offset;
+    }
+    if (attribute->offsets[entry]) {
+        PyObject *value = *(PyObject **)((char *)object + attribute->offsets[entry]);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(object, attribute->name); /* an unset slot raises there */
 }
 
 /* -- Log ---------------------------------------------------------------------------- */
@@ -131,7 +200,11 @@ static Py_ssize_t log_length(LogObject *log)
 
 static int as_int64(PyObject *value, int64_t *out)
 {
+#if LONG_MAX == INT64_MAX /* PyLong_AsLong reads a large int's digits; AsLongLong goes by bytes */
+    long converted = PyLong_AsLong(value);
+#else
     long long converted = PyLong_AsLongLong(value);
+#endif
     if (converted == -1 && PyErr_Occurred())
         return -1;
     *out = (int64_t)converted;
@@ -313,6 +386,9 @@ typedef struct {
     PyObject *last_capture;   /* NULL while `last_bytes` has no digest yet */
     uint64_t generation;      /* of `last_bytes` (see snapshot) */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
+    PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
+    int64_t last_position;
+    int64_t last_stream;      /* the id of the stream last submitted to */
     int64_t submission_count;
     int64_t sequence;
 } CoreObject;
@@ -328,6 +404,7 @@ static PyObject *core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     core->policies = PyDict_New();
     core->array_names = PyDict_New();
     core->captured = PyDict_New();
+    core->last_stream = INT64_MIN;
     if (!core->submissions || !core->accesses || !core->described_at ||
         !core->policies || !core->array_names || !core->captured) {
         Py_DECREF(core);
@@ -344,6 +421,7 @@ static int core_traverse(CoreObject *core, visitproc visit, void *arg)
     Py_VISIT(core->captured);
     Py_VISIT(core->last_named);
     Py_VISIT(core->last_capture);
+    Py_VISIT(core->last_fields);
     return 0;
 }
 
@@ -355,6 +433,7 @@ static int core_clear(CoreObject *core)
     Py_CLEAR(core->captured);
     Py_CLEAR(core->last_named);
     Py_CLEAR(core->last_capture);
+    Py_CLEAR(core->last_fields);
     return 0;
 }
 
@@ -368,14 +447,137 @@ static void core_dealloc(CoreObject *core)
     Py_TYPE(core)->tp_free((PyObject *)core);
 }
 
-static int attribute_int64(PyObject *object, PyObject *name, int64_t *out)
+static int attribute_int64(PyObject *object, Attribute *attribute, int64_t *out)
 {
-    PyObject *value = PyObject_GetAttr(object, name);
+    PyObject *value = read_attribute(attribute, object);
     if (value == NULL)
         return -1;
     int result = as_int64(value, out);
     Py_DECREF(value);
     return result;
+}
+
+/* getattr(getattr(object, first), second), a new reference */
+static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attribute *second)
+{
+    PyObject *middle = read_attribute(first, object);
+    if (middle == NULL)
+        return NULL;
+    PyObject *value = read_attribute(second, middle);
+    Py_DECREF(middle);
+    return value;
+}
+
+/* Whether `ref` is a weak reference to `object` (alive); -1: an error. */
+static int refers_to(PyObject *ref, PyObject *object)
+{
+    if (!PyWeakref_Check(ref))
+        return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *referent;
+    if (PyWeakref_GetRef(ref, &referent) < 0)
+        return -1;
+    Py_XDECREF(referent);
+    return referent == object;
+#else
+    return PyWeakref_GET_OBJECT(ref) == object;
+#endif
+}
+
+/* Whether `latest`, a view's (weakref, shape, dtype, fields) entry of its latest transfer
+ * (runtime/commands.py, _latest_transfer), moved `host` as `host` is now; -1: an error. */
+static int moved_as_now(PyObject *latest, PyObject *host)
+{
+    if (!PyTuple_Check(latest) || PyTuple_GET_SIZE(latest) != 4 || !PyArray_Check(host))
+        return 0;
+    PyArrayObject *array = (PyArrayObject *)host;
+    PyObject *shape = PyTuple_GET_ITEM(latest, 1);
+    if (PyTuple_GET_ITEM(latest, 2) != (PyObject *)PyArray_DESCR(array) || !PyTuple_Check(shape) ||
+        PyTuple_GET_SIZE(shape) != PyArray_NDIM(array))
+        return 0;
+    const npy_intp *dims = PyArray_DIMS(array);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        Py_ssize_t extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (extent == -1 && PyErr_Occurred())
+            return -1;
+        if (extent != dims[i])
+            return 0;
+    }
+    return refers_to(PyTuple_GET_ITEM(latest, 0), host);
+}
+
+/* The trace fields of a transfer (`command`) whose view (its attribute `view`) keeps its
+ * latest transfer's in `latest`, if that one moved the same host array (an upload: with
+ * the same capture). */
+static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *latest_name,
+                                 int upload)
+{
+    PyObject *latest = attribute_of_attribute(command, view, latest_name);
+    if (latest == NULL)
+        return NULL;
+    PyObject *host = read_attribute(&attribute_host, command), *fields = NULL, *capture = NULL;
+    int moved = host == NULL ? -1 : moved_as_now(latest, host);
+    if (moved == 1) {
+        fields = PyTuple_GET_ITEM(latest, 3);
+        if (upload && (capture = read_attribute(&attribute_enqueue_capture, command)) == NULL)
+            fields = NULL;
+        else if (upload && (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) <= CAPTURE_FIELD ||
+                            PyTuple_GET_ITEM(fields, CAPTURE_FIELD) != capture))
+            fields = NULL;
+        Py_XINCREF(fields);
+    }
+    Py_XDECREF(capture);
+    Py_XDECREF(host);
+    Py_DECREF(latest);
+    return fields;
+}
+
+/* The trace fields of a dispatch (`command`) whose arguments' memo holds them for its size
+ * and kernel name. */
+static PyObject *dispatch_fields(PyObject *command)
+{
+    PyObject *memo = attribute_of_attribute(command, &attribute_arguments, &attribute_memo);
+    if (memo == NULL)
+        return NULL;
+    PyObject *known = read_attribute(&attribute_described, memo), *fields = NULL;
+    Py_DECREF(memo);
+    if (known == NULL)
+        return NULL;
+    if (PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 3) {
+        PyObject *dims = read_attribute(&attribute_dims, command);
+        PyObject *name = dims == NULL ? NULL : read_attribute(&attribute_name, command);
+        int same = name == NULL ? -1 : PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 0), dims, Py_EQ);
+        if (same == 1)
+            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), name, Py_EQ);
+        if (same == 1) {
+            fields = PyTuple_GET_ITEM(known, 2);
+            Py_INCREF(fields);
+        }
+        Py_XDECREF(dims);
+        Py_XDECREF(name);
+    }
+    Py_DECREF(known);
+    return fields;
+}
+
+/* `command`'s trace fields (a new reference). For the command types the runtime names
+ * (set_command_types) they are first looked for where the runtime memoizes them, with
+ * the checks of the fast path of each type's trace_fields() (runtime/commands.py), as
+ * that costs a Python call per command; otherwise, and where the memo does not hold
+ * them, trace_fields() works them out. */
+static PyObject *trace_fields_of(PyObject *command)
+{
+    PyTypeObject *type = Py_TYPE(command);
+    PyObject *fields = NULL;
+    if (type == upload_type)
+        fields = transfer_fields(command, &attribute_target, &attribute_upload_fields, 1);
+    else if (type == download_type)
+        fields = transfer_fields(command, &attribute_source, &attribute_download_fields, 0);
+    else if (type == dispatch_type)
+        fields = dispatch_fields(command);
+    if (fields != NULL || PyErr_Occurred())
+        return fields;
+    return PyObject_CallMethodNoArgs(command, str_trace_fields);
 }
 
 /* The position of `fields` (a command's trace fields) in the recorder's `described`
@@ -416,11 +618,12 @@ static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssiz
     if (commands == NULL)
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(commands);
-    PyObject *stream_id = NULL, *previous = NULL, *result = NULL;
-    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], previous_position = 0;
-    if ((stream_id = PyObject_GetAttr(stream, str_id)) == NULL || as_int64(stream_id, &row[1]) < 0)
+    PyObject *stream_id = NULL, *result = NULL;
+    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], position = core->last_position;
+    if ((stream_id = read_attribute(&attribute_id, stream)) == NULL ||
+        as_int64(stream_id, &row[1]) < 0)
         goto done;
-    int known = PyDict_Contains(core->policies, stream_id);
+    int known = row[1] == core->last_stream ? 1 : PyDict_Contains(core->policies, stream_id);
     if (known < 0)
         goto done;
     if (!known) {
@@ -429,6 +632,7 @@ static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssiz
             goto done;
         Py_DECREF(noted);
     }
+    core->last_stream = row[1];
     if (count > 1 && (values = PyMem_Malloc((size_t)(3 * count) * sizeof(int64_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -436,19 +640,23 @@ static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssiz
     /* values: ids, then enqueue times, then positions of trace fields */
     for (Py_ssize_t j = 0; j < count; j++) {
         PyObject *command = PyTuple_GET_ITEM(commands, j);
-        PyObject *fields = PyObject_CallMethodNoArgs(command, str_trace_fields);
+        PyObject *fields = trace_fields_of(command);
         if (fields == NULL)
             goto done;
-        if (fields != previous) { /* a list's commands mostly share their fields */
-            Py_XSETREF(previous, fields);
-            if (fields_position(core, fields, command, stream, &previous_position) < 0)
-                goto done;
-        } else {
+        if (fields == core->last_fields) { /* a loop's commands mostly share their fields */
+            position = core->last_position;
             Py_DECREF(fields);
+        } else {
+            if (fields_position(core, fields, command, stream, &position) < 0) {
+                Py_DECREF(fields);
+                goto done;
+            }
+            core->last_position = position;
+            Py_XSETREF(core->last_fields, fields);
         }
-        values[2 * count + j] = previous_position;
-        if (attribute_int64(command, str_id, &values[j]) < 0 ||
-            attribute_int64(command, str_enqueued, &values[count + j]) < 0)
+        values[2 * count + j] = position;
+        if (attribute_int64(command, &attribute_id, &values[j]) < 0 ||
+            attribute_int64(command, &attribute_enqueued, &values[count + j]) < 0)
             goto done;
     }
     /* no Python code from here to the last append */
@@ -471,26 +679,58 @@ succeeded:
 done:
     Py_DECREF(commands);
     Py_XDECREF(stream_id);
-    Py_XDECREF(previous);
     if (values != one)
         PyMem_Free(values);
     return result;
 }
 
+/* The bytes of a host array (or another object with a buffer). */
+typedef struct {
+    const char *start;
+    Py_ssize_t len;
+    Py_buffer view; /* exported when `exported` */
+    int exported;
+} Bytes;
+
+/* Find `data`'s bytes: a C-contiguous array's own memory, or else its buffer (asking an
+ * array for one makes numpy describe it first, which for an array made per command, as an
+ * upload's view of its host bytes is, costs more than the rest of a hook). */
+static int bytes_of(PyObject *data, Bytes *bytes)
+{
+    bytes->exported = 0;
+    if (PyArray_Check(data) && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)data)) {
+        bytes->start = PyArray_BYTES((PyArrayObject *)data);
+        bytes->len = PyArray_NBYTES((PyArrayObject *)data);
+        return 0;
+    }
+    if (PyObject_GetBuffer(data, &bytes->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    bytes->exported = 1;
+    bytes->start = bytes->view.buf;
+    bytes->len = bytes->view.len;
+    return 0;
+}
+
+static void release_bytes(Bytes *bytes)
+{
+    if (bytes->exported)
+        PyBuffer_Release(&bytes->view);
+}
+
 /* Copy `view`'s bytes (at most REMEMBERED_BYTES) to compare later ones with; returns the
  * copy's generation, or 0 when none was made. Until its digest and capture are known,
  * the copy matches nothing; a copy made later, by another call, takes its place. */
-static uint64_t snapshot(CoreObject *core, const Py_buffer *view)
+static uint64_t snapshot(CoreObject *core, const Bytes *bytes)
 {
-    if (view->len > REMEMBERED_BYTES)
+    if (bytes->len > REMEMBERED_BYTES)
         return 0;
     Py_CLEAR(core->last_capture); /* the trace's captures hold it: no Python code runs */
-    char *kept = PyMem_Realloc(core->last_bytes, view->len ? (size_t)view->len : 1);
+    char *kept = PyMem_Realloc(core->last_bytes, bytes->len ? (size_t)bytes->len : 1);
     if (kept == NULL)
         return 0; /* then nothing is remembered: the next bytes are hashed */
-    memcpy(kept, view->buf, (size_t)view->len);
+    memcpy(kept, bytes->start, (size_t)bytes->len);
     core->last_bytes = kept;
-    core->last_size = view->len;
+    core->last_size = bytes->len;
     return ++core->generation;
 }
 
@@ -505,19 +745,19 @@ static uint64_t snapshot(CoreObject *core, const Py_buffer *view)
  * The Python core hashes every time; the digests are the same. */
 static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+    Bytes bytes;
+    if (bytes_of(data, &bytes) < 0)
         return NULL;
     PyObject *capture = NULL, *hashed = NULL;
-    if (core->last_capture != NULL && view.len == core->last_size &&
-        memcmp(view.buf, core->last_bytes, (size_t)view.len) == 0) {
+    if (core->last_capture != NULL && bytes.len == core->last_size &&
+        memcmp(bytes.start, core->last_bytes, (size_t)bytes.len) == 0) {
         memcpy(digest, core->last_digest, DIGEST_BYTES);
         capture = core->last_capture;
         goto done;
     }
-    uint64_t generation = snapshot(core, &view);
+    uint64_t generation = snapshot(core, &bytes);
     if (generation) {
-        PyObject *copy = PyMemoryView_FromMemory(core->last_bytes, view.len, PyBUF_READ);
+        PyObject *copy = PyMemoryView_FromMemory(core->last_bytes, bytes.len, PyBUF_READ);
         if (copy == NULL)
             goto done;
         hashed = PyObject_CallOneArg(digest_function, copy);
@@ -550,7 +790,7 @@ static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
     }
 done:
     Py_XDECREF(hashed);
-    PyBuffer_Release(&view);
+    release_bytes(&bytes);
     return capture;
 }
 
@@ -616,12 +856,7 @@ static int names_array(PyObject *known, PyObject *host)
 {
     if (known == NULL || !PyTuple_Check(known) || PyTuple_GET_SIZE(known) != 2)
         return 0;
-    PyObject *alive = PyObject_CallNoArgs(PyTuple_GET_ITEM(known, 0));
-    if (alive == NULL)
-        return -1;
-    int named = alive == host;
-    Py_DECREF(alive);
-    return named;
+    return refers_to(PyTuple_GET_ITEM(known, 0), host);
 }
 
 /* upload_enqueued(host, data) */
@@ -738,11 +973,37 @@ static PyTypeObject CoreType = {
 
 /* -- module ------------------------------------------------------------------------------ */
 
+/* set_command_types(upload, download, dispatch) */
+static PyObject *set_command_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 3, "set_command_types(upload, download, dispatch)"))
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (!PyType_Check(args[i])) {
+            PyErr_Format(PyExc_TypeError, "set_command_types takes classes, not %.100s",
+                         Py_TYPE(args[i])->tp_name);
+            return NULL;
+        }
+    PyTypeObject **types[] = {&upload_type, &download_type, &dispatch_type};
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*types[i], (PyTypeObject *)args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_command_types", (PyCFunction)(void (*)(void))set_command_types, METH_FASTCALL,
+     "set_command_types(upload, download, dispatch): the command classes whose trace fields "
+     "the core looks for in the runtime's memos before calling trace_fields()."},
+    {NULL}};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "luisa_nb.recording._recorder_core",
     .m_doc = "The recorder's hot paths in C (see recorder_core.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 static int intern(PyObject **slot, const char *text)
@@ -753,12 +1014,23 @@ static int intern(PyObject **slot, const char *text)
 
 PyMODINIT_FUNC PyInit__recorder_core(void)
 {
-    if (intern(&str_id, "id") < 0 || intern(&str_enqueued, "enqueued") < 0 ||
+    if (intern(&attribute_id.name, "id") < 0 || intern(&attribute_enqueued.name, "enqueued") < 0 ||
         intern(&str_device, "device") < 0 || intern(&str_trace_fields, "trace_fields") < 0 ||
         intern(&str_first_submission_of, "_first_submission_of") < 0 ||
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
-        intern(&str_capture_method, "_capture") < 0)
+        intern(&str_capture_method, "_capture") < 0 ||
+        intern(&attribute_target.name, "target") < 0 ||
+        intern(&attribute_source.name, "source") < 0 ||
+        intern(&attribute_host.name, "host") < 0 ||
+        intern(&attribute_enqueue_capture.name, "enqueue_capture") < 0 ||
+        intern(&attribute_upload_fields.name, "upload_fields") < 0 ||
+        intern(&attribute_download_fields.name, "download_fields") < 0 ||
+        intern(&attribute_arguments.name, "arguments") < 0 ||
+        intern(&attribute_memo.name, "memo") < 0 ||
+        intern(&attribute_described.name, "described") < 0 ||
+        intern(&attribute_dims.name, "dims") < 0 || intern(&attribute_name.name, "name") < 0)
         return NULL;
+    import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");
     if (xxhash == NULL)
         return NULL;
@@ -772,7 +1044,8 @@ PyMODINIT_FUNC PyInit__recorder_core(void)
     if (PyModule_AddObjectRef(m, "Log", (PyObject *)&LogType) < 0 ||
         PyModule_AddObjectRef(m, "RecorderCore", (PyObject *)&CoreType) < 0 ||
         PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0) {
+        PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "CAPTURE_FIELD", CAPTURE_FIELD) < 0) {
         Py_DECREF(m);
         return NULL;
     }

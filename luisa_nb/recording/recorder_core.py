@@ -229,12 +229,22 @@ PYTHON_HOOKS_VARIABLE = "LUISA_NB_PYTHON_RECORDER"
 """Set (to anything but empty or 0), traces use the Python hooks even where the C core
 was built: to measure them, or to rule the C core out when something looks wrong."""
 
+
+def python_set_command_types(upload: type, download: type, dispatch: type) -> None:
+    """Name the runtime's upload, download and dispatch command classes, whose trace
+    fields the C ``submitted`` looks for in the memos the runtime keeps (a view's latest
+    transfer, a dispatch's arguments), as each class's ``trace_fields()`` does first: a
+    Python call per command costs more than the rest of the hook. The Python hooks call
+    ``trace_fields()`` anyway, so there is nothing to keep here."""
+
+
 try:
     if os.environ.get(PYTHON_HOOKS_VARIABLE, "") not in ("", "0"):
         raise ImportError(f"{PYTHON_HOOKS_VARIABLE} is set")
-    from luisa_nb.recording._recorder_core import Log, RecorderCore
+    from luisa_nb.recording._recorder_core import Log, RecorderCore, set_command_types
 except ImportError:  # not built (no C compiler or Python headers at install), or not wanted
     Log, RecorderCore = PythonLog, PythonRecorderCore
+    set_command_types = python_set_command_types
 
 NATIVE = RecorderCore is not PythonRecorderCore
 """Whether the hooks run in C."""

@@ -18,6 +18,7 @@ import numpy as np
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import CAPTURE_FIELD, TraceFields, active_recorder
+from luisa_nb.recording.recorder_core import set_command_types
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import host_range
@@ -38,7 +39,9 @@ metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call t
 LatestTransfer = tuple[weakref.ref, tuple[int, ...], np.dtype, TraceFields]
 """The trace fields of a view's latest upload or download, with the host array (weakly)
 and its shape and dtype then: a loop that moves one array's bytes again reuses them,
-checking the array instead of looking its address range up (as ``host_range`` does)."""
+checking the array instead of looking its address range up (as ``host_range`` does).
+The recorder's C core reads this entry and makes the same checks (``set_command_types``
+at the end of this module), as it does for a dispatch's ``DispatchMemo.described``."""
 
 
 def _latest_transfer(host: np.ndarray, fields: TraceFields) -> LatestTransfer:
@@ -381,3 +384,6 @@ class DispatchCommand(Command):
         return transfers.backend.dispatch(
             arguments.executable, self.dims, arguments.buffers, arguments.scalars
         )
+
+
+set_command_types(UploadCommand, DownloadCommand, DispatchCommand)

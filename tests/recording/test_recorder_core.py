@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -19,9 +20,10 @@ from xxhash import xxh3_128_digest
 import luisa_nb as lnb
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.runner import run_program
+from luisa_nb.kernels.vectors import dtype_of, float3
 from luisa_nb.recording import recorder_core
 from luisa_nb.recording import trace as trace_module
-from luisa_nb.recording.recorder import PythonTraceRecorder, TraceRecorder
+from luisa_nb.recording.recorder import PythonTraceRecorder, TraceRecorder, active_recorder
 from luisa_nb.recording.recorder_core import (
     ACCESS_WIDTH,
     SUBMISSION_COLUMNS,
@@ -29,6 +31,7 @@ from luisa_nb.recording.recorder_core import (
     PythonLog,
     rows_of,
 )
+from luisa_nb.runtime.commands import DispatchCommand
 
 NATIVE_MISSING = "the C recorder core was not built (no C compiler or Python headers at install)"
 needs_native = pytest.mark.skipif(not recorder_core.NATIVE, reason=NATIVE_MISSING)
@@ -139,6 +142,71 @@ def test_traces_of_both_cores_read_the_same(backend, monkeypatch):
             seen.append(_program_rows(run))
         assert seen[0] == seen[1], program.name
         assert seen[0][0], program.name
+
+
+@lnb.kernel
+def scale(target, factor):
+    i = lnb.dispatch_id().x
+    target.write(i, target.read(i) * factor)
+
+
+def test_each_command_is_logged_with_the_fields_trace_fields_gives(recorder_class):
+    """The C core finds an upload's, a download's and a dispatch's trace fields in the
+    runtime's memos without calling ``trace_fields()``: after every change that makes the
+    memo stale (new bytes, an array reshaped or given another dtype object in place,
+    another array, another size or kernel), the fields logged are the ones
+    ``trace_fields()`` gives."""
+    point = dtype_of(float3)
+    device = lnb.create_device("cpu")
+    stream = device.default_stream
+    buffer = device.create_buffer(8, np.float32)
+    points = device.create_buffer(2, point)
+    host, other = np.ones(8, np.float32), np.ones(8, np.float32)
+    records = np.zeros(2, point)
+    commands = []
+
+    def submit(command):
+        stream.submit([command])
+        commands.append((command, command.trace_fields()))
+
+    with lnb.trace():
+        recorder = active_recorder()
+        for _ in range(2):
+            submit(buffer.copy_from_async(host))
+        host[0] = 2.0
+        submit(buffer.copy_from_async(host))
+        host.shape = (2, 4)
+        submit(buffer.copy_from_async(host))
+        host.shape = (4, 2)
+        submit(buffer.copy_from_async(host))
+        submit(buffer.copy_from_async(other))
+        submit(buffer.copy_to_async(host))
+        host.shape = (8,)
+        submit(buffer.copy_to_async(host))
+        submit(buffer.copy_to_async(host))
+        submit(points.copy_from_async(records))
+        records.dtype = pickle.loads(pickle.dumps(point))  # equal, another object
+        submit(points.copy_from_async(records))
+        for size in (8, 8, 4):
+            submit(bump.dispatch_async(size, buffer))
+        submit(scale.dispatch_async(4, buffer, 2.0))
+        submit(bump.dispatch_async(4, buffer))
+        submit(DispatchCommand("renamed", (4, 1, 1), commands[-1][0].arguments))
+        stream.synchronize()
+        rows, described = recorder.command_log()
+    logged = {command_id: described[position] for command_id, position in zip(
+        rows[:, SUBMISSION_COLUMNS.index("id")], rows[:, SUBMISSION_COLUMNS.index("described")],
+        strict=True)}  # fmt: skip
+    for command, fields in commands:
+        assert logged[command.id] is fields, command
+    labels = [fields[1] for _, fields in commands if fields[1]]
+    assert labels == [
+        "bump [8]", "bump [8]", "bump [4]", "scale(factor=2.0) [4]", "bump [4]", "renamed [4]"
+    ]  # fmt: skip
+    shapes = [fields[3].shape for _, fields in commands[:9]]
+    assert shapes == [(8,), (8,), (8,), (2, 4), (4, 2), (8,), (4, 2), (8,), (8,)]
+    assert commands[1][1] is commands[0][1] and commands[2][1] is not commands[1][1]
+    assert commands[8][1] is commands[7][1] and commands[10][1] is not commands[9][1]
 
 
 def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
