@@ -49,6 +49,20 @@ class BufferView:
     dtype."""
 
     __lnb_buffer__ = True
+    __slots__ = (
+        "__weakref__",
+        "_device_ranges",
+        "_kernel_buffer",
+        "buffer",
+        "device",
+        "download_fields",
+        "dtype",
+        "nbytes",
+        "offset_bytes",
+        "size",
+        "start",
+        "upload_fields",
+    )  # a traced transfer's hook reads upload_fields (a slot is read at its offset in C)
     device: Device
     dtype: np.dtype
 
