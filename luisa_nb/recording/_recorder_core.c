@@ -911,6 +911,27 @@ static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssi
                          core->submissions->rows);
 }
 
+/* ids_of(steps): a log of one value per row holding each step's id, in order */
+static PyObject *core_ids_of(CoreObject *core, PyObject *steps)
+{
+    /* a tuple (a list's copy): reading an id may run Python code, which may change a list */
+    PyObject *items = PySequence_Tuple(steps);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    LogObject *log = make_log(1);
+    if (log != NULL && log_reserve(log, count) < 0)
+        Py_CLEAR(log);
+    for (Py_ssize_t i = 0; log != NULL && i < count; i++) {
+        if (attribute_int64(PyTuple_GET_ITEM(items, i), &attribute_id, &log->values[i]) < 0)
+            Py_CLEAR(log);
+        else
+            log->rows = i + 1;
+    }
+    Py_DECREF(items);
+    return (PyObject *)log;
+}
+
 static PyMethodDef core_methods[] = {
     {"submitted", (PyCFunction)(void (*)(void))core_submitted, METH_FASTCALL, NULL},
     {"host_read", (PyCFunction)(void (*)(void))core_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
@@ -918,6 +939,7 @@ static PyMethodDef core_methods[] = {
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))core_upload_enqueued, METH_FASTCALL, NULL},
     {"stamp_sync", (PyCFunction)(void (*)(void))core_stamp_sync, METH_FASTCALL, NULL},
+    {"ids_of", (PyCFunction)core_ids_of, METH_O, NULL},
     {NULL}};
 
 #define CORE_MEMBER(name, field)                                                                   \

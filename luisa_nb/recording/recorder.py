@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -157,18 +156,24 @@ NULL_RECORDER = Recorder()
 
 
 class RunLog(RunTimer):
-    """What a traced run reports: the command id of each step (in the order they ran, as
-    numbers, not an int object per step), the time before each step and after the last,
-    and, where they happened, the failure and the device spans (kept only then: most runs
-    make just ``ids`` and ``times``)."""
+    """What a traced run reports: the command id of each step (in the order they ran, a
+    log of one value per row, not an int object per step), the time before each step and
+    after the last, and, where they happened, the failure, the steps before the run ended
+    early and the device spans (kept only then: most runs make just ``ids`` and
+    ``times``)."""
 
     __slots__ = ("__dict__", "ids", "times")
     failure: tuple[int, Status, str, int] | None = None
+    ended: int | None = None
     device_spans: Sequence[tuple[int, Any]] = ()
 
-    def __init__(self, ids: Sequence[int], times: Any) -> None:
+    def __init__(self, ids: Any, times: Any) -> None:
         self.ids = ids
         self.times = times
+
+    def step_ids(self) -> list[int]:
+        """The command id of each step the run ran (or skipped), in order."""
+        return rows_of(self.ids).reshape(-1)[: self.ended].tolist()
 
     def tick_at(self, time: int) -> None:
         self.times.append(time)
@@ -177,7 +182,7 @@ class RunLog(RunTimer):
         self.failure = (position, status, error, now())
 
     def end_at(self, count: int) -> None:
-        self.ids = self.ids[:count]
+        self.ended = count
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
         if spans:
@@ -316,7 +321,7 @@ class TraceRecorderBase(Recorder):
 
     def run_timer(self, steps: Sequence[Any]) -> RunLog:
         times = type(self.submissions)(1)  # a log of the core's kind
-        log = RunLog(array("q", [step.id for step in steps]), times)
+        log = RunLog(self.ids_of(steps), times)
         self.runs.append(log)
         return log
 

@@ -214,6 +214,12 @@ class PythonRecorderCore:
         captured = self._captured.get(digest)
         return self._capture(data, digest) if captured is None else captured
 
+    def ids_of(self, steps: Sequence[Any]) -> PythonLog:
+        """A log of one value per row holding each step's id, in order (a run's steps)."""
+        log = PythonLog(1)
+        log._values = array("q", [step.id for step in steps])
+        return log
+
     def stamp_sync(self, stream_id: int | None, stop: int) -> tuple[int, int, int, int]:
         """A sync point's seq and time, the index of the last submission row of stream
         ``stream_id`` (``None``: no stream) from row ``stop`` on (-1: none), and the number

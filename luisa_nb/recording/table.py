@@ -265,7 +265,7 @@ def _apply_runs(
     for run in runs:
         times = rows_of(run.times).reshape(-1).tolist()
         ticks = len(times)
-        rows = [row_of[command_id] for command_id in run.ids]
+        rows = [row_of[command_id] for command_id in run.step_ids()]
         for position, row in enumerate(rows[:ticks]):
             if started[row] == MISSING:
                 started[row] = times[position]

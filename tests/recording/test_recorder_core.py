@@ -209,6 +209,34 @@ def test_each_command_is_logged_with_the_fields_trace_fields_gives(recorder_clas
     assert commands[8][1] is commands[7][1] and commands[10][1] is not commands[9][1]
 
 
+class _SlotStep:
+    __slots__ = ("id",)
+
+    def __init__(self, step_id):
+        self.id = step_id
+
+
+class _PropertyStep:
+    @property
+    def id(self):
+        return 2**40 + 7
+
+
+def test_a_run_logs_its_step_ids_and_where_it_ended(recorder_class):
+    """A run's ids are read from slots and properties alike, in order; a run that ended
+    early keeps the ids of its steps before the end; a step without an id is an error."""
+    with lnb.trace():
+        recorder = active_recorder()
+        steps = [_SlotStep(3), _PropertyStep(), _SlotStep(-1)] * 700
+        timer = recorder.run_timer(steps)
+        assert timer.step_ids() == [3, 2**40 + 7, -1] * 700
+        timer.end_at(2)
+        assert timer.step_ids() == [3, 2**40 + 7]
+        assert recorder.run_timer(()).step_ids() == []
+        with pytest.raises(AttributeError):
+            recorder.run_timer([_SlotStep(1), object()])
+
+
 def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
     with lnb.trace() as trace:
         recorder = trace.recorder
