@@ -380,11 +380,9 @@ typedef struct {
     PyObject *policies;       /* dict: stream id -> staging policy */
     PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
     PyObject *captured;       /* dict: binary digest -> Capture */
-    char *last_bytes;         /* the last bytes hashed (see capture_of) */
-    Py_ssize_t last_size;
-    char last_digest[DIGEST_BYTES];
-    PyObject *last_capture;   /* NULL while `last_bytes` has no digest yet */
-    uint64_t generation;      /* of `last_bytes` (see snapshot) */
+    PyObject *last_kept;      /* a uint8 array: a copy of the last bytes hashed (capture_of) */
+    char last_digest[DIGEST_BYTES]; /* their digest */
+    PyObject *last_capture;   /* their capture; NULL with `last_kept` */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
     int64_t last_position;
@@ -421,6 +419,7 @@ static int core_traverse(CoreObject *core, visitproc visit, void *arg)
     Py_VISIT(core->captured);
     Py_VISIT(core->last_named);
     Py_VISIT(core->last_capture);
+    Py_VISIT(core->last_kept);
     Py_VISIT(core->last_fields);
     return 0;
 }
@@ -433,6 +432,7 @@ static int core_clear(CoreObject *core)
     Py_CLEAR(core->captured);
     Py_CLEAR(core->last_named);
     Py_CLEAR(core->last_capture);
+    Py_CLEAR(core->last_kept);
     Py_CLEAR(core->last_fields);
     return 0;
 }
@@ -443,7 +443,6 @@ static void core_dealloc(CoreObject *core)
     core_clear(core);
     Py_CLEAR(core->submissions);
     Py_CLEAR(core->accesses);
-    PyMem_Free(core->last_bytes);
     Py_TYPE(core)->tp_free((PyObject *)core);
 }
 
@@ -717,55 +716,43 @@ static void release_bytes(Bytes *bytes)
         PyBuffer_Release(&bytes->view);
 }
 
-/* Copy `view`'s bytes (at most REMEMBERED_BYTES) to compare later ones with; returns the
- * copy's generation, or 0 when none was made. Until its digest and capture are known,
- * the copy matches nothing; a copy made later, by another call, takes its place. */
-static uint64_t snapshot(CoreObject *core, const Bytes *bytes)
-{
-    if (bytes->len > REMEMBERED_BYTES)
-        return 0;
-    Py_CLEAR(core->last_capture); /* the trace's captures hold it: no Python code runs */
-    char *kept = PyMem_Realloc(core->last_bytes, bytes->len ? (size_t)bytes->len : 1);
-    if (kept == NULL)
-        return 0; /* then nothing is remembered: the next bytes are hashed */
-    memcpy(kept, bytes->start, (size_t)bytes->len);
-    core->last_bytes = kept;
-    core->last_size = bytes->len;
-    return ++core->generation;
-}
-
 /* The capture of `data`'s bytes, captured into the trace if they are new, as a borrowed
  * reference (the trace's captures hold every capture); their binary digest goes to
  * `digest`. Bytes equal to the last ones hashed (up to REMEMBERED_BYTES, kept here) are
  * compared instead of hashed: a loop that moves one array's unchanged bytes hashes them
- * once (for 4 KiB, half the instructions of calling XXH3, most of the rest the buffer
- * export), and the hooks of the user's thread and the worker then share no object they
- * write to. The bytes kept are the ones hashed (the copy is hashed, not the host memory,
- * which another thread may be writing), so a digest always names the bytes compared with.
- * The Python core hashes every time; the digests are the same. */
+ * once (for 4 KiB, a third of the instructions of calling XXH3), and the hooks of the
+ * user's thread and the worker then share no object they write to.
+ *
+ * New bytes (up to REMEMBERED_BYTES) are copied first, into an array this call alone
+ * holds, and the copy is hashed, captured and kept: the digest function lets other
+ * threads run while it hashes, and capturing runs Python code, so the host memory may
+ * change meanwhile (another thread's download writes it), and so may what this core
+ * keeps (another thread's hook replaces it). A digest, its capture's bytes and the bytes
+ * later ones are compared with are thus always the same bytes. The kept copy, its
+ * digest and its capture are replaced together, with no Python code in between. The
+ * Python core hashes every time; the digests are the same. */
 static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
 {
     Bytes bytes;
     if (bytes_of(data, &bytes) < 0)
         return NULL;
-    PyObject *capture = NULL, *hashed = NULL;
-    if (core->last_capture != NULL && bytes.len == core->last_size &&
-        memcmp(bytes.start, core->last_bytes, (size_t)bytes.len) == 0) {
+    PyObject *capture = NULL, *hashed = NULL, *copy = NULL;
+    PyArrayObject *kept = (PyArrayObject *)core->last_kept;
+    if (kept != NULL && bytes.len == PyArray_NBYTES(kept) &&
+        memcmp(bytes.start, PyArray_BYTES(kept), (size_t)bytes.len) == 0) {
         memcpy(digest, core->last_digest, DIGEST_BYTES);
         capture = core->last_capture;
         goto done;
     }
-    uint64_t generation = snapshot(core, &bytes);
-    if (generation) {
-        PyObject *copy = PyMemoryView_FromMemory(core->last_bytes, bytes.len, PyBUF_READ);
-        if (copy == NULL)
+    if (bytes.len <= REMEMBERED_BYTES) {
+        npy_intp length = bytes.len;
+        if ((copy = PyArray_SimpleNew(1, &length, NPY_UINT8)) == NULL)
             goto done;
-        hashed = PyObject_CallOneArg(digest_function, copy);
-        Py_DECREF(copy);
-    } else {
-        hashed = PyObject_CallOneArg(digest_function, data);
+        if (length)
+            memcpy(PyArray_BYTES((PyArrayObject *)copy), bytes.start, (size_t)length);
     }
-    if (hashed == NULL)
+    PyObject *hashed_bytes = copy != NULL ? copy : data;
+    if ((hashed = PyObject_CallOneArg(digest_function, hashed_bytes)) == NULL)
         goto done;
     if (!PyBytes_Check(hashed) || PyBytes_GET_SIZE(hashed) != DIGEST_BYTES) {
         PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
@@ -773,8 +760,8 @@ static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
     }
     capture = PyDict_GetItemWithError(core->captured, hashed);
     if (capture == NULL && !PyErr_Occurred()) {
-        PyObject *made = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method, data,
-                                                    hashed, NULL);
+        PyObject *made = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method,
+                                                    hashed_bytes, hashed, NULL);
         Py_XDECREF(made); /* the trace's captures hold it */
         capture = made == NULL ? NULL : PyDict_GetItemWithError(core->captured, hashed);
         if (capture == NULL && !PyErr_Occurred())
@@ -782,13 +769,19 @@ static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
     }
     if (capture != NULL) {
         memcpy(digest, PyBytes_AS_STRING(hashed), DIGEST_BYTES);
-        if (generation && generation == core->generation) { /* no later copy replaced it */
+        if (copy != NULL) {
+            PyObject *old_kept = core->last_kept, *old_capture = core->last_capture;
             memcpy(core->last_digest, digest, DIGEST_BYTES);
+            core->last_kept = copy;
+            copy = NULL;
             Py_INCREF(capture);
-            Py_XSETREF(core->last_capture, capture);
+            core->last_capture = capture;
+            Py_XDECREF(old_kept);
+            Py_XDECREF(old_capture);
         }
     }
 done:
+    Py_XDECREF(copy);
     Py_XDECREF(hashed);
     release_bytes(&bytes);
     return capture;
@@ -833,7 +826,7 @@ static int positional_and_at(const char *name, PyObject *const *args, Py_ssize_t
 static PyObject *core_host_read(CoreObject *core, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames)
 {
-    PyObject *values[4];
+    PyObject *values[4] = {NULL};
     if (positional_and_at("host_read(command_id, offset, data, at=None)", args,
                           PyVectorcall_NARGS(nargsf), kwnames, 3, values) < 0)
         return NULL;
@@ -844,7 +837,7 @@ static PyObject *core_host_read(CoreObject *core, PyObject *const *args, size_t 
 static PyObject *core_host_write(CoreObject *core, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames)
 {
-    PyObject *values[3];
+    PyObject *values[3] = {NULL};
     if (positional_and_at("host_write(command_id, data, at=None)", args,
                           PyVectorcall_NARGS(nargsf), kwnames, 2, values) < 0)
         return NULL;

@@ -150,6 +150,7 @@ def scale(target, factor):
     target.write(i, target.read(i) * factor)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # numpy >= 2.5: shape/dtype set in place
 def test_each_command_is_logged_with_the_fields_trace_fields_gives(recorder_class):
     """The C core finds an upload's, a download's and a dispatch's trace fields in the
     runtime's memos without calling ``trace_fields()``: after every change that makes the
@@ -399,3 +400,26 @@ def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(re
     _, digests = recorder.access_log()
     before = np.zeros(4096, np.uint8)
     assert digests == [xxh3_128_digest(before), xxh3_128_digest(data)]
+
+
+@needs_native
+def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes():
+    """Capturing new bytes runs Python code, while which another thread may write the host
+    memory. The C core captures the copy it hashed, so the capture's blob holds the bytes
+    its digest names, not the bytes written meanwhile."""
+    data = np.zeros(4096, np.uint8)
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        assert isinstance(recorder, TraceRecorder)
+        capture = recorder._capture
+
+        def write_then_capture(bytes_, digest):
+            data[7] = 99  # what a writer racing with the hook would do
+            return capture(bytes_, digest)
+
+        recorder._capture = write_then_capture
+        recorder.host_read(1, 0, data)
+    _, digests = recorder.access_log()
+    before = np.zeros(4096, np.uint8)
+    assert digests == [xxh3_128_digest(before)]
+    np.testing.assert_array_equal(trace.captured_bytes(trace.captures[digests[0]]), before)

@@ -4,6 +4,7 @@ from the log has a row per command, in order, with its submission and index."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import luisa_nb as lnb
 from luisa_nb.recording.records import CommandKind, Status
@@ -90,6 +91,7 @@ def test_bytes_captured_again_give_the_same_capture():
     np.testing.assert_array_equal(trace.captured_bytes(first), data)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # numpy >= 2.5: shape/dtype set in place
 def test_uploads_of_one_array_share_fields_until_it_changes():
     """A loop's uploads of one unchanged array share their trace fields; changed bytes, an
     array reshaped in place or another array get their own."""
@@ -120,6 +122,7 @@ def test_uploads_of_one_array_share_fields_until_it_changes():
     assert [h.address for h in hosts[5:]] == [hosts[0].address] * 3
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # numpy >= 2.5: shape/dtype set in place
 def test_a_host_range_is_kept_for_record_arrays_and_renewed_when_its_array_changes():
     """An array's range is looked up once while its shape and dtype stay (a float3 array's
     range has an axis more than the array); a dtype set in place makes a new one."""
