@@ -423,3 +423,41 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
     before = np.zeros(4096, np.uint8)
     assert digests == [xxh3_128_digest(before)]
     np.testing.assert_array_equal(trace.captured_bytes(trace.captures[digests[0]]), before)
+
+
+def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):
+    """A hook's allocation may start a garbage collection, which may run Python code, and
+    with it another thread's hook: here a collection callback reads other bytes in the
+    middle of each read. Every access still keeps the digest of its own bytes (the C core
+    hashes a copy that no other hook writes)."""
+    first = np.full(4096, 1, np.uint8)
+    second = np.full(4096, 2, np.uint8)
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        inside = []
+
+        def read_other_bytes(phase, info):
+            if phase == "start" and not inside:
+                inside.append(True)
+                recorder.host_read(2, 0, second)
+                inside.clear()
+
+        threshold = gc.get_threshold()
+        gc.callbacks.append(read_other_bytes)
+        gc.set_threshold(1)  # every allocation of a tracked object starts a collection
+        try:
+            for value in range(3, 12):
+                first[0] = value  # new bytes: each read hashes them
+                recorder.host_read(1, 0, first)
+        finally:
+            gc.set_threshold(*threshold)
+            gc.callbacks.remove(read_other_bytes)
+    rows, digests = recorder.access_log()
+    reads = [(int(row[0]), digest) for row, digest in zip(rows, digests, strict=True)]
+    assert [command_id for command_id, _ in reads].count(1) == 9
+    expected_first = []
+    for value in range(3, 12):
+        first[0] = value
+        expected_first.append(xxh3_128_digest(first))
+    assert [digest for command_id, digest in reads if command_id == 1] == expected_first
+    assert {digest for command_id, digest in reads if command_id == 2} <= {xxh3_128_digest(second)}
