@@ -724,12 +724,13 @@ static void release_bytes(Bytes *bytes)
  * user's thread and the worker then share no object they write to.
  *
  * New bytes (up to REMEMBERED_BYTES) are copied first, into an array this call alone
- * holds, and the copy is hashed, captured and kept: the digest function lets other
- * threads run while it hashes, and capturing runs Python code, so the host memory may
- * change meanwhile (another thread's download writes it), and so may what this core
- * keeps (another thread's hook replaces it). A digest, its capture's bytes and the bytes
- * later ones are compared with are thus always the same bytes. The kept copy, its
- * digest and its capture are replaced together, with no Python code in between. The
+ * holds, and the copy is hashed, captured and kept. Other threads may run during the
+ * call: capturing runs Python code, an allocation may start a garbage collection that
+ * does, and the digest function lets them run while it hashes a large input. So the host
+ * memory may change meanwhile (another thread's download writes it), and so may what
+ * this core keeps (another thread's hook replaces it). A digest, its capture's bytes and
+ * the bytes later ones are compared with are thus always the same bytes. The kept copy,
+ * its digest and its capture are replaced together, with no Python code in between. The
  * Python core hashes every time; the digests are the same. */
 static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
 {
