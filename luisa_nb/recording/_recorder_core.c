@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <string.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
 #include <numpy/arrayobject.h>
 
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
@@ -545,7 +546,8 @@ static PyObject *dispatch_fields(PyObject *command)
     if (PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 3) {
         PyObject *dims = read_attribute(&attribute_dims, command);
         PyObject *name = dims == NULL ? NULL : read_attribute(&attribute_name, command);
-        int same = name == NULL ? -1 : PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 0), dims, Py_EQ);
+        int same = name == NULL ? -1
+                                : PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 0), dims, Py_EQ);
         if (same == 1)
             same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), name, Py_EQ);
         if (same == 1) {
