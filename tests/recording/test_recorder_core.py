@@ -127,21 +127,38 @@ def _program_rows(run):
     return rows, syncs, hazards
 
 
+RACE_ATTEMPTS = 6
+"""Runs of each core a program may take to show the same outcome as the other core."""
+
+
 @needs_native
 @pytest.mark.parametrize("backend", ["cpu", "dx"])
 def test_traces_of_both_cores_read_the_same(backend, monkeypatch):
     """Every fixed conformance program, traced with the C hooks and with the Python ones:
-    the same rows, sync points, captures and hazards."""
+    the same rows, sync points, captures and hazards. Some programs race on purpose (a
+    download and an upload of one host array with no host synchronize between them), and
+    which way the race goes depends on timing: with numpy 1.26, 3-6% of runs on ``dx`` went
+    the other way, with either core. So each core runs a program until one of its traces
+    reads the same as one of the other core's; a core that records differently never
+    does."""
+
+    def trace_with(recorder_class):
+        monkeypatch.setattr(trace_module, "TraceRecorder", recorder_class)
+        run = run_program(lnb.create_device(backend), program)
+        assert type(run.trace.recorder) is recorder_class
+        return _program_rows(run)
+
     for make in FIXED_PROGRAMS:
         program = make()
-        seen = []
-        for recorder_class in (TraceRecorder, PythonTraceRecorder):
-            monkeypatch.setattr(trace_module, "TraceRecorder", recorder_class)
-            run = run_program(lnb.create_device(backend), program)
-            assert type(run.trace.recorder) is recorder_class
-            seen.append(_program_rows(run))
-        assert seen[0] == seen[1], program.name
-        assert seen[0][0], program.name
+        seen_c, seen_python = [], []
+        for _ in range(RACE_ATTEMPTS):
+            seen_c.append(trace_with(TraceRecorder))
+            seen_python.append(trace_with(PythonTraceRecorder))
+            if any(rows in seen_python for rows in seen_c):
+                break
+        else:
+            assert seen_c[0] == seen_python[0], program.name
+        assert seen_c[0][0], program.name
 
 
 @lnb.kernel
