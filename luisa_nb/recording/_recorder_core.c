@@ -485,7 +485,7 @@ static int refers_to(PyObject *ref, PyObject *object)
 }
 
 /* Whether `latest`, a view's (weakref, shape, dtype, fields) entry of its latest transfer
- * (runtime/commands.py, _latest_transfer), moved `host` as `host` is now; -1: an error. */
+ * (runtime/host.py, array_memo), moved `host` as `host` is now; -1: an error. */
 static int moved_as_now(PyObject *latest, PyObject *host)
 {
     if (!PyTuple_Check(latest) || PyTuple_GET_SIZE(latest) != 4 || !PyArray_Check(host))

@@ -27,10 +27,9 @@ from luisa_nb.runtime.commands import (
     CopyCommand,
     DownloadCommand,
     FillCommand,
-    LatestTransfer,
     UploadCommand,
 )
-from luisa_nb.runtime.host import host_bytes
+from luisa_nb.runtime.host import ArrayMemo, host_bytes
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
@@ -76,10 +75,12 @@ class BufferView:
         self.offset_bytes = start * itemsize
         self.nbytes = size * itemsize
         self._device_ranges: dict[str, tuple[DeviceRange]] = {}
-        self.upload_fields: LatestTransfer | None = None
-        """The trace fields of the latest upload into this view (the uploads of a loop
-        that sends one array's unchanged bytes share them); likewise ``download_fields``."""
-        self.download_fields: LatestTransfer | None = None
+        self.upload_fields: ArrayMemo | None = None
+        """The trace fields of the latest upload into this view, remembered with the host
+        array it read (the uploads of a loop that sends one array's unchanged bytes share
+        them; the recorder's C core reads them too, see ``set_command_types``); likewise
+        ``download_fields``."""
+        self.download_fields: ArrayMemo | None = None
         self._kernel_buffer: KernelBuffer | None = None
 
     # -- geometry --------------------------------------------------------------------

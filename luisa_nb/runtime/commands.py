@@ -9,7 +9,6 @@ transfers go through :mod:`luisa_nb.runtime.staging`.
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,7 +20,7 @@ from luisa_nb.recording.recorder import CAPTURE_FIELD, TraceFields, active_recor
 from luisa_nb.recording.recorder_core import set_command_types
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
-from luisa_nb.runtime.host import host_range
+from luisa_nb.runtime.host import array_memo, host_range, recalled
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend
@@ -34,30 +33,6 @@ _READ, _WRITE = Access.READ, Access.WRITE
 _UPLOAD, _DOWNLOAD = CommandKind.UPLOAD, CommandKind.DOWNLOAD
 """Read off the enums once: reading a member off an enum class goes through the enum
 metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call together)."""
-
-
-LatestTransfer = tuple[weakref.ref, tuple[int, ...], np.dtype, TraceFields]
-"""The trace fields of a view's latest upload or download, with the host array (weakly)
-and its shape and dtype then: a loop that moves one array's bytes again reuses them,
-checking the array instead of looking its address range up (as ``host_range`` does).
-The recorder's C core reads this entry and makes the same checks (``set_command_types``
-at the end of this module), as it does for a dispatch's ``DispatchMemo.described``."""
-
-
-def _latest_transfer(host: np.ndarray, fields: TraceFields) -> LatestTransfer:
-    return (weakref.ref(host), host.shape, host.dtype, fields)
-
-
-def _fields_of_latest(latest: LatestTransfer | None, host: np.ndarray) -> TraceFields | None:
-    """The fields of a view's latest transfer, if it moved ``host`` as ``host`` is now."""
-    if (
-        latest is not None
-        and latest[0]() is host
-        and latest[1] == host.shape
-        and latest[2] is host.dtype
-    ):
-        return latest[3]
-    return None
 
 
 def next_id() -> int:
@@ -134,11 +109,11 @@ class UploadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, capture, target = self.host, self.enqueue_capture, self.target
-        fields = _fields_of_latest(target.upload_fields, host)
+        fields = recalled(target.upload_fields, host)
         if fields is not None and fields[CAPTURE_FIELD] is capture:
             return fields
         fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
-        target.upload_fields = _latest_transfer(host, fields)
+        target.upload_fields = array_memo(host, fields)
         return fields
 
     def describe(self) -> str:
@@ -172,11 +147,11 @@ class DownloadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, source = self.host, self.source
-        fields = _fields_of_latest(source.download_fields, host)
+        fields = recalled(source.download_fields, host)
         if fields is not None:
             return fields
         fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
-        source.download_fields = _latest_transfer(host, fields)
+        source.download_fields = array_memo(host, fields)
         return fields
 
     def describe(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -78,7 +78,32 @@ def host_bytes(array: object, view: HostTransferTarget, writes: bool, action: st
     return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
 
 
-_host_ranges: dict[int, tuple[weakref.ref, tuple[int, ...], np.dtype, HostRange]] = {}
+ArrayMemo = tuple[weakref.ref, tuple[int, ...], np.dtype, Any]
+"""A value worked out from a host array, kept with the array (weakly) and the shape and
+dtype it had: the value holds while the same live array keeps that shape and dtype (its
+own shape: a record dtype's range has an axis more). The recorder's C core makes the
+same check of the memos a view keeps of its latest transfer (``moved_as_now``)."""
+
+
+def array_memo(array: np.ndarray, value: Any, reference: weakref.ref | None = None) -> ArrayMemo:
+    """``value`` remembered for ``array`` as it is now (``reference``: a weak reference to
+    it with a callback, made by the caller)."""
+    return (reference or weakref.ref(array), array.shape, array.dtype, value)
+
+
+def recalled(memo: ArrayMemo | None, array: np.ndarray) -> Any:
+    """The value of ``memo`` if it was made for ``array`` as ``array`` is now, else ``None``."""
+    if (
+        memo is not None
+        and memo[0]() is array
+        and memo[1] == array.shape
+        and memo[2] is array.dtype
+    ):
+        return memo[3]
+    return None
+
+
+_host_ranges: dict[int, ArrayMemo] = {}
 
 
 def _forget(key: int) -> None:
@@ -90,15 +115,11 @@ def host_range(array: np.ndarray) -> HostRange:
     address costs ~1 µs, so ranges are remembered per live array (a program uploads the
     same arrays over and over); records of one array share its range and its name."""
     key = id(array)
-    entry = _host_ranges.get(key)
-    if entry is not None:
-        reference, shape, dtype, known = entry
-        # the same live array with the shape and dtype it had has the same range (the
-        # array's own shape: a record dtype's range has an axis more)
-        if reference() is array and shape == array.shape and dtype is array.dtype:
-            return known
+    known = recalled(_host_ranges.get(key), array)
+    if known is not None:
+        return known
     dtype, shape = value_layout(array.dtype, array.shape)
     known = HostRange(array.__array_interface__["data"][0], array.nbytes, dtype, shape)
     reference = weakref.ref(array, lambda _, key=key: _forget(key))
-    _host_ranges[key] = (reference, array.shape, array.dtype, known)
+    _host_ranges[key] = array_memo(array, known, reference)
     return known
