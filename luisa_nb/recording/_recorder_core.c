@@ -532,6 +532,20 @@ static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *
     return fields;
 }
 
+/* a == b for two dispatch sizes: a dispatch makes a new tuple of its size, and comparing
+ * the items of two tuples of small ints cost less than a tenth of the tuples' comparison. */
+static int same_dims(PyObject *a, PyObject *b)
+{
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+        return PyObject_RichCompareBool(a, b, Py_EQ);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i), Py_EQ);
+        if (same != 1)
+            return same;
+    }
+    return 1;
+}
+
 /* The trace fields of a dispatch (`command`) whose arguments' memo holds them for its size
  * and kernel name. */
 static PyObject *dispatch_fields(PyObject *command)
@@ -546,8 +560,7 @@ static PyObject *dispatch_fields(PyObject *command)
     if (PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 3) {
         PyObject *dims = read_attribute(&attribute_dims, command);
         PyObject *name = dims == NULL ? NULL : read_attribute(&attribute_name, command);
-        int same = name == NULL ? -1
-                                : PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 0), dims, Py_EQ);
+        int same = name == NULL ? -1 : same_dims(PyTuple_GET_ITEM(known, 0), dims);
         if (same == 1)
             same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), name, Py_EQ);
         if (same == 1) {

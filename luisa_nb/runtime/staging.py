@@ -219,6 +219,9 @@ class SubmitStaging(Staging):
     policy = StagingPolicy.SUBMIT
 
     def submit(self, commands: Sequence[Command], recorder: Recorder, enqueue: Enqueue) -> None:
+        if UploadCommand not in map(type, commands):  # nothing to read now
+            enqueue((commands, (), recorder))
+            return
         heap = self.heap
         steps: list[Step] = []
         blocks: list[StagingBlock] = []

@@ -113,6 +113,22 @@ class Event:
 class Stream:
     """An in-order queue of commands with its own worker thread."""
 
+    # Slots: the recorder's C hook reads ``id`` at its offset, once per submission.
+    __slots__ = (
+        "__weakref__",
+        "_executor",
+        "_failures",
+        "_items",
+        "_pending",
+        "_pending_lock",
+        "_transfers_submit",
+        "_worker",
+        "_worker_lock",
+        "device",
+        "id",
+        "name",
+    )
+
     def __init__(self, device: Device, name: str | None = None) -> None:
         self.id = next_stream_id()
         self.device = device
