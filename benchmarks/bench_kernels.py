@@ -2,7 +2,9 @@
 with and without checks, on a quiet machine and beside one busy process; a memcpy of the
 same array size as a memory-bandwidth reference; the cold compile time of a kernel.
 vecadd also runs built with ordinary stores instead of streaming ones (see "Streaming
-stores" in docs/kernels.md), to show what those gain in the same run.
+stores" in docs/kernels.md), to show what those gain in the same run, and as hand-written
+C (the widest non-temporal stores the CPU has, two OpenMP threads), compiled with the
+kernels' compiler and flags: how close the kernel comes to what the machine gives.
 
     python benchmarks/bench_kernels.py
 
@@ -11,6 +13,7 @@ Timings depend on what else runs: the load average is printed beside each table.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import random
 import statistics
@@ -20,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +31,7 @@ from timing import print_table
 
 import luisa_nb as lnb
 from luisa_nb.kernels.c_emitter import CEmitter
+from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
 
 VECADD_SIZE = 1 << 24
 MANDELBROT_SIDE = 1024
@@ -34,6 +39,32 @@ MANDELBROT_ITERATIONS = 256
 BUSY_SECONDS = 120  # the competing process stops by itself after this long
 CHECK_SETTINGS = (False, True, "nan")
 ORDINARY_STORES = "ordinary stores"
+HAND_WRITTEN = "hand-written C"
+HAND_WRITTEN_SOURCE = r"""
+#include <immintrin.h>
+/* z = x + y over n floats (a multiple of 16), all three 64-byte aligned; z written with
+   non-temporal stores where the CPU has them, one half per thread. */
+void vecadd(const float *x, const float *y, float *z, long n) {
+#pragma omp parallel
+    {
+#pragma omp for schedule(static) nowait
+        for (long i = 0; i < n; i += 16) {
+#if defined(__AVX512F__)
+            _mm512_stream_ps(z + i, _mm512_add_ps(_mm512_load_ps(x + i), _mm512_load_ps(y + i)));
+#elif defined(__AVX__)
+            for (int j = 0; j < 16; j += 8)
+                _mm256_stream_ps(z + i + j, _mm256_add_ps(_mm256_load_ps(x + i + j),
+                                                          _mm256_load_ps(y + i + j)));
+#else
+            for (int j = 0; j < 16; ++j) z[i + j] = x[i + j] + y[i + j];
+#endif
+        }
+#if defined(__x86_64__)
+        _mm_sfence();
+#endif
+    }
+}
+"""
 
 
 def timings(
@@ -95,14 +126,40 @@ def busy_process() -> Iterator[None]:
         process.wait()
 
 
-class VecaddCase:
-    """vecadd 2^24 float32 with each checks setting, numpy's np.add(out=) and a memcpy."""
+def aligned_floats(values: np.ndarray) -> np.ndarray:
+    """A copy of float32 ``values`` starting on a 64-byte boundary."""
+    raw = np.empty(values.nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    copy = raw[start : start + values.nbytes].view(np.float32)
+    copy[:] = values
+    return copy
 
-    def __init__(self, device: lnb.Device) -> None:
+
+def hand_written_vecadd(folder: str) -> Callable[[np.ndarray, np.ndarray, np.ndarray], None]:
+    """:data:`HAND_WRITTEN_SOURCE` built in ``folder`` with the kernels' compiler and flags."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise SystemExit("bench_kernels needs a C compiler ($CC or cc)")
+    source, library = Path(folder, "vecadd.c"), Path(folder, "vecadd.so")
+    source.write_text(HAND_WRITTEN_SOURCE)
+    flags = compiler_flags(compiler)
+    subprocess.run([*compiler, *flags, str(source), "-o", str(library)], check=True)
+    function = ctypes.CDLL(str(library)).vecadd
+    function.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
+    function.restype = None
+    return lambda x, y, z: function(x.ctypes.data, y.ctypes.data, z.ctypes.data, x.size)
+
+
+class VecaddCase:
+    """vecadd 2^24 float32 with each checks setting, numpy's np.add(out=), a memcpy and
+    hand-written C."""
+
+    def __init__(self, device: lnb.Device, folder: str) -> None:
         rng = np.random.default_rng(0)
-        self.a = rng.random(VECADD_SIZE, dtype=np.float32)
-        self.b = rng.random(VECADD_SIZE, dtype=np.float32)
-        self.out = np.empty_like(self.a)
+        self.a = aligned_floats(rng.random(VECADD_SIZE, dtype=np.float32))
+        self.b = aligned_floats(rng.random(VECADD_SIZE, dtype=np.float32))
+        self.out = aligned_floats(np.zeros(VECADD_SIZE, np.float32))
+        self.hand_written = hand_written_vecadd(folder)
         self.device = device
         self.x, self.y, self.z = (device.create_buffer(VECADD_SIZE, np.float32) for _ in "xyz")
         self.x.copy_from(self.a)
@@ -130,6 +187,7 @@ class VecaddCase:
         functions = {
             "memcpy": lambda: np.copyto(self.out, self.a),
             "numpy": lambda: np.add(self.a, self.b, out=self.out),
+            HAND_WRITTEN: lambda: self.hand_written(self.a, self.b, self.out),
             **{checks: lambda checks=checks: self.run(checks) for checks in settings},
         }
         measured = timings(functions, rounds, runs_in_a_row=3)
@@ -142,6 +200,7 @@ class VecaddCase:
                 2 * self.a.nbytes / 1e9,
             ),
             row("vecadd 2^24 numpy np.add(out=)", measured["numpy"], numpy_median, gigabytes),
+            row("vecadd 2^24 hand-written C", measured[HAND_WRITTEN], numpy_median, gigabytes),
         ]
         for checks in settings:
             name = (
@@ -151,6 +210,8 @@ class VecaddCase:
             )
             rows.append(row(name, measured[checks], numpy_median, gigabytes))
         assert np.array_equal(self.z.numpy(), self.a + self.b)
+        self.hand_written(self.a, self.b, self.out)
+        assert np.array_equal(self.out, self.a + self.b)
         return rows
 
 
@@ -250,7 +311,9 @@ def cold_compile_rows(device: lnb.Device) -> list[list]:
 def main() -> None:
     device = lnb.create_device("cpu")
     header = ["case", "best ms", "median ms", "GB/s", "ratio"]
-    vecadd, mandelbrot = VecaddCase(device), MandelbrotCase(device)
+    with tempfile.TemporaryDirectory() as folder:
+        vecadd = VecaddCase(device, folder)
+    mandelbrot = MandelbrotCase(device)
     print(f"{os.cpu_count()} CPUs; {load_average()}")
     settings = (*CHECK_SETTINGS, ORDINARY_STORES)
     quiet = vecadd.rows(settings) + mandelbrot.rows() + cold_compile_rows(device)
