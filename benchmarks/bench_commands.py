@@ -1,7 +1,7 @@
 """Cost per command of the runtime as a user's loop pays it, untraced and traced, with a
 numpy memcpy of the same bytes as the reference, all in one run.
 
-    python benchmarks/bench_commands.py [--count 10000] [--repeats 7]
+    python benchmarks/bench_commands.py [--count 10000] [--repeats 21]
     LUISA_NB_PYTHON_RECORDER=1 python benchmarks/bench_commands.py   # the Python hooks
 
 Four loops, each under both staging policies:
@@ -113,7 +113,7 @@ def median_ratio(seconds: Sequence[float], reference: Sequence[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=21)
     arguments = parser.parse_args()
     count, repeats = arguments.count, arguments.repeats
     source = np.ones(UPLOAD_BYTES // 4, np.float32)
