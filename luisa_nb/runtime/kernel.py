@@ -208,6 +208,7 @@ class Kernel:
         self._definition = KernelDefinition(function, mode=mode, rules=rules)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
         self._latest: _LatestCall | None = None
+        self._line_dims = (0, 1, 1)  # the latest 1-D size, reused by the next of that size
         self.name = self._definition.name
         functools.update_wrapper(self, function)
 
@@ -270,7 +271,12 @@ class Kernel:
         that is an :class:`IndirectDispatchBuffer` runs its entries
         (:meth:`dispatch_indirect_async`)."""
         if type(size) is int and 0 <= size <= MAX_AXIS:
-            dims = (size, 1, 1)
+            # One tuple for a loop's dispatches of one size: each new one would be another
+            # object for the garbage collector to count and visit while its command waits
+            # for the worker, and comparing the same tuple costs nothing.
+            dims = self._line_dims
+            if dims[0] != size:
+                dims = self._line_dims = (size, 1, 1)
         elif isinstance(size, IndirectDispatchBuffer):
             return self.dispatch_indirect_async(size, *args)
         else:

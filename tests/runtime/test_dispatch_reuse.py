@@ -33,6 +33,18 @@ def test_repeated_dispatches_share_their_arguments_and_all_run(device):
     np.testing.assert_array_equal(buffer.numpy(), np.full(8, 5.0))
 
 
+def test_dispatches_of_alternating_sizes_each_run_their_own_size(device):
+    buffer = device.create_buffer(8, np.float32)
+    buffer.fill(0.0)
+    sizes = [3, 3, 5, 3, 8, 8, 1]
+    commands = [increment.dispatch_async(size, buffer) for size in sizes]
+    assert [command.dims for command in commands] == [(size, 1, 1) for size in sizes]
+    assert commands[0].dims is commands[1].dims  # one tuple for a run of one size
+    device.default_stream.submit(commands)
+    expected = [sum(size > i for size in sizes) for i in range(8)]
+    np.testing.assert_array_equal(buffer.numpy(), expected)
+
+
 def test_other_buffers_or_views_get_their_own_arguments(device):
     a = device.create_buffer(8, np.float32)
     b = device.create_buffer(8, np.float32)
