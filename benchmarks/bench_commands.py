@@ -21,8 +21,11 @@ time. The table gives the median of the repeats and the fastest, and the load av
 beside it: on a shared machine other processes' work shows up as a wide spread. A ratio
 is the median over the rounds of that round's traced/untraced ratio: the two runs of a
 round follow each other, so a change in the machine's speed between rounds falls out of
-it. The last column gives the ratio of CPU time (both threads): waiting for the machine
-does not count in it, so it moves less than the wall-time ratio.
+it. The column "CPU traced/untraced" gives the ratio of CPU time (both threads): waiting
+for the machine does not count in it, so it moves less than the wall-time ratio. The
+last two give the garbage collector's share of the µs per command, untraced and traced
+(``gc.callbacks``): commands waiting for the worker are young objects it visits again
+and again.
 """
 
 from __future__ import annotations
@@ -86,23 +89,49 @@ def traced(function, capture: str):
     return run
 
 
+class CollectorClock:
+    """Seconds the garbage collector ran since :meth:`reset` (through ``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._start
+
+    def reset(self) -> None:
+        self.seconds = 0.0
+
+
 def interleaved(
     functions: Sequence[Callable[[], object]], repeats: int
-) -> tuple[list[list[float]], list[list[float]]]:
-    """Wall and CPU seconds of ``repeats`` runs of each of ``functions`` (after one warm-up
-    run each), the functions taking turns, garbage collected before each run."""
+) -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+    """Wall, CPU and garbage collection seconds of ``repeats`` runs of each of
+    ``functions`` (after one warm-up run each), the functions taking turns, garbage
+    collected before each run."""
     for function in functions:
         function()
     seconds: list[list[float]] = [[] for _ in functions]
     cpu_seconds: list[list[float]] = [[] for _ in functions]
-    for _ in range(repeats):
-        for function, times, cpu_times in zip(functions, seconds, cpu_seconds, strict=True):
-            gc.collect()
-            start, cpu_start = time.perf_counter(), time.process_time()
-            function()
-            times.append(time.perf_counter() - start)
-            cpu_times.append(time.process_time() - cpu_start)
-    return seconds, cpu_seconds
+    collector_seconds: list[list[float]] = [[] for _ in functions]
+    collector = CollectorClock()
+    gc.callbacks.append(collector)
+    try:
+        for _ in range(repeats):
+            for index, function in enumerate(functions):
+                gc.collect()
+                collector.reset()
+                start, cpu_start = time.perf_counter(), time.process_time()
+                function()
+                seconds[index].append(time.perf_counter() - start)
+                cpu_seconds[index].append(time.process_time() - cpu_start)
+                collector_seconds[index].append(collector.seconds)
+    finally:
+        gc.callbacks.remove(collector)
+    return seconds, cpu_seconds, collector_seconds
 
 
 def median_ratio(seconds: Sequence[float], reference: Sequence[float]) -> float:
@@ -125,7 +154,8 @@ def main() -> None:
     for staging in ("execute", "submit"):
         for name, function in loops(count, staging).items():
             forms = (function, traced(function, "head"), traced(function, "none"))
-            (plain, head, none), (plain_cpu, head_cpu, _) = interleaved(forms, repeats)
+            seconds, cpu_seconds, collector_seconds = interleaved(forms, repeats)
+            (plain, head, none), (plain_cpu, head_cpu, _) = seconds, cpu_seconds
             median = statistics.median(plain)
             rows.append(
                 [
@@ -136,9 +166,12 @@ def main() -> None:
                     median_ratio(none, plain),
                     median / memcpy,
                     median_ratio(head_cpu, plain_cpu),
+                    statistics.median(collector_seconds[0]) / count * 1e6,
+                    statistics.median(collector_seconds[1]) / count * 1e6,
                 ]
             )
-    rows.append(["numpy 4 KiB np.copyto (reference)", memcpy / count * 1e6, "", "", "", 1.0, ""])
+    reference = ["numpy 4 KiB np.copyto (reference)", memcpy / count * 1e6, "", "", "", 1.0]
+    rows.append([*reference, "", "", ""])
     print_table(
         f"cost per command over {count:,} commands, median of {repeats}, recorder hooks in "
         f"{'C' if recorder_core.NATIVE else 'Python'} ({load_average()})",
@@ -150,6 +183,8 @@ def main() -> None:
             "capture=none",
             "vs memcpy",
             "CPU traced/untraced",
+            "GC µs untraced",
+            "GC µs traced",
         ],
         rows,
     )
