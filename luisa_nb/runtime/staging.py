@@ -219,7 +219,10 @@ class SubmitStaging(Staging):
     policy = StagingPolicy.SUBMIT
 
     def submit(self, commands: Sequence[Command], recorder: Recorder, enqueue: Enqueue) -> None:
-        if UploadCommand not in map(type, commands):  # nothing to read now
+        for command in commands:
+            if type(command) is UploadCommand:
+                break
+        else:  # nothing to read now
             enqueue((commands, (), recorder))
             return
         heap = self.heap
