@@ -30,6 +30,7 @@ import numpy as np
 from timing import print_table
 
 import luisa_nb as lnb
+from luisa_nb.backends.base import aligned_empty
 from luisa_nb.kernels.c_emitter import CEmitter
 from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
 
@@ -41,7 +42,9 @@ CHECK_SETTINGS = (False, True, "nan")
 ORDINARY_STORES = "ordinary stores"
 HAND_WRITTEN = "hand-written C"
 HAND_WRITTEN_SOURCE = r"""
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 /* z = x + y over n floats (a multiple of 16), all three 64-byte aligned; z written with
    non-temporal stores where the CPU has them, one half per thread. */
 void vecadd(const float *x, const float *y, float *z, long n) {
@@ -127,10 +130,8 @@ def busy_process() -> Iterator[None]:
 
 
 def aligned_floats(values: np.ndarray) -> np.ndarray:
-    """A copy of float32 ``values`` starting on a 64-byte boundary."""
-    raw = np.empty(values.nbytes + 64, np.uint8)
-    start = -raw.ctypes.data % 64
-    copy = raw[start : start + values.nbytes].view(np.float32)
+    """A copy of float32 ``values`` starting on a cache line, as the C loop needs."""
+    copy = aligned_empty(values.nbytes).view(np.float32)
     copy[:] = values
     return copy
 
