@@ -14,8 +14,9 @@
 - mandelbrot 4096x4096 (256 iterations) against the ``cpu`` backend, images compared.
 
 Prints one table with the load average. ``--tests`` adds a row with a test summary (what
-``benchmarks/gpu_check.sh`` passes). ``--check`` needs no GPU: it types every kernel here
-and emits its CUDA source, then exits (non-zero on any error). Without CuPy or a GPU the
+``benchmarks/gpu_check.sh`` passes). ``--check`` needs no GPU: it types every kernel here,
+emits its CUDA source and, where CuPy can load NVRTC, compiles it for ``sm_90``, then
+exits (non-zero on any error). Without CuPy or a GPU the
 benchmark says why and exits 2: nothing was measured. It exits 1 when the GPU's results
 differ from the ``cpu`` backend's.
 """
@@ -184,9 +185,9 @@ def reduction_seconds(name: str) -> tuple[float, np.ndarray]:
         device.close()
 
 
-def check_sources() -> list[str]:
-    """The CUDA source of every kernel here, typed and emitted without a GPU or a C
-    compiler (what ``--check`` runs)."""
+def check_sources() -> dict[str, str]:
+    """The CUDA source of every kernel here by name, typed and emitted without a GPU or
+    a C compiler (what ``--check`` runs)."""
     from luisa_nb.kernels.captures import CaptureResolver
     from luisa_nb.kernels.cuda_emitter import CudaEmitter
     from luisa_nb.kernels.type_system import BufferType, ScalarType
@@ -200,14 +201,28 @@ def check_sources() -> list[str]:
         (block_sums, (f32, f32)),
         (mandelbrot, (i32, integer, integer, integer)),
     ]
-    sources = []
+    sources = {}
     for kernel, types in signatures:
         definition = kernel.__lnb_kernel_definition__
         typer = KernelTyper(
             definition.kernel_source, types, CaptureResolver(definition.function), "c"
         )
-        sources.append(CudaEmitter(typer.run(), True).emit())
+        sources[definition.function.__name__] = CudaEmitter(typer.run(), True).emit()
     return sources
+
+
+def nvrtc_check(sources: dict[str, str]) -> str:
+    """Each source compiled by NVRTC for ``sm_90`` (no GPU needed), or why it was not;
+    NVRTC rejecting one raises KernelBuildError."""
+    from luisa_nb.kernels.nvrtc import compile_cuda, nvrtc_version
+
+    try:
+        major, minor = nvrtc_version()
+    except BackendUnavailableError as error:
+        return f"not compiled: {error}"
+    for name, source in sources.items():
+        compile_cuda(source, name, "sm_90")
+    return f"NVRTC {major}.{minor} compiled each for sm_90"
 
 
 def tracing(device: lnb.Device, count: int) -> tuple[float, float]:
@@ -254,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--count must be at least 1, got {options.count}")
     if options.check:
         sources = check_sources()
-        print(f"bench_cuda: {len(sources)} kernels emitted as CUDA source; nothing measured")
+        print(f"bench_cuda: {len(sources)} kernels emitted as CUDA source; "
+              f"{nvrtc_check(sources)}; nothing measured")  # fmt: skip
         return 0
     try:
         device = lnb.create_device("cuda")

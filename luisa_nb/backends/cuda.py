@@ -41,9 +41,8 @@ from luisa_nb.kernels.c_emitter import argument_struct
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
 from luisa_nb.kernels.executable import flatten_scalars
+from luisa_nb.kernels.nvrtc import INSTALL_HINT, OPTIONS, nvrtc_version, signal_handling_kept
 from luisa_nb.kernels.type_system import ScalarType
-
-INSTALL_HINT = "`pip install luisa_nb[cuda]` (which installs cupy-cuda12x, for CUDA 12)"
 
 try:
     import cupy
@@ -66,12 +65,18 @@ def _device_count() -> int:
 if _device_count() == 0:
     raise BackendUnavailableError(
         f"the cuda backend needs an NVIDIA GPU, but CuPy {cupy.__version__} finds none (no "
-        f"device, or no driver): run on a machine with an NVIDIA GPU and its driver (there "
-        f"{INSTALL_HINT} is all luisa_nb needs), or use another backend such as 'cpu'"
+        f"device, or no driver): run on a machine with an NVIDIA GPU and its driver, where "
+        f"{INSTALL_HINT} is all luisa_nb needs, or use another backend such as 'cpu'"
     )
 
-NVRTC_OPTIONS = ("-std=c++17", "--fmad=false")
-"""No FMA contraction, as the C path compiles with ``-ffp-contract=off``."""
+try:
+    nvrtc_version()
+except BackendUnavailableError as error:
+    raise BackendUnavailableError(
+        f"the cuda backend compiles its kernels with NVRTC: {error}; or use another backend "
+        "such as 'cpu'"
+    ) from error
+
 PINNED_CHUNK = 8 * 1024 * 1024
 RECORD_CHUNK = 256
 RECORD_SIZE = ctypes.sizeof(LaunchRecord)
@@ -107,9 +112,10 @@ class CudaKernel:
         emitter = CudaEmitter(kernel, executable.checks)
         self.source = emitter.emit()
         try:
-            self.module = cupy.RawModule(code=self.source, options=NVRTC_OPTIONS)
-            self.function = self.module.get_function(emitter.entry_name)
-            self.function.compile()  # now, not at the first launch
+            with signal_handling_kept():
+                self.module = cupy.RawModule(code=self.source, options=OPTIONS)
+                self.function = self.module.get_function(emitter.entry_name)
+                self.function.compile()  # now, not at the first launch
         except cupy_compiler.CompileException as error:
             raise KernelBuildError(
                 f"kernel {kernel.name!r}: NVRTC rejected the generated CUDA source (see "

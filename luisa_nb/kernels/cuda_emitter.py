@@ -81,8 +81,9 @@ typedef struct {{
 }}
 
 /* Inside a thread's loops: stop when a check failed, or (polled every
-   {CANCEL_POLL_INTERVAL} iterations) the launch was cancelled. */
-{FUNCTION_PREFIX} int lnb_thread_stopped(lnb_thread *state) {{
+   {CANCEL_POLL_INTERVAL} iterations) the launch was cancelled. Kernels without loops
+   leave it unused. */
+[[maybe_unused]] {FUNCTION_PREFIX} int lnb_thread_stopped(lnb_thread *state) {{
     if (state->failed != LNB_OK) return 1;
     if ((++state->polls % {CANCEL_POLL_INTERVAL}u) != 0) return 0;
     if (!lnb_cancelled(state->cancel)) return 0;

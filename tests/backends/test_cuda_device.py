@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.cuda import ctrl_c_stops_a_wait, needs_main_thread
 
 import luisa_nb.backends
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
@@ -50,7 +51,7 @@ from luisa_nb.runtime import BindlessArray, create_device, kernel
 from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
 
 MODULE = "luisa_nb.backends.cuda"
-CUPY_MODULES = ("cupy", "cupy.cuda", "cupy.cuda.function", "cupy.cuda.runtime")
+CUPY_MODULES = ("cupy", "cupy.cuda", "cupy.cuda.function", "cupy.cuda.runtime", "cupy.cuda.nvrtc")
 
 
 def _forget_backend_module() -> None:
@@ -110,6 +111,26 @@ def test_without_a_gpu_create_device_says_so(monkeypatch):
     message = str(caught.value)
     assert "needs an NVIDIA GPU, but CuPy stand-in finds none" in message
     assert "pip install luisa_nb[cuda]" in message
+
+
+def test_without_nvrtc_create_device_says_so(monkeypatch):
+    _forget_backend_module()
+    modules = _fake_cupy()
+
+    def missing_library() -> tuple[int, int]:
+        raise RuntimeError('Failure finding "libnvrtc.so.13 or libnvrtc.so.12"')
+
+    modules["cupy.cuda.nvrtc"].getVersion = missing_library
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    try:
+        with pytest.raises(BackendUnavailableError) as caught:
+            create_device("cuda")
+    finally:
+        _forget_backend_module()
+    message = str(caught.value)
+    assert "compiles its kernels with NVRTC" in message and "libnvrtc.so.12" in message
+    assert "pip install luisa_nb[cuda]" in message and "nvidia-cuda-nvrtc-cu12" in message
 
 
 def test_cuda_device_names_parse_with_an_index_and_a_policy():
@@ -204,7 +225,9 @@ class _Function:
         self.launches: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
     def compile(self) -> None:
-        return None
+        """What an NVRTC compile does to the process's signal handling, which the
+        backend must undo (see ``luisa_nb.kernels.nvrtc``)."""
+        signal.siginterrupt(signal.SIGINT, False)
 
     def __call__(self, grid, block, arguments, stream=None) -> None:
         packed, record, cancel = arguments
@@ -236,11 +259,13 @@ def _fake_cupy() -> dict[str, types.ModuleType]:
     cuda = types.ModuleType("cupy.cuda")
     function = types.ModuleType("cupy.cuda.function")
     runtime = types.ModuleType("cupy.cuda.runtime")
+    nvrtc = types.ModuleType("cupy.cuda.nvrtc")
     cupy.__version__ = "stand-in"
     cupy.cuda = cuda
     cupy.RawModule = _RawModule
     cuda.runtime = runtime
     cuda.function = function
+    cuda.nvrtc = nvrtc
     cuda.compiler = types.SimpleNamespace(CompileException=type("CompileException", (), {}))
     cuda.Stream, cuda.Event, cuda.Device = _Stream, _Event, _Device
     cuda.alloc = cuda.alloc_pinned_memory = _memory
@@ -258,7 +283,8 @@ def _fake_cupy() -> dict[str, types.ModuleType]:
     runtime.memsetAsync = lambda pointer, value, size, stream: ctypes.memset(pointer, value, size)
     runtime.getDeviceProperties = lambda index: {"name": b"CPU stand-in", "totalGlobalMem": 0}
     runtime.runtimeGetVersion = runtime.driverGetVersion = lambda: 0
-    return dict(zip(CUPY_MODULES, (cupy, cuda, function, runtime), strict=True))
+    nvrtc.getVersion = lambda: (12, 9)
+    return dict(zip(CUPY_MODULES, (cupy, cuda, function, runtime, nvrtc), strict=True))
 
 
 @pytest.fixture
@@ -525,7 +551,9 @@ def _ctrl_c_cancels_a_kernel_that_never_ends(device) -> None:
 
     out = device.create_buffer(1000, np.int32)
     with Trace() as trace:
-        device.default_stream.submit([kernel(spin_forever).dispatch_async(1000, out)])
+        spin = kernel(spin_forever).dispatch_async(1000, out)  # compiled here
+        assert ctrl_c_stops_a_wait(), "after the kernel's compile Ctrl-C no longer stops a wait"
+        device.default_stream.submit([spin])
         timer = _interrupt_main_thread_after(0.3)
         with pytest.raises(KeyboardInterrupt):
             device.synchronize()
@@ -542,11 +570,6 @@ def _ctrl_c_cancels_a_kernel_that_never_ends(device) -> None:
 def double(out):
     i = dispatch_id().x
     out.write(i, out.read(i) * 2)
-
-
-needs_main_thread = pytest.mark.skipif(
-    threading.current_thread() is not threading.main_thread(), reason="needs the main thread"
-)
 
 
 @needs_compilers
@@ -752,9 +775,9 @@ def _every_codegen_case_gives_the_c_results(tolerated: set[str]) -> None:
 def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
     import cupy
 
-    from luisa_nb.backends.cuda import NVRTC_OPTIONS
     from luisa_nb.kernels import KernelDefinition, argument_type
     from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.nvrtc import OPTIONS
 
     codegen = _codegen_tests()
     for case in codegen.CASES:
@@ -764,5 +787,5 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
         )
         for checks in {case.checks, False}:
             emitter = CudaEmitter(executable.kernel, checks)
-            module = cupy.RawModule(code=emitter.emit(), options=NVRTC_OPTIONS)
+            module = cupy.RawModule(code=emitter.emit(), options=OPTIONS)
             module.get_function(emitter.entry_name).compile()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.cuda import needs_nvrtc
 
 from luisa_nb.conformance import kernels as conformance_kernels
 from luisa_nb.errors import KernelBarrierError, KernelIndexError, UnsupportedFeatureError
@@ -42,6 +43,7 @@ from luisa_nb.kernels.cuda_emulation import (
 )
 from luisa_nb.kernels.executable import run_launch
 from luisa_nb.kernels.matrices import float3x3
+from luisa_nb.kernels.nvrtc import NvrtcWarning, compile_cuda
 from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
 from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.kernels.toolchain import load_launch_function
@@ -410,6 +412,35 @@ def test_cuda_source_gives_the_c_results_bit_for_bit(built, case):
         rows = (-1, want.dtype.itemsize)
         got_bytes, want_bytes = got.view(np.uint8).reshape(rows), want.view(np.uint8).reshape(rows)
         np.testing.assert_array_equal(got_bytes[:, values], want_bytes[:, values])
+
+
+NVRTC_ARCH = "sm_90"
+"""H100 and H200. A real architecture, so NVRTC's code generator runs as well."""
+
+
+def _written_by_the_kernel(warning: NvrtcWarning) -> bool:
+    """Whether ``warning`` is about what the kernel's Python says, not about code the
+    emitter adds: a kernel variable (``v_`` names) that is written and never read, such
+    as the ``_`` of ``for _ in range(n)``, or a division by a literal zero."""
+    if warning.number == 550:  # variable "..." was set but never used
+        return warning.text.startswith('variable "v_')
+    return warning.number == 39  # division by zero
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_nvrtc_builds_the_cuda_source_with_no_warning_about_its_own_code(built, case):
+    c_executable, _ = built[case.name]
+    for checks in {case.checks, False}:
+        source = CudaEmitter(c_executable.kernel, checks).emit()
+        build = compile_cuda(source, case.name, NVRTC_ARCH)
+        assert build.binary.startswith(b"\x7fELF"), "NVRTC gave no cubin"
+        lines = source.splitlines()
+        for warning in build.warnings:
+            assert _written_by_the_kernel(warning), (
+                f"{case.name} (checks={checks!r}): NVRTC warns {warning.text!r} about line "
+                f"{warning.line}: {lines[warning.line - 1].strip()}"
+            )
 
 
 def test_vecadd_values_are_the_sums(built):
