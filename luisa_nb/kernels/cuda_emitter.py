@@ -174,10 +174,17 @@ class CudaEmitter(CEmitter):
     walk; ``entry_name`` is the ``__global__`` function's name."""
 
     type_names = {**CEmitter.type_names, ScalarType.BOOL: "bool"}
-    kernel_prefix = 'extern "C" __global__ '
     function_prefix = FUNCTION_PREFIX
     launch_prelude = LAUNCH_PRELUDE
     note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)
+
+    @property
+    def kernel_prefix(self) -> str:
+        """``extern "C" __global__`` with the block's thread count as launch bounds, so
+        NVRTC keeps each thread's registers within what a block of that many threads
+        can have (64 each in a block of 1024); without them a heavy kernel fails to
+        launch in large blocks ("too many resources requested for launch")."""
+        return f'extern "C" __global__ __launch_bounds__({math.prod(self.kernel.block_size)}) '
 
     def emit(self) -> str:
         """The complete CUDA translation unit; raises ``UnsupportedFeatureError`` where the

@@ -62,6 +62,7 @@ EMULATION_HEADER = """\
 #include <ucontext.h>
 
 #define __global__
+#define __launch_bounds__(threads)
 #define __device__
 #define __host__
 #define __forceinline__ inline

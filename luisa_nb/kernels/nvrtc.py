@@ -35,6 +35,9 @@ INSTALL_HINT = (
 SIGACTION_BYTES = 512
 """Room for any C library's ``struct sigaction`` (glibc's has 152 bytes)."""
 WARNING = re.compile(r"^[^\n]*\((?P<line>\d+)\): warning #(?P<number>\d+)-D: (?P<text>.*)$", re.M)
+ENTRY_REGISTERS = re.compile(
+    r"Compiling entry function '(?P<entry>[^']+)'.*?Used (?P<registers>\d+) registers", re.S
+)
 
 
 @dataclass(frozen=True)
@@ -49,11 +52,13 @@ class NvrtcWarning:
 
 @dataclass(frozen=True)
 class NvrtcBuild:
-    """What NVRTC made of one source: a cubin (``sm_*``) or PTX (``compute_*``), and the
-    warnings of its log."""
+    """What NVRTC made of one source: a cubin (``sm_*``) or PTX (``compute_*``), the
+    warnings of its log, and for a cubin the registers each thread of every
+    ``__global__`` function uses (by name)."""
 
     binary: bytes
     warnings: tuple[NvrtcWarning, ...]
+    registers: dict[str, int]
 
 
 @contextmanager
@@ -105,20 +110,23 @@ def nvrtc_version() -> tuple[int, int]:
 
 def compile_cuda(source: str, name: str, arch: str) -> NvrtcBuild:
     """``source`` compiled by NVRTC with :data:`OPTIONS` for ``arch`` (``sm_90``: a
-    cubin; ``compute_90``: PTX). ``name`` names the source in NVRTC's messages. Raises
-    :class:`KernelBuildError` holding NVRTC's log when it rejects the source."""
+    cubin, with ptxas reporting each entry's registers; ``compute_90``: PTX). ``name``
+    names the source in NVRTC's messages. Raises :class:`KernelBuildError` holding
+    NVRTC's log when it rejects the source."""
     nvrtc = _nvrtc()
+    cubin = arch.startswith("sm_")
+    options = [*OPTIONS, f"-arch={arch}", *(["-Xptxas=-v"] if cubin else [])]
     program = nvrtc.createProgram(source, f"{name}.cu", [], [])
     try:
         try:
             with signal_handling_kept():
-                nvrtc.compileProgram(program, [*OPTIONS, f"-arch={arch}"])
+                nvrtc.compileProgram(program, options)
         except nvrtc.NVRTCError:
             raise KernelBuildError(
                 f"kernel {name!r}: NVRTC rejected the generated CUDA source for {arch} "
                 f"(see kernel.source(...) for the C twin):\n{nvrtc.getProgramLog(program)}"
             ) from None
-        binary = nvrtc.getCUBIN(program) if arch.startswith("sm_") else nvrtc.getPTX(program)
+        binary = nvrtc.getCUBIN(program) if cubin else nvrtc.getPTX(program)
         log = nvrtc.getProgramLog(program)
     finally:
         nvrtc.destroyProgram(program)
@@ -126,4 +134,5 @@ def compile_cuda(source: str, name: str, arch: str) -> NvrtcBuild:
         NvrtcWarning(int(match["number"]), int(match["line"]), match["text"])
         for match in WARNING.finditer(log)
     )
-    return NvrtcBuild(binary if isinstance(binary, bytes) else binary.encode(), warnings)
+    registers = {m["entry"]: int(m["registers"]) for m in ENTRY_REGISTERS.finditer(log)}
+    return NvrtcBuild(binary, warnings, registers)

@@ -381,7 +381,8 @@ def test_stand_in_kernels_fills_copies_and_spans(stand_in_device):
     np.testing.assert_array_equal(values["x"], 1 + 0.5 * i)
     np.testing.assert_array_equal(values["z"], 3 - i)
     executable = next(iter(device.backend._kernels.keys()))
-    assert 'extern "C" __global__ void lnb_shift(' in device.backend.cuda_source(executable)
+    entry = 'extern "C" __global__ __launch_bounds__(256) void lnb_shift('
+    assert entry in device.backend.cuda_source(executable)
     spans = [(r.device_started, r.device_finished) for r in trace.commands]
     assert spans and all(s is not None and f is not None and s <= f for s, f in spans)
 

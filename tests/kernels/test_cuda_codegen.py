@@ -31,6 +31,7 @@ from luisa_nb.kernels import (
     isnan,
     kernel_id,
     pow,
+    set_block_size,
 )
 from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
 from luisa_nb.kernels.cuda_emulation import (
@@ -49,6 +50,7 @@ from luisa_nb.kernels.scalar_names import uint
 from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.type_system import resource_kind_of
 from luisa_nb.kernels.vectors import float2, float3, int2, uint3
+from luisa_nb.runtime import kernel
 
 from . import (
     atomic_kernels,
@@ -80,6 +82,16 @@ class Case:
     arguments: Callable[[np.random.Generator], list[Any]]
     checks: bool | str = True
     rules: KernelRules = PYTHON_RULES
+
+
+matrix_arithmetic = kernel(matrix_kernels.arithmetic)  # a callable
+
+
+def matrix_arithmetic_in_large_blocks(matrices, others, vectors, out_matrices, out_vectors,
+                                      out_scalars, scale):  # fmt: skip
+    """A kernel that needs many registers, in blocks of 1024 threads (at most 64 each)."""
+    set_block_size(1024, 1, 1)
+    matrix_arithmetic(matrices, others, vectors, out_matrices, out_vectors, out_scalars, scale)
 
 
 def luisa_rules(a, b, quotient, remainder, mixed, ends):
@@ -132,6 +144,18 @@ def _matrices(rng: np.random.Generator, n: int) -> FakeBuffer:
 def _image(rng: np.random.Generator, image: FakeImage) -> FakeImage:
     image.array[...] = rng.uniform(0, 1, image.array.shape).astype(image.array.dtype)
     return image
+
+
+def _matrix_arithmetic_arguments(r: np.random.Generator) -> list[Any]:
+    return [
+        _matrices(r, 6),
+        _matrices(r, 6),
+        FakeBuffer(r.uniform(-1, 1, (6, 4)).astype(F32).view(dtype_of(float3)).ravel()),
+        FakeBuffer(np.zeros(54, dtype_of(float3x3))),
+        FakeBuffer(np.zeros(12, dtype_of(float3))),
+        FakeBuffer(np.zeros(6, F32)),
+        F32(1.5),
+    ]
 
 
 def _value_bytes(dtype: np.dtype, mask: np.ndarray | None = None, offset: int = 0) -> np.ndarray:
@@ -271,11 +295,9 @@ CASES = [
     Case("geometry", vector_kernels.geometry, 8, lambda r: [FakeBuffer(np.zeros(8, F32))]),
     Case("vector_mandelbrot", vector_kernels.mandelbrot, (40, 30), lambda r: [
         FakeBuffer(np.zeros(1200, F32))]),
-    Case("matrix_arithmetic", matrix_kernels.arithmetic, 6, lambda r: [
-        _matrices(r, 6), _matrices(r, 6),
-        FakeBuffer(r.uniform(-1, 1, (6, 4)).astype(F32).view(dtype_of(float3)).ravel()),
-        FakeBuffer(np.zeros(54, dtype_of(float3x3))), FakeBuffer(np.zeros(12, dtype_of(float3))),
-        FakeBuffer(np.zeros(6, F32)), F32(1.5)]),
+    Case("matrix_arithmetic", matrix_kernels.arithmetic, 6, _matrix_arithmetic_arguments),
+    Case("matrix_arithmetic_in_large_blocks", matrix_arithmetic_in_large_blocks, 6,
+         _matrix_arithmetic_arguments),
     Case("matrix_constructors", matrix_kernels.constructors, 4, lambda r: [
         FakeBuffer(np.zeros(64, F32))]),
     Case("matrix_arguments", matrix_kernels.arguments_and_fields, 3, lambda r: [
@@ -416,6 +438,8 @@ def test_cuda_source_gives_the_c_results_bit_for_bit(built, case):
 
 NVRTC_ARCH = "sm_90"
 """H100 and H200. A real architecture, so NVRTC's code generator runs as well."""
+REGISTERS_PER_BLOCK = 65536
+"""What the threads of one block may use together on every GPU CUDA 12 supports."""
 
 
 def _written_by_the_kernel(warning: NvrtcWarning) -> bool:
@@ -435,6 +459,12 @@ def test_nvrtc_builds_the_cuda_source_with_no_warning_about_its_own_code(built, 
         source = CudaEmitter(c_executable.kernel, checks).emit()
         build = compile_cuda(source, case.name, NVRTC_ARCH)
         assert build.binary.startswith(b"\x7fELF"), "NVRTC gave no cubin"
+        threads = math.prod(c_executable.kernel.block_size)
+        (registers,) = build.registers.values()
+        assert registers * threads <= REGISTERS_PER_BLOCK, (
+            f"{case.name}: a block of {threads} threads using {registers} registers each "
+            "would not launch"
+        )
         lines = source.splitlines()
         for warning in build.warnings:
             assert _written_by_the_kernel(warning), (
@@ -482,7 +512,8 @@ def test_threads_at_different_barriers_stop_the_launch_as_in_c():
 def test_the_source_is_cuda(built):
     _, cuda = built["histogram"]
     source = cuda.cuda_source
-    assert 'extern "C" __global__ void lnb_histogram(const lnb_histogram_arguments a,' in source
+    entry = 'extern "C" __global__ __launch_bounds__(256) void lnb_histogram('
+    assert entry + "const lnb_histogram_arguments a," in source
     assert "(int64_t)blockIdx.x * blockDim.x + threadIdx.x" in source
     assert "if (x >= a.size[0]" in source
     assert "atomicAdd((uint32_t *)address" in source
