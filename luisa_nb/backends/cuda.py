@@ -20,6 +20,7 @@ is missing. See docs/backends.md.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import time
@@ -164,8 +165,11 @@ class StreamState:
         self.downloads: list[tuple[np.ndarray, np.ndarray]] = []
 
     def release(self) -> None:
-        """Give back the pinned chunks and launch records (the device is closing)."""
-        self.stream.synchronize()
+        """Give back the pinned chunks and launch records (the device is closing). An
+        error of the stream's work was raised by ``flush()`` already: the stream's
+        synchronize here does not raise it again."""
+        with contextlib.suppress(cupy.cuda.runtime.CUDARuntimeError):
+            self.stream.synchronize()
         self.chunks.clear()
         self.held.clear()
         self.records.clear()
@@ -455,11 +459,13 @@ class CudaBackend(Backend):
         state = getattr(self._local, "state", None)
         if state is None or not state.spans:
             return
+        # an error of asynchronous work is blamed on the run's first dispatch, taken
+        # before finish() clears the run's spans
+        blamed = state.dispatches[0] if state.dispatches else state.spans[0]
         try:
             failed = state.finish()
         except cupy.cuda.runtime.CUDARuntimeError as error:
-            span = state.dispatches[0] if state.dispatches else state.spans[0]
-            raise OperationFailed(span, f"CUDA reported an error: {error}") from error
+            raise OperationFailed(blamed, f"CUDA reported an error: {error}") from error
         if failed is not None:
             span, record = failed
             cause = span.executable.failure(record, span.dims, span.scalars)

@@ -406,6 +406,30 @@ def test_stand_in_failed_check_raises_on_synchronize(stand_in_device):
 
 
 @needs_compilers
+def test_stand_in_a_cuda_error_fails_the_dispatch_and_the_trace_keeps_it(
+    stand_in_device, monkeypatch
+):
+    """An asynchronous error (an illegal address, say) surfaces at the stream's
+    synchronize in ``flush()``: it is the run's first dispatch that fails, not an
+    IndexError after the run's spans were cleared."""
+    error = sys.modules["cupy.cuda.runtime"].CUDARuntimeError
+    values = stand_in_device.create_buffer(4, np.float32)
+    values.copy_from(np.zeros(4, np.float32))
+
+    def illegal_address(self) -> None:
+        raise error("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+    monkeypatch.setattr(_Stream, "synchronize", illegal_address)
+    with Trace() as trace:
+        kernel(double)(values, dispatch_size=4)
+        with pytest.raises(CommandFailedError, match="CUDA reported an error: cudaErrorIllegal"):
+            stand_in_device.default_stream.synchronize()
+    (command,) = trace.commands
+    assert command.status is Status.FAILED
+    stand_in_device.close()  # the error was raised once: closing does not raise it again
+
+
+@needs_compilers
 def test_stand_in_large_fills_and_zero_fills(stand_in_device):
     n = 100_000  # 1.6 MB of float3: one uploaded chunk, then doubling device copies
     points = stand_in_device.create_buffer(n, dtype_of(float3))
