@@ -429,6 +429,41 @@ def test_stand_in_a_cuda_error_fails_the_dispatch_and_the_trace_keeps_it(
     stand_in_device.close()  # the error was raised once: closing does not raise it again
 
 
+LUISA_PROGRAMS = Path(__file__).resolve().parents[1] / "luisa" / "programs"
+LUISA_PROGRAM_NAMES = [
+    "bindless.py", "bindless3d.py", "indirect.py", "kernel_rules.py", "shared_memory.py"
+]  # fmt: skip
+"""Programs whose output holds no transcendental function's result, so a GPU prints the
+same as the cpu backend."""
+
+
+def _luisa_program_output(name: str, backend: str, capsys) -> str:
+    """What the luisa-python program ``name`` of ``tests/luisa/programs`` prints when it
+    runs on ``backend`` (it takes the backend as its first argument)."""
+    import luisa_nb.luisa as luisa
+    from tests.luisa.running import run_on_luisa_nb
+
+    capsys.readouterr()
+    luisa.del_device()
+    try:
+        run_on_luisa_nb(LUISA_PROGRAMS / name, backend)
+    finally:
+        luisa.del_device()
+    return capsys.readouterr().out
+
+
+@needs_compilers
+@pytest.mark.parametrize("name", LUISA_PROGRAM_NAMES)
+def test_stand_in_runs_luisa_programs_as_the_cpu_backend_does(stand_in, name, capsys):
+    """luisa-python programs, unchanged, on ``cuda``: bindless buffers and 2D and 3D
+    images, indirect dispatch, luisa's kernel rules, shared arrays and barriers."""
+    expected = _luisa_program_output(name, "cpu", capsys)
+    assert expected.strip(), f"{name} printed nothing"
+    built = len(_RawModule.functions)
+    assert _luisa_program_output(name, "cuda", capsys) == expected
+    assert len(_RawModule.functions) > built, "no kernel ran on the cuda stand-in"
+
+
 @needs_compilers
 def test_stand_in_large_fills_and_zero_fills(stand_in_device):
     n = 100_000  # 1.6 MB of float3: one uploaded chunk, then doubling device copies
@@ -618,6 +653,14 @@ def gpu_device(policy):
     device = create_device("cuda", staging=policy)
     yield device
     device.close()
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", LUISA_PROGRAM_NAMES)
+def test_gpu_runs_luisa_programs_as_the_cpu_backend_does(name, capsys):
+    _forget_backend_module()
+    expected = _luisa_program_output(name, "cpu", capsys)
+    assert _luisa_program_output(name, "cuda", capsys) == expected
 
 
 @needs_gpu
