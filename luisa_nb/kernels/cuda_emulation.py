@@ -225,6 +225,11 @@ extern "C" void {entry}_grid(const uint32_t *grid, const uint32_t *block, const 
 {run}
 }}
 
+/* The bytes of kernel {kernel}'s arguments, which a CUDA launch copies when it is made. */
+extern "C" size_t {entry}_grid_arguments_size(void) {{
+    return sizeof({space}::{kernel}_arguments);
+}}
+
 /* As the C path's launch entry: checks the size, then launches the grid grid_of gives. */
 extern "C" void {entry}(const void *packed, {space}::lnb_launch *launch) {{
     {space}::{kernel}_arguments a;
@@ -389,8 +394,10 @@ def emulation_unit(kernels: Sequence[tuple[str, str, tuple[int, int, int]]]) -> 
     record)`` runs it as the C path's launch entry does (on the grid
     ``cuda_emitter.grid_of`` gives), ``lnb_emulate<i>_grid(grid, block, packed, record,
     cancel)`` as a CUDA launch of ``grid`` blocks of ``block`` threads (two ``uint32_t[3]``)
-    with those three arguments. Kernels that call ``__syncthreads()`` run each block as
-    fibers; ``lnb_emulation_failed()`` says what went wrong in the last launch."""
+    with those three arguments, and ``lnb_emulate<i>_grid_arguments_size()`` is the size
+    of the packed arguments such a launch reads. Kernels that call ``__syncthreads()``
+    run each block as fibers; ``lnb_emulation_failed()`` says what went wrong in the
+    last launch."""
     parts = [EMULATION_HEADER]
     for index, (cuda_source, kernel, block) in enumerate(kernels):
         space = f"lnb_kernel{index}"

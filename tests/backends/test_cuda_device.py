@@ -2,7 +2,8 @@
 
 Three parts: the error ``create_device("cuda")`` raises without CuPy; the backend's own
 code (pinned staging, streams, spans, launch records, fills, copies) on a CPU stand-in
-for CuPy whose memory is host memory and whose kernels are the CUDA emulation; and, where
+for CuPy whose memory is host memory, whose streams run their work on threads of their
+own and whose kernels are the CUDA emulation; and, where
 CuPy finds a GPU, the same checks on the GPU (skipped here otherwise, with the reason).
 """
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
 import types
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -184,16 +187,56 @@ def _memory(nbytes: int) -> _Memory:
     return memory
 
 
+def _run_stream(work: queue.SimpleQueue, errors: list[BaseException]) -> None:
+    """A stream's thread: run what is enqueued, in order, until None comes."""
+    while (item := work.get()) is not None:
+        try:
+            item()
+        except BaseException as error:  # raised at the stream's next synchronize()
+            errors.append(error)
+
+
 class _Stream:
+    """A CUDA stream as a GPU runs one: the work enqueued on it runs in order on a thread
+    of its own, while the host goes on; ``synchronize()`` waits for it and raises what
+    failed. So the backend is checked under real asynchrony: host memory it reused or
+    freed before the stream had passed it would give wrong bytes."""
+
+    by_pointer: weakref.WeakValueDictionary[int, _Stream] = weakref.WeakValueDictionary()
+
     def __init__(self, non_blocking: bool = False) -> None:
         self.ptr = id(self)
+        self._work: queue.SimpleQueue = queue.SimpleQueue()
+        self._errors: list[BaseException] = []
+        threading.Thread(target=_run_stream, args=(self._work, self._errors), daemon=True).start()
+        weakref.finalize(self, self._work.put, None)
+        _Stream.by_pointer[self.ptr] = self
+
+    def enqueue(self, work: Callable[[], object]) -> None:
+        self._work.put(work)
 
     def synchronize(self) -> None:
-        return None
+        done = threading.Event()
+        self._work.put(done.set)
+        done.wait()
+        if self._errors:
+            raise self._errors.pop(0)
+
+
+def _on_stream(pointer: int, work: Callable[[], object]) -> None:
+    """``work`` enqueued on the stream at ``pointer`` (the legacy stream, 0: run now)."""
+    stream = _Stream.by_pointer.get(pointer)
+    if stream is None:
+        work()
+    else:
+        stream.enqueue(work)
 
 
 class _Event:
     def record(self, stream: _Stream | None = None) -> None:
+        _on_stream(stream.ptr if stream else 0, self._reached)
+
+    def _reached(self) -> None:
         self.time = time.perf_counter_ns()
 
 
@@ -221,6 +264,9 @@ class _Function:
         self.entry = library.lnb_emulate0_grid
         self.entry.argtypes = [ctypes.c_void_p] * 5
         self.entry.restype = None
+        arguments_size = library.lnb_emulate0_grid_arguments_size
+        arguments_size.restype = ctypes.c_size_t
+        self.arguments_size = arguments_size()
         self.failed = emulation_failure_function(library._name)
         self.launches: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
 
@@ -230,12 +276,20 @@ class _Function:
         signal.siginterrupt(signal.SIGINT, False)
 
     def __call__(self, grid, block, arguments, stream=None) -> None:
-        packed, record, cancel = arguments
+        """Enqueue the launch on ``stream``; the packed arguments are copied now, as CUDA
+        copies kernel parameters when a launch is made."""
+        pointer, record, cancel = arguments
         self.launches.append((tuple(grid), tuple(block)))
         dims = [np.array(d, np.uint32) for d in (grid, block)]
-        self.entry(dims[0].ctypes.data, dims[1].ctypes.data, packed.ptr, int(record), int(cancel))
-        failure = self.failed()
-        assert failure is None, failure.decode()
+        packed = np.frombuffer(ctypes.string_at(pointer.ptr, self.arguments_size), np.uint8)
+
+        def launch() -> None:
+            self.entry(dims[0].ctypes.data, dims[1].ctypes.data, packed.ctypes.data,
+                       int(record), int(cancel))  # fmt: skip
+            failure = self.failed()  # this thread's, so read here
+            assert failure is None, failure.decode()
+
+        _on_stream(stream.ptr if stream else 0, launch)
 
 
 class _RawModule:
@@ -278,9 +332,13 @@ def _fake_cupy() -> dict[str, types.ModuleType]:
     runtime.memcpyDeviceToDevice = 3
     runtime.getDeviceCount = lambda: 1
     runtime.memcpy = lambda dst, src, size, kind: ctypes.memmove(dst, src, size)
-    runtime.memcpyAsync = lambda dst, src, size, kind, stream: ctypes.memmove(dst, src, size)
+    runtime.memcpyAsync = lambda dst, src, size, kind, stream: _on_stream(
+        stream, lambda: ctypes.memmove(dst, src, size)
+    )
     runtime.memset = lambda pointer, value, size: ctypes.memset(pointer, value, size)
-    runtime.memsetAsync = lambda pointer, value, size, stream: ctypes.memset(pointer, value, size)
+    runtime.memsetAsync = lambda pointer, value, size, stream: _on_stream(
+        stream, lambda: ctypes.memset(pointer, value, size)
+    )
     runtime.getDeviceProperties = lambda index: {"name": b"CPU stand-in", "totalGlobalMem": 0}
     runtime.runtimeGetVersion = runtime.driverGetVersion = lambda: 0
     nvrtc.getVersion = lambda: (12, 9)
