@@ -86,52 +86,42 @@ needs_compilers = pytest.mark.skipif(
 # --- without CuPy ---------------------------------------------------------------------
 
 
-def test_without_cupy_create_device_says_what_is_missing_and_how_to_install(monkeypatch):
+def _unavailable_message(monkeypatch, modules: dict[str, types.ModuleType | None]) -> str:
+    """What ``create_device("cuda")`` raises with ``modules`` as CuPy (None: ``import``
+    raises ImportError)."""
     _forget_backend_module()
-    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
+    for name, module in modules.items():
+        monkeypatch.setitem(sys.modules, name, module)
     try:
         with pytest.raises(BackendUnavailableError) as caught:
             create_device("cuda")
     finally:
         _forget_backend_module()
-    message = str(caught.value)
+    return str(caught.value)
+
+
+def test_without_cupy_create_device_says_what_is_missing_and_how_to_install(monkeypatch):
+    message = _unavailable_message(monkeypatch, {"cupy": None})
     assert "needs CuPy" in message
     assert "pip install luisa_nb[cuda]" in message and "cupy-cuda12x" in message
     assert "cuda" not in luisa_nb.backends.available_backends() or GPU_REASON is None
 
 
 def test_without_a_gpu_create_device_says_so(monkeypatch):
-    _forget_backend_module()
     modules = _fake_cupy()
     modules["cupy.cuda.runtime"].getDeviceCount = lambda: 0
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    try:
-        with pytest.raises(BackendUnavailableError) as caught:
-            create_device("cuda")
-    finally:
-        _forget_backend_module()
-    message = str(caught.value)
+    message = _unavailable_message(monkeypatch, modules)
     assert "needs an NVIDIA GPU, but CuPy stand-in finds none" in message
     assert "pip install luisa_nb[cuda]" in message
 
 
 def test_without_nvrtc_create_device_says_so(monkeypatch):
-    _forget_backend_module()
-    modules = _fake_cupy()
-
     def missing_library() -> tuple[int, int]:
         raise RuntimeError('Failure finding "libnvrtc.so.13 or libnvrtc.so.12"')
 
+    modules = _fake_cupy()
     modules["cupy.cuda.nvrtc"].getVersion = missing_library
-    for name, module in modules.items():
-        monkeypatch.setitem(sys.modules, name, module)
-    try:
-        with pytest.raises(BackendUnavailableError) as caught:
-            create_device("cuda")
-    finally:
-        _forget_backend_module()
-    message = str(caught.value)
+    message = _unavailable_message(monkeypatch, modules)
     assert "compiles its kernels with NVRTC" in message and "libnvrtc.so.12" in message
     assert "pip install luisa_nb[cuda]" in message and "nvidia-cuda-nvrtc-cu12" in message
 
