@@ -1,6 +1,6 @@
 """The ``cuda`` backend on a GPU, beside references measured in the same run.
 
-    python benchmarks/bench_cuda.py [--count 2000] [--tests "SUMMARY"] [--check]
+    python benchmarks/bench_cuda.py [--count 2000] [--tests "SUMMARY"] [--check | --smoke]
 
 - vecadd over 2^28 float32 (reads 2 GiB, writes 1 GiB) against a device-to-device copy
   of the same 3 GiB of traffic (1.5 GiB copied), as GB/s and their ratio;
@@ -16,9 +16,11 @@
 Prints one table with the load average. ``--tests`` adds a row with a test summary (what
 ``benchmarks/gpu_check.sh`` passes). ``--check`` needs no GPU: it types every kernel here,
 emits its CUDA source and, where CuPy can load NVRTC, compiles it for ``sm_90``, then
-exits (non-zero on any error). Without CuPy or a GPU the
-benchmark says why and exits 2: nothing was measured. It exits 1 when the GPU's results
-differ from the ``cpu`` backend's.
+exits (non-zero on any error). ``--smoke`` runs every measurement once at small sizes,
+which a CPU stand-in for CuPy runs in seconds (the tests do): it checks the script end to
+end, and its numbers mean nothing. Without CuPy or a GPU the benchmark says why and
+exits 2: nothing was measured. It exits 1 when the GPU's results differ from the ``cpu``
+backend's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from timing import best_of, load_average, print_table
@@ -34,13 +37,39 @@ import luisa_nb as lnb
 from luisa_nb.errors import BackendUnavailableError
 from luisa_nb.recording.trace import Trace
 
-VECADD_ELEMENTS = 1 << 28
 UPLOAD_BYTES = 4096
-LARGE_UPLOAD_BYTES = 64 << 20
-REDUCTION_ELEMENTS = 1 << 24
 REDUCTION_BLOCK = 256
-MANDELBROT_SIZE = 4096
 MANDELBROT_ITERATIONS = 256
+SMOKE_COUNT = 20
+"""Commands per submission under ``--smoke``, unless ``--count`` asks for fewer."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What the measurements move and compute, and how many timed runs each takes."""
+
+    vecadd_elements: int = 1 << 28
+    large_upload_bytes: int = 64 << 20
+    reduction_elements: int = 1 << 24
+    mandelbrot_size: int = 4096
+    repeats: int = 3
+
+
+SMOKE = Sizes(
+    vecadd_elements=1 << 12,
+    large_upload_bytes=64 << 10,
+    reduction_elements=1 << 12,
+    mandelbrot_size=64,
+    repeats=1,
+)
+
+
+def power_of_two(n: int) -> str:
+    return f"2^{n.bit_length() - 1}"
+
+
+def byte_size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 @lnb.kernel
@@ -92,11 +121,11 @@ def mandelbrot(image, width, height, max_iterations):
     image.write(py * width + px, iteration)
 
 
-def bandwidth(device: lnb.Device) -> list[list[object]]:
-    """vecadd 2^28 on ``device`` and a CuPy device-to-device copy of the same traffic."""
+def bandwidth(device: lnb.Device, sizes: Sizes) -> list[list[object]]:
+    """vecadd on ``device`` and a CuPy device-to-device copy of the same traffic."""
     import cupy
 
-    n = VECADD_ELEMENTS
+    n = sizes.vecadd_elements
     a, b, out = (device.create_buffer(n, np.float32) for _ in range(3))
     a.fill(1.0)
     b.fill(2.0)
@@ -107,7 +136,7 @@ def bandwidth(device: lnb.Device) -> list[list[object]]:
         vecadd(out, a, b, dispatch_size=n)
         stream.synchronize()
 
-    vecadd_seconds = best_of(run_vecadd)
+    vecadd_seconds = best_of(run_vecadd, sizes.repeats)
     if not (out.numpy() == 3.0).all():
         raise RuntimeError("vecadd on the GPU did not give 1 + 2 everywhere")
     copy_bytes = traffic // 2
@@ -119,15 +148,15 @@ def bandwidth(device: lnb.Device) -> list[list[object]]:
         target.data.copy_from_device_async(source.data, copy_bytes, copy_stream)
         copy_stream.synchronize()
 
-    copy_seconds = best_of(run_copy)
+    copy_seconds = best_of(run_copy, sizes.repeats)
     vecadd_rate, copy_rate = traffic / vecadd_seconds / 1e9, traffic / copy_seconds / 1e9
     return [
-        ["vecadd 2^28 float32", "GB/s", vecadd_rate, "d2d copy, same traffic", copy_rate,
-         vecadd_rate / copy_rate],
+        [f"vecadd {power_of_two(n)} float32", "GB/s", vecadd_rate, "d2d copy, same traffic",
+         copy_rate, vecadd_rate / copy_rate],
     ]  # fmt: skip
 
 
-def per_command(name: str, staging: str | None, count: int) -> tuple[float, float]:
+def per_command(name: str, staging: str | None, count: int, sizes: Sizes) -> tuple[float, float]:
     """Microseconds per tiny dispatch and per 4 KiB upload on backend ``name``."""
     device = lnb.create_device(name, staging=staging)
     try:
@@ -143,44 +172,46 @@ def per_command(name: str, staging: str | None, count: int) -> tuple[float, floa
             stream.submit([small.copy_from_async(host) for _ in range(count)])
             stream.synchronize()
 
-        return best_of(dispatches, 3) / count * 1e6, best_of(uploads, 3) / count * 1e6
+        repeats = sizes.repeats
+        return best_of(dispatches, repeats) / count * 1e6, best_of(uploads, repeats) / count * 1e6
     finally:
         device.close()
 
 
-def large_uploads(staging: str) -> float:
-    """GB/s of 64 MiB uploads on the cuda backend under ``staging`` (one per submission,
+def large_uploads(staging: str, sizes: Sizes) -> float:
+    """GB/s of large uploads on the cuda backend under ``staging`` (one per submission,
     synchronized), the bytes checked."""
     device = lnb.create_device("cuda", staging=staging)
     try:
-        host = np.arange(LARGE_UPLOAD_BYTES // 4, dtype=np.float32)
+        host = np.arange(sizes.large_upload_bytes // 4, dtype=np.float32)
         buffer = device.create_buffer(host.size, np.float32)
 
         def upload() -> None:
             buffer.copy_from(host)
             device.default_stream.synchronize()
 
-        seconds = best_of(upload, 3)
+        seconds = best_of(upload, sizes.repeats)
         if not np.array_equal(buffer.numpy(), host):
-            raise RuntimeError(f"a 64 MiB upload under {staging!r} did not arrive intact")
-        return LARGE_UPLOAD_BYTES / seconds / 1e9
+            raise RuntimeError(f"a large upload under {staging!r} did not arrive intact")
+        return host.nbytes / seconds / 1e9
     finally:
         device.close()
 
 
-def reduction_seconds(name: str) -> tuple[float, np.ndarray]:
-    """Seconds of the block reduction of 2^24 float32 on backend ``name``; the sums."""
+def reduction_seconds(name: str, sizes: Sizes) -> tuple[float, np.ndarray]:
+    """Seconds of the block reduction of float32 values on backend ``name``; the sums."""
+    n = sizes.reduction_elements
     device = lnb.create_device(name)
     try:
-        values = device.create_buffer(REDUCTION_ELEMENTS, np.float32)
-        values.copy_from((np.arange(REDUCTION_ELEMENTS) % 1000).astype(np.float32) * 0.25)
-        sums = device.create_buffer(REDUCTION_ELEMENTS // REDUCTION_BLOCK, np.float32)
+        values = device.create_buffer(n, np.float32)
+        values.copy_from((np.arange(n) % 1000).astype(np.float32) * 0.25)
+        sums = device.create_buffer(n // REDUCTION_BLOCK, np.float32)
 
         def run() -> None:
-            block_sums(values, sums, dispatch_size=REDUCTION_ELEMENTS)
+            block_sums(values, sums, dispatch_size=n)
             device.default_stream.synchronize()
 
-        return best_of(run, 3), sums.numpy()
+        return best_of(run, sizes.repeats), sums.numpy()
     finally:
         device.close()
 
@@ -225,7 +256,7 @@ def nvrtc_check(sources: dict[str, str]) -> str:
     return f"NVRTC {major}.{minor} compiled each for sm_90"
 
 
-def tracing(device: lnb.Device, count: int) -> tuple[float, float]:
+def tracing(device: lnb.Device, count: int, repeats: int) -> tuple[float, float]:
     """Microseconds per tiny dispatch untraced and traced."""
     stream = device.default_stream
     small = device.create_buffer(1, np.float32)
@@ -238,11 +269,11 @@ def tracing(device: lnb.Device, count: int) -> tuple[float, float]:
         with Trace():
             dispatches()
 
-    return best_of(dispatches, 3) / count * 1e6, best_of(traced, 3) / count * 1e6
+    return best_of(dispatches, repeats) / count * 1e6, best_of(traced, repeats) / count * 1e6
 
 
-def mandelbrot_seconds(name: str) -> tuple[float, np.ndarray]:
-    size = MANDELBROT_SIZE
+def mandelbrot_seconds(name: str, sizes: Sizes) -> tuple[float, np.ndarray]:
+    size = sizes.mandelbrot_size
     device = lnb.create_device(name)
     try:
         image = device.create_buffer(size * size, np.int32)
@@ -251,7 +282,7 @@ def mandelbrot_seconds(name: str) -> tuple[float, np.ndarray]:
             mandelbrot(image, size, size, MANDELBROT_ITERATIONS, dispatch_size=(size, size))
             device.default_stream.synchronize()
 
-        seconds = best_of(run, 3 if name == "cuda" else 1)
+        seconds = best_of(run, sizes.repeats if name == "cuda" else 1)
         return seconds, image.numpy()
     finally:
         device.close()
@@ -261,8 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000, help="commands per submission")
     parser.add_argument("--tests", default="", help="a test summary to print in the table")
-    parser.add_argument(
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument(
         "--check", action="store_true", help="emit every kernel's CUDA source, measure nothing"
+    )
+    modes.add_argument(
+        "--smoke", action="store_true", help="every measurement once, at small sizes"
     )
     options = parser.parse_args(argv)
     if options.count < 1:
@@ -277,39 +312,43 @@ def main(argv: list[str] | None = None) -> int:
     except BackendUnavailableError as error:
         print(f"bench_cuda: no GPU to measure, nothing measured: {error}", file=sys.stderr)
         return 2
+    sizes = SMOKE if options.smoke else Sizes()
+    count = min(options.count, SMOKE_COUNT) if options.smoke else options.count
     started = time.perf_counter()
     info = device.info
     rows: list[list[object]] = []
     if options.tests:
         rows.append(["GPU tests", "", options.tests, "", "", ""])
-    rows += bandwidth(device)
-    count = options.count
-    cpu_dispatch, cpu_upload = per_command("cpu", None, count)
+    rows += bandwidth(device, sizes)
+    cpu_dispatch, cpu_upload = per_command("cpu", None, count, sizes)
     for staging in ("execute", "submit"):
-        dispatch, upload = per_command("cuda", staging, count)
+        dispatch, upload = per_command("cuda", staging, count, sizes)
         rows.append([f"tiny dispatch ({staging})", "us/command", dispatch, "cpu backend",
                      cpu_dispatch, dispatch / cpu_dispatch])  # fmt: skip
         rows.append([f"4 KiB upload ({staging})", "us/command", upload, "cpu backend",
                      cpu_upload, upload / cpu_upload])  # fmt: skip
-    pinned = {staging: large_uploads(staging) for staging in ("submit", "execute")}
-    rows.append(["64 MiB upload (submit: pinned at submit)", "GB/s", pinned["submit"],
+    pinned = {staging: large_uploads(staging, sizes) for staging in ("submit", "execute")}
+    large = byte_size(sizes.large_upload_bytes)
+    rows.append([f"{large} upload (submit: pinned at submit)", "GB/s", pinned["submit"],
                  "execute: through the arena", pinned["execute"],
                  pinned["submit"] / pinned["execute"]])  # fmt: skip
-    untraced, traced = tracing(device, count)
+    untraced, traced = tracing(device, count, sizes.repeats)
     rows.append(["tiny dispatch traced", "us/command", traced, "untraced", untraced,
                  traced / untraced])  # fmt: skip
     device.close()
-    gpu_seconds, gpu_image = mandelbrot_seconds("cuda")
-    cpu_seconds, cpu_image = mandelbrot_seconds("cpu")
+    gpu_seconds, gpu_image = mandelbrot_seconds("cuda", sizes)
+    cpu_seconds, cpu_image = mandelbrot_seconds("cpu", sizes)
     same = "identical" if np.array_equal(gpu_image, cpu_image) else "DIFFERENT"
-    rows.append([f"mandelbrot 4096^2 ({same})", "ms", gpu_seconds * 1e3, "cpu backend",
-                 cpu_seconds * 1e3, gpu_seconds / cpu_seconds])  # fmt: skip
-    gpu_reduction, gpu_sums = reduction_seconds("cuda")
-    cpu_reduction, cpu_sums = reduction_seconds("cpu")
+    rows.append([f"mandelbrot {sizes.mandelbrot_size}^2 ({same})", "ms", gpu_seconds * 1e3,
+                 "cpu backend", cpu_seconds * 1e3, gpu_seconds / cpu_seconds])  # fmt: skip
+    gpu_reduction, gpu_sums = reduction_seconds("cuda", sizes)
+    cpu_reduction, cpu_sums = reduction_seconds("cpu", sizes)
     sums_same = "identical" if np.array_equal(gpu_sums, cpu_sums) else "DIFFERENT"
-    rows.append([f"block reduction 2^24 ({sums_same})", "ms", gpu_reduction * 1e3,
+    reduction = power_of_two(sizes.reduction_elements)
+    rows.append([f"block reduction {reduction} ({sums_same})", "ms", gpu_reduction * 1e3,
                  "cpu backend", cpu_reduction * 1e3, gpu_reduction / cpu_reduction])  # fmt: skip
     title = (
+        f"{'smoke run, numbers mean nothing: ' if options.smoke else ''}"
         f"cuda backend on {info['gpu']} (compute capability {info['compute_capability']}, "
         f"CuPy {info['cupy_version']}); {load_average()}; "
         f"{time.perf_counter() - started:.0f} s"

@@ -170,6 +170,9 @@ class _Memory(np.ndarray):
 
     ptr: int
 
+    def copy_from_device_async(self, source: _Memory, nbytes: int, stream: _Stream) -> None:
+        _on_stream(stream.ptr, lambda: ctypes.memmove(self.ptr, source.ptr, nbytes))
+
 
 def _memory(nbytes: int) -> _Memory:
     memory = np.zeros(max(nbytes, 1), np.uint8).view(_Memory)
@@ -307,6 +310,7 @@ def _fake_cupy() -> dict[str, types.ModuleType]:
     cupy.__version__ = "stand-in"
     cupy.cuda = cuda
     cupy.RawModule = _RawModule
+    cupy.empty = lambda n, dtype: types.SimpleNamespace(data=_memory(n * np.dtype(dtype).itemsize))
     cuda.runtime = runtime
     cuda.function = function
     cuda.nvrtc = nvrtc
@@ -475,6 +479,22 @@ def test_stand_in_a_cuda_error_fails_the_dispatch_and_the_trace_keeps_it(
     (command,) = trace.commands
     assert command.status is Status.FAILED
     stand_in_device.close()  # the error was raised once: closing does not raise it again
+
+
+@needs_compilers
+def test_the_gpu_benchmark_runs_end_to_end_on_the_stand_in(stand_in, monkeypatch, capsys):
+    """``bench_cuda.py --smoke``: every measurement and comparison of the GPU benchmark,
+    at small sizes, so that no GPU time goes to finding a mistake in the script."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    bench = importlib.import_module("bench_cuda")
+    assert bench.main(["--smoke", "--tests", "57 passed"]) == 0
+    table = capsys.readouterr().out
+    assert "smoke run, numbers mean nothing: cuda backend on CPU stand-in" in table
+    for row in ("GPU tests", "vecadd 2^12 float32", "tiny dispatch (execute)",
+                "4 KiB upload (submit)", "64 KiB upload (submit: pinned at submit)",
+                "tiny dispatch traced", "mandelbrot 64^2 (identical)",
+                "block reduction 2^12 (identical)"):  # fmt: skip
+        assert row in table
 
 
 LUISA_PROGRAMS = Path(__file__).resolve().parents[1] / "luisa" / "programs"
