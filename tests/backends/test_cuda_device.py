@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.cuda import ctrl_c_stops_a_wait, needs_main_thread
+from helpers.cuda import nvrtc_library_not_found
+from helpers.interrupts import ctrl_c_stops_a_wait, interrupt_main_thread_after, needs_main_thread
 
 import luisa_nb.backends
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
@@ -116,11 +117,8 @@ def test_without_a_gpu_create_device_says_so(monkeypatch):
 
 
 def test_without_nvrtc_create_device_says_so(monkeypatch):
-    def missing_library() -> tuple[int, int]:
-        raise RuntimeError('Failure finding "libnvrtc.so.13 or libnvrtc.so.12"')
-
     modules = _fake_cupy()
-    modules["cupy.cuda.nvrtc"].getVersion = missing_library
+    modules["cupy.cuda.nvrtc"].getVersion = nvrtc_library_not_found
     message = _unavailable_message(monkeypatch, modules)
     assert "compiles its kernels with NVRTC" in message and "libnvrtc.so.12" in message
     assert "pip install luisa_nb[cuda]" in message and "nvidia-cuda-nvrtc-cu12" in message
@@ -665,15 +663,6 @@ def test_stand_in_blocks_and_bindless_give_the_cpu_results(stand_in_device):
     assert ((1, 1, 1), (256, 1, 1)) in launches  # bindless_mix: the default block
 
 
-def _interrupt_main_thread_after(seconds: float) -> threading.Timer:
-    """Send SIGINT to the main thread, as Ctrl-C does."""
-    timer = threading.Timer(
-        seconds, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)
-    )
-    timer.start()
-    return timer
-
-
 def _ctrl_c_cancels_a_kernel_that_never_ends(device) -> None:
     from kernels.checked_kernels import spin_forever
 
@@ -682,7 +671,7 @@ def _ctrl_c_cancels_a_kernel_that_never_ends(device) -> None:
         spin = kernel(spin_forever).dispatch_async(1000, out)  # compiled here
         assert ctrl_c_stops_a_wait(), "after the kernel's compile Ctrl-C no longer stops a wait"
         device.default_stream.submit([spin])
-        timer = _interrupt_main_thread_after(0.3)
+        timer = interrupt_main_thread_after(0.3)
         with pytest.raises(KeyboardInterrupt):
             device.synchronize()
         timer.join()

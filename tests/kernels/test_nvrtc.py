@@ -10,7 +10,8 @@ import sys
 import types
 
 import pytest
-from helpers.cuda import ctrl_c_stops_a_wait, needs_main_thread, needs_nvrtc
+from helpers.cuda import needs_nvrtc, nvrtc_library_not_found
+from helpers.interrupts import ctrl_c_stops_a_wait, needs_main_thread
 
 from luisa_nb.errors import BackendUnavailableError, KernelBuildError
 from luisa_nb.kernels.nvrtc import NvrtcWarning, compile_cuda, signal_handling_kept
@@ -79,11 +80,8 @@ def test_without_cupy_compiling_says_what_to_install(monkeypatch):
 
 
 def test_without_the_nvrtc_library_compiling_says_what_to_install(monkeypatch):
-    def missing_library() -> tuple[int, int]:
-        raise RuntimeError('Failure finding "libnvrtc.so.13 or libnvrtc.so.12"')
-
     cuda = types.ModuleType("cupy.cuda")
-    cuda.nvrtc = types.SimpleNamespace(getVersion=missing_library)
+    cuda.nvrtc = types.SimpleNamespace(getVersion=nvrtc_library_not_found)
     monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
     monkeypatch.setitem(sys.modules, "cupy.cuda.nvrtc", cuda.nvrtc)

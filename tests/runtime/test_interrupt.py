@@ -3,12 +3,11 @@ the device keeps working."""
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
 
 import numpy as np
 import pytest
+from helpers.interrupts import interrupt_main_thread_after, needs_main_thread
 from kernels.checked_kernels import spin_forever
 
 import luisa_nb as lnb
@@ -21,17 +20,7 @@ def double(out):
     out.write(i, out.read(i) * 2)
 
 
-def interrupt_main_thread_after(seconds: float) -> threading.Timer:
-    """Send SIGINT to the main thread, as Ctrl-C in a terminal or a notebook does."""
-    main = threading.main_thread().ident
-    timer = threading.Timer(seconds, signal.pthread_kill, (main, signal.SIGINT))
-    timer.start()
-    return timer
-
-
-@pytest.mark.skipif(
-    threading.current_thread() is not threading.main_thread(), reason="needs the main thread"
-)
+@needs_main_thread
 @pytest.mark.parametrize(
     "mode",
     [
