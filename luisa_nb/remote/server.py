@@ -478,15 +478,20 @@ def make_server(arguments: argparse.Namespace) -> Server:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve for a client that started this process: print one JSON line when ready, and
-    stop when that client (the parent process) is gone."""
+    """Serve: print one JSON line when ready. With ``--exit-with-parent`` (a client
+    started this process), stop when that client is gone, and ignore Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m luisa_nb.remote.server")
     add_serve_options(parser)
     parser.add_argument("--exit-with-parent", action="store_true")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
     signal.signal(signal.SIGTERM, _stop_on_signal)  # so close() stops the workers
-    parent = os.getppid() if arguments.exit_with_parent else None
+    parent = None
+    if arguments.exit_with_parent:
+        parent = os.getppid()
+        # a terminal's Ctrl-C reaches the whole process group, this server included: it
+        # is the client's to handle (it cancels its kernels here and keeps its device)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     server = make_server(arguments)
     print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
     try:

@@ -2,6 +2,7 @@
 trace says cancelled, and the device keeps working."""
 
 import os
+import signal
 import threading
 import time
 
@@ -18,7 +19,7 @@ from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.client import Channel
 
-from .helpers import TOKEN
+from .helpers import TOKEN, running
 
 pytestmark = [
     needs_main_thread,
@@ -91,6 +92,16 @@ def test_ctrl_c_cancels_the_kernel_on_the_server_and_the_device_keeps_working(re
     before = cpu_seconds(worker)
     time.sleep(1.0)
     assert cpu_seconds(worker) - before < 0.5  # the endless kernel no longer runs
+
+
+def test_a_ctrl_c_that_reaches_the_server_process_too_leaves_it_serving(remote_device):
+    # in a terminal, Ctrl-C interrupts the whole foreground process group, which holds
+    # the server that create_device("remote") started
+    server = remote_device.info["server_pid"]
+    os.kill(server, signal.SIGINT)
+    time.sleep(0.5)
+    assert running(server)
+    assert_doubles(remote_device)
 
 
 def interrupted(*arguments, **options):
