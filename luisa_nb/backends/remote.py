@@ -10,7 +10,8 @@ and at ``flush()``, which the runtime calls at the end of each submission). Down
 land when their reply arrives (``readback = "fence"``); under ``staging="execute"`` the
 runtime flushes before any later upload of the submission, so stream order holds.
 Times the server measured are mapped onto this host's clock (offset measured at
-connect) and land in each command's ``device_started``/``device_finished``.
+connect) and land in each command's ``device_started``/``device_finished``. Ctrl-C in
+``synchronize()`` cancels the kernel running on the server, as on a local backend.
 See ``docs/remote.md``.
 """
 
@@ -107,6 +108,15 @@ class RemoteBackend(Backend):
     def close(self) -> None:
         """End the session and stop the server this backend started (if it did)."""
         self._finalizer()
+
+    def cancel(self) -> None:
+        """Stop the server's running kernel at its next check, and later ones at their
+        start, until ``resume()``. Sent on the calling thread's own socket, and answered
+        at once by the server's supervisor, however long the kernel runs."""
+        self._connection.cancel()
+
+    def resume(self) -> None:
+        self._connection.resume()
 
     def info(self) -> dict[str, Any]:
         connection = self._connection

@@ -8,6 +8,12 @@ operations or ``chunk_bytes`` of data, and at ``flush``. A flush waits for every
 of its thread, fills the spans, writes downloaded bytes, and raises
 :class:`OperationFailed` for the first operation that failed.
 
+``cancel`` and ``resume`` (a Ctrl-C in ``synchronize()``) travel on the interrupted
+thread's own socket while a stream's thread waits for the cancelled kernel's reply; the
+server's supervisor answers them at once, however long the kernel runs. A request cut
+short by an interrupt leaves nothing behind: its late reply is dropped, never taken for
+a later one's.
+
 Nothing the server sends is trusted: a reply that does not fit the request it answers
 breaks the connection with a :class:`RemoteError`, as does a dropped connection, a
 session the server ended, or a silence longer than the timeout. No call blocks longer
@@ -45,6 +51,9 @@ from luisa_nb.remote.protocol import (
 MAX_OPERATIONS = 2048
 MAX_IN_FLIGHT = 4
 CLOCK_ROUND_TRIPS = 9
+CANCEL_REPLY_SECONDS = 5.0
+"""How long ``cancel`` and ``resume`` wait for the supervisor, which answers them at once
+(a server that does not is lost)."""
 WAIT_SLICE_MILLISECONDS = 100
 WATCHED_EVENTS = (
     zmq.EVENT_DISCONNECTED
@@ -104,6 +113,9 @@ class Connection:
         self.channels: dict[int, Channel] = {}
         self.released: deque[int] = deque()
         self.broken: RemoteError | None = None
+        self.resume_owed = False
+        """Whether a ``cancel`` or ``resume`` was interrupted, so the server may hold
+        this session's kernels cancelled: the next batch is sent after a ``resume``."""
         self.ids = itertools.count(1)
         self.offset_ns = 0
         self.error_ns = 0
@@ -140,6 +152,26 @@ class Connection:
     def check(self) -> None:
         if self.broken is not None:
             raise self.broken
+
+    def cancel(self) -> None:
+        """Ask the server to stop this session's running kernel at its next check, and
+        every later one at its start, until :meth:`resume`."""
+        self._cancel_request("cancel")
+
+    def resume(self) -> None:
+        """Let this session's kernels run again after :meth:`cancel`."""
+        self._cancel_request("resume")
+
+    def _cancel_request(self, op: str) -> None:
+        try:
+            self.channel().call(op, timeout=min(self.timeout, CANCEL_REPLY_SECONDS))
+        except RemoteError:
+            pass  # the connection is closed or broken, which the next call reports
+        except BaseException:  # interrupted: the server may or may not have the request
+            self.resume_owed = True
+            raise
+        else:
+            self.resume_owed = False
 
     def fail(self, message: str) -> RemoteError:
         """Mark the connection unusable; every later call raises the same error."""
@@ -250,6 +282,8 @@ class Channel:
     def send(self) -> None:
         """Send the queued operations as one batch (and any buffers to free)."""
         connection = self.connection
+        if connection.resume_owed:
+            connection.resume()
         released = connection.released
         frees = [released.popleft() for _ in range(len(released))]
         envelope = connection.envelope("batch")
@@ -309,20 +343,22 @@ class Channel:
     # -- requests and replies ------------------------------------------------------------
 
     def call(self, op: str, timeout: float | None = None, **arguments: Any) -> dict[str, Any]:
-        """One request outside batches (hello, clock, allocate, close); its reply header."""
+        """One request outside batches (hello, clock, allocate, close, cancel, resume);
+        its reply header."""
         connection = self.connection
         connection.check()
         envelope = connection.envelope(op)
         request_id = envelope["id"]
-        self.busy = True
+        was_busy, self.busy = self.busy, True
         try:
-            self._send([encode(envelope), encode(arguments)] if arguments else [encode(envelope)])
             self.in_flight[request_id] = None
+            self._send([encode(envelope), encode(arguments)] if arguments else [encode(envelope)])
             while request_id not in self.replies:
                 self.receive(timeout)
-        finally:
-            self.busy = False
-        reply = self.replies.pop(request_id)
+        finally:  # interrupted or not, a late reply finds nobody waiting and is dropped
+            self.in_flight.pop(request_id, None)
+            reply = self.replies.pop(request_id, None)
+            self.busy = was_busy
         if not reply["ok"]:
             raise RemoteError(f"the server at {connection.endpoint} refused {op}: {reply['error']}")
         return reply

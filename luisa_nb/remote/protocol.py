@@ -5,14 +5,18 @@ A request is a ZeroMQ multipart message of up to three frames:
 1. the *envelope*, a small UTF-8 JSON object, the only part the server's supervisor
    reads (it routes the request by it)::
 
-       {"v": 2, "id": <int>, "session": <hex str>, "op": <str>}
+       {"v": 3, "id": <int>, "session": <hex str>, "op": <str>}
 
 2. for ``allocate`` and ``batch``, the arguments, a JSON object read by the session's
    worker (``{"nbytes"}``; ``{"group", "ops", "frees"}``, ``ops`` a list of lists, see
    :data:`OPERATIONS`);
 3. for a batch with uploads, their bytes, one after the other (the *payload*).
 
-A reply is a JSON header ``{"v": 2, "id": <the request's id or null>, "ok": <bool>, ...}``
+``cancel`` and ``resume`` are the envelope alone: the supervisor answers them itself,
+while the session's worker may be running a kernel, by setting and clearing the flag
+that the worker's kernels poll (:mod:`~luisa_nb.remote.cancellation`).
+
+A reply is a JSON header ``{"v": 3, "id": <the request's id or null>, "ok": <bool>, ...}``
 with ``"error"`` when ``ok`` is false (and ``"ended": true`` when the session is gone);
 a batch's reply adds the operations' times and, when downloads ran, their bytes one
 after the other. Few frames per message keep relaying them cheap. Nothing is pickled.
@@ -29,7 +33,7 @@ import json
 import re
 from typing import Any
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 PLAIN_USER = "luisa_nb"
 ZAP_DOMAIN = "luisa_nb"
 MAX_FRAME_BYTES = 16 << 20
@@ -50,7 +54,8 @@ ENTRY_PATTERN = re.compile(r"lnb_[A-Za-z0-9_]{1,200}")
 KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
 BUFFER_DTYPES = ("|b1", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
 SCALAR_DTYPES = ("bool", "int32", "uint32", "int64", "uint64", "float32", "float64")
-REQUESTS = ("hello", "clock", "allocate", "batch", "close")
+REQUESTS = ("hello", "clock", "allocate", "batch", "close", "cancel", "resume")
+CANCEL_REQUESTS = ("cancel", "resume")
 OPERATIONS = {
     # name: the fields after the name, checked by check_operation
     "upload": ("handle", "offset", "nbytes", "payload"),

@@ -3,11 +3,13 @@
 The process that binds the port (this module, the *supervisor*) never runs a client's
 operations. It checks each connection's token during the ZeroMQ handshake
 (:mod:`~luisa_nb.remote.authentication`), reads each message's envelope before it keeps
-any other frame, answers ``hello``, ``clock`` and ``close`` itself, and relays
-``allocate`` and ``batch`` to the session's worker process (:mod:`~luisa_nb.remote.worker`),
-which holds that session's buffers and runs its kernels. A worker that crashes ends its
-own session only: the supervisor answers that session's waiting and later requests with
-an error saying how the worker ended, and every other session keeps running.
+any other frame, answers ``hello``, ``clock``, ``close``, ``cancel`` and ``resume``
+itself, and relays ``allocate`` and ``batch`` to the session's worker process
+(:mod:`~luisa_nb.remote.worker`), which holds that session's buffers and runs its
+kernels. ``cancel`` sets a flag that the worker's running kernel polls, so it reaches
+the kernel while the worker reads no message. A worker that crashes ends its own session
+only: the supervisor answers that session's waiting and later requests with an error
+saying how the worker ended, and every other session keeps running.
 
 A session (a client) ends on ``close``, when its last connection drops, or when its
 worker ends; its worker is stopped and its buffers are freed then. Nothing is kept per
@@ -41,6 +43,7 @@ from luisa_nb.errors import ConfigurationError, RemoteError
 from luisa_nb.remote.authentication import TokenAuthenticator
 from luisa_nb.remote.options import DEFAULT_MAX_SESSIONS, DEFAULT_PORT, add_serve_options
 from luisa_nb.remote.protocol import (
+    CANCEL_REQUESTS,
     DEFAULT_MAX_MESSAGE_BYTES,
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
@@ -336,6 +339,8 @@ class Server:
         """Answer the request (``header``: its ``envelope`` decoded) or relay it to the
         session's worker (then ``None``: the worker's reply is relayed when it comes)."""
         op, request_id, name = header["op"], header["id"], header["session"]
+        if op in CANCEL_REQUESTS and data:
+            raise ProtocolError(f"{op} is an envelope alone; it takes no other frame")
         session = self._join(identity, name)
         if op == "clock":
             return [encode(_ok(request_id, time=time.perf_counter_ns()))]
@@ -345,6 +350,10 @@ class Server:
         if session.ended is not None:
             return error_reply(request_id, session.ended, ended=True)
         worker = session.worker
+        if op in CANCEL_REQUESTS:
+            if worker is not None:  # else no kernel of this session runs
+                self._cancel(worker, op == "cancel")
+            return [encode(_ok(request_id))]
         if worker is None:
             if sum(1 for s in self._sessions.values() if s.worker) >= self.max_sessions:
                 return error_reply(
@@ -405,6 +414,16 @@ class Server:
         logger.info("session %s: worker process %d started", session, worker.pid)
         return worker
 
+    def _cancel(self, worker: WorkerProcess, cancelled: bool) -> None:
+        """Set or clear the cancel flag that ``worker``'s kernels poll: a kernel running
+        now stops at its next check, and later ones as they start, until cleared."""
+        if cancelled:
+            worker.cancel.set()
+        else:
+            worker.cancel.clear()
+        state = "cancelled" if cancelled else "resumed"
+        logger.info("session %s: its kernels are %s", worker.session, state)
+
     def _relay_replies(self, worker: WorkerProcess) -> None:
         for _ in range(MAX_READS_PER_WAKE):
             try:
@@ -459,15 +478,20 @@ def make_server(arguments: argparse.Namespace) -> Server:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve for a client that started this process: print one JSON line when ready, and
-    stop when that client (the parent process) is gone."""
+    """Serve: print one JSON line when ready. With ``--exit-with-parent`` (a client
+    started this process), stop when that client is gone, and ignore Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m luisa_nb.remote.server")
     add_serve_options(parser)
     parser.add_argument("--exit-with-parent", action="store_true")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
     signal.signal(signal.SIGTERM, _stop_on_signal)  # so close() stops the workers
-    parent = os.getppid() if arguments.exit_with_parent else None
+    parent = None
+    if arguments.exit_with_parent:
+        parent = os.getppid()
+        # a terminal's Ctrl-C reaches the whole process group, this server included: it
+        # is the client's to handle (it cancels its kernels here and keeps its device)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     server = make_server(arguments)
     print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
     try:

@@ -13,6 +13,7 @@ from multiprocessing.context import BaseContext
 
 import zmq
 
+from luisa_nb.remote.cancellation import SessionCancelFlag
 from luisa_nb.remote.worker import serve_session
 
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
@@ -20,13 +21,14 @@ RECONNECT_MILLISECONDS = 5
 
 
 class WorkerProcess:
-    """A session's worker: the process, the socket to it, and the requests it has not
-    answered yet (``waiting[ticket] = (peer, request id)``).
+    """A session's worker: the process, the socket to it, the requests it has not
+    answered yet (``waiting[ticket] = (peer, request id)``), and the session's
+    ``cancel`` flag, which the server sets while the worker runs a kernel.
 
     The process serves ``backend`` on ``endpoint`` (``ipc://``) and exits when the
     server stops it or ``lifeline`` reads as closed (the server is gone)."""
 
-    __slots__ = ("endpoint", "pid", "process", "session", "socket", "stopping", "waiting")
+    __slots__ = ("cancel", "endpoint", "pid", "process", "session", "socket", "stopping", "waiting")
 
     def __init__(
         self,
@@ -38,9 +40,10 @@ class WorkerProcess:
         lifeline: Connection,
     ) -> None:
         level = logging.getLogger("luisa_nb").getEffectiveLevel()
+        self.cancel = SessionCancelFlag(endpoint.removeprefix("ipc://") + ".cancel", create=True)
         self.process = processes.Process(
             target=serve_session,
-            args=(endpoint, backend, level, lifeline),
+            args=(endpoint, backend, level, lifeline, self.cancel.path),
             name=f"luisa_nb session {session}",
             daemon=True,
         )
@@ -63,12 +66,13 @@ class WorkerProcess:
         self.process.terminate()
 
     def reap(self) -> int | None:
-        """Collect the ended process and remove its socket file; its exit code."""
+        """Collect the ended process and remove its files; its exit code."""
         self.process.join(0)
         code = self.process.exitcode
         self.process.close()
-        with contextlib.suppress(FileNotFoundError):  # a crashed worker leaves it behind
-            os.unlink(self.endpoint.removeprefix("ipc://"))
+        for path in (self.endpoint.removeprefix("ipc://"), self.cancel.path):
+            with contextlib.suppress(FileNotFoundError):  # a crashed worker leaves its socket
+                os.unlink(path)
         return code
 
     def finish(self, seconds: float) -> None:

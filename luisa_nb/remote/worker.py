@@ -36,6 +36,7 @@ from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.remote.cancellation import SessionCancelFlag
 from luisa_nb.remote.protocol import (
     MAX_ENVELOPE_BYTES,
     MAX_HANDLE,
@@ -67,12 +68,14 @@ class LaunchStoppedHere(Exception):
 class ServedKernel:
     """A kernel built on the server from a client's definition; ``launch`` takes the
     address of each buffer, like a local C executable, and raises
-    :class:`LaunchStoppedHere` when a check stops it (the client explains the record)."""
+    :class:`LaunchStoppedHere` when a check or the session's ``cancel`` flag stops it
+    (the client explains the record)."""
 
     mode = "c"
 
-    def __init__(self, definition: dict[str, Any]) -> None:
+    def __init__(self, definition: dict[str, Any], cancel: CancelFlag | SessionCancelFlag) -> None:
         self.name = definition["name"]
+        self.cancel = cancel
         self.buffer_dtypes = [np.dtype(name) for name in definition["buffers"]]
         self.scalar_count = len(definition["scalars"])
         library = build_library(self.name, definition["source"])
@@ -88,20 +91,26 @@ class ServedKernel:
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), cancel)
+        """Run the kernel; it polls the session's flag, not ``cancel`` (the served
+        backend's own flag, which nothing sets in a worker)."""
+        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), self.cancel)
         if stopped is not None:
             raise LaunchStoppedHere(self.name, stopped)
 
 
 class SessionWorker:
-    """One session's buffers (by handle) and the kernels it built.
+    """One session's buffers (by handle) and the kernels it built, which stop when
+    ``cancel`` is set (by the supervisor; by default, a flag nothing sets).
 
     :meth:`answer` runs one ``allocate`` or ``batch`` request and returns the reply
     frames; whatever an operation raises (a kernel error included) becomes the error of
     that operation, so nothing a client sends ends this process short of a crash."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(
+        self, backend: Backend, cancel: CancelFlag | SessionCancelFlag | None = None
+    ) -> None:
         self.backend = backend
+        self.cancel = cancel if cancel is not None else CancelFlag()
         self.allocations: dict[int, Allocation] = {}
         self.next_handle = 1
         self.kernels: dict[str, ServedKernel] = {}
@@ -249,7 +258,7 @@ class SessionWorker:
                 raise ProtocolError(f"kernel {key} is unknown here; send its definition")
             if kernel_key(check_definition(definition)) != key:
                 raise ProtocolError(f"kernel {key} does not match its definition's hash")
-            kernel = self.kernels[key] = ServedKernel(definition)
+            kernel = self.kernels[key] = ServedKernel(definition, self.cancel)
         if len(buffers) != len(kernel.buffer_dtypes) or len(scalars) != kernel.scalar_count:
             raise ProtocolError(
                 f"kernel {kernel.name} takes {len(kernel.buffer_dtypes)} buffer(s) and "
@@ -272,14 +281,17 @@ def error_reply(request_id: int | None, message: str, *, ended: bool = False) ->
     return [encode(reply)]
 
 
-def serve_session(endpoint: str, backend: str, log_level: int, lifeline: Connection) -> None:
+def serve_session(
+    endpoint: str, backend: str, log_level: int, lifeline: Connection, cancel_path: str
+) -> None:
     """A worker process's main function: answer the server on ``endpoint`` until the
     server stops this process, or is gone itself (``lifeline``, the reading end of a pipe
-    only the server writes to, then reads as closed)."""
+    only the server writes to, then reads as closed). Kernels poll the session's cancel
+    flag in the file ``cancel_path``, which the server sets and clears."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     faulthandler.enable()  # a crash prints the Python stack into the server's log
     logging.basicConfig(level=log_level, format=f"luisa_nb worker {os.getpid()}: %(message)s")
-    worker = SessionWorker(load_backend(backend)())
+    worker = SessionWorker(load_backend(backend)(), SessionCancelFlag(cancel_path))
     context = zmq.Context(1)
     socket = context.socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)

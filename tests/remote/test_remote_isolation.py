@@ -115,7 +115,7 @@ class RaisingKernel:
 
     mode = "c"
 
-    def __init__(self, definition):
+    def __init__(self, definition, cancel):
         self.name = definition["name"]
         self.buffer_dtypes = []
         self.scalar_count = 0

@@ -61,6 +61,10 @@ MALFORMED = {
         lambda raw: raw.request("batch", group=1, ops={"a": 1}, frees=[]),
         "ops must be a list",
     ),
+    "cancel with arguments": (
+        lambda raw: raw.request("cancel", kernel=1),
+        "cancel is an envelope alone; it takes no other frame",
+    ),
 }
 
 
@@ -76,6 +80,20 @@ def test_malformed_messages_are_rejected_and_logged(raw, caplog, case):
     if case not in CHECKED_BY_THE_WORKER:
         assert reason in caplog.text
     assert_still_serves(raw)
+
+
+def test_cancel_and_resume_set_and_clear_the_flag_the_sessions_kernels_poll(raw, thread_server):
+    sessions = thread_server.server._sessions
+    header, _ = raw.ask(raw.request("cancel"))
+    assert header == {"v": PROTOCOL_VERSION, "id": 7, "ok": True}
+    assert sessions[raw.session].worker is None  # no kernel runs: no worker is started
+    raw.ask(raw.request("hello"))
+    flag = sessions[raw.session].worker.cancel
+    assert not flag.is_set
+    raw.ask(raw.request("cancel"))
+    assert flag.is_set
+    header, _ = raw.ask(raw.request("resume"))
+    assert header["ok"] is True and not flag.is_set
 
 
 def test_the_worker_logs_what_it_refuses(caplog):
