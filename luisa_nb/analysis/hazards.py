@@ -1,9 +1,12 @@
-"""Hazards (DESIGN §5): stale uploads, host writes in flight, and device races.
+"""Hazards (DESIGN §5): stale uploads, host writes in flight, host memory released under
+a download, and device races.
 
 One pass over the records in issue (``seq``) order keeps vector clocks (see
 :mod:`luisa_nb.analysis.clocks`), an interval map of host addresses to the last download
 that wrote them and that no host sync has covered yet ("pending"), and per buffer and
-stream the device accesses seen so far. It visits only the commands that can take part
+stream the device accesses seen so far. Releases of host arrays (:class:`ReleaseRecord`)
+are visited in ``seq`` order with the sync points: one that frees the memory of a
+download still pending is a use after free. It visits only the commands that can take part
 in a hazard, as table rows, and makes records only for those in a finding. Failed,
 skipped or unfinished commands have missing times: a download without ``host_write``
 never wrote host memory and an upload without ``host_read`` never read it, so neither
@@ -28,12 +31,13 @@ from luisa_nb.recording import (
     CommandRecord,
     DeviceRange,
     HostRange,
+    ReleaseRecord,
     Status,
     SyncKind,
     SyncRecord,
     Trace,
 )
-from luisa_nb.recording.naming import describe, stream_name
+from luisa_nb.recording.naming import describe, host_name, stream_name
 from luisa_nb.recording.records import record_to_dict
 from luisa_nb.recording.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
 
@@ -43,8 +47,7 @@ _SKIPPED = STATUS_CODES[Status.SKIPPED]
 
 
 class HazardKind(str, Enum):
-    """What went wrong. ``HOST_USE_AFTER_FREE`` is declared for files and widgets but not
-    detected yet: the trace records no host frees."""
+    """What went wrong."""
 
     STALE_UPLOAD = "STALE_UPLOAD"
     LATENT_STALE_UPLOAD = "LATENT_STALE_UPLOAD"
@@ -109,6 +112,9 @@ class _Finder:
         self.shared_buffers = _buffers_of_several_streams(table)
         self.hazards: list[Hazard] = []
         self.hosts = table.objects["host"]
+        self.releases = trace.releases
+        self.released_rows: dict[int, int] = {}
+        """The row of each download named by a release (one that wrote host memory)."""
         self._records: dict[int, CommandRecord] = {}
 
     def record(self, row: int) -> CommandRecord:
@@ -127,12 +133,14 @@ class _Finder:
         commands = list(zip(rows.tolist(), *columns, strict=True))
         seqs = columns[1]
         position = 0
-        for sync in self.syncs:
-            before = bisect_left(seqs, sync.seq, position)
+        for marker in _markers(self.syncs, self.releases):
+            before = bisect_left(seqs, marker.seq, position)
             for command in commands[position:before]:
                 self._command(*command)
             position = before
-            if self.clocks.sync(sync):
+            if type(marker) is ReleaseRecord:
+                self._check_release(marker)
+            elif self.clocks.sync(marker):
                 self._release_covered()
         for command in commands[position:]:
             self._command(*command)
@@ -157,7 +165,14 @@ class _Finder:
         rows = np.flatnonzero(relevant)
         rows = rows[np.argsort(numbers["seq"][rows], kind="stable")]
         if self.narrow and len(self.clocks.index) == 1 and _host_syncs_only(self.syncs):
-            return self._rows_that_meet(rows)
+            rows = self._rows_that_meet(rows)
+        if self.releases:
+            released = np.isin(numbers["id"], [i for r in self.releases for i in r.commands])
+            released_rows = np.flatnonzero(released & host_write)
+            self.released_rows = dict(zip(numbers["id"][released_rows].tolist(),
+                                          released_rows.tolist(), strict=True))  # fmt: skip
+            rows = np.union1d(rows, released_rows)
+            rows = rows[np.argsort(numbers["seq"][rows], kind="stable")]
         return rows
 
     def _rows_that_meet(self, rows: np.ndarray) -> np.ndarray:
@@ -233,6 +248,54 @@ class _Finder:
                 download = queue.popleft()[1]
                 host = self.hosts[download]
                 self.pending.remove(host.address, host.end, download)
+
+    def _check_release(self, release: ReleaseRecord) -> None:
+        """Report each download into the released memory that no host synchronize has
+        covered yet: on a runtime that keeps no reference to a download's array, it
+        writes memory that may be freed."""
+        for command_id in release.commands:
+            row = self.released_rows.get(command_id)
+            if row is None:
+                continue
+            host = self.hosts[row]
+            if any(pending == row for *_, pending in self.pending.query(host.address, host.end)):
+                self.hazards.append(self._use_after_free(self.record(row), release))
+
+    def _use_after_free(self, download: CommandRecord, release: ReleaseRecord) -> Hazard:
+        host = download.host
+        array = host_slice(host, host)
+        if release.site is not None:
+            dropped = f"dropped its last reference to {array} at {release.site}"
+        elif release.made_at is not None:
+            dropped = (
+                f"let go of {array} (downloaded into at {release.made_at}) while the runtime "
+                "still held it"
+            )
+        else:
+            dropped = f"let go of {array} while the runtime still held it"
+        if _real_luisa(self.trace, download):
+            outcome = (
+                "luisa-python keeps no reference to a download's array, so on LuisaCompute "
+                f"#{download.id} writes freed memory (the trace kept the array alive)"
+            )
+        else:
+            outcome = (
+                "luisa_nb kept the array alive, so this run was correct, but LuisaCompute "
+                f"keeps no reference to a download's array: there #{download.id} writes "
+                "freed memory"
+            )
+        message = (
+            f"{describe(self.trace, download)}: the program {dropped} before a host "
+            f"synchronize covered #{download.id}; {outcome}"
+        )
+        fix = (
+            f"keep {host_name(host)} referenced until synchronize() has returned after "
+            f"#{download.id}, or download with copy_to(..., sync=True)"
+        )
+        times = _times(host_write=download.host_write, released=release.time)
+        return Hazard(
+            HazardKind.HOST_USE_AFTER_FREE, (download.id,), host, None, times, message, fix
+        )
 
     def _check_upload(self, row: int, host: HostRange) -> None:
         spans: dict[int, tuple[int, int, int]] = {}
@@ -392,6 +455,26 @@ class _Finder:
         return Hazard(
             HazardKind.DEVICE_RACE, (first.id, second.id), None, overlap, times, message, fix
         )
+
+
+def _markers(
+    syncs: list[SyncRecord], releases: list[ReleaseRecord]
+) -> list[SyncRecord | ReleaseRecord]:
+    """Sync points and releases in ``seq`` order, a release before the host wait whose
+    ``seq`` it took (it happened while that wait was in progress)."""
+    if not releases:
+        return syncs
+    markers = [(sync.seq, 1, sync) for sync in syncs] + [
+        (release.seq, 0, release) for release in releases
+    ]
+    markers.sort(key=lambda marker: marker[:2])
+    return [marker for _, _, marker in markers]
+
+
+def _real_luisa(trace: Trace, command: CommandRecord) -> bool:
+    """Whether ``command`` ran on real LuisaCompute (luisa-python, instrumented)."""
+    stream = trace.streams.get(command.stream)
+    return stream is not None and stream.device.split(":")[0] == "luisa"
 
 
 def _host_syncs_only(syncs: list[SyncRecord]) -> bool:

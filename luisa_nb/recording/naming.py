@@ -8,11 +8,12 @@ freed array hands on to the next one.
 
 from __future__ import annotations
 
+import os
 import sys
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -147,6 +148,7 @@ def describe_sync(trace: Trace, record: SyncRecord) -> str:
 
 _given_names: dict[int, tuple[weakref.ref, str]] = {}
 _PACKAGE = Path(__file__).resolve().parents[1]
+_PACKAGE_FOLDER = str(_PACKAGE) + os.sep
 _LIBRARY_FOLDERS = tuple(str(_PACKAGE / folder) for folder in ("runtime", "recording", "luisa"))
 
 
@@ -191,6 +193,26 @@ def owners(array: np.ndarray) -> list[np.ndarray]:
         chain.append(owner)
         owner = owner.base
     return chain
+
+
+def memory_owner(array: np.ndarray) -> np.ndarray | None:
+    """The array that owns ``array``'s memory, which is freed when that array is; ``None``
+    when the memory belongs to an object that is not an array (bytes, a memory map)."""
+    outermost = owners(array)[-1]
+    return outermost if outermost.base is None else None
+
+
+def code_site(frame: FrameType) -> str | None:
+    """Where ``frame`` is (:func:`code_line`), or ``None`` for luisa_nb's own code."""
+    code = frame.f_code
+    if code.co_filename.startswith(_PACKAGE_FOLDER):
+        return None
+    return code_line(code, frame.f_lineno)
+
+
+def code_line(code: CodeType, line: int) -> str:
+    """``"file:line in function"``."""
+    return f"{code.co_filename}:{line} in {code.co_name}"
 
 
 def owner_name(

@@ -12,17 +12,29 @@ point; :mod:`luisa_nb.recording.table` turns the logs into columns when the trac
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
 import threading
 import weakref
+from array import array
 from collections.abc import Callable, Mapping, Sequence
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
-from luisa_nb.recording.naming import array_name, owner_name, owners, user_frame
+from luisa_nb.recording.naming import (
+    array_name,
+    code_line,
+    code_site,
+    memory_owner,
+    owner_name,
+    owners,
+    user_frame,
+)
 from luisa_nb.recording.recorder_core import (
     SEQ_COLUMN,
     PythonRecorderCore,
@@ -38,6 +50,7 @@ from luisa_nb.recording.records import (
     DeviceRange,
     HostRange,
     RangeRecord,
+    ReleaseRecord,
     Status,
     StreamInfo,
     SyncKind,
@@ -59,6 +72,12 @@ TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None,
 HOST_FIELD = DESCRIBED.index("host")
 CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
 
+
+FrameSite = tuple[CodeType, int] | None
+"""A line of code, kept cheaply: its code object and line number."""
+
+HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
+"""Sync points at which the host waits for the device."""
 
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
@@ -110,7 +129,8 @@ class Recorder:
         capture."""
         return None
 
-    def download_enqueued(self, host: np.ndarray) -> None:
+    def download_enqueued(self, host: np.ndarray, command_id: int) -> None:
+        """Download ``command_id`` into ``host`` was made."""
         return None
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
@@ -212,6 +232,12 @@ class TraceRecorderBase(Recorder):
         self.syncs: list[SyncRecord] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
+        self.releases: list[ReleaseRecord] = []
+        self._watches: dict[int, tuple[weakref.ref, array, FrameSite]] = {}
+        """Per memory owner (by ``id``): a weak reference to it, the downloads into it, and
+        where the program made the first of them."""
+        self._host_waits: dict[int, int] = {}
+        """The seq of each host wait in progress, by sync id."""
         self._open_ranges = threading.local()
         self._looked_at: dict[int, tuple[int, int | None]] = {}
         """Per stream: how many submission rows a synchronize looked at, and the seq of the
@@ -242,8 +268,43 @@ class TraceRecorderBase(Recorder):
             self._unnamed_sites[site] = self._unnamed_sites.get(site, 0) + 1
         self._array_names[id(array)] = (weakref.ref(array), name)
 
-    def download_enqueued(self, host: np.ndarray) -> None:
+    def download_enqueued(self, host: np.ndarray, command_id: int) -> None:
         self._note_array(host)
+        self._watch_release(host, command_id)
+
+    def _watch_release(self, host: np.ndarray, command_id: int) -> None:
+        """Note download ``command_id`` against the array owning ``host``'s memory, and
+        record a :class:`ReleaseRecord` when that array is freed (see :meth:`_released`)."""
+        owner = memory_owner(host)
+        if owner is None:
+            return
+        key = id(owner)
+        watch = self._watches.get(key)
+        if watch is None or watch[0]() is not owner:
+            reference = weakref.ref(owner, functools.partial(self._released, key))
+            frame = user_frame()
+            made_at = None if frame is None else (frame.f_code, frame.f_lineno)
+            watch = self._watches[key] = (reference, array("q"), made_at)
+        watch[1].append(command_id)
+
+    def _released(self, key: int, reference: weakref.ref) -> None:
+        """A watched array was freed. Called by whatever dropped the last reference: the
+        program's code (its frame names the site), or the runtime when a finished command
+        held it. It runs wherever that happened, so it takes no lock but the seq's, which
+        is never held while an array is dropped."""
+        watch = self._watches.get(key)
+        if watch is None or watch[0] is not reference:
+            return
+        del self._watches[key]
+        if self.trace.metadata.stopped is not None:
+            return
+        time = now()
+        site = code_site(sys._getframe(1))
+        seq = min(self._host_waits.values(), default=None)
+        if seq is None:
+            seq = self.stamp_sync(None, 0)[0]
+        made_at = None if watch[2] is None else code_line(*watch[2])
+        self.releases.append(ReleaseRecord(seq, time, tuple(watch[1]), site, made_at))
 
     def _name_host(self, host: HostRange, array: np.ndarray) -> None:
         """Give ``host`` the name its array had when the command was made, and remember
@@ -345,6 +406,8 @@ class TraceRecorderBase(Recorder):
             elif stream_id is not None:
                 self._last_placed[stream_id] = seq
             self.syncs.append(record)
+        if kind in HOST_WAITS:
+            self._host_waits[sync_id] = seq
         return record
 
     def sync_completed(
@@ -353,6 +416,7 @@ class TraceRecorderBase(Recorder):
         token.completed = now()
         token.error = error
         token.status = status
+        self._host_waits.pop(token.id, None)
 
     def range_opened(self, name: str) -> RangeRecord:
         stack = self._range_stack()

@@ -199,6 +199,27 @@ class SyncRecord:
 
 
 @dataclass(slots=True)
+class ReleaseRecord:
+    """The program let go of a host array that traced downloads write into: its memory
+    could be freed from then on.
+
+    ``seq`` places the release among commands and sync points: a release seen while a
+    host wait was in progress takes that wait's ``seq`` and comes just before it (the
+    program let go before the wait returned). ``commands`` are the downloads into the
+    array's memory made before; ``made_at`` is where the program made the first of them.
+    ``site`` is where the program dropped its last reference, or ``None`` when a command
+    of the runtime held the last one (the program had let go earlier, after
+    ``made_at``). Sites read ``"file:line in function"``.
+    """
+
+    seq: int
+    time: int
+    commands: tuple[int, ...]
+    site: str | None = None
+    made_at: str | None = None
+
+
+@dataclass(slots=True)
 class RangeRecord:
     """A named span of the user's program (``with lnb.range("iteration 37"):``).
 

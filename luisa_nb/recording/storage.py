@@ -2,8 +2,8 @@
 
 Version 2 (written now) keeps commands and sync points in columns
 (:mod:`luisa_nb.recording.columnar`), so a million commands save and load in seconds;
-user ranges and kernel compiles are JSON lists (files written before those existed
-lack them and load with none).
+user ranges, kernel compiles and host releases are JSON lists (files written before those
+existed lack them and load with none).
 Version 1 files (every record a JSON object, captured bytes as ``blobs/<key>.npy``)
 still load.
 
@@ -43,6 +43,7 @@ from luisa_nb.recording.records import (
     CompileRecord,
     HostRange,
     RangeRecord,
+    ReleaseRecord,
     StreamInfo,
     SyncRecord,
     TraceMetadata,
@@ -95,6 +96,7 @@ class _HostActivity(TypedDict, total=False):
 
     ranges: list[dict[str, Any]]
     compiles: list[dict[str, Any]]
+    releases: list[dict[str, Any]]
 
 
 class _DocumentV2(_Document, _HostActivity):
@@ -126,6 +128,7 @@ def save_trace(trace: Trace, path: Path, limits: ArchiveLimits = DEFAULT_LIMITS)
         **fields,
         "ranges": [record_to_dict(record) for record in trace.ranges],
         "compiles": [record_to_dict(record) for record in trace.compiles],
+        "releases": [record_to_dict(record) for record in trace.releases],
     }
     text = json.dumps(document).encode()
     return write_archive(path, lambda: [(DOCUMENT_NAME, text), *entries], limits)
@@ -208,8 +211,9 @@ def _new_trace(document: dict[str, Any], where: str, cls: type[TraceType]) -> Tr
 
 def _host_activity(
     document: dict[str, Any], where: str
-) -> tuple[list[RangeRecord], list[CompileRecord]]:
-    """The ranges and compiles of a version 2 document, checked to nest as recorded."""
+) -> tuple[list[RangeRecord], list[CompileRecord], list[ReleaseRecord]]:
+    """The ranges, compiles and releases of a version 2 document, ranges checked to nest
+    as recorded."""
     ranges = build_list(RangeRecord, document.get("ranges", []), where, "ranges")
     for position, record in enumerate(ranges):
         parent = record.parent
@@ -219,7 +223,8 @@ def _host_activity(
                 f"range's id is its position and its parent began before it; {DAMAGED}"
             )
     compiles = build_list(CompileRecord, document.get("compiles", []), where, "compiles")
-    return ranges, compiles
+    releases = build_list(ReleaseRecord, document.get("releases", []), where, "releases")
+    return ranges, compiles, releases
 
 
 def _hosts(listed: list[dict[str, Any]], where: str) -> list[HostRange]:

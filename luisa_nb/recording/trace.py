@@ -24,6 +24,7 @@ from luisa_nb.recording.records import (
     HostRange,
     RangeRecord,
     Record,
+    ReleaseRecord,
     StreamInfo,
     SyncRecord,
     TraceMetadata,
@@ -73,7 +74,9 @@ class Trace:
         self._snapshot: (
             tuple[tuple[int, ...], CommandTable, list[SyncRecord], list[Record] | None] | None
         ) = None
-        self._host_activity: tuple[list[RangeRecord], list[CompileRecord]] | None = None
+        self._host_activity: (
+            tuple[list[RangeRecord], list[CompileRecord], list[ReleaseRecord]] | None
+        ) = None
         self._capture_lock = threading.Lock()
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
@@ -166,9 +169,15 @@ class Trace:
         self._loaded = (table, syncs)
         self._snapshot = None
 
-    def set_host_activity(self, ranges: list[RangeRecord], compiles: list[CompileRecord]) -> None:
-        """Make this trace hold ``ranges`` and ``compiles`` (a trace read from a file)."""
-        self._host_activity = (ranges, compiles)
+    def set_host_activity(
+        self,
+        ranges: list[RangeRecord],
+        compiles: list[CompileRecord],
+        releases: list[ReleaseRecord],
+    ) -> None:
+        """Make this trace hold ``ranges``, ``compiles`` and ``releases`` (a trace read
+        from a file)."""
+        self._host_activity = (ranges, compiles, releases)
 
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
@@ -231,6 +240,14 @@ class Trace:
         if self._host_activity is not None:
             return list(self._host_activity[1])
         return self.recorder.compiles[:]
+
+    @property
+    def releases(self) -> list[ReleaseRecord]:
+        """Every host array that downloads wrote into and the program let go of, in the
+        order they were freed."""
+        if self._host_activity is not None:
+            return list(self._host_activity[2])
+        return self.recorder.releases[:]
 
     def range_of(self, record: Record) -> RangeRecord | None:
         """The innermost range open when ``record`` was enqueued (a sync point: issued)."""

@@ -190,7 +190,7 @@ class Instrumentation:
         if upload:
             command.enqueue_capture = recorder.upload_enqueued(host, _bytes_of(host))
         else:
-            recorder.download_enqueued(host)
+            recorder.download_enqueued(host, command.id)
         return self.stream_of(stream), command
 
     def add_shadow(self, resource: Any, luisa_stream: LuisaStream, command: LuisaCommand) -> None:
@@ -438,7 +438,7 @@ def _synchronize(state: Instrumentation, original: Callable[..., None]) -> Calla
         token = recorder.sync_issued(SyncKind.SYNCHRONIZE, luisa_stream, None, next_id())
         original(luisa_stream.stream)
         done = now()
+        state.completed(luisa_stream, done)  # drops the commands: a release comes before
         recorder.sync_completed(token, Status.OK)
-        state.completed(luisa_stream, done)
 
     return synchronize

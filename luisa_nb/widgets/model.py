@@ -111,6 +111,15 @@ UPLOAD_HAZARDS = (
     HazardKind.HOST_WRITE_IN_FLIGHT,
 )
 
+_HOST_ARROWS = {
+    HazardKind.STALE_UPLOAD: (("host_write", "host write"), ("host_read", "host read")),
+    HazardKind.LATENT_STALE_UPLOAD: (("host_write", "host write"), ("host_read", "host read")),
+    HazardKind.HOST_WRITE_IN_FLIGHT: (("enqueued", "enqueue"), ("host_read", "host read")),
+    HazardKind.HOST_USE_AFTER_FREE: (("released", "released"), ("host_write", "host write")),
+}
+"""The host-lane arrow of each host finding: the moments (``Hazard.times`` keys) it
+joins, from the first command's to the last command's, and their labels."""
+
 
 @dataclass
 class Analysis:
@@ -414,13 +423,10 @@ def _hazard_summary(
     ids = hazard.command_ids
     times = hazard.times
     arrow = None
-    if hazard.kind in (HazardKind.STALE_UPLOAD, HazardKind.LATENT_STALE_UPLOAD):
-        start = point(ids[0], times.get("host_write"), "host write")
-        end = point(ids[-1], times.get("host_read"), "host read")
-        arrow = {"from": start, "to": end} if start and end else None
-    elif hazard.kind is HazardKind.HOST_WRITE_IN_FLIGHT:
-        start = point(ids[0], times.get("enqueued"), "enqueue")
-        end = point(ids[0], times.get("host_read"), "host read")
+    if hazard.kind in _HOST_ARROWS:
+        (start_time, start_label), (end_time, end_label) = _HOST_ARROWS[hazard.kind]
+        start = point(ids[0], times.get(start_time), start_label)
+        end = point(ids[-1], times.get(end_time), end_label)
         arrow = {"from": start, "to": end} if start and end else None
     elif hazard.kind is HazardKind.DEVICE_RACE:
         first, second = (by_id[i] for i in ids[:2])

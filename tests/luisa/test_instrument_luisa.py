@@ -51,6 +51,16 @@ def test_image_copies_are_traced_with_their_shape():
     assert hazard["expected"] != [0, 0, 0, 0]
 
 
+def test_a_download_into_an_array_dropped_before_synchronize_is_a_real_use_after_free():
+    [result] = run("released")
+    assert result["kept"] == [0.0, 1.0, 2.0, 3.0]
+    [hazard] = result["hazards"]
+    assert hazard["kind"] == "HOST_USE_AFTER_FREE"
+    assert "download a -> out" in hazard["message"]
+    assert "in read_later) while the runtime still held it" in hazard["message"]
+    assert "luisa-python keeps no reference to a download's array" in hazard["message"]
+
+
 def test_a_synchronous_download_before_the_reupload_is_clean():
     [result] = run("sync")
     assert not result["stale"]

@@ -83,10 +83,31 @@ def images():
     report(trace, stale=bool(not np.array_equal(b.numpy(), h1)), shapes=shapes)
 
 
+def released():
+    """A download into a temporary that the program drops before synchronize(): on
+    luisa-python, which keeps no reference to a download's array, it writes freed memory
+    (the trace keeps the array alive, so this run writes live memory)."""
+    a = luisa.Buffer(N, float)
+    a.copy_from(np.arange(N, dtype=np.float32))
+    kept = np.empty(N, np.float32)
+
+    def read_later():
+        out = np.empty(N, np.float32)
+        a.copy_to(out, sync=False)
+
+    with AnalyzedTrace() as trace:
+        read_later()
+        a.copy_to(kept, sync=False)
+        luisa.synchronize()
+    report(trace, kept=kept[:4].tolist())
+
+
 if scenario == "seed":
     seed()
 elif scenario == "images":
     images()
+elif scenario == "released":
+    released()
 elif scenario.endswith("lists"):
     for _ in range(5):
         copies(scenario)
