@@ -124,7 +124,8 @@ def timeline_figure(model: TimelineModel) -> Figure:
         axes.axhspan(lane - 0.5, lane + 0.5, color="#f3f3f3", linewidth=0, zorder=0)
     axes.set_xlim(t0 * to_axis, t1 * to_axis)
     axes.set_ylim(lanes - 0.5, -0.85)
-    axes.set_yticks(range(lanes), [lane["name"] for lane in model.lanes], fontsize=8)
+    names = [lane["name"] for lane in model.lanes]  # text, never mathtext: "$x$" stays so
+    axes.set_yticks(range(lanes), names, fontsize=8, parse_math=False)
     axes.set_xlabel(f"time since the trace started ({unit})", fontsize=8)
     axes.tick_params(axis="x", labelsize=8)
     axes.grid(axis="x", color="#dddddd", linewidth=0.6)
