@@ -9,7 +9,8 @@ write for downloads. A flow event directly follows, at the same timestamp, the e
 binds to, because viewers bind flow events to the slice open on that track at that time.
 User ranges (``lnb.range``) and kernel compiles are complete events on a track of their
 own, "host ranges", after the streams, where viewers nest them; keeping them off the host
-track keeps the flows bound to the host instants.
+track keeps the flows bound to the host instants. Host ranges are at synthetic addresses
+(:mod:`~luisa_nb.recording.synthetic_addresses`), as in trace files.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from luisa_nb.recording.records import (
     SyncRecord,
     record_to_dict,
 )
+from luisa_nb.recording.synthetic_addresses import with_synthetic_addresses
 
 if TYPE_CHECKING:
     from luisa_nb.recording.trace import Trace
@@ -59,7 +61,7 @@ def chrome_trace(trace: Trace, path: Path | None = None) -> dict[str, Any]:
 class _Export:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.records = sorted(trace.records, key=lambda record: record.seq)
+        self.records = with_synthetic_addresses(sorted(trace.records, key=lambda r: r.seq))
         self.origin = _origin(trace, self.records)
         streams = drawn_streams(self.records)
         self.threads = {stream: position + 1 for position, stream in enumerate(streams)}

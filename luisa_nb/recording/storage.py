@@ -5,7 +5,10 @@ Version 2 (written now) keeps commands and sync points in columns
 user ranges, kernel compiles and host releases are JSON lists (files written before those
 existed lack them and load with none).
 Version 1 files (every record a JSON object, captured bytes as ``blobs/<key>.npy``)
-still load.
+still load. Host ranges are saved at synthetic addresses that keep every overlap and
+offset among them and nothing of the process's memory layout
+(:mod:`~luisa_nb.recording.synthetic_addresses`); files written before hold real ones,
+and load the same way.
 
 Reading goes through :mod:`luisa_nb.recording.archive`, which bounds what a file may make
 this process read, inflate and allocate. Loading never unpickles, and any file that is
