@@ -137,10 +137,17 @@ def _script_safe(text: str) -> str:
     return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
+def shown_text(value: Any) -> str:
+    """``value`` as ``str`` with each lone surrogate (a name read from a file may hold
+    one; no UTF-8 page and no font can) as U+FFFD."""
+    return str(value).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def escape(text: Any) -> str:
-    """``text`` (any value, as ``str``) as HTML text or a quoted attribute's value: every
-    name in every view goes through here, so that it shows as the text it is."""
-    return html.escape(str(text), quote=True)
+    """``text`` (any value, as :func:`shown_text`) as HTML text or a quoted attribute's
+    value: every name in every view goes through here, so that it shows as the text it
+    is."""
+    return html.escape(shown_text(text), quote=True)
 
 
 _SCRIPT_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})

@@ -16,7 +16,7 @@ import luisa_nb as lnb
 from luisa_nb.analysis import AnalyzedTrace
 from luisa_nb.compare import Comparison, Run
 from luisa_nb.ipython.display import TraceSummary
-from luisa_nb.report import report_html
+from luisa_nb.report import report_html, write_report
 from luisa_nb.widgets import DiffView
 from luisa_nb.widgets.html_page import STATIC, escape
 from luisa_nb.widgets.pages import trace_fragment
@@ -101,6 +101,18 @@ def test_the_compare_table_and_a_diff_view_hold_names_as_text():
     view = DiffView(np.zeros(4), np.ones(4), names=names, title=NAMES["array"])._repr_html_()
     check_scripts_end_where_they_should(view)
     assert escape(NAMES["array"]) in outside_scripts(view)
+
+
+def test_a_lone_surrogate_in_a_name_shows_as_a_replacement_character(tmp_path):
+    """A name read from a file may hold one; no UTF-8 page and no font can."""
+    device = lnb.create_device("cpu")
+    buffer = device.create_buffer(16, np.float32, name="half \udc80 a pair")
+    stream = device.create_stream(name="stream \ud800")
+    with AnalyzedTrace() as trace:
+        buffer.copy_from(np.zeros(16, np.float32), sync=True, stream=stream)
+    saved = trace.save(tmp_path / "surrogates.lnbtrace")
+    page = write_report(saved, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "half \ufffd a pair" in page and "stream \ufffd" in page
 
 
 def test_renderers_never_parse_html():
