@@ -10,7 +10,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from helpers.browser import missing_browser_reason
 
 import luisa_nb as lnb
 from luisa_nb.analysis import AnalyzedTrace
@@ -40,12 +39,9 @@ def live():
     lnb.name(data, NAMES["array"])
     stream = device.create_stream(name=NAMES["stream"])
     with AnalyzedTrace() as trace, lnb.range(NAMES["range"]):
-        upload, download, again = (
-            buffer.copy_from_async(data),
-            buffer.copy_to_async(data),
-            buffer.copy_from_async(data),
+        stream.submit(
+            [buffer.copy_from_async(data), buffer.copy_to_async(data), buffer.copy_from_async(data)]
         )
-        stream.submit([upload, download, again])
         stream.synchronize()
     (hazard,) = trace.hazards
     return SimpleNamespace(trace=trace, upload=hazard.command_ids[-1])
@@ -157,7 +153,6 @@ def open_page(browser, path):
     return page, errors
 
 
-@pytest.mark.skipif(bool(missing_browser_reason()), reason=str(missing_browser_reason()))
 @pytest.mark.parametrize("view", ["report", "notebook"])
 def test_every_script_runs_and_names_show_as_text(browser, traced, tmp_path, view):
     if view == "report":
