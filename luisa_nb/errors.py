@@ -273,6 +273,24 @@ class TraceFormatError(TraceError, ValueError):
     """A trace file is not a luisa_nb trace, or has an unsupported version."""
 
 
+class TraceFileError(TraceError, OSError):
+    """A trace file, or a page or export made from a trace, cannot be read or written at
+    the path given: no permission, a symbolic link loop, a name too long, a NUL character
+    in the path. ``errno`` and ``filename`` say which error and which path."""
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno = errno
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TraceFileNotFoundError(TraceFileError, FileNotFoundError):
+    """No file at the path given, or no folder to write it in."""
+
+
 class UnsupportedFeatureError(LuisaNbError, NotImplementedError):
     """A luisa-python feature that luisa_nb does not have (ray tracing, autodiff, GUI)."""
 
