@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 from helpers.interrupts import interrupt_main_thread_after, needs_main_thread
+from kernels import checked_kernels
 from kernels.checked_kernels import spin_forever
 
 import luisa_nb as lnb
@@ -57,6 +58,64 @@ def doubles_correctly(device: lnb.Device, mode: str) -> None:
     out.copy_from(data)
     lnb.kernel(mode=mode)(double)(out, dispatch_size=1000)
     np.testing.assert_array_equal(out.numpy(), data * 2)
+
+
+HUGE = (2**20, 2**20, 2**20)  # 2**60 threads: years of work, whatever the kernel
+INT32_LIMIT = 2**31 - 1
+
+
+@needs_main_thread
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("mode", "name", "checks", "size"),
+    [
+        pytest.param("c", "mark_origin", True, HUGE, marks=needs_compiler, id="c-checked"),
+        pytest.param("c", "mark_origin", False, HUGE, marks=needs_compiler, id="c"),
+        pytest.param(
+            "c", "mark_origin_looping", True, HUGE, marks=needs_compiler, id="c-loops-checked"
+        ),
+        pytest.param("c", "mark_origin_looping", False, HUGE, marks=needs_compiler, id="c-loops"),
+        pytest.param(
+            "c", "mark_origin_in_blocks", True, HUGE, marks=needs_compiler, id="c-blocks-checked"
+        ),
+        pytest.param(
+            "c", "mark_origin", False, INT32_LIMIT, marks=needs_compiler, id="c-int32-limit"
+        ),
+        pytest.param(
+            "c",
+            "mark_origin_looping",
+            True,
+            INT32_LIMIT,
+            marks=needs_compiler,
+            id="c-loops-checked-int32-limit",
+        ),
+        pytest.param("python", "mark_origin", True, HUGE, id="python"),
+        pytest.param("python", "mark_origin_in_blocks", True, HUGE, id="python-blocks"),
+    ],
+)
+def test_ctrl_c_stops_a_dispatch_of_any_size(
+    monkeypatch: pytest.MonkeyPatch, mode: str, name: str, checks: bool, size: object
+) -> None:
+    """The interrupted synchronize() returns once the kernel has stopped, long before a
+    grace period that would hide a kernel that does not stop."""
+    monkeypatch.setattr(stream_module, "CANCEL_GRACE_SECONDS", 600.0)
+    kernel = lnb.kernel(mode=mode, checks=checks)(getattr(checked_kernels, name))
+    device = lnb.create_device("cpu")
+    out = device.create_buffer(4, np.float32)
+    kernel.dispatch(1, out, sync=True)  # built before the clock starts
+    with lnb.trace() as trace:
+        timer = interrupt_main_thread_after(0.3)
+        started = time.perf_counter()
+        with pytest.raises(KeyboardInterrupt):
+            kernel.dispatch(size, out, sync=True)
+        waited = time.perf_counter() - started
+        timer.join()
+        device.synchronize()
+    assert waited < 10.0, f"the dispatch stopped {waited:.1f} s after it started"
+    (command,) = trace.commands
+    assert command.status is Status.CANCELLED
+    doubles_correctly(device, mode)
+    device.close()
 
 
 @needs_main_thread
