@@ -1,5 +1,6 @@
 """The C side of launches and checks: the launch record, cancellation, how the threads of
-a launch share its blocks, and the checked buffer accesses the emitter adds on demand.
+a launch share its blocks (under the fault guard, see ``fault_guard``), and the checked
+buffer accesses the emitter adds on demand.
 
 Checked accesses are branch-free so that ``omp simd`` loops keep vectorizing: a failed
 check ORs a failure code into the thread's ``failed`` with a select, and the access is
@@ -19,6 +20,7 @@ from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS as ATOMIC_PARAMETER
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_DIVERGED_BARRIERS,
+    STATUS_FAULT,
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
@@ -34,7 +36,8 @@ enum {{
     LNB_NON_FINITE = {STATUS_NON_FINITE},
     LNB_CANCELLED = {STATUS_CANCELLED},
     LNB_INVALID_SIZE = {STATUS_INVALID_SIZE},
-    LNB_DIVERGED_BARRIERS = {STATUS_DIVERGED_BARRIERS}
+    LNB_DIVERGED_BARRIERS = {STATUS_DIVERGED_BARRIERS},
+    LNB_FAULT = {STATUS_FAULT}
 }};
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
@@ -48,6 +51,7 @@ typedef struct {{
     int64_t index;
     double value;
     const int32_t *cancel;
+    void *guard; /* the fault guard's lnb_guard, or 0 */
 }} lnb_launch;"""
 
 THREAD_FIELDS = """\
@@ -62,6 +66,18 @@ THREAD_FIELDS = """\
     double value;
     const int32_t *cancel;"""
 """The fields of a thread's check state, ``lnb_thread`` (the CUDA prelude adds its own)."""
+
+GUARD_TYPES = """\
+/* What each thread running a launch calls: it runs blocks until none is left or the launch
+   stops, and stores the number of each block in `running` before running it. */
+typedef void (*lnb_run_function)(void *blocks, lnb_launch *launch, volatile int64_t *running);
+
+/* The fault guard's entry (luisa_nb.kernels.fault_guard): calls `run`; a memory fault in it
+   stops the launch with LNB_FAULT, instead of the process. Returns 1 if it recorded a fault
+   in the launch record (all but where: the caller knows its blocks). */
+typedef int (*lnb_guard)(lnb_run_function run, void *blocks, lnb_launch *launch,
+                         volatile int64_t *running);"""
+"""The C types the generated launch and the fault guard share."""
 
 BLOCKS = """\
 /* The block function of a kernel: runs the threads of block `block` (its position in
@@ -107,14 +123,16 @@ static lnb_int3 lnb_block_at(const lnb_blocks *blocks, int64_t index) {
                       (int32_t)(row / blocks->count.y)};
 }
 
-/* A thread's share of a launch: claims blocks and runs them. */
-static void lnb_run_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+/* A thread's share of a launch (an lnb_run_function): claims blocks and runs them. */
+static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *running) {
+    lnb_blocks *blocks = shared;
     for (int64_t end = 0; end < blocks->total && !lnb_launch_stopped(launch);) {
         const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
         if (first >= blocks->total) return;
         end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
         lnb_int3 block = lnb_block_at(blocks, first);
         for (int64_t index = first; index < end; ++index) {
+            *running = index;
             blocks->run(blocks->arguments, launch, blocks->size, block);
             if (++block.x < blocks->count.x) continue;
             block.x = 0;
@@ -122,6 +140,20 @@ static void lnb_run_blocks(lnb_blocks *blocks, lnb_launch *launch) {
             block.y = 0;
             ++block.z;
         }
+    }
+}
+
+/* Runs the calling thread's share of a launch, under the fault guard if the record has one;
+   after a fault, the record names the first thread of the block that faulted. */
+static void lnb_launch_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+    volatile int64_t running = 0;
+    if (!launch->guard) {
+        lnb_run_blocks(blocks, launch, &running);
+    } else if (((lnb_guard)launch->guard)(lnb_run_blocks, blocks, launch, &running)) {
+        const lnb_int3 block = lnb_block_at(blocks, running);
+        launch->thread[0] = block.x * blocks->block.x;
+        launch->thread[1] = block.y * blocks->block.y;
+        launch->thread[2] = block.z * blocks->block.z;
     }
 }"""
 """How the threads of a launch share its blocks (C only: CUDA launches a grid)."""
@@ -187,6 +219,8 @@ static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
 }
 
 """
+    + GUARD_TYPES
+    + "\n\n"
     + BLOCKS
 )
 

@@ -150,7 +150,7 @@ class LaunchEmission:
         has no loops or returns, else ``block_size_with_loops``. From the matching
         threshold on, every OpenMP thread claims blocks from the launch's shared counter
         (``lnb_run_blocks``), else the calling thread runs them all. A thread checks
-        whether the launch must stop (a failed check, or the cancel flag) before
+        whether the launch must stop (a failed check, a fault, or the cancel flag) before
         each claim and each block.
         """
         name = self.entry_name
@@ -194,10 +194,10 @@ class LaunchEmission:
     if (a.size[0] * a.size[1] * a.size[2] >= {threshold}) {{
 #pragma omp parallel
         {{
-        lnb_run_blocks(&blocks, launch);{fence}
+        lnb_launch_blocks(&blocks, launch);{fence}
         }}
     }} else {{
-        lnb_run_blocks(&blocks, launch);{fence}
+        lnb_launch_blocks(&blocks, launch);{fence}
     }}
 }}"""
 

@@ -21,7 +21,8 @@ enum {
     LNB_NON_FINITE = 2,
     LNB_CANCELLED = 3,
     LNB_INVALID_SIZE = 4,
-    LNB_DIVERGED_BARRIERS = 5
+    LNB_DIVERGED_BARRIERS = 5,
+    LNB_FAULT = 6
 };
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
@@ -35,6 +36,7 @@ typedef struct {
     int64_t index;
     double value;
     const int32_t *cancel;
+    void *guard; /* the fault guard's lnb_guard, or 0 */
 } lnb_launch;
 
 /* A thread's failed checks. `details`: record the first one and where it was (else the
@@ -100,6 +102,16 @@ static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
     return 1;
 }
 
+/* What each thread running a launch calls: it runs blocks until none is left or the launch
+   stops, and stores the number of each block in `running` before running it. */
+typedef void (*lnb_run_function)(void *blocks, lnb_launch *launch, volatile int64_t *running);
+
+/* The fault guard's entry (luisa_nb.kernels.fault_guard): calls `run`; a memory fault in it
+   stops the launch with LNB_FAULT, instead of the process. Returns 1 if it recorded a fault
+   in the launch record (all but where: the caller knows its blocks). */
+typedef int (*lnb_guard)(lnb_run_function run, void *blocks, lnb_launch *launch,
+                         volatile int64_t *running);
+
 /* The block function of a kernel: runs the threads of block `block` (its position in
    blocks along each axis). */
 typedef void (*lnb_block_function)(const void *arguments, lnb_launch *launch, lnb_int3 size,
@@ -143,14 +155,16 @@ static lnb_int3 lnb_block_at(const lnb_blocks *blocks, int64_t index) {
                       (int32_t)(row / blocks->count.y)};
 }
 
-/* A thread's share of a launch: claims blocks and runs them. */
-static void lnb_run_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+/* A thread's share of a launch (an lnb_run_function): claims blocks and runs them. */
+static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *running) {
+    lnb_blocks *blocks = shared;
     for (int64_t end = 0; end < blocks->total && !lnb_launch_stopped(launch);) {
         const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
         if (first >= blocks->total) return;
         end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
         lnb_int3 block = lnb_block_at(blocks, first);
         for (int64_t index = first; index < end; ++index) {
+            *running = index;
             blocks->run(blocks->arguments, launch, blocks->size, block);
             if (++block.x < blocks->count.x) continue;
             block.x = 0;
@@ -158,6 +172,20 @@ static void lnb_run_blocks(lnb_blocks *blocks, lnb_launch *launch) {
             block.y = 0;
             ++block.z;
         }
+    }
+}
+
+/* Runs the calling thread's share of a launch, under the fault guard if the record has one;
+   after a fault, the record names the first thread of the block that faulted. */
+static void lnb_launch_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+    volatile int64_t running = 0;
+    if (!launch->guard) {
+        lnb_run_blocks(blocks, launch, &running);
+    } else if (((lnb_guard)launch->guard)(lnb_run_blocks, blocks, launch, &running)) {
+        const lnb_int3 block = lnb_block_at(blocks, running);
+        launch->thread[0] = block.x * blocks->block.x;
+        launch->thread[1] = block.y * blocks->block.y;
+        launch->thread[2] = block.z * blocks->block.z;
     }
 }
 
@@ -228,9 +256,9 @@ void lnb_mandelbrot_launch(const void *packed_arguments, lnb_launch *launch) {
     if (a.size[0] * a.size[1] * a.size[2] >= 256) {
 #pragma omp parallel
         {
-        lnb_run_blocks(&blocks, launch);
+        lnb_launch_blocks(&blocks, launch);
         }
     } else {
-        lnb_run_blocks(&blocks, launch);
+        lnb_launch_blocks(&blocks, launch);
     }
 }
