@@ -260,6 +260,28 @@ class KernelBarrierError(KernelError):
         self.block = block
 
 
+class KernelFaultError(KernelError):
+    """A compiled kernel touched memory it may not (a SIGSEGV or SIGBUS, possible with
+    ``checks=False``); the dispatch stopped and the process goes on. ``kernel``, ``block``
+    (the first thread of the block that faulted), ``signal`` (its name) and ``address``
+    say where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str,
+        block: tuple[int, int, int],
+        signal: str,
+        address: int,
+    ) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+        self.block = block
+        self.signal = signal
+        self.address = address
+
+
 class KernelCancelledError(KernelError):
     """A kernel stopped early because the user interrupted a wait (Ctrl-C in
     ``synchronize()``); the trace marks its command cancelled."""
