@@ -94,6 +94,14 @@ class BufferDestroyedError(LuisaNbError, RuntimeError):
     """A destroyed buffer was used."""
 
 
+class AllocationSizeError(LuisaNbError, ValueError):
+    """A buffer or image is larger than its device can address in one allocation."""
+
+
+class DeviceMemoryError(LuisaNbError, MemoryError):
+    """A device has not enough memory for a buffer or image of the size asked for."""
+
+
 class DeviceMismatchError(LuisaNbError, ValueError):
     """Objects from different devices were used in one command."""
 

@@ -422,6 +422,17 @@ class _InterruptedWaits:
 _interrupted_waits = _InterruptedWaits()
 
 
+def check_stream(stream: object, call: str) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``stream``, the ``stream=`` argument of
+    ``call`` (None stands for the default stream, and is not checked), is a
+    :class:`Stream`."""
+    if not isinstance(stream, Stream):
+        raise InvalidArgumentError(
+            f"{call}: stream= takes a Stream (from device.create_stream() or luisa.Stream()) "
+            f"or None for the default stream, got {type(stream).__name__} {stream!r:.60}"
+        )
+
+
 def failure_error(failures: list[Failure], stream_name: str) -> CommandFailedError:
     """One error for the failures since the last synchronize, naming each of them."""
     first = failures[0]
