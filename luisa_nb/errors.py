@@ -86,6 +86,11 @@ class HostReadOnlyError(HostArrayError):
     """A download targets a read-only host array."""
 
 
+class HostValueRangeError(HostDtypeError, OverflowError):
+    """A host value does not fit the buffer's element type (``2**40`` for an int32
+    buffer)."""
+
+
 class ViewRangeError(LuisaNbError, IndexError):
     """A buffer view or element index lies outside its buffer."""
 

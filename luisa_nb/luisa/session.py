@@ -8,6 +8,7 @@ import os
 from luisa_nb.errors import NotInitializedError
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
 from luisa_nb.runtime.device import forget_default_device
+from luisa_nb.runtime.stream import check_stream
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"
 """Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""
@@ -52,6 +53,10 @@ def device() -> Device:
     return _device
 
 
-def stream(chosen: Stream | None = None) -> Stream:
-    """``chosen``, else the session's stream (its device's default stream)."""
-    return device().default_stream if chosen is None else chosen
+def stream(chosen: Stream | None = None, call: str = "luisa") -> Stream:
+    """``chosen``, else the session's stream (its device's default stream); ``call``
+    names the call whose ``stream`` argument ``chosen`` is, should it not be a stream."""
+    if chosen is None:
+        return device().default_stream
+    check_stream(chosen, call)
+    return chosen
