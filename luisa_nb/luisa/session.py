@@ -34,12 +34,18 @@ def init(backend_name: str | None = None) -> None:
 
 
 def close() -> None:
-    """Finish the session's work and forget its device; ``init()`` may then make another."""
+    """Finish the session's work and forget its device; ``init()`` may then make another.
+    A close the device refuses (in a callback of it) leaves the session as it was."""
     global _device
-    device, _device = _device, None
-    if device is not None:
-        forget_default_device(device)
+    device = _device
+    if device is None:
+        return
+    try:
         device.close()
+    finally:
+        if device.closed:
+            forget_default_device(device)
+            _device = None
 
 
 atexit.register(close)

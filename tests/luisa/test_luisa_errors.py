@@ -4,6 +4,7 @@ truncated."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -178,3 +179,22 @@ def test_synchronize_in_a_callback_fails_and_the_stream_goes_on():
     assert "synchronize() of stream" in str(raised.value.__cause__)
     assert "would never return" in str(raised.value.__cause__)
     assert buffer.numpy(stream=stream).tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.timeout(60)
+def test_del_device_in_a_callback_fails_and_the_session_keeps_its_device(fresh_session):
+    luisa.init("cpu")
+    device = luisa.session.device()
+    returned = threading.Event()
+
+    def close_the_session():
+        try:
+            luisa.del_device()
+        finally:
+            returned.set()
+
+    device.default_stream.add_callback(close_the_session)
+    assert returned.wait(10), "del_device() in a callback never returned"
+    assert luisa.session.device() is device and not device.closed
+    with pytest.raises(errors.CommandFailedError, match=r"close\(\) of device 'cpu'"):
+        luisa.synchronize()
