@@ -222,7 +222,7 @@ class Buffer(ListedCopies, runtime.Buffer):
     @staticmethod
     def from_array(array: np.ndarray) -> Buffer:
         """A buffer of ``array``'s elements, uploaded through the stream's command list."""
-        array = np.asarray(array)
+        array = plain_array(np.asanyarray(array), "Buffer.from_array", writes=False)
         created = Buffer(array.size, array.dtype)
         created.copy_from(array)
         return created

@@ -102,13 +102,17 @@ def test_a_function_needs_a_dispatch_size_and_positional_arguments(device_name):
 def test_a_masked_array_is_refused(device_name):
     buffer = luisa.Buffer(4, float)
     masked = np.ma.array(np.arange(4, dtype=np.float32), mask=[0, 1, 0, 0])
-    error = _raises_before_anything_is_recorded(
-        errors.HostArrayError,
-        lambda: buffer.copy_from(masked),
-        "masked array",
-        "array.filled(value)",
-    )
-    assert isinstance(error, ValueError)
+    texels = np.ma.array(np.zeros((2, 2, 4), np.float32), mask=True)
+    calls = {
+        "copy_from": lambda: buffer.copy_from(masked),
+        "Buffer.from_array": lambda: luisa.Buffer.from_array(masked),
+        "Image2D.from_array": lambda: luisa.Image2D.from_array(texels),
+    }
+    for what, call in calls.items():
+        error = _raises_before_anything_is_recorded(
+            errors.HostArrayError, call, what, "masked array", "array.filled(value)"
+        )
+        assert isinstance(error, ValueError)
 
 
 def test_an_int_beyond_32_bits_is_an_overflow_error(device_name):
