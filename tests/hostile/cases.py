@@ -30,13 +30,15 @@ AREAS = {
 
 @dataclass(frozen=True)
 class Case:
-    """One hostile input: ``action(*arguments)`` in module ``area`` of the areas package.
+    """One hostile input: ``action(*arguments)``, a function of ``module`` (a module of this
+    package, such as ``areas.buffers``), counted in ``area``.
 
     ``isolated``: the worker that runs it is replaced afterwards (the case may leave
     threads or memory that later cases must not inherit)."""
 
     area: str
     title: str
+    module: str
     action: str
     arguments: tuple = ()
     timeout: float = DEFAULT_TIMEOUT
@@ -55,9 +57,11 @@ def case(
     timeout: float = DEFAULT_TIMEOUT,
     isolated: bool = False,
 ) -> Case:
-    """A case of ``action``, a module-level function of an area module."""
-    area = action.__module__.rsplit(".", 1)[-1]
-    return Case(area, title, action.__name__, tuple(arguments), timeout, isolated)
+    """A case of ``action``, a module-level function of a module of this package; its
+    area is its module's name."""
+    module = action.__module__.removeprefix(f"{__package__}.")
+    area = module.rsplit(".", 1)[-1]
+    return Case(area, title, module, action.__name__, tuple(arguments), timeout, isolated)
 
 
 def area_module(area: str) -> ModuleType:
@@ -66,8 +70,18 @@ def area_module(area: str) -> ModuleType:
     return importlib.import_module(f"{__package__}.areas.{area}")
 
 
-def action_of(chosen: Case) -> Callable[..., None]:
-    return getattr(area_module(chosen.area), chosen.action)
+def action_of(module: str, action: str) -> Callable[..., None]:
+    """The function ``action`` of ``module`` (named as in :class:`Case`)."""
+    return getattr(importlib.import_module(f"{__package__}.{module}"), action)
+
+
+def lookup(key: str) -> Case:
+    """The catalogue case named ``key``."""
+    area = key.split(":", 1)[0]
+    for chosen in area_module(area).catalogue():
+        if chosen.key == key:
+            return chosen
+    raise KeyError(f"no case {key!r} in the catalogue of {area!r}")
 
 
 def generate(seed: int, count: int, areas: Sequence[str] = tuple(AREAS)) -> list[Case]:

@@ -60,7 +60,7 @@ class Worker:
     def send(self, chosen: Case) -> None:
         self.case = chosen
         self.deadline = time.monotonic() + chosen.timeout
-        write_frame(self.process.stdin, (chosen.area, chosen.action, chosen.arguments))
+        write_frame(self.process.stdin, (chosen.module, chosen.action, chosen.arguments))
 
     def receive(self) -> list[object] | None:
         """The messages now readable; None when the process has closed its output."""
@@ -100,36 +100,55 @@ class Worker:
                 stream.close()
 
 
-def run_cases(
-    cases: Iterable[Case], jobs: int = 2, report: Callable[[CaseResult], None] | None = None
-) -> list[CaseResult]:
-    """Run ``cases`` on ``jobs`` workers; the results in the order of ``cases``.
-    ``report`` hears of each result as it comes."""
-    pending = deque(enumerate(cases))
-    results: dict[int, CaseResult] = {}
-    positions: dict[int, int] = {}
-    workers = [Worker() for _ in range(max(1, min(jobs, len(pending))))]
+class WorkerPool:
+    """``jobs`` workers that run the cases of each :meth:`run`; started on the first run,
+    kept between runs, stopped by :meth:`close` (or the end of a ``with`` block)."""
 
-    def finish(worker: Worker, outcome: Outcome, detail: str, seconds: float) -> None:
-        chosen = worker.case
-        result = CaseResult(chosen.key, chosen.area, outcome, detail, seconds)
-        results[positions.pop(id(worker))] = result
-        worker.case = None
-        if report is not None:
-            report(result)
+    def __init__(self, jobs: int = 2) -> None:
+        self.jobs = max(1, jobs)
+        self.workers: list[Worker] = []
 
-    def replace(worker: Worker, *, kill: bool) -> None:
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for worker in self.workers:
+            worker.stop()
+        self.workers = []
+
+    def _replace(self, worker: Worker, *, kill: bool) -> None:
         worker.stop(kill=kill)
-        workers[workers.index(worker)] = Worker()
+        self.workers[self.workers.index(worker)] = Worker()
 
-    try:
+    def run(
+        self, cases: Iterable[Case], report: Callable[[CaseResult], None] | None = None
+    ) -> list[CaseResult]:
+        """Run ``cases``; the results in their order. ``report`` hears of each result as
+        it comes."""
+        pending = deque(enumerate(cases))
+        while len(self.workers) < min(self.jobs, len(pending)):
+            self.workers.append(Worker())
+        results: dict[int, CaseResult] = {}
+        positions: dict[int, int] = {}
+
+        def finish(worker: Worker, outcome: Outcome, detail: str, seconds: float) -> None:
+            chosen = worker.case
+            result = CaseResult(chosen.key, chosen.area, outcome, detail, seconds)
+            results[positions.pop(id(worker))] = result
+            worker.case = None
+            if report is not None:
+                report(result)
+
         while pending or positions:
-            for worker in workers:
+            for worker in self.workers:
                 if worker.ready and worker.case is None and pending:
                     position, chosen = pending.popleft()
                     positions[id(worker)] = position
                     worker.send(chosen)
-            waiting = [w for w in workers if not w.ready or w.case is not None]
+            waiting = [w for w in self.workers if not w.ready or w.case is not None]
             timeout = max(0.0, min(w.deadline for w in waiting) - time.monotonic())
             readable, _, _ = select.select([w.output for w in waiting], [], [], timeout)
             for worker in [w for w in waiting if w.output in readable]:
@@ -139,7 +158,7 @@ def run_cases(
                         raise WorkerStartError(worker.error_text()[-2000:])
                     if worker.case is not None:
                         finish(worker, Outcome.CRASH, worker.death(), 0.0)
-                    replace(worker, kill=True)
+                    self._replace(worker, kill=True)
                     continue
                 for message in messages:
                     if message == "ready":
@@ -149,17 +168,22 @@ def run_cases(
                     isolated = worker.case.isolated
                     finish(worker, Outcome(outcome), detail, seconds)
                     if isolated:
-                        replace(worker, kill=False)
+                        self._replace(worker, kill=False)
             now = time.monotonic()
-            for worker in [w for w in waiting if w.deadline <= now and w in workers]:
+            for worker in [w for w in waiting if w.deadline <= now and w in self.workers]:
                 if not worker.ready:
                     raise WorkerStartError(f"no worker was ready within {START_SECONDS:g} s")
                 if worker.case is None:
                     continue
                 limit = worker.case.timeout
                 finish(worker, Outcome.HANG, f"no result within {limit:g} s", limit)
-                replace(worker, kill=True)
-    finally:
-        for worker in workers:
-            worker.stop()
-    return [results[position] for position in sorted(results)]
+                self._replace(worker, kill=True)
+        return [results[position] for position in sorted(results)]
+
+
+def run_cases(
+    cases: Iterable[Case], jobs: int = 2, report: Callable[[CaseResult], None] | None = None
+) -> list[CaseResult]:
+    """Run ``cases`` on a pool of ``jobs`` workers, stopped at the end."""
+    with WorkerPool(jobs) as pool:
+        return pool.run(cases, report)

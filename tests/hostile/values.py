@@ -175,8 +175,16 @@ The other kinds may be rejected, or accepted if the values arrive intact."""
 
 
 def spelled(value: object) -> str:
-    """``value`` as a case title writes it: large powers as ``2**40``, short reprs."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**20:
+    """``value`` as a case title writes it: large powers as ``2**40``, types by name,
+    lists and tuples item by item, other values by a short repr."""
+    if isinstance(value, list):
+        return "[" + ", ".join(spelled(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        items = ", ".join(spelled(item) for item in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**16:
         sign, size = ("-" if value < 0 else ""), abs(value)
         if size.bit_count() == 1:
             return f"{sign}2**{size.bit_length() - 1}"

@@ -1,7 +1,7 @@
 """``python -m tests.hostile.worker``: runs the cases the sweep sends, one at a time, in its
 main thread (where Ctrl-C lands), and answers each with its outcome.
 
-Requests are ``(area, action, arguments)``; answers are ``(outcome, detail, seconds)``,
+Requests are ``(module, action, arguments)``; answers are ``(outcome, detail, seconds)``,
 after a first answer ``"ready"`` once every area is imported. What cases print goes
 nowhere; what they write to the standard error stays there (the sweep keeps it per
 worker). Between cases :func:`~tests.hostile.devices.settle` puts the shared state back.
@@ -14,19 +14,19 @@ import os
 import sys
 import time
 
-from .cases import AREAS, area_module
+from .cases import AREAS, action_of, area_module
 from .devices import settle
 from .frames import read_frame, write_frame
 from .outcomes import judge
 from .trace_samples import folder
 
 
-def run_case(area: str, action: str, arguments: tuple) -> tuple[str, str, float]:
+def run_case(module: str, action: str, arguments: tuple) -> tuple[str, str, float]:
     """Run one case and judge it; its cleanup counts as part of it."""
     started = time.perf_counter()
     error: BaseException | None = None
     try:
-        getattr(area_module(area), action)(*arguments)
+        action_of(module, action)(*arguments)
     except BaseException as raised:
         error = raised
     try:

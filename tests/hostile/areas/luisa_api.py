@@ -198,10 +198,8 @@ def catalogue() -> list[Case]:
         case(from_list, f"Buffer.from_list({spelled(values)})", values, expectation)
         for values, expectation in FROM_LISTS
     ]
-    cases += [
-        case(buffer_arguments, f"Buffer{tuple(map(spelled, a))}", a, e) for a, e in BUFFER_ARGUMENTS
-    ]
-    cases += [case(image, f"Image2D{tuple(map(spelled, a))}", a, e) for a, e in IMAGES]
+    cases += [case(buffer_arguments, f"Buffer{spelled(a)}", a, e) for a, e in BUFFER_ARGUMENTS]
+    cases += [case(image, f"Image2D{spelled(a)}", a, e) for a, e in IMAGES]
     cases += [case(misuse, what, what) for what in MISUSES]
     cases += [case(session_misuse, what, what) for what in SESSION_MISUSES]
     cases.append(case(function_call, "add_one(buffer, dispatch_size=16)", "ok"))
@@ -215,14 +213,15 @@ def variant(rng: random.Random) -> Case:
             rng.choice((rng.randint(-(2**40), 2**40), rng.randint(-9, 9), rng.uniform(-9, 9)))
             for _ in range(rng.randint(0, 5))
         ]
-        return case(from_list, f"Buffer.from_list({values})", values, _from_list_exact(values))
+        title = f"Buffer.from_list({spelled(values)})"
+        return case(from_list, title, values, _from_list_exact(values))
     width, height = rng.choice(IMAGE_SIZES)
     channels = rng.choice((1, 2, 4, 3, 8))
     valid = width > 0 and height > 0 and width * height <= 4096
     expectation = "error" if not valid or channels not in (1, 2, 3, 4) else "ok"
     expectation = "either" if expectation == "ok" and channels == 3 else expectation
     arguments = (width, height, channels)
-    return case(image, f"Image2D{tuple(map(spelled, arguments))}", arguments, expectation)
+    return case(image, f"Image2D{spelled(arguments)}", arguments, expectation)
 
 
 def _from_list_exact(values: list) -> str:
