@@ -66,7 +66,10 @@ SCRIPT_STATES = (
     "tokenizer to its double-escaped state: the element runs past its </script> and the "
     "page's scripts break"
 )
-SURROGATES = "a name with a lone surrogate: write_report raises UnicodeEncodeError"
+SURROGATES = (
+    "a name with a lone surrogate breaks the report: write_report raises UnicodeEncodeError "
+    "(and matplotlib a TypeError for a stream's lane)"
+)
 FROM_LIST_CONVERTS = (
     "Buffer.from_list converts every value to the first one's type: 2.5 becomes 2, "
     "2 becomes True, with no error"

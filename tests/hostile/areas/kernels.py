@@ -202,19 +202,24 @@ def non_finite(backend: str, checks: object) -> None:
         expect(np.isnan(out.numpy()).all(), "0/0 is not NaN everywhere")
 
 
-def interrupt_kernel(backend: str, kind: str, mode: str) -> None:
-    """Ctrl-C while a kernel runs forever: the user gets KeyboardInterrupt soon, and the
-    device keeps working."""
+HUGE = (2**31 - 1, 2**31 - 1, 1)
+
+
+def interrupt_kernel(
+    backend: str, kind: str, mode: str, dims: tuple = HUGE, delay: float = INTERRUPT_SECONDS
+) -> None:
+    """Ctrl-C ``delay`` seconds into a kernel that runs forever (or over ``dims``
+    threads): the user gets KeyboardInterrupt soon, and the device keeps working."""
     device = shared_device(backend)
     out = device.create_buffer(SIZE)
     if kind == "huge dispatch":
         kernel = lnb.kernel(mode=mode)(functions.mark)
         kernel.dispatch(SIZE, out, SIZE)
         device.synchronize()  # compiled before the clock starts
-        kernel.dispatch((2**31 - 1, 2**31 - 1, 1), out, SIZE)
+        kernel.dispatch(dims, out, SIZE)
     else:
         lnb.kernel(mode=mode)(functions.spin_forever).dispatch(SIZE, out)
-    with ctrl_c_after(INTERRUPT_SECONDS) as interrupted:
+    with ctrl_c_after(delay) as interrupted:
         device.synchronize()
     expect(interrupted.seconds is not None, f"synchronize() returned from a {kind}")
     expect(

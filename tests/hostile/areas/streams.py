@@ -121,42 +121,54 @@ def wait_in_callback(backend: str, call: str) -> None:
 
 
 def call_in_callback(backend: str, call: str) -> None:
+    callback_chain(backend, (call,))
+
+
+def callback_chain(backend: str, calls: tuple[str, ...]) -> None:
+    """A stream whose callbacks each call back into the runtime (``calls``, from
+    :data:`CALLS_IN_CALLBACKS`): every call works, the callbacks run in order, and what
+    they submitted runs before the next synchronize() returns."""
     device = shared_device(backend)
     stream = device.create_stream()
     other = device.create_stream()
     buffer = device.create_buffer(SIZE)
     buffer.fill(0.0, stream=stream)
     values = sample_values(np.float32, SIZE, seed=3)
-    seen: list[object] = []
+    ran: list[int] = []
+    nested: list[int] = []
 
     def record_a_trace() -> None:
-        with lnb.trace() as trace:
-            buffer.fill(1.0, stream=stream)
-        seen.append(len(trace.commands))
+        with lnb.trace():
+            other.add_callback(lambda: None)
 
-    calls = {
+    uses = {
         "submit an upload": lambda: buffer.copy_from(values, stream=stream),
-        "add_callback": lambda: stream.add_callback(lambda: seen.append("nested")),
-        "device.info": lambda: seen.append(device.info["staging"]),
-        "stream.pending": lambda: seen.append(stream.pending),
-        "create_buffer": lambda: seen.append(device.create_buffer(4).size),
-        "create_stream": lambda: seen.append(device.create_stream().device is device),
+        "add_callback": lambda: stream.add_callback(lambda: nested.append(1)),
+        "device.info": lambda: device.info["staging"],
+        "stream.pending": lambda: stream.pending,
+        "create_buffer": lambda: device.create_buffer(4),
+        "create_stream": device.create_stream,
         "synchronize another stream": other.synchronize,
         "signal an event": lambda: other.signal(device.create_event()),
         "destroy a buffer": device.create_buffer(4).destroy,
         "record a trace": record_a_trace,
         "dispatch a kernel": lambda: functions.ADD_ONE(buffer, dispatch_size=SIZE, stream=stream),
     }
-    stream.add_callback(lambda: seen.append(calls[call]()))
+    for position, call in enumerate(calls):
+        stream.add_callback(
+            lambda position=position, call=call: (uses[call](), ran.append(position))
+        )
     stream.synchronize()
-    stream.synchronize()  # what the callback submitted has run too
-    expect(seen, f"the callback calling {call} did not run")
-    if call == "submit an upload":
-        expect_equal_arrays(buffer.numpy(stream=stream), values, "upload from a callback")
-    if call == "add_callback":
-        expect("nested" in seen, "the callback added from a callback did not run")
-    if call == "dispatch a kernel":
-        expect_equal_arrays(buffer.numpy(stream=stream), np.ones(SIZE, np.float32), "add_one")
+    stream.synchronize()  # what the callbacks submitted has run too
+    expect(ran == list(range(len(calls))), f"the callbacks ran as {ran}, not in order once each")
+    expect(len(nested) == calls.count("add_callback"), "a callback added by a callback did not run")
+    expected = np.zeros(SIZE, np.float32)
+    for call in calls:
+        if call == "submit an upload":
+            expected = values.copy()
+        elif call == "dispatch a kernel":
+            expected = expected + 1
+    expect_equal_arrays(buffer.numpy(stream=stream), expected, f"the buffer after {calls}")
 
 
 def event_misuse(backend: str, misuse: str) -> None:
