@@ -107,6 +107,8 @@ class WorkerPool:
     def __init__(self, jobs: int = 2) -> None:
         self.jobs = max(1, jobs)
         self.workers: list[Worker] = []
+        self.groups: set[int] = set()
+        """The process group of every worker started (each worker leads its own)."""
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -119,9 +121,27 @@ class WorkerPool:
             worker.stop()
         self.workers = []
 
+    def _start(self) -> Worker:
+        worker = Worker()
+        self.groups.add(worker.process.pid)
+        return worker
+
     def _replace(self, worker: Worker, *, kill: bool) -> None:
         worker.stop(kill=kill)
-        self.workers[self.workers.index(worker)] = Worker()
+        self.workers[self.workers.index(worker)] = self._start()
+
+    def left_behind(self) -> list[int]:
+        """Processes still alive in the groups of this pool's workers (Linux; none where
+        ``/proc`` does not exist)."""
+        alive = []
+        for entry in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = entry.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) in self.groups:
+                alive.append(int(entry.parent.name))
+        return alive
 
     def run(
         self, cases: Iterable[Case], report: Callable[[CaseResult], None] | None = None
@@ -130,7 +150,7 @@ class WorkerPool:
         it comes."""
         pending = deque(enumerate(cases))
         while len(self.workers) < min(self.jobs, len(pending)):
-            self.workers.append(Worker())
+            self.workers.append(self._start())
         results: dict[int, CaseResult] = {}
         positions: dict[int, int] = {}
 

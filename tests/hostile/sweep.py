@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 from .cases import AREAS, generate
+from .devices import backends
 from .outcomes import CaseResult, Outcome
-from .pool import run_cases
+from .pool import WorkerPool
 from .summary import as_json, load_average, not_clean, table
 
 
@@ -56,23 +57,32 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{result.outcome.value:6} {result.seconds:6.2f} s  {result.key}", flush=True)
 
     started = time.perf_counter()
-    results = run_cases(cases, arguments.jobs, report)
+    with WorkerPool(arguments.jobs) as pool:
+        results = pool.run(cases, report)
     seconds = time.perf_counter() - started
+    left = pool.left_behind()
     command = "python -m tests.hostile.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     load = load_average()
     print(table(results))
     print(
         f"\nseed {arguments.seed}, {len(results)} cases in {seconds:.0f} s on "
-        f"{arguments.jobs} workers, load average {load}\ncommand: {command.strip()}"
+        f"{arguments.jobs} workers, load average {load}, backends {', '.join(backends())}"
+        f"\ncommand: {command.strip()}\nprocesses left behind: {left or 'none'}"
     )
     failures = not_clean(results)
     if failures:
         print(f"\ncases that were not clean:\n{failures}")
     if arguments.json is not None:
-        about = {"seed": arguments.seed, "command": command.strip(), "load_average": load}
+        about = {
+            "seed": arguments.seed,
+            "command": command.strip(),
+            "load_average": load,
+            "backends": list(backends()),
+            "left_behind": left,
+        }
         document = as_json(results, **about, seconds=round(seconds, 1))
         arguments.json.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    return int(any(result.outcome is not Outcome.CLEAN for result in results))
+    return int(bool(left) or any(result.outcome is not Outcome.CLEAN for result in results))
 
 
 if __name__ == "__main__":

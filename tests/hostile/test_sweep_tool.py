@@ -3,14 +3,14 @@ splitter's script states, and the case generator's determinism."""
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import pytest
 
 from .cases import AREAS, case, generate
 from .html_pages import check_markup, split_page
 from .outcomes import OracleFailure
-from .pool import run_cases
+from .pool import WorkerPool, run_cases
 from .probes import leaves_a_child, probes
 
 
@@ -22,12 +22,24 @@ def test_each_outcome_is_told_apart() -> None:
     assert "code 3" in results[6].detail
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_a_hung_case_leaves_no_process(tmp_path) -> None:
     pid_file = tmp_path / "child.pid"
-    (result,) = run_cases([case(leaves_a_child, "leaves a child", str(pid_file), timeout=3)])
+    with WorkerPool(jobs=1) as pool:
+        (result,) = pool.run([case(leaves_a_child, "leaves a child", str(pid_file), timeout=3)])
     assert result.outcome.value == "hang"
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), 0)
+    assert pool.left_behind() == []
+    assert not _running(int(pid_file.read_text()))
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an ended process that its
+    new parent has not collected yet)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.parametrize(
