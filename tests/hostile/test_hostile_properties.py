@@ -62,7 +62,7 @@ backends = st.sampled_from(("cpu", "dx", "metal", "remote"))
 
 @pytest.mark.timeout(300)
 def test_callbacks_may_submit_query_and_synchronize_other_streams(pool: WorkerPool) -> None:
-    @_settings(25)
+    @_settings(15)
     @given(
         backend=backends,
         calls=st.lists(st.sampled_from(streams.CALLS_IN_CALLBACKS), min_size=1, max_size=5),
@@ -104,10 +104,10 @@ def _interrupt_case(backend: str, mode: str, dims: tuple, delay: float, timeout:
 
 @pytest.mark.timeout(300)
 def test_ctrl_c_stops_a_huge_dispatch_in_python_mode(pool: WorkerPool) -> None:
-    @_settings(8)
+    @_settings(5)
     @given(backend=st.sampled_from(LOCAL_BACKENDS), dims=huge_dispatches, delay=delays)
     def check(backend: str, dims: tuple, delay: float) -> None:
-        _assert_clean(pool, _interrupt_case(backend, "python", dims, delay, timeout=15))
+        _assert_clean(pool, _interrupt_case(backend, "python", dims, delay, timeout=10))
 
     check()
 
@@ -118,7 +118,7 @@ def test_ctrl_c_stops_a_huge_compiled_dispatch(pool: WorkerPool) -> None:
     @_settings(8, shrink=False)
     @given(backend=st.sampled_from(LOCAL_BACKENDS), dims=huge_dispatches, delay=delays)
     def check(backend: str, dims: tuple, delay: float) -> None:
-        _assert_clean(pool, _interrupt_case(backend, "c", dims, delay, timeout=10))
+        _assert_clean(pool, _interrupt_case(backend, "c", dims, delay, timeout=8))
 
     check()
 
