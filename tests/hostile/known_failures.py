@@ -54,6 +54,10 @@ HUGE_DISPATCH = (
     "kernel keeps running, and the next synchronize() waits for it forever"
 )
 UNCHECKED_INDEX = "checks=False with an index far outside the buffer: the process dies by SIGSEGV"
+UNCHECKED_REMOTE = (
+    "checks=False with an index far outside the buffer on remote: the session's worker dies "
+    "by SIGSEGV; the dispatch fails with RemoteError, but the device cannot be used after"
+)
 CALLBACK_WAITS = (
     "a callback that waits for its own stream (synchronize, close, numpy) deadlocks the "
     "stream's worker"
@@ -90,13 +94,18 @@ KNOWN_FAILURES: dict[str, str] = {
     "buffers: copy_from(np.matrix) on dx": MATRIX,
     "buffers: copy_from(stream='s') on cpu": NOT_A_STREAM,
     "buffers: fill(None) of float32 on cpu": FILL_CONVERTS,
+    "buffers: fill(stream=True) on remote": NOT_A_STREAM,
     "kernels: add_one with a keyword argument on cpu": KEYWORDS,
     "kernels: add_one called with no dispatch_size on cpu": NO_DISPATCH_SIZE,
     "kernels: add_one called with stream='s' on cpu": NOT_A_STREAM,
     "kernels: Ctrl-C in a huge dispatch (c) on cpu": HUGE_DISPATCH,
     "kernels: stride 10**6 with checks=False in c mode on cpu": UNCHECKED_INDEX,
+    "kernels: stride 10**6 with checks=False in c mode on remote": UNCHECKED_REMOTE,
     "streams: stream.synchronize() in a callback on cpu": CALLBACK_WAITS,
     "streams: device.close() in a callback on cpu": CALLBACK_WAITS,
+    "streams: stream.synchronize() in a callback on remote": CALLBACK_WAITS,
+    "streams: copy_to(sync=True) on the callback's stream in a callback on remote": CALLBACK_WAITS,
+    "streams: stream.scope() in a callback on remote": CALLBACK_WAITS,
     "trace_files: load_trace(None)": LOAD_PATHS,
     "trace_files: load_trace(a missing file)": LOAD_PATHS,
     "trace_files: load_trace(a socket)": LOAD_PATHS,

@@ -13,6 +13,7 @@ from pathlib import Path
 from luisa_nb.errors import InvalidArgumentError
 
 from .cases import Case, case
+from .devices import shared_device
 from .oracles import fail
 
 
@@ -30,6 +31,10 @@ def raises_a_type_error() -> None:
 
 def gives_a_wrong_result() -> None:
     fail("the result is wrong")
+
+
+def needs_a_missing_device() -> None:
+    shared_device("no such backend")
 
 
 def never_returns() -> None:
@@ -59,6 +64,7 @@ def probes() -> list[tuple[Case, str]]:
         (case(raises_a_luisa_nb_error, "raises a luisa_nb error"), "clean"),
         (case(raises_a_type_error, "raises a TypeError"), "raw"),
         (case(gives_a_wrong_result, "gives a wrong result"), "silent"),
+        (case(needs_a_missing_device, "needs a device that does not exist"), "raw"),
         (case(never_returns, "never returns", timeout=2), "hang"),
         (case(dies_by_signal, "dies by a signal"), "crash"),
         (case(exits, "exits"), "crash"),

@@ -13,6 +13,9 @@ import faulthandler
 import os
 import sys
 import time
+from pathlib import Path
+
+from luisa_nb.errors import LuisaNbError
 
 from .cases import AREAS, action_of, area_module
 from .devices import settle
@@ -31,8 +34,8 @@ def run_case(module: str, action: str, arguments: tuple) -> tuple[str, str, floa
         error = raised
     try:
         settle()
-    except BaseException as raised:
-        error = error or raised
+    except BaseException as raised:  # a runtime broken after a clean outcome is not clean
+        error = raised if error is None or isinstance(error, LuisaNbError) else error
     outcome, detail = judge(error)
     return outcome.value, detail, time.perf_counter() - started
 
@@ -43,7 +46,11 @@ def main() -> None:
     faulthandler.enable()
     for area in AREAS:
         area_module(area)
-    os.chdir(folder())  # relative paths that cases make land in the worker's folder
+    # Relative paths that cases make land in the worker's folder; the processes cases
+    # start (a remote device's server) still import luisa_nb from where the worker does.
+    root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    os.chdir(folder())
     write_frame(answers, "ready")
     while True:
         try:
