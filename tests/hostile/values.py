@@ -193,4 +193,6 @@ def spelled(value: object) -> str:
         if str(size).rstrip("0") == "1":
             return f"{sign}10**{len(str(size)) - 1}"
     text = repr(value)
+    if " at 0x" in text:  # an address would make the title differ from run to run
+        return f"a {type(value).__name__}"
     return text if len(text) <= 40 else text[:37] + "..."
