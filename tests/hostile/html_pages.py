@@ -165,13 +165,23 @@ def check_markup(page: str, name: str, where: str) -> tuple[str, list[str]]:
     return visible_text(markup), data
 
 
+def displayable(name: str) -> str:
+    """``name`` as a UTF-8 page can hold it: each lone surrogate as U+FFFD."""
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in name)
+
+
+def shows(text: str, name: str) -> bool:
+    """Whether ``text`` holds ``name``, or its :func:`displayable` form."""
+    return name in text or displayable(name) in text
+
+
 def check_page(page: str, name: str, where: str, *, shown_as_text: bool = True) -> None:
     """``page`` (a whole report) shows ``name`` as text: :func:`check_markup`, a JSON
     script holds the name, and (``shown_as_text``) so does the page's text."""
     text, data = check_markup(page, name, where)
     expect(
-        any(name in item for item in data),
+        any(shows(item, name) for item in data),
         f"{where}: no JSON script holds the name {name[:40]!r}",
     )
     if shown_as_text:
-        expect(name in text, f"{where}: the page's text does not show the name {name[:40]!r}")
+        expect(shows(text, name), f"{where}: the page's text does not show the name {name[:40]!r}")

@@ -17,7 +17,7 @@ import luisa_nb as lnb
 from luisa_nb.recording import recorder
 
 from ..cases import Case, case
-from ..html_pages import check_markup
+from ..html_pages import check_markup, shows
 from ..ipython_shell import Shell, extension_loaded
 from ..oracles import expect, fail
 from ..values import HOSTILE_NAMES, random_name
@@ -131,7 +131,7 @@ def hostile_name(named: str, name: str) -> None:
         found = False
         for number, page in enumerate(pages):
             text, data = check_markup(page, name, f"output {number} of the cell")
-            found = found or name in text or any(name in item for item in data)
+            found = found or shows(text, name) or any(shows(item, name) for item in data)
         expect(found, f"no output of the cell shows the {named} name {name[:40]!r}")
 
 
