@@ -92,7 +92,7 @@ class LuisaMagics(Magics):
         """
         if cell is None:
             line, cell = _split_statement(line)
-        arguments = parse_argstring(self.luisa_trace, line)
+        arguments = _parse(self.luisa_trace, line)
         save = _save_path(arguments.save)
         real = self._real_luisa(arguments.backend, arguments.staging)
         if real is None and arguments.backend is None and arguments.staging is None:
@@ -137,7 +137,7 @@ class LuisaMagics(Magics):
     @line_magic
     def luisa_device(self, line: str) -> None:
         """Set the device that lnb.default_device() returns for the rest of the session."""
-        arguments = parse_argstring(self.luisa_device, line)
+        arguments = _parse(self.luisa_device, line)
         if arguments.name is None and arguments.staging is None and arguments.token is None:
             print(f"lnb.default_device() is {_describe_device(default_device())}")
             return
@@ -183,7 +183,7 @@ class LuisaMagics(Magics):
                 "%%luisa_compare is a cell magic: put %%luisa_compare CONFIG... on the first "
                 "line of the cell whose code should run once per configuration"
             )
-        arguments = parse_argstring(self.luisa_compare, line)
+        arguments = _parse(self.luisa_compare, line)
         try:
             configs = parse_configs(arguments.configs)
             if arguments.token is not None:
@@ -219,7 +219,7 @@ class LuisaMagics(Magics):
     def luisa_hazards(self, line: str) -> None:
         """Show the hazards of the last trace (or of TRACE) as a table: kind, commands,
         message, fix."""
-        arguments = parse_argstring(self.luisa_hazards, line)
+        arguments = _parse(self.luisa_hazards, line)
         if arguments.trace is None:
             try:
                 trace = last_trace()
@@ -317,6 +317,15 @@ def _split_statement(line: str) -> tuple[str, str]:
             "%%luisa_trace [options] on the first line of a cell"
         )
     return " ".join(options), rest.strip()
+
+
+def _parse(magic: Any, line: str) -> Any:
+    """The options of ``line`` for ``magic``; an unclosed quote, which the shell-like
+    splitting refuses with ``ValueError``, is a one-line ``UsageError`` too."""
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as error:
+        raise UsageError(f"{line.strip()[:80]}: {error}; close the quote") from None
 
 
 def _describe_device(device: Device) -> str:

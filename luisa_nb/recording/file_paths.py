@@ -45,6 +45,12 @@ def checked_path(path: object, doing: str) -> Path:
             errno.EINVAL,
             text,
         )
+    if not Path(text).name:  # "/" or "": a folder, and no name to write a file beside it
+        raise TraceFileError(
+            f"cannot {doing} {text!r}: it names a folder; pass the path of a file",
+            errno.EISDIR,
+            text,
+        )
     return Path(text)
 
 

@@ -20,6 +20,7 @@ from luisa_nb.errors import (
     DeviceMemoryError,
     DeviceMismatchError,
     HostDtypeError,
+    HostValueRangeError,
     InvalidArgumentError,
     ViewRangeError,
 )
@@ -38,6 +39,16 @@ if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
 
 _buffer_ids = itertools.count(1)
+
+
+_BOOLS = (bool, np.bool_)
+_INTEGERS = (int, np.integer)
+_REALS = (int, float, np.integer, np.floating)
+
+
+def _is_index(value: Any) -> bool:
+    """Whether ``value`` is an integer, not a bool (which Python counts as one)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def next_buffer_id() -> int:
@@ -127,7 +138,7 @@ class BufferView:
     def view(self, start: int = 0, stop: int | None = None) -> BufferView:
         """Elements ``[start, stop)`` of this view (``stop`` defaults to its end)."""
         stop = self.size if stop is None else stop
-        if not (isinstance(start, (int, np.integer)) and isinstance(stop, (int, np.integer))):
+        if not (_is_index(start) and _is_index(stop)):
             raise ViewRangeError(f"view bounds must be integers, got {start!r} and {stop!r}")
         if not 0 <= start <= stop <= self.size:
             raise ViewRangeError(
@@ -190,13 +201,7 @@ class BufferView:
                 f"fill {self._name()}: needs one {self.dtype} value, got {type(value).__name__} "
                 f"of shape {np.shape(value)}; upload arrays with copy_from"
             )
-        try:
-            element = np.array([value], dtype=self.dtype)
-        except (TypeError, ValueError, OverflowError) as error:
-            raise HostDtypeError(
-                f"fill {self._name()}: {value!r} is not a {self.dtype} value ({error})"
-            ) from None
-        return FillCommand(self, element)
+        return FillCommand(self, fill_element(value, self.dtype, f"fill {self._name()}"))
 
     # -- synchronous forms -----------------------------------------------------------
 
@@ -243,6 +248,40 @@ class BufferView:
 
     def __repr__(self) -> str:
         return f"<BufferView {self._name()} {self.dtype} x{self.size}>"
+
+
+_NUMBER_KINDS = {"b": (bool, np.bool_), "i": _INTEGERS, "u": _INTEGERS, "f": _REALS}
+
+
+def fill_element(value: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    """``value`` as one element of ``dtype``, refused where numpy would change it without
+    a word: ``None`` or ``"3"`` into a float, ``1.5`` into an int, ``2`` into a bool, a
+    number that does not fit. Vectors and structs (record dtypes) convert as numpy does.
+    ``what`` names the command in messages."""
+    accepted = _NUMBER_KINDS.get(dtype.kind)
+    if accepted is not None and (
+        not isinstance(value, accepted) or (dtype.kind != "b" and isinstance(value, _BOOLS))
+    ):
+        kind = {"b": "a bool", "f": "a real number"}.get(dtype.kind, "an integer")
+        raise HostDtypeError(
+            f"{what}: {value!r:.40} ({type(value).__name__}) is not {kind}, which the "
+            f"buffer's {dtype} elements need; pass {kind} (convert it yourself if you mean to)"
+        )
+    try:
+        with np.errstate(over="raise"):
+            element = np.array([value], dtype=dtype)
+    except (OverflowError, FloatingPointError) as error:
+        raise HostValueRangeError(
+            f"{what}: {value!r:.40} does not fit {dtype} ({error}); pass a value in range"
+        ) from None
+    except (TypeError, ValueError) as error:
+        raise HostDtypeError(f"{what}: {value!r:.40} is not a {dtype} value ({error})") from None
+    changed = accepted is not None and element[0] != value and not np.isnan(element[0])
+    if changed and (dtype.kind in "iu" or np.isinf(element[0])):  # not a rounded float
+        raise HostValueRangeError(
+            f"{what}: {value!r:.40} does not fit {dtype}; pass a value in range"
+        )
+    return element
 
 
 class Buffer(BufferView):

@@ -364,9 +364,17 @@ def start_real_luisa(backend: str) -> Any:
     if _active is None:
         instrument_luisa()
     luisa = _active.luisa
+    started = _active.device.name.removeprefix(REAL_LUISA_PREFIX)
+    if _active.device.name.startswith(REAL_LUISA_PREFIX) and started != backend:
+        raise LuisaNbError(
+            f"real luisa-python runs on {started!r} already, and it starts once per process; "
+            f"restart the kernel (or the program) to use {backend!r}"
+        )
     try:
         luisa.init(backend, support_gui=False)
     except Exception as error:
+        # init() keeps the session it began, which a second init() would take as started
+        luisa.globalvars.vars = None
         raise LuisaNbError(f"real luisa-python cannot start backend {backend!r}: {error}") from None
     _active.device.name = f"luisa:{backend}"
     return luisa

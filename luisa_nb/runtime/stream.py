@@ -137,6 +137,11 @@ class Stream:
     )
 
     def __init__(self, device: Device, name: str | None = None) -> None:
+        if name is not None and not isinstance(name, str):
+            raise InvalidArgumentError(
+                f"a stream's name is a str, got {type(name).__name__} {name!r:.40}; pass "
+                f"str({name!r:.40}) or leave it out"
+            )
         self.id = next_stream_id()
         self.device = device
         self.name = name or f"stream{self.id}"

@@ -3,8 +3,7 @@ huge dispatches, and hostile names through save, load and the report.
 
 Each example runs as a case of the hostile sweep in a worker process (:mod:`.pool`), so a
 deadlock or a crash fails one example, within its time limit, instead of the test run.
-The properties that fail on today's code are ``xfail(strict=True)``, with what is wrong;
-they stop at their first failing example (no shrinking: each is a time limit long).
+Examples are not shrunk: each one is a time limit long.
 
 ``LUISA_NB_HYPOTHESIS_EXAMPLES=N`` runs ``N`` examples per test, drawn at random, instead of
 a fixed few (as in ``tests/runtime/test_random_programs.py``).
@@ -21,7 +20,6 @@ from hypothesis import strategies as st
 
 from .areas import kernels, streams, trace_files
 from .cases import Case, case
-from .known_failures import CALLBACK_WAITS, HUGE_DISPATCH, SCRIPT_STATES, SURROGATES
 from .outcomes import Outcome
 from .pool import WorkerPool
 from .values import NAME_FRAGMENTS
@@ -75,7 +73,6 @@ def test_callbacks_may_submit_query_and_synchronize_other_streams(pool: WorkerPo
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason=CALLBACK_WAITS)
 def test_a_callback_waiting_for_its_own_stream_gets_a_clean_error(pool: WorkerPool) -> None:
     @_settings(10, shrink=False)
     @given(backend=backends, call=st.sampled_from(streams.WAITS_IN_CALLBACKS))
@@ -113,7 +110,6 @@ def test_ctrl_c_stops_a_huge_dispatch_in_python_mode(pool: WorkerPool) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason=HUGE_DISPATCH)
 def test_ctrl_c_stops_a_huge_compiled_dispatch(pool: WorkerPool) -> None:
     @_settings(8, shrink=False)
     @given(backend=st.sampled_from(LOCAL_BACKENDS), dims=huge_dispatches, delay=delays)
@@ -153,7 +149,6 @@ def test_names_come_back_from_a_file_and_show_as_text(pool: WorkerPool) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason=SCRIPT_STATES)
 def test_names_that_open_a_comment_and_a_script_show_as_text(pool: WorkerPool) -> None:
     opener = st.sampled_from(["<!--<script>", "<!--<script ", "<!-- <SCRIPT/", "<!--<script\t"])
 
@@ -166,7 +161,6 @@ def test_names_that_open_a_comment_and_a_script_show_as_text(pool: WorkerPool) -
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason=SURROGATES)
 def test_names_with_lone_surrogates_show_as_text(pool: WorkerPool) -> None:
     surrogate = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
 

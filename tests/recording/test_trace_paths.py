@@ -96,6 +96,7 @@ SAVES = {
     "no-folder": (lambda folder, refuse: folder / "missing" / "t.lnbtrace",
                   TraceFileNotFoundError, FileNotFoundError, "create it"),
     "directory": (lambda folder, refuse: folder, TraceFileError, OSError, "a folder"),
+    "root": (lambda folder, refuse: "/", TraceFileError, OSError, "a folder"),
     "loop": (lambda folder, refuse: loop(folder) / "t.lnbtrace", TraceFileError, OSError,
              "form a loop"),
     "too-long": LOADS["too-long"],

@@ -125,3 +125,83 @@ def test_a_stream_argument_that_is_not_a_stream_is_a_type_error(device, call, st
         f"got {type(stream).__name__} {stream!r:.20}",
     )
     assert isinstance(error, TypeError)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "expected"),
+    [
+        (np.float32, None, "None (NoneType) is not a real number"),
+        (np.float32, "3", "'3' (str) is not a real number"),
+        (np.float32, True, "True (bool) is not a real number"),
+        (np.int32, 1.5, "1.5 (float) is not an integer"),
+        (np.uint32, 2.0, "2.0 (float) is not an integer"),
+        (np.bool_, 2, "2 (int) is not a bool"),
+    ],
+)
+def test_fill_refuses_a_value_numpy_would_change(dtype, value, expected):
+    """numpy turned None into NaN, '3' into 3.0, 1.5 into 1 and 2 into True."""
+    buffer = lnb.create_device("cpu").create_buffer(4, dtype, name="b")
+    error = _raises_before_anything_is_recorded(
+        errors.HostDtypeError, lambda: buffer.fill(value), "fill buffer#", expected
+    )
+    assert isinstance(error, TypeError)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        (np.int32, 2**40),
+        (np.uint32, -1),
+        (np.int32, np.int64(2**40)),
+        (np.float32, 1e39),
+    ],
+)
+def test_fill_refuses_a_value_that_does_not_fit(dtype, value):
+    buffer = lnb.create_device("cpu").create_buffer(4, dtype, name="b")
+    error = _raises_before_anything_is_recorded(
+        errors.HostValueRangeError,
+        lambda: buffer.fill(value),
+        "fill buffer#",
+        f"'b': {value!r} does not fit",
+        "pass a value in range",
+    )
+    assert isinstance(error, OverflowError)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [
+        (np.float32, 2),
+        (np.float32, 0.1),
+        (np.float32, np.float64("nan")),
+        (np.int32, -7),
+        (np.uint32, np.uint64(3)),
+        (np.bool_, True),
+        (np.float64, 1e39),
+    ],
+)
+def test_fill_keeps_the_values_that_fit(dtype, value):
+    buffer = lnb.create_device("cpu").create_buffer(4, dtype)
+    buffer.fill(value, sync=True)
+    np.testing.assert_array_equal(buffer.numpy(), np.full(4, value, dtype))
+
+
+@pytest.mark.parametrize("name", [3, b"s", ["s"]])
+def test_a_stream_name_must_be_text(name):
+    device = lnb.create_device("cpu")
+    error = _raises_before_anything_is_recorded(
+        errors.InvalidArgumentError,
+        lambda: device.create_stream(name),
+        "a stream's name is a str",
+        "leave it out",
+    )
+    assert isinstance(error, TypeError)
+
+
+@pytest.mark.parametrize("bounds", [(True, 4), (0, np.True_), (False, True)])
+def test_view_bounds_are_not_bools(bounds):
+    """Python counts True as 1; a bool as a bound is a mistake, as for sizes."""
+    buffer = lnb.create_device("cpu").create_buffer(8)
+    _raises_before_anything_is_recorded(
+        errors.ViewRangeError, lambda: buffer.view(*bounds), "view bounds must be integers"
+    )
