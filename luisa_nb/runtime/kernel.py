@@ -267,7 +267,9 @@ class Kernel:
                 return captured.device
         return default_device()
 
-    def dispatch_async(self, size: Any, *args: Any) -> DispatchCommand | IndirectDispatchCommand:
+    def dispatch_async(
+        self, size: Any = None, *args: Any
+    ) -> DispatchCommand | IndirectDispatchCommand:
         """A command that runs this kernel over ``size`` threads with ``args``; a ``size``
         that is an :class:`IndirectDispatchBuffer` runs its entries
         (:meth:`dispatch_indirect_async`). Unlike :meth:`dispatch`, it leaves arguments
@@ -382,7 +384,7 @@ class Kernel:
 
     def dispatch(
         self,
-        size: Any,
+        size: Any = None,
         *args: Any,
         stream: Stream | None = None,
         sync: bool = False,

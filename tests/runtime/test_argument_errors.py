@@ -103,6 +103,17 @@ def test_a_kernel_called_without_a_dispatch_size_is_a_type_error(device, size):
     assert isinstance(error, TypeError)
 
 
+@pytest.mark.parametrize("dispatch", ["dispatch", "dispatch_async"])
+def test_a_dispatch_without_a_size_is_a_type_error(dispatch):
+    error = _raises_before_anything_is_recorded(
+        errors.KernelArgumentError,
+        getattr(_write_ones, dispatch),
+        "kernel '_write_ones': dispatch size must be an int or a tuple",
+        "got None",
+    )
+    assert isinstance(error, TypeError)
+
+
 STREAM_CALLS = {
     "copy_from": lambda buffer, stream: buffer.copy_from(np.ones(8, np.float32), stream=stream),
     "copy_to": lambda buffer, stream: buffer.copy_to(np.ones(8, np.float32), stream=stream),

@@ -20,7 +20,8 @@ from ..oracles import expect, expect_equal_arrays, expect_error, expecting
 from ..values import spelled
 
 FROM_LISTS = (
-    ([1, 2, 3], "ok"), ([1.5, 2, -3], "ok"), ([True, False], "ok"), ([math.nan, 1.0], "ok"),
+    ([1, 2, 3], "ok"), ([1.5, 2.0, -3.0], "ok"), ([1.5, 2, -3], "error"), ([True, False], "ok"),
+    ([math.nan, 1.0], "ok"),
     ([-(2**31), 2**31 - 1], "ok"), ([2**40, 1], "error"), ([1, 2.5, 3.7], "error"),
     ([2**31], "error"), ([1, 2**63], "error"), ([True, 2], "error"), ([], "error"),
     ([None], "error"), (["a"], "error"), ([1, "a"], "error"), ([[1, 2], [3]], "error"),
@@ -245,12 +246,12 @@ def _image_expectation(width: int, height: int, channels: int) -> str:
 
 
 def _from_list_exact(values: list) -> str:
-    """``"ok"`` when every value is a value of the first one's type (bool, int32, or a
-    number that float32 holds, rounded)."""
+    """``"ok"`` when every value is a value of the first one's type, as luisa-python asks
+    (bool, int32, or a float that float32 holds, rounded)."""
     first = values[0]
     if isinstance(first, bool):
         return "ok" if all(isinstance(v, bool) for v in values) else "error"
     if isinstance(first, int):
         exact = all(type(v) is int and -(2**31) <= v < 2**31 for v in values)
         return "ok" if exact else "error"
-    return "ok" if all(abs(v) < 3e38 for v in values) else "error"
+    return "ok" if all(type(v) is float and abs(v) < 3e38 for v in values) else "error"
