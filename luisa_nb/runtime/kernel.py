@@ -335,12 +335,13 @@ class Kernel:
         count = len(args)
         if count != len(references):  # never empty: a call without arguments isn't kept
             return None
+        # A reference to a buffer that is gone gives None, which an argument of None is.
         if count == 1:  # the common case, without the loop (which costs ~150 ns more)
-            if references[0]() is not args[0]:
+            if references[0]() is not args[0] or args[0] is None:
                 return None
         else:
             for reference, argument in zip(references, args):  # noqa: B905 (equal lengths)
-                if reference() is not argument:
+                if reference() is not argument or argument is None:
                     return None
         definition = self._definition
         if (latest.state or definition.captured_heaps) and (

@@ -18,6 +18,8 @@ from html.parser import HTMLParser
 from .oracles import expect, fail
 
 _DELIMITERS = "\t\n\f\r />"
+_QUOTED_VALUE = re.compile(r"""=\s*("[^"]*"|'[^']*')""")
+_START_TAG = re.compile(r"<[a-zA-Z][^<>]*>")
 _RAW_TEXT_START = re.compile(r"<(script|style|title|textarea)(?=[\t\n\f\r />])", re.IGNORECASE)
 
 
@@ -144,9 +146,9 @@ def _strings(value: object) -> list[str]:
 
 def check_markup(page: str, name: str, where: str) -> tuple[str, list[str]]:
     """Check that ``page`` keeps ``name`` out of its markup: every script ends where its
-    writer meant it to (no ``</script`` inside one), JSON scripts parse, and the name is
-    never written unescaped outside scripts. Returns the page's text and the strings of
-    its JSON scripts."""
+    writer meant it to (no ``</script`` inside one), JSON scripts parse, the name's ``<``,
+    ``>`` and ``&`` are never written unescaped outside scripts, and its quotes end no
+    attribute value early. Returns the page's text and the strings of its JSON scripts."""
     elements, markup = split_page(page)
     data: list[str] = []
     for script in (element for element in elements if element.name == "script"):
@@ -160,8 +162,15 @@ def check_markup(page: str, name: str, where: str) -> tuple[str, list[str]]:
                 data += _strings(json.loads(script.content))
             except ValueError as error:
                 fail(f"{where}: a JSON script does not parse ({error})")
-    if set(name) & set("<>&\"'"):
-        expect(name not in markup, f"{where}: the name {name[:40]!r} is written as markup")
+    outside_values = _QUOTED_VALUE.sub("=", markup)
+    if set(name) & set("<>&"):
+        expect(name not in outside_values, f"{where}: the name {name[:40]!r} is written as markup")
+    for tag in _START_TAG.finditer(outside_values):
+        expect(
+            not set(tag.group()) & set("\"'"),
+            f"{where}: with the name {name[:40]!r} in the page, the attributes of "
+            f"{tag.group()[:60]!r} are broken",
+        )
     return visible_text(markup), data
 
 

@@ -3,6 +3,9 @@ what was wrong and what to do, and happens before anything is recorded or submit
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -215,4 +218,26 @@ def test_view_bounds_are_not_bools(bounds):
     buffer = lnb.create_device("cpu").create_buffer(8)
     _raises_before_anything_is_recorded(
         errors.ViewRangeError, lambda: buffer.view(*bounds), "view bounds must be integers"
+    )
+
+
+def test_none_in_place_of_a_buffer_that_is_gone_is_a_kernel_error():
+    """The kernel remembers its latest buffers weakly; a reference to one that is gone
+    gives None, which must not pass for an argument of None."""
+    device = lnb.create_device("cpu")
+
+    def dispatch_on_a_buffer_of_its_own() -> weakref.ref:
+        buffer = device.create_buffer(8, np.float32)
+        _write_ones(buffer, dispatch_size=8)
+        device.synchronize()
+        return weakref.ref(buffer)
+
+    gone = dispatch_on_a_buffer_of_its_own()
+    gc.collect()  # the buffer may be in a reference cycle
+    assert gone() is None
+    _raises_before_anything_is_recorded(
+        errors.KernelArgumentError,
+        lambda: _write_ones(None, dispatch_size=8),
+        "kernel arguments must be buffers",
+        "got NoneType None",
     )
