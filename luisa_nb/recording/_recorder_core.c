@@ -121,11 +121,21 @@ static PyObject *read_attribute(Attribute *attribute, PyObject *object)
 
 /* -- Log ---------------------------------------------------------------------------- */
 
+/* A log's rows lie in blocks of at most BLOCK_BYTES (of one row, where a row is larger),
+ * each allocated once and never moved: a log grows without copying its rows, and leaves
+ * no freed memory behind, which the process would keep (doubled by realloc, the logs of a
+ * long loop left about half as much again in holes). A block holds a power of two rows,
+ * so finding a row takes a shift and a mask. */
+#define BLOCK_BYTES (64 * 1024)
+
 typedef struct {
     PyObject_HEAD
-    int64_t *values;
+    int64_t **blocks;
+    Py_ssize_t block_count; /* blocks allocated */
+    Py_ssize_t block_slots; /* room in `blocks` */
+    int block_shift;        /* a block holds 1 << block_shift rows */
+    Py_ssize_t block_rows;  /* 1 << block_shift */
     Py_ssize_t rows;
-    Py_ssize_t capacity; /* in rows */
     Py_ssize_t width;
 } LogObject;
 
@@ -133,49 +143,72 @@ static PyTypeObject LogType;
 
 static void log_init(LogObject *log, Py_ssize_t width)
 {
-    log->values = NULL;
-    log->rows = log->capacity = 0;
+    log->blocks = NULL;
+    log->block_count = log->block_slots = log->rows = 0;
     log->width = width;
+    log->block_shift = 0;
+    while (((Py_ssize_t)2 << log->block_shift) * width * (Py_ssize_t)sizeof(int64_t) <= BLOCK_BYTES)
+        log->block_shift++;
+    log->block_rows = (Py_ssize_t)1 << log->block_shift;
 }
 
 /* The values of row `row`, which has room. */
 static inline int64_t *log_row_values(LogObject *log, Py_ssize_t row)
 {
-    return log->values + row * log->width;
+    return log->blocks[row >> log->block_shift] + (row & (log->block_rows - 1)) * log->width;
 }
 
 /* Room for `count` more rows; runs no Python code. */
 static int log_reserve(LogObject *log, Py_ssize_t count)
 {
-    if (log->rows + count <= log->capacity)
+    if (count <= (log->block_count << log->block_shift) - log->rows)
         return 0;
-    Py_ssize_t capacity = log->capacity ? log->capacity : 1024;
-    while (capacity < log->rows + count) {
-        if (capacity > PY_SSIZE_T_MAX / 2 / log->width / (Py_ssize_t)sizeof(int64_t)) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        capacity *= 2;
-    }
-    int64_t *values = PyMem_Realloc(log->values, (size_t)(capacity * log->width) * sizeof(int64_t));
-    if (values == NULL) {
+    if (count > PY_SSIZE_T_MAX - log->block_rows - log->rows) {
         PyErr_NoMemory();
         return -1;
     }
-    log->values = values;
-    log->capacity = capacity;
+    Py_ssize_t needed = (log->rows + count + log->block_rows - 1) >> log->block_shift;
+    if (needed > log->block_slots) {
+        Py_ssize_t slots = log->block_slots ? log->block_slots : 16;
+        while (slots < needed) {
+            if (slots > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(int64_t *)) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            slots *= 2;
+        }
+        int64_t **blocks = PyMem_Realloc(log->blocks, (size_t)slots * sizeof(int64_t *));
+        if (blocks == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        log->blocks = blocks;
+        log->block_slots = slots;
+    }
+    while (log->block_count < needed) {
+        int64_t *block = PyMem_Malloc((size_t)(log->block_rows * log->width) * sizeof(int64_t));
+        if (block == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        log->blocks[log->block_count++] = block;
+    }
     return 0;
 }
 
 /* Append `count` rows given one after another in `values`; runs no Python code. */
 static int log_extend(LogObject *log, const int64_t *values, Py_ssize_t count)
 {
-    if (count == 0)
-        return 0;
     if (log_reserve(log, count) < 0)
         return -1;
-    memcpy(log_row_values(log, log->rows), values, (size_t)(count * log->width) * sizeof(int64_t));
-    log->rows += count;
+    while (count > 0) {
+        Py_ssize_t room = log->block_rows - (log->rows & (log->block_rows - 1));
+        Py_ssize_t rows = count < room ? count : room;
+        memcpy(log_row_values(log, log->rows), values, (size_t)(rows * log->width) * sizeof(int64_t));
+        log->rows += rows;
+        values += rows * log->width;
+        count -= rows;
+    }
     return 0;
 }
 
@@ -187,8 +220,13 @@ static int log_append(LogObject *log, const int64_t *row)
 /* Copy rows [start, stop) one after another into `out`. */
 static void log_copy_rows(LogObject *log, Py_ssize_t start, Py_ssize_t stop, int64_t *out)
 {
-    if (start < stop)
-        memcpy(out, log_row_values(log, start), (size_t)((stop - start) * log->width) * sizeof(int64_t));
+    while (start < stop) {
+        Py_ssize_t room = log->block_rows - (start & (log->block_rows - 1));
+        Py_ssize_t rows = stop - start < room ? stop - start : room;
+        memcpy(out, log_row_values(log, start), (size_t)(rows * log->width) * sizeof(int64_t));
+        out += rows * log->width;
+        start += rows;
+    }
 }
 
 static PyObject *log_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -217,7 +255,9 @@ static LogObject *make_log(Py_ssize_t width)
 
 static void log_dealloc(LogObject *log)
 {
-    PyMem_Free(log->values);
+    for (Py_ssize_t block = 0; block < log->block_count; block++)
+        PyMem_Free(log->blocks[block]);
+    PyMem_Free(log->blocks);
     Py_TYPE(log)->tp_free((PyObject *)log);
 }
 
