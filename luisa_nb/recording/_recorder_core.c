@@ -212,9 +212,14 @@ static int log_extend(LogObject *log, const int64_t *values, Py_ssize_t count)
     return 0;
 }
 
+/* Append one row (the hooks' case, without log_extend's loop); runs no Python code. */
 static int log_append(LogObject *log, const int64_t *row)
 {
-    return log_extend(log, row, 1);
+    if (log->rows == log->block_count << log->block_shift && log_reserve(log, 1) < 0)
+        return -1;
+    memcpy(log_row_values(log, log->rows), row, (size_t)log->width * sizeof(int64_t));
+    log->rows++;
+    return 0;
 }
 
 /* Copy rows [start, stop) one after another into `out`. */
