@@ -21,6 +21,8 @@
 
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
 #define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
+#define RUN_WIDTH 2        /* first step, steps */
+#define TICK_WIDTH 2       /* run, time */
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
@@ -29,7 +31,7 @@
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
 static PyObject *str_device, *str_trace_fields, *str_first_submission_of, *str_describe,
-    *str_note_array, *str_capture_method;
+    *str_note_array, *str_capture_method, *str_run_failed, *str_run_ended, *str_run_spans;
 static PyTypeObject *upload_type, *download_type, *dispatch_type; /* set_command_types */
 
 /* time.perf_counter_ns(), without making an int object */
@@ -119,46 +121,117 @@ static PyObject *read_attribute(Attribute *attribute, PyObject *object)
 
 /* -- Log ---------------------------------------------------------------------------- */
 
+/* A log's rows lie in blocks of at most BLOCK_BYTES (of one row, where a row is larger),
+ * each allocated once and never moved: a log grows without copying its rows, and leaves
+ * no freed memory behind, which the process would keep (doubled by realloc, the logs of a
+ * long loop left about half as much again in holes). A block holds a power of two rows,
+ * so finding a row takes a shift and a mask. */
+#define BLOCK_BYTES (64 * 1024)
+
 typedef struct {
     PyObject_HEAD
-    int64_t *values;
+    int64_t **blocks;
+    Py_ssize_t block_count; /* blocks allocated */
+    Py_ssize_t block_slots; /* room in `blocks` */
+    int block_shift;        /* a block holds 1 << block_shift rows */
+    Py_ssize_t block_rows;  /* 1 << block_shift */
     Py_ssize_t rows;
-    Py_ssize_t capacity; /* in rows */
     Py_ssize_t width;
 } LogObject;
 
 static PyTypeObject LogType;
 
+static void log_init(LogObject *log, Py_ssize_t width)
+{
+    log->blocks = NULL;
+    log->block_count = log->block_slots = log->rows = 0;
+    log->width = width;
+    log->block_shift = 0;
+    while (((Py_ssize_t)2 << log->block_shift) * width * (Py_ssize_t)sizeof(int64_t) <= BLOCK_BYTES)
+        log->block_shift++;
+    log->block_rows = (Py_ssize_t)1 << log->block_shift;
+}
+
+/* The values of row `row`, which has room. */
+static inline int64_t *log_row_values(LogObject *log, Py_ssize_t row)
+{
+    return log->blocks[row >> log->block_shift] + (row & (log->block_rows - 1)) * log->width;
+}
+
 /* Room for `count` more rows; runs no Python code. */
 static int log_reserve(LogObject *log, Py_ssize_t count)
 {
-    if (log->rows + count <= log->capacity)
+    if (count <= (log->block_count << log->block_shift) - log->rows)
         return 0;
-    Py_ssize_t capacity = log->capacity ? log->capacity : 1024;
-    while (capacity < log->rows + count) {
-        if (capacity > PY_SSIZE_T_MAX / 2 / log->width / (Py_ssize_t)sizeof(int64_t)) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        capacity *= 2;
-    }
-    int64_t *values = PyMem_Realloc(log->values, (size_t)(capacity * log->width) * sizeof(int64_t));
-    if (values == NULL) {
+    if (count > PY_SSIZE_T_MAX - log->block_rows - log->rows) {
         PyErr_NoMemory();
         return -1;
     }
-    log->values = values;
-    log->capacity = capacity;
+    Py_ssize_t needed = (log->rows + count + log->block_rows - 1) >> log->block_shift;
+    if (needed > log->block_slots) {
+        Py_ssize_t slots = log->block_slots ? log->block_slots : 16;
+        while (slots < needed) {
+            if (slots > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(int64_t *)) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            slots *= 2;
+        }
+        int64_t **blocks = PyMem_Realloc(log->blocks, (size_t)slots * sizeof(int64_t *));
+        if (blocks == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        log->blocks = blocks;
+        log->block_slots = slots;
+    }
+    while (log->block_count < needed) {
+        int64_t *block = PyMem_Malloc((size_t)(log->block_rows * log->width) * sizeof(int64_t));
+        if (block == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        log->blocks[log->block_count++] = block;
+    }
     return 0;
 }
 
+/* Append `count` rows given one after another in `values`; runs no Python code. */
+static int log_extend(LogObject *log, const int64_t *values, Py_ssize_t count)
+{
+    if (log_reserve(log, count) < 0)
+        return -1;
+    while (count > 0) {
+        Py_ssize_t room = log->block_rows - (log->rows & (log->block_rows - 1));
+        Py_ssize_t rows = count < room ? count : room;
+        memcpy(log_row_values(log, log->rows), values, (size_t)(rows * log->width) * sizeof(int64_t));
+        log->rows += rows;
+        values += rows * log->width;
+        count -= rows;
+    }
+    return 0;
+}
+
+/* Append one row (the hooks' case, without log_extend's loop); runs no Python code. */
 static int log_append(LogObject *log, const int64_t *row)
 {
-    if (log_reserve(log, 1) < 0)
+    if (log->rows == log->block_count << log->block_shift && log_reserve(log, 1) < 0)
         return -1;
-    memcpy(log->values + log->rows * log->width, row, (size_t)log->width * sizeof(int64_t));
+    memcpy(log_row_values(log, log->rows), row, (size_t)log->width * sizeof(int64_t));
     log->rows++;
     return 0;
+}
+
+/* Copy rows [start, stop) one after another into `out`. */
+static void log_copy_rows(LogObject *log, Py_ssize_t start, Py_ssize_t stop, int64_t *out)
+{
+    while (start < stop) {
+        Py_ssize_t room = log->block_rows - (start & (log->block_rows - 1));
+        Py_ssize_t rows = stop - start < room ? stop - start : room;
+        memcpy(out, log_row_values(log, start), (size_t)(rows * log->width) * sizeof(int64_t));
+        out += rows * log->width;
+        start += rows;
+    }
 }
 
 static PyObject *log_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -173,24 +246,23 @@ static PyObject *log_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     LogObject *log = (LogObject *)type->tp_alloc(type, 0);
     if (log != NULL)
-        log->width = width;
+        log_init(log, width);
     return (PyObject *)log;
 }
 
 static LogObject *make_log(Py_ssize_t width)
 {
     LogObject *log = PyObject_New(LogObject, &LogType);
-    if (log != NULL) {
-        log->values = NULL;
-        log->rows = log->capacity = 0;
-        log->width = width;
-    }
+    if (log != NULL)
+        log_init(log, width);
     return log;
 }
 
 static void log_dealloc(LogObject *log)
 {
-    PyMem_Free(log->values);
+    for (Py_ssize_t block = 0; block < log->block_count; block++)
+        PyMem_Free(log->blocks[block]);
+    PyMem_Free(log->blocks);
     Py_TYPE(log)->tp_free((PyObject *)log);
 }
 
@@ -246,8 +318,11 @@ static PyObject *log_tobytes(LogObject *log, PyObject *const *args, Py_ssize_t n
         return NULL;
     if (start < 0 || start > log->rows)
         start = start < 0 ? 0 : log->rows;
-    return PyBytes_FromStringAndSize((const char *)(log->values + start * log->width),
-                                     (log->rows - start) * log->width * (Py_ssize_t)sizeof(int64_t));
+    PyObject *data = PyBytes_FromStringAndSize(
+        NULL, (log->rows - start) * log->width * (Py_ssize_t)sizeof(int64_t));
+    if (data != NULL)
+        log_copy_rows(log, start, log->rows, (int64_t *)PyBytes_AS_STRING(data));
+    return data;
 }
 
 /* tick(): append the clock (a log of one value per row) */
@@ -276,9 +351,8 @@ static PyObject *log_frombytes(LogObject *log, PyObject *data)
         PyErr_Format(PyExc_ValueError, "%zd bytes are not whole rows of %zd bytes", view.len,
                      row_bytes);
         failed = 1;
-    } else if (rows && !(failed = log_reserve(log, rows) < 0)) {
-        memcpy(log->values + log->rows * log->width, view.buf, (size_t)view.len);
-        log->rows += rows;
+    } else {
+        failed = log_extend(log, (const int64_t *)view.buf, rows) < 0;
     }
     PyBuffer_Release(&view);
     if (failed)
@@ -299,7 +373,7 @@ static PyObject *log_row(LogObject *log, PyObject *index_object)
     }
     PyObject *row = PyTuple_New(log->width);
     for (Py_ssize_t i = 0; row != NULL && i < log->width; i++) {
-        PyObject *value = PyLong_FromLongLong(log->values[index * log->width + i]);
+        PyObject *value = PyLong_FromLongLong(log_row_values(log, index)[i]);
         if (value == NULL) {
             Py_CLEAR(row);
             break;
@@ -313,7 +387,7 @@ static PyObject *log_row(LogObject *log, PyObject *index_object)
 static Py_ssize_t log_last_where(LogObject *log, Py_ssize_t column, int64_t value, Py_ssize_t stop)
 {
     for (Py_ssize_t index = log->rows - 1; index >= stop && index >= 0; index--)
-        if (log->values[index * log->width + column] == value)
+        if (log_row_values(log, index)[column] == value)
             return index;
     return -1;
 }
@@ -335,6 +409,29 @@ static PyObject *log_last_row_where(LogObject *log, PyObject *const *args, Py_ss
     return PyLong_FromSsize_t(log_last_where(log, column, value, stop));
 }
 
+/* column(index, stop): column `index` of rows [0, stop), as a new int64 array */
+static PyObject *log_column(LogObject *log, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t column, stop;
+    if (wrong_arguments(nargs, 2, "column(index, stop)"))
+        return NULL;
+    if (((column = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()) ||
+        ((stop = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()))
+        return NULL;
+    if (column < 0 || column >= log->width) {
+        PyErr_SetString(PyExc_IndexError, "log column out of range");
+        return NULL;
+    }
+    npy_intp length = stop < 0 ? 0 : stop > log->rows ? log->rows : stop;
+    PyObject *values = PyArray_SimpleNew(1, &length, NPY_INT64);
+    if (values == NULL)
+        return NULL;
+    int64_t *out = PyArray_DATA((PyArrayObject *)values);
+    for (npy_intp row = 0; row < length; row++)
+        out[row] = log_row_values(log, row)[column];
+    return values;
+}
+
 static PyObject *log_get_width(LogObject *log, void *closure)
 {
     return PyLong_FromSsize_t(log->width);
@@ -350,6 +447,8 @@ static PyMethodDef log_methods[] = {
      "tick(): append the clock (time.perf_counter_ns) to a log of one value per row."},
     {"frombytes", (PyCFunction)log_frombytes, METH_O,
      "frombytes(data): append rows given as native int64 values."},
+    {"column", (PyCFunction)(void (*)(void))log_column, METH_FASTCALL,
+     "column(index, stop): column `index` of rows [0, stop), as a new int64 array."},
     {"last_row_where", (PyCFunction)(void (*)(void))log_last_row_where, METH_FASTCALL,
      "last_row_where(column, value, stop): the index of the last row from `stop` on whose "
      "`column` holds `value`, or -1."},
@@ -377,6 +476,9 @@ typedef struct {
     PyObject_HEAD
     LogObject *submissions;
     LogObject *accesses;
+    LogObject *steps;         /* the step ids of every run, run after run */
+    LogObject *runs;          /* a row per run: its first row in `steps`, its steps */
+    LogObject *ticks;         /* a row per tick of a run's worker: run, time */
     PyObject *described_at;   /* dict: id(trace fields) -> position */
     PyObject *policies;       /* dict: stream id -> staging policy */
     PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
@@ -399,13 +501,16 @@ static PyObject *core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     core->submissions = make_log(SUBMISSION_WIDTH);
     core->accesses = make_log(ACCESS_WIDTH);
+    core->steps = make_log(1);
+    core->runs = make_log(RUN_WIDTH);
+    core->ticks = make_log(TICK_WIDTH);
     core->described_at = PyDict_New();
     core->policies = PyDict_New();
     core->array_names = PyDict_New();
     core->captured = PyDict_New();
     core->last_stream = INT64_MIN;
-    if (!core->submissions || !core->accesses || !core->described_at ||
-        !core->policies || !core->array_names || !core->captured) {
+    if (!core->submissions || !core->accesses || !core->steps || !core->runs || !core->ticks ||
+        !core->described_at || !core->policies || !core->array_names || !core->captured) {
         Py_DECREF(core);
         return NULL;
     }
@@ -444,6 +549,9 @@ static void core_dealloc(CoreObject *core)
     core_clear(core);
     Py_CLEAR(core->submissions);
     Py_CLEAR(core->accesses);
+    Py_CLEAR(core->steps);
+    Py_CLEAR(core->runs);
+    Py_CLEAR(core->ticks);
     Py_TYPE(core)->tp_free((PyObject *)core);
 }
 
@@ -920,25 +1028,185 @@ static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssi
                          core->submissions->rows);
 }
 
-/* ids_of(steps): a log of one value per row holding each step's id, in order */
-static PyObject *core_ids_of(CoreObject *core, PyObject *steps)
+/* -- RunLog: the timer of one run ------------------------------------------------------ */
+
+/* What a run's worker reports: each tick goes to the core's `ticks` log as a row (run,
+ * time), so a run leaves no object behind; its rare events (a failure, an early end,
+ * device spans) go to the recorder's Python methods. A run's `times` is the run itself. */
+typedef struct {
+    PyObject_HEAD
+    CoreObject *core;
+    int64_t run;
+} RunLogObject;
+
+static PyTypeObject RunLogType;
+
+static PyObject *run_tick_at_time(RunLogObject *run, int64_t time)
+{
+    int64_t row[TICK_WIDTH] = {run->run, time};
+    if (log_append(run->core->ticks, row) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* tick(): a tick now */
+static PyObject *run_tick(RunLogObject *run, PyObject *unused)
+{
+    return run_tick_at_time(run, clock_now());
+}
+
+/* append(time): a tick at a moment measured elsewhere (also tick_at) */
+static PyObject *run_append(RunLogObject *run, PyObject *time_object)
+{
+    int64_t time;
+    if (as_int64(time_object, &time) < 0)
+        return NULL;
+    return run_tick_at_time(run, time);
+}
+
+/* frombytes(data): ticks at the native int64 times of `data` */
+static PyObject *run_frombytes(RunLogObject *run, PyObject *data)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t count = view.len / (Py_ssize_t)sizeof(int64_t);
+    LogObject *ticks = run->core->ticks;
+    int failed = 0;
+    if (view.len % (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes are not whole int64 values", view.len);
+        failed = 1;
+    } else if (!(failed = log_reserve(ticks, count) < 0)) {
+        int64_t row[TICK_WIDTH] = {run->run, 0};
+        for (Py_ssize_t i = 0; i < count; i++) {
+            memcpy(&row[1], (const int64_t *)view.buf + i, sizeof(int64_t));
+            log_append(ticks, row); /* room reserved: cannot fail */
+        }
+    }
+    PyBuffer_Release(&view);
+    if (failed)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* core.<method>(run, *arguments): the recorder notes a run's failure, end or spans */
+static PyObject *tell_core(RunLogObject *run, PyObject *method, PyObject *first, PyObject *second,
+                           PyObject *third)
+{
+    PyObject *number = PyLong_FromLongLong(run->run);
+    if (number == NULL)
+        return NULL;
+    PyObject *result = PyObject_CallMethodObjArgs((PyObject *)run->core, method, number, first,
+                                                  second, third, NULL);
+    Py_DECREF(number);
+    return result;
+}
+
+/* failed(position, status, error) */
+static PyObject *run_failed(RunLogObject *run, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 3, "failed(position, status, error)"))
+        return NULL;
+    return tell_core(run, str_run_failed, args[0], args[1], args[2]);
+}
+
+/* end_at(count) */
+static PyObject *run_end_at(RunLogObject *run, PyObject *count)
+{
+    return tell_core(run, str_run_ended, count, NULL, NULL);
+}
+
+/* spans(spans): kept where there are any */
+static PyObject *run_spans(RunLogObject *run, PyObject *spans)
+{
+    int any = PyObject_IsTrue(spans);
+    if (any < 0)
+        return NULL;
+    if (!any)
+        Py_RETURN_NONE;
+    return tell_core(run, str_run_spans, spans, NULL, NULL);
+}
+
+static PyObject *run_get_times(RunLogObject *run, void *closure)
+{
+    Py_INCREF(run);
+    return (PyObject *)run;
+}
+
+static void run_dealloc(RunLogObject *run)
+{
+    Py_XDECREF(run->core);
+    Py_TYPE(run)->tp_free((PyObject *)run);
+}
+
+static PyMethodDef run_methods[] = {
+    {"tick", (PyCFunction)run_tick, METH_NOARGS, "tick(): a tick now (time.perf_counter_ns)."},
+    {"append", (PyCFunction)run_append, METH_O, "append(time): a tick at `time`."},
+    {"tick_at", (PyCFunction)run_append, METH_O,
+     "tick_at(time): a tick at a moment measured elsewhere."},
+    {"frombytes", (PyCFunction)run_frombytes, METH_O,
+     "frombytes(data): ticks at times given as native int64 values."},
+    {"failed", (PyCFunction)(void (*)(void))run_failed, METH_FASTCALL,
+     "failed(position, status, error): the step at `position` failed."},
+    {"end_at", (PyCFunction)run_end_at, METH_O,
+     "end_at(count): the run ended after its first `count` steps."},
+    {"spans", (PyCFunction)run_spans, METH_O, "spans(spans): (position, DeviceSpan) pairs."},
+    {NULL}};
+
+static PyMemberDef run_members[] = {
+    {"run", T_LONGLONG, offsetof(RunLogObject, run), READONLY, "the run's row in `runs`"},
+    {NULL}};
+
+static PyGetSetDef run_getset[] = {
+    {"times", (getter)run_get_times, NULL, "where the worker ticks: the run itself"}, {NULL}};
+
+static PyTypeObject RunLogType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.RunLog",
+    .tp_doc = "The timer of one traced run: appends its ticks to its recorder's logs.",
+    .tp_basicsize = sizeof(RunLogObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)run_dealloc,
+    .tp_methods = run_methods,
+    .tp_members = run_members,
+    .tp_getset = run_getset,
+};
+
+/* run_timer(steps): a RunLog for a run of `steps`, whose ids go to `steps` and whose row
+ * (first step, steps) to `runs` */
+static PyObject *core_run_timer(CoreObject *core, PyObject *steps)
 {
     /* a tuple (a list's copy): reading an id may run Python code, which may change a list */
     PyObject *items = PySequence_Tuple(steps);
     if (items == NULL)
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(items);
-    LogObject *log = make_log(1);
-    if (log != NULL && log_reserve(log, count) < 0)
-        Py_CLEAR(log);
-    for (Py_ssize_t i = 0; log != NULL && i < count; i++) {
-        if (attribute_int64(PyTuple_GET_ITEM(items, i), &attribute_id, &log->values[i]) < 0)
-            Py_CLEAR(log);
-        else
-            log->rows = i + 1;
+    int64_t one, *ids = count > 1 ? PyMem_Malloc((size_t)count * sizeof(int64_t)) : &one;
+    RunLogObject *run = NULL;
+    if (ids == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (attribute_int64(PyTuple_GET_ITEM(items, i), &attribute_id, &ids[i]) < 0)
+            goto done;
+    if ((run = PyObject_New(RunLogObject, &RunLogType)) == NULL)
+        goto done;
+    Py_INCREF(core);
+    run->core = core;
+    /* no Python code from here to the last append: the run's number, row and ids agree */
+    if (log_reserve(core->steps, count) < 0 || log_reserve(core->runs, 1) < 0) {
+        Py_CLEAR(run);
+        goto done;
+    }
+    int64_t row[RUN_WIDTH] = {core->steps->rows, count};
+    run->run = core->runs->rows;
+    log_append(core->runs, row);
+    log_extend(core->steps, ids, count);
+done:
+    if (ids != &one)
+        PyMem_Free(ids);
     Py_DECREF(items);
-    return (PyObject *)log;
+    return (PyObject *)run;
 }
 
 static PyMethodDef core_methods[] = {
@@ -948,7 +1216,7 @@ static PyMethodDef core_methods[] = {
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))core_upload_enqueued, METH_FASTCALL, NULL},
     {"stamp_sync", (PyCFunction)(void (*)(void))core_stamp_sync, METH_FASTCALL, NULL},
-    {"ids_of", (PyCFunction)core_ids_of, METH_O, NULL},
+    {"run_timer", (PyCFunction)core_run_timer, METH_O, NULL},
     {NULL}};
 
 #define CORE_MEMBER(name, field)                                                                   \
@@ -957,6 +1225,9 @@ static PyMethodDef core_methods[] = {
 static PyMemberDef core_members[] = {
     CORE_MEMBER("submissions", submissions),
     CORE_MEMBER("accesses", accesses),
+    CORE_MEMBER("steps", steps),
+    CORE_MEMBER("runs", runs),
+    CORE_MEMBER("ticks", ticks),
     CORE_MEMBER("_described_at", described_at),
     CORE_MEMBER("_policies", policies),
     CORE_MEMBER("_array_names", array_names),
@@ -1050,6 +1321,8 @@ PyMODINIT_FUNC PyInit__recorder_core(void)
         intern(&str_first_submission_of, "_first_submission_of") < 0 ||
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
         intern(&str_capture_method, "_capture") < 0 ||
+        intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
+        intern(&str_run_spans, "_run_spans") < 0 ||
         intern(&attribute_target.name, "target") < 0 ||
         intern(&attribute_source.name, "source") < 0 ||
         intern(&attribute_host.name, "host") < 0 ||
@@ -1067,15 +1340,19 @@ PyMODINIT_FUNC PyInit__recorder_core(void)
         return NULL;
     digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
     Py_DECREF(xxhash);
-    if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&CoreType) < 0)
+    if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&CoreType) < 0 ||
+        PyType_Ready(&RunLogType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Log", (PyObject *)&LogType) < 0 ||
         PyModule_AddObjectRef(m, "RecorderCore", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(m, "RunLog", (PyObject *)&RunLogType) < 0 ||
         PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "RUN_WIDTH", RUN_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "CAPTURE_FIELD", CAPTURE_FIELD) < 0) {
         Py_DECREF(m);
         return NULL;

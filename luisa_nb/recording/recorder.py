@@ -4,10 +4,11 @@ The runtime always reports to :func:`active_recorder`. With no trace active that
 :data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
 hook and takes the same locks, in the same order, as a traced one.
 
-A :class:`TraceRecorder` appends what it hears to logs: rows of numbers per command and
-per host read or write, whose hooks run in C where that was built
-(:mod:`luisa_nb.recording.recorder_core`), a :class:`RunLog` per run and a record per sync
-point; :mod:`luisa_nb.recording.table` turns the logs into columns when the trace is read.
+A :class:`TraceRecorder` appends what it hears to logs of numbers: rows per command, per
+host read or write, per run and per tick of its worker, whose hooks run in C where that
+was built (:mod:`luisa_nb.recording.recorder_core`), and rows per sync point; no Python
+object is kept per command, run or sync point. :mod:`luisa_nb.recording.table` turns the
+logs into columns and records when the trace is read.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import weakref
 from array import array
 from collections.abc import Callable, Mapping, Sequence
 from types import CodeType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -36,11 +37,14 @@ from luisa_nb.recording.naming import (
     user_frame,
 )
 from luisa_nb.recording.recorder_core import (
+    ACCESS_COLUMNS,
+    RUN_COLUMNS,
     SEQ_COLUMN,
+    SUBMISSION_COLUMNS,
+    TICK_COLUMNS,
+    LogSnapshot,
     PythonRecorderCore,
     RecorderCore,
-    digests_of,
-    rows_of,
 )
 from luisa_nb.recording.records import (
     BufferInfo,
@@ -54,7 +58,6 @@ from luisa_nb.recording.records import (
     Status,
     StreamInfo,
     SyncKind,
-    SyncRecord,
     value_layout,
 )
 
@@ -72,6 +75,19 @@ TraceFields = tuple[CommandKind, str, tuple[DeviceRange, ...], HostRange | None,
 HOST_FIELD = DESCRIBED.index("host")
 CAPTURE_FIELD = DESCRIBED.index("enqueue_capture")
 
+MISSING = -1
+"""A log's value for "none" (a sync point without a stream, an event, ...)."""
+SYNC_KINDS = tuple(SyncKind)
+STATUSES = tuple(Status)
+SYNC_COLUMNS = ("id", "seq", "kind", "stream", "event", "covers", "issued")
+"""A row of a recorder's ``syncs``: a sync point as it was issued (``kind`` by its position
+in :data:`SYNC_KINDS`)."""
+COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
+"""A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
+by its position in :data:`STATUSES`, ``error`` by its position in ``sync_errors``."""
+_SYNC_KIND_CODES = {kind: code for code, kind in enumerate(SYNC_KINDS)}
+_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+
 
 FrameSite = tuple[CodeType, int] | None
 """A line of code, kept cheaply: its code object and line number."""
@@ -84,10 +100,10 @@ UNNAMED_LIMIT = 8
 
 
 class RunTimer:
-    """The null timer of one run. A timer whose ``times`` is a log of one value per row
-    (:class:`~.recorder_core.Log`) is ticked by the worker (``times.tick()``) before each
-    step and once after the last (steps run by one call elsewhere, in C, append theirs
-    there with ``times.frombytes``); ``None``: nothing is timed."""
+    """The null timer of one run. A trace's timer (:class:`~.recorder_core.RunLog`) has
+    ``times``, which the worker ticks (``times.tick()``) before each step and once after
+    the last (steps run by one call elsewhere, in C, append theirs there with
+    ``times.frombytes``); ``None``: nothing is timed."""
 
     __slots__ = ()
     times: Any = None
@@ -109,6 +125,20 @@ class RunTimer:
 
 
 NULL_TIMER = RunTimer()
+
+
+class LoggedRuns(NamedTuple):
+    """A snapshot of a recorder's runs (:meth:`TraceRecorderBase.run_log`)."""
+
+    runs: LogSnapshot
+    """A row per run (:data:`~.recorder_core.RUN_COLUMNS`)."""
+    steps: LogSnapshot
+    """The command ``id`` of each step, run after run."""
+    ticks: LogSnapshot
+    """A row per tick (:data:`~.recorder_core.TICK_COLUMNS`)."""
+    failures: dict[int, tuple[int, Status, str, int]]
+    ends: dict[int, int]
+    spans: dict[int, Sequence[tuple[int, Any]]]
 
 
 class Recorder:
@@ -149,14 +179,11 @@ class Recorder:
     def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
         return None
 
-    def sync_issued(
-        self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
-    ) -> SyncRecord | None:
+    def sync_issued(self, kind: SyncKind, stream: Any, event: int | None, sync_id: int) -> Any:
+        """A sync point was issued; returns the token to complete it with."""
         return None
 
-    def sync_completed(
-        self, token: SyncRecord | None, status: Status, error: str | None = None
-    ) -> None:
+    def sync_completed(self, token: Any, status: Status, error: str | None = None) -> None:
         return None
 
     def range_opened(self, name: str) -> RangeRecord | None:
@@ -175,61 +202,40 @@ class Recorder:
 NULL_RECORDER = Recorder()
 
 
-class RunLog(RunTimer):
-    """What a traced run reports: the command id of each step (in the order they ran, a
-    log of one value per row, not an int object per step), the time before each step and
-    after the last, and, where they happened, the failure, the steps before the run ended
-    early and the device spans (kept only then: most runs make just ``ids`` and
-    ``times``)."""
-
-    __slots__ = ("__dict__", "ids", "times")
-    failure: tuple[int, Status, str, int] | None = None
-    ended: int | None = None
-    device_spans: Sequence[tuple[int, Any]] = ()
-
-    def __init__(self, ids: Any, times: Any) -> None:
-        self.ids = ids
-        self.times = times
-
-    def step_ids(self) -> list[int]:
-        """The command id of each step the run ran (or skipped), in order."""
-        return rows_of(self.ids).reshape(-1)[: self.ended].tolist()
-
-    def tick_at(self, time: int) -> None:
-        self.times.append(time)
-
-    def failed(self, position: int, status: Status, error: str) -> None:
-        self.failure = (position, status, error, now())
-
-    def end_at(self, count: int) -> None:
-        self.ended = count
-
-    def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
-        if spans:
-            self.device_spans = spans
-
-
 class TraceRecorderBase(Recorder):
-    """What a trace's recorder does in Python: the hooks called once per run, sync point,
-    range or compile, what the per-command hooks of its core (:mod:`.recorder_core`) call
+    """What a trace's recorder does in Python: the hooks called once per sync point, range
+    or compile, what the per-command hooks of its core (:mod:`.recorder_core`) call
     for the cases they leave to Python, and reading the logs. A recorder class puts a core
     before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 
     The core's logs hold numbers; what they name is kept here once: a submission names
     its commands' trace fields by their position in :attr:`described`, a host access its
-    bytes by digest (in the trace's captures).
+    bytes by digest (in the trace's captures). The few runs that failed, ended early or
+    report device spans say so in :attr:`run_failures`, :attr:`run_ends` and
+    :attr:`run_spans`.
     """
 
     recording = True
     submissions: Any
     accesses: Any
+    steps: Any
+    runs: Any
+    ticks: Any
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.runs: list[RunLog] = []
         self.described: list[TraceFields] = []
         """The distinct trace fields of the commands logged (see :meth:`_describe`)."""
-        self.syncs: list[SyncRecord] = []
+        self.run_failures: dict[int, tuple[int, Status, str, int]] = {}
+        """By run: the failed step's position, its status and error, and when it failed."""
+        self.run_ends: dict[int, int] = {}
+        """By run that ended early: how many of its steps it ran (the others ran later)."""
+        self.run_spans: dict[int, Sequence[tuple[int, Any]]] = {}
+        """By run: ``(position, DeviceSpan)`` of the steps the device timed."""
+        log_type = type(self.submissions)  # the core's kind of log
+        self.syncs = log_type(len(SYNC_COLUMNS))
+        self.sync_completions = log_type(len(COMPLETION_COLUMNS))
+        self.sync_errors: list[str] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self.releases: list[ReleaseRecord] = []
@@ -237,7 +243,7 @@ class TraceRecorderBase(Recorder):
         """Per memory owner (by ``id``): a weak reference to it, the downloads into it, and
         where the program made the first of them."""
         self._host_waits: dict[int, int] = {}
-        """The seq of each host wait in progress, by sync id."""
+        """The seq of each host wait in progress, by its row in :attr:`syncs`."""
         self._open_ranges = threading.local()
         self._looked_at: dict[int, tuple[int, int | None]] = {}
         """Per stream: how many submission rows a synchronize looked at, and the seq of the
@@ -363,60 +369,81 @@ class TraceRecorderBase(Recorder):
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
         )
 
-    def command_log(self) -> tuple[np.ndarray, list[TraceFields]]:
+    def command_log(self) -> tuple[LogSnapshot, list[TraceFields]]:
         """The commands logged so far: a row per command
         (:data:`~.recorder_core.SUBMISSION_COLUMNS`), and the trace fields the rows name."""
-        rows = rows_of(self.submissions)
+        rows = LogSnapshot(self.submissions, SUBMISSION_COLUMNS)
         return rows, self.described[:]  # holds every position that `rows` names
 
-    def access_log(self) -> tuple[np.ndarray, list[bytes]]:
+    def access_log(self) -> LogSnapshot:
         """The host reads and writes logged so far: a row per access
-        (:data:`~.recorder_core.ACCESS_COLUMNS`), and the binary digest of each one's
-        bytes."""
-        rows = rows_of(self.accesses)
-        return rows, digests_of(rows)
+        (:data:`~.recorder_core.ACCESS_COLUMNS`)."""
+        return LogSnapshot(self.accesses, ACCESS_COLUMNS)
+
+    def run_log(self) -> LoggedRuns:
+        """The runs logged so far. The parts are read in this order so that each names
+        only what the later ones hold: a failed run had ended (``end_at`` comes first) and
+        ticked, a tick's run and a run's steps were logged."""
+        failures, ends, spans = dict(self.run_failures), dict(self.run_ends), dict(self.run_spans)
+        ticks = LogSnapshot(self.ticks, TICK_COLUMNS)
+        runs = LogSnapshot(self.runs, RUN_COLUMNS)
+        steps = LogSnapshot(self.steps, ("id",))
+        return LoggedRuns(runs, steps, ticks, failures, ends, spans)
+
+    def sync_log(self) -> tuple[LogSnapshot, LogSnapshot, list[str]]:
+        """The sync points logged so far: a row per sync point issued
+        (:data:`SYNC_COLUMNS`), a row per completion (:data:`COMPLETION_COLUMNS`), and the
+        errors they name."""
+        completions = LogSnapshot(self.sync_completions, COMPLETION_COLUMNS)  # first: each
+        errors = self.sync_errors[:]  # names what the later parts hold
+        return LogSnapshot(self.syncs, SYNC_COLUMNS), completions, errors
 
     def staging_of(self, stream_id: int) -> str:
         """The staging policy of the submissions of stream ``stream_id``."""
         return self._policies[stream_id]
 
-    def run_timer(self, steps: Sequence[Any]) -> RunLog:
-        times = type(self.submissions)(1)  # a log of the core's kind
-        log = RunLog(self.ids_of(steps), times)
-        self.runs.append(log)
-        return log
+    def _run_failed(self, run: int, position: int, status: Status, error: str) -> None:
+        self.run_failures[run] = (position, status, error, now())
 
-    def sync_issued(
-        self, kind: SyncKind, stream: Any, event: int | None, sync_id: int
-    ) -> SyncRecord:
+    def _run_ended(self, run: int, count: int) -> None:
+        self.run_ends[run] = count
+
+    def _run_spans(self, run: int, spans: Sequence[tuple[int, Any]]) -> None:
+        self.run_spans[run] = spans
+
+    def sync_issued(self, kind: SyncKind, stream: Any, event: int | None, sync_id: int) -> int:
+        """Log the sync point; returns its row in :attr:`syncs`."""
         stream_id = None if stream is None else stream.id
         covers = kind is SyncKind.SYNCHRONIZE
+        covered = None
         with self._lock:
             looked_at, last = self._looked_at.get(stream_id, (0, None))
             seq, issued, row, rows = self.stamp_sync(stream_id if covers else None, looked_at)
-            record = SyncRecord(sync_id, seq, kind, stream_id, event, issued=issued)
             if covers:
                 if row >= 0:
                     last = self.submissions.row(row)[SEQ_COLUMN]
                 self._looked_at[stream_id] = (rows, last)
                 placed = self._last_placed.get(stream_id)
-                record.covers = (
-                    placed if last is None or (placed is not None and placed > last) else last
-                )
+                covered = placed if last is None or (placed is not None and placed > last) else last
             elif stream_id is not None:
                 self._last_placed[stream_id] = seq
-            self.syncs.append(record)
+            token = len(self.syncs)
+            self.syncs.append(
+                sync_id, seq, _SYNC_KIND_CODES[kind], _or_missing(stream_id), _or_missing(event),
+                _or_missing(covered), issued,
+            )  # fmt: skip
         if kind in HOST_WAITS:
-            self._host_waits[sync_id] = seq
-        return record
+            self._host_waits[token] = seq
+        return token
 
-    def sync_completed(
-        self, token: SyncRecord | None, status: Status, error: str | None = None
-    ) -> None:
-        token.completed = now()
-        token.error = error
-        token.status = status
-        self._host_waits.pop(token.id, None)
+    def sync_completed(self, token: int, status: Status, error: str | None = None) -> None:
+        error_code = MISSING
+        if error is not None:
+            with self._lock:
+                error_code = len(self.sync_errors)
+                self.sync_errors.append(error)
+        self.sync_completions.append(token, now(), _STATUS_CODES[status], error_code)
+        self._host_waits.pop(token, None)
 
     def range_opened(self, name: str) -> RangeRecord:
         stack = self._range_stack()
@@ -452,6 +479,10 @@ class TraceRecorderBase(Recorder):
         for record in self.ranges:
             if record.end is None:
                 record.end = time
+
+
+def _or_missing(value: int | None) -> int:
+    return MISSING if value is None else value
 
 
 class TraceRecorder(RecorderCore, TraceRecorderBase):

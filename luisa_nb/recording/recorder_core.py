@@ -11,8 +11,8 @@ case itself and calls the recorder's Python methods for the rest: ``_first_submi
 ``_note_array`` (a host array not named yet) and ``_capture`` (bytes not seen before).
 
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
-per command in them (with a tuple per submission, the garbage collector's passes over
-young objects cost as much as the rest of the hook):
+per command or run in them (with a tuple per submission, the garbage collector's passes
+over young objects cost as much as the rest of the hook):
 
 - ``submissions``: a row per command (:data:`SUBMISSION_COLUMNS`); the commands of one
   submission share its number (1, 2, 3, ... in the order they were submitted) and its
@@ -20,6 +20,12 @@ young objects cost as much as the rest of the hook):
   fields in the recorder's ``described`` list.
 - ``accesses``: a row per host read or write (:data:`ACCESS_COLUMNS`); the binary
   digest of its bytes takes the last two columns (:func:`digests_of`).
+- ``runs``: a row per run a worker started (:data:`RUN_COLUMNS`), numbered by its row;
+  ``steps``: the command id of each step of every run, run after run.
+- ``ticks``: a row per tick of a run's worker (:data:`TICK_COLUMNS`): the time before each
+  step and after the last. Workers of several streams tick at once, so each row names
+  its run. ``run_timer(steps)`` logs a run and returns its :class:`RunLog`, which the
+  worker ticks.
 
 Seqs number a trace's commands and sync points in the order the host issued them, from
 1 in each trace. ``submitted`` and ``stamp_sync`` draw seqs and the time and append in
@@ -46,8 +52,12 @@ from luisa_nb.recording.clock import now
 
 SUBMISSION_COLUMNS = ("submission", "stream", "submitted", "seq", "id", "enqueued", "described")
 ACCESS_COLUMNS = ("id", "kind", "offset", "time", "digest", "digest_end")
+RUN_COLUMNS = ("first_step", "steps")
+TICK_COLUMNS = ("run", "time")
 SUBMISSION_WIDTH = len(SUBMISSION_COLUMNS)
 ACCESS_WIDTH = len(ACCESS_COLUMNS)
+RUN_WIDTH = len(RUN_COLUMNS)
+TICK_WIDTH = len(TICK_COLUMNS)
 STREAM_COLUMN = SUBMISSION_COLUMNS.index("stream")
 SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
 HOST_READ = 0
@@ -57,6 +67,7 @@ _SUBMISSION_ROW = struct.Struct(f"={SUBMISSION_WIDTH}q")
 """A submission row as native int64 bytes: appending bytes is faster than appending ints."""
 _ACCESS_HEAD = struct.Struct("=4q")
 """The values of an access row before its digest, as native int64 bytes."""
+_TICK = struct.Struct(f"={TICK_WIDTH}q")
 _id = operator.attrgetter("id")
 _enqueued = operator.attrgetter("enqueued")
 
@@ -98,6 +109,13 @@ class PythonLog:
         """The rows from ``start`` on, as native int64 values."""
         return self._values[max(start, 0) * self.width :].tobytes()
 
+    def column(self, index: int, stop: int) -> np.ndarray:
+        """Column ``index`` of rows ``[0, stop)``, as a new int64 array."""
+        if not 0 <= index < self.width:
+            raise IndexError("log column out of range")
+        stop = min(max(stop, 0), len(self))
+        return np.array(self._values[index : stop * self.width : self.width], np.int64)
+
     def row(self, index: int) -> tuple[int, ...]:
         rows = len(self)
         if not -rows <= index < rows:
@@ -123,6 +141,25 @@ def rows_of(log: Any, start: int = 0) -> np.ndarray:
     return np.frombuffer(log.tobytes(start), np.int64).reshape(-1, log.width)
 
 
+class LogSnapshot:
+    """The rows a log held when this was made, read a column at a time: a log only grows,
+    so those rows never change, and reading them needs no copy of every row at once."""
+
+    __slots__ = ("_columns", "_log", "rows")
+
+    def __init__(self, log: Any, columns: Sequence[str]) -> None:
+        self._log = log
+        self._columns = columns
+        self.rows = len(log)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        """Column ``name`` (a new int64 array)."""
+        return self._log.column(self._columns.index(name), self.rows)
+
+
 def digests_of(rows: np.ndarray) -> list[bytes]:
     """The binary digest of each access row of ``rows`` (from :func:`rows_of`)."""
     packed = np.ascontiguousarray(rows[:, -2:]).tobytes()
@@ -138,6 +175,9 @@ class PythonRecorderCore:
         self = super().__new__(cls)
         self.submissions = PythonLog(SUBMISSION_WIDTH)
         self.accesses = PythonLog(ACCESS_WIDTH)
+        self.steps = PythonLog(1)
+        self.runs = PythonLog(RUN_WIDTH)
+        self.ticks = PythonLog(TICK_WIDTH)
         self._described_at = {}
         self._policies = {}
         self._array_names = {}
@@ -214,11 +254,14 @@ class PythonRecorderCore:
         captured = self._captured.get(digest)
         return self._capture(data, digest) if captured is None else captured
 
-    def ids_of(self, steps: Sequence[Any]) -> PythonLog:
-        """A log of one value per row holding each step's id, in order (a run's steps)."""
-        log = PythonLog(1)
-        log._values = array("q", [step.id for step in steps])
-        return log
+    def run_timer(self, steps: Sequence[Any]) -> PythonRunLog:
+        """Log a run of ``steps`` (their ids, in order); returns its timer."""
+        ids = array("q", [step.id for step in steps])
+        with self._stamp_lock:
+            run, first = len(self.runs), len(self.steps)
+            self.steps._values.extend(ids)  # first: a run logged has its steps
+            self.runs.append(first, len(ids))
+        return PythonRunLog(self, run)
 
     def stamp_sync(self, stream_id: int | None, stop: int) -> tuple[int, int, int, int]:
         """A sync point's seq and time, the index of the last submission row of stream
@@ -229,6 +272,45 @@ class PythonRecorderCore:
             last = -1 if stream_id is None else log.last_row_where(STREAM_COLUMN, stream_id, stop)
             self._last_seq += 1
             return self._last_seq, now(), last, len(log)
+
+
+class PythonRunLog:
+    """The timer of one traced run (the C ``RunLog``): each tick is a row (run, time) of its
+    recorder's ``ticks``; a failure, an early end and device spans go to the recorder's
+    ``_run_failed``, ``_run_ended`` and ``_run_spans``. Its ``times``, which the worker and
+    the backends tick, is itself."""
+
+    __slots__ = ("_core", "run")
+
+    def __init__(self, core: PythonRecorderCore, run: int) -> None:
+        self._core = core
+        self.run = run
+
+    @property
+    def times(self) -> PythonRunLog:
+        return self
+
+    def tick(self) -> None:
+        self._core.ticks._values.extend((self.run, now()))  # in one call: never half a row
+
+    def append(self, time: int) -> None:
+        self._core.ticks._values.extend((self.run, time))
+
+    tick_at = append
+
+    def frombytes(self, data: bytes | memoryview) -> None:
+        times = memoryview(data).cast("B").cast("q")
+        self._core.ticks._values.frombytes(b"".join([_TICK.pack(self.run, time) for time in times]))
+
+    def failed(self, position: int, status: Any, error: str) -> None:
+        self._core._run_failed(self.run, position, status, error)
+
+    def end_at(self, count: int) -> None:
+        self._core._run_ended(self.run, count)
+
+    def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
+        if spans:
+            self._core._run_spans(self.run, spans)
 
 
 PYTHON_HOOKS_VARIABLE = "LUISA_NB_PYTHON_RECORDER"
@@ -247,9 +329,9 @@ def python_set_command_types(upload: type, download: type, dispatch: type) -> No
 try:
     if os.environ.get(PYTHON_HOOKS_VARIABLE, "") not in ("", "0"):
         raise ImportError(f"{PYTHON_HOOKS_VARIABLE} is set")
-    from luisa_nb.recording._recorder_core import Log, RecorderCore, set_command_types
+    from luisa_nb.recording._recorder_core import Log, RecorderCore, RunLog, set_command_types
 except ImportError:  # not built (no C compiler or Python headers at install), or not wanted
-    Log, RecorderCore = PythonLog, PythonRecorderCore
+    Log, RecorderCore, RunLog = PythonLog, PythonRecorderCore, PythonRunLog
     set_command_types = python_set_command_types
 
 NATIVE = RecorderCore is not PythonRecorderCore

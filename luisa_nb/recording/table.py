@@ -11,28 +11,26 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.recording.recorder import DESCRIBED
-from luisa_nb.recording.recorder_core import HOST_READ, SUBMISSION_COLUMNS, rows_of
+from luisa_nb.recording.recorder import DESCRIBED, MISSING, STATUSES, SYNC_COLUMNS, SYNC_KINDS
+from luisa_nb.recording.recorder_core import HOST_READ, LogSnapshot
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
     CommandRecord,
-    HostRange,
     Status,
+    SyncRecord,
 )
 
 if TYPE_CHECKING:
-    from luisa_nb.recording.recorder import TraceRecorderBase
+    from luisa_nb.recording.recorder import LoggedRuns, TraceRecorderBase
     from luisa_nb.recording.trace import Trace
 
-MISSING = -1
 KINDS = tuple(CommandKind)
-STATUSES = tuple(Status)
 POLICIES = ("submit", "execute")
 KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
 STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
@@ -67,8 +65,13 @@ TIME_COLUMNS = (
 """The columns that may be :data:`MISSING` (``None`` in a :class:`CommandRecord`)."""
 OBJECT_COLUMNS = ("label", "device_ranges", "host", "enqueue_capture", "data_capture", "error")
 
+_LOGGED_NUMBERS = ("seq", "stream", "submission", "enqueued", "submitted")
+"""The number columns read from the log as they are, besides ``id``."""
+
 HostPiece = tuple[int, int, int]
 """``(offset, nbytes, time)``: one piece of an upload read in several pieces."""
+CapturedPiece = tuple[int, int, int, Capture]
+"""A :data:`HostPiece` and the capture of the bytes read."""
 
 
 class CommandTable:
@@ -182,62 +185,47 @@ class CommandTable:
     @classmethod
     def from_log(cls, recorder: TraceRecorderBase, trace: Trace) -> CommandTable:
         """A snapshot of what ``recorder`` has heard so far."""
-        # Runs and host accesses first: every command they name is then in the log.
-        runs = recorder.runs[:]
-        accesses, digests = recorder.access_log()
+        # Runs and host accesses first: every command they name is then in the log. Each
+        # log is read a column at a time, when it is needed, and the passes that need the
+        # most memory for a while come first: the process keeps the memory the build took
+        # at its peak, and what is made later fills what they gave back.
+        runs = recorder.run_log()
+        accesses = recorder.access_log()
         logged, described = recorder.command_log()
         count = len(logged)
         if not count:
             return cls.empty()
-        columns = dict(zip(SUBMISSION_COLUMNS, logged.T, strict=True))
-        row_of = dict(zip(columns["id"].tolist(), range(count), strict=True))
-        started = [MISSING] * count
-        finished = [MISSING] * count
-        status = [STATUS_CODES[Status.PENDING]] * count
-        errors: list[str | None] = [None] * count
-        device_started = [MISSING] * count
-        device_finished = [MISSING] * count
-        _apply_runs(
-            runs, row_of, started, finished, status, errors, device_started, device_finished
+        numbers = {"id": logged["id"]}
+        positions = logged["described"]
+        rows_of = _row_finder(numbers["id"])
+        host_nbytes = [MISSING if host is None else host.nbytes for _, _, _, host, _ in described]
+        host_numbers, data_captures, pieces = _host_accesses(
+            accesses, rows_of, trace.captures, np.array(host_nbytes, np.int64)[positions]
         )
-        positions = columns["described"]
-        rows = [described[position] for position in positions.tolist()]
-        fields = dict(zip(DESCRIBED, zip(*rows, strict=True), strict=True))
-        hosts = fields["host"]
-        host_read = [MISSING] * count
-        host_write = [MISSING] * count
-        data_captures: list[Capture | None] = [None] * count
-        pieces = _apply_host_accesses(
-            accesses, digests, row_of, trace.captures, hosts, host_read, host_write, data_captures
-        )
+        run_numbers, errors = _run_times(runs, rows_of, count)
+        del rows_of
+        numbers.update(host_numbers)
+        numbers.update(run_numbers)
+        numbers.update((name, logged[name]) for name in _LOGGED_NUMBERS)
+        fields = {
+            name: _picked([entry[field] for entry in described], positions)
+            for field, name in enumerate(DESCRIBED)
+        }
         for row, read in pieces.items():
             data_captures[row] = trace.combine_captures([capture for *_, capture in read])
-        numbers = {
-            name: np.ascontiguousarray(columns[name])
-            for name in ("id", "seq", "stream", "submission", "enqueued", "submitted")
-        }
-        submission = columns["submission"]  # rows of one submission are consecutive
-        numbers["index"] = np.arange(count) - np.searchsorted(submission, submission)
+        submission = numbers["submission"]  # rows of one submission are consecutive
+        numbers["index"] = np.arange(count)
+        numbers["index"] -= np.searchsorted(submission, submission)
         kinds = np.array([KIND_CODES[kind] for kind, *_ in described], np.int64)
         numbers["kind"] = kinds[positions]
-        streams, stream_rows = np.unique(columns["stream"], return_inverse=True)
+        streams, stream_rows = np.unique(numbers["stream"], return_inverse=True)
         policies = [_POLICY_CODES[recorder.staging_of(stream)] for stream in streams.tolist()]
         numbers["staging"] = np.array(policies, np.int64)[stream_rows.reshape(-1)]
-        for name, values in (
-            ("started", started),
-            ("finished", finished),
-            ("host_read", host_read),
-            ("host_write", host_write),
-            ("device_started", device_started),
-            ("device_finished", device_finished),
-            ("status", status),
-        ):
-            numbers[name] = np.array(values, np.int64)
         objects = {
-            "label": list(fields["label"]),
-            "device_ranges": list(fields["device_ranges"]),
-            "host": list(hosts),
-            "enqueue_capture": list(fields["enqueue_capture"]),
+            "label": fields["label"],
+            "device_ranges": fields["device_ranges"],
+            "host": fields["host"],
+            "enqueue_capture": fields["enqueue_capture"],
             "data_capture": data_captures,
             "error": errors,
         }
@@ -245,74 +233,214 @@ class CommandTable:
             row: tuple((offset, nbytes, time) for offset, nbytes, time, _ in read)
             for row, read in pieces.items()
         }
-        return cls(numbers, objects, host_pieces)
+        return cls({name: numbers[name] for name in NUMBER_COLUMNS}, objects, host_pieces)
 
 
-def _apply_runs(
-    runs: Sequence[Any],
-    row_of: dict[int, int],
-    started: list[int],
-    finished: list[int],
-    status: list[int],
-    errors: list[str | None],
-    device_started: list[int],
-    device_finished: list[int],
-) -> None:
-    """Times and outcomes of each step: ``times[i]`` is when step ``i`` started and
-    ``times[i + 1]`` when it finished; a step of several pieces spans all of them.
-    ``row_of`` gives the row of a command id."""
-    ok, skipped = STATUS_CODES[Status.OK], STATUS_CODES[Status.SKIPPED]
-    for run in runs:
-        times = rows_of(run.times).reshape(-1).tolist()
-        ticks = len(times)
-        rows = [row_of[command_id] for command_id in run.step_ids()]
-        for position, row in enumerate(rows[:ticks]):
-            if started[row] == MISSING:
-                started[row] = times[position]
-            if position + 1 < ticks:
-                finished[row] = times[position + 1]
-                status[row] = ok
-        failure = run.failure
-        if failure is not None:
-            position, failed_status, error, when = failure
-            row = rows[position]
-            finished[row], status[row], errors[row] = when, STATUS_CODES[failed_status], error
-            for later in rows[position + 1 :]:
-                if later != row:
-                    status[later] = skipped
-        for position, span in run.device_spans:
+def sync_records(recorder: TraceRecorderBase, count: int) -> list[SyncRecord]:
+    """The first ``count`` sync points ``recorder`` logged, as records; a sync point
+    completed more than once is as its last completion left it."""
+    issued, completions, errors = recorder.sync_log()
+    count = min(count, len(issued))
+    completed = np.full(count, MISSING, np.int64)
+    status = np.full(count, STATUS_CODES[Status.PENDING], np.int64)
+    error = np.full(count, MISSING, np.int64)
+    syncs = completions["sync"]
+    last = np.flatnonzero(syncs < count)
+    last = last[_last_of_each(syncs[last])]
+    for column, name in ((completed, "completed"), (status, "status"), (error, "error")):
+        column[syncs[last]] = completions[name][last]
+    lists = {name: issued[name][:count].tolist() for name in SYNC_COLUMNS}
+    for name in ("stream", "event", "covers"):
+        lists[name] = [None if value == MISSING else value for value in lists[name]]
+    texts = [*errors, None]  # -1 picks the None at the end
+    return [
+        SyncRecord(*fields)
+        for fields in zip(
+            lists["id"],
+            lists["seq"],
+            [SYNC_KINDS[code] for code in lists["kind"]],
+            lists["stream"],
+            lists["event"],
+            lists["covers"],
+            lists["issued"],
+            [None if time == MISSING else time for time in completed.tolist()],
+            [STATUSES[code] for code in status.tolist()],
+            [texts[code] for code in error.tolist()],
+            strict=True,
+        )
+    ]
+
+
+def _row_finder(ids: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A function giving the row of each of an array of command ids, where ``ids`` (each
+    id once) is the id of each row: mostly in increasing order (commands are numbered as
+    they are made), then their positions in ``ids`` are the rows."""
+    order = None if (ids[1:] > ids[:-1]).all() else np.argsort(ids, kind="stable")
+    ordered = ids if order is None else ids[order]
+
+    def rows_of(wanted: np.ndarray) -> np.ndarray:
+        found = np.searchsorted(ordered, wanted)
+        np.minimum(found, max(len(ordered) - 1, 0), out=found)
+        missing = ordered[found] != wanted
+        if missing.any():
+            raise KeyError(int(wanted[missing][0]))
+        return found if order is None else order[found]
+
+    return rows_of
+
+
+def _first_of_each(keys: np.ndarray) -> np.ndarray:
+    """The index of the first occurrence of each distinct value of ``keys``."""
+    return np.unique(keys, return_index=True)[1]
+
+
+def _last_of_each(keys: np.ndarray) -> np.ndarray:
+    """The index of the last occurrence of each distinct value of ``keys``."""
+    return len(keys) - 1 - np.unique(keys[::-1], return_index=True)[1]
+
+
+def _run_times(
+    logged: LoggedRuns, rows_of: Callable[[np.ndarray], np.ndarray], count: int
+) -> tuple[dict[str, np.ndarray], list[str | None]]:
+    """The times and outcomes of the ``count`` rows (``rows_of`` gives the row of command
+    ids), from the runs that ran them: the number columns ``started``, ``finished``,
+    ``status``, ``device_started`` and ``device_finished``, and each row's error.
+
+    Read as if the runs were applied one after another: a run's ticks are when its steps
+    started, the one after a step's when it finished, and a row's first start counts and
+    its last finish (a step of several pieces spans all of them); a failure marks its step
+    failed and the later steps of its run skipped, unless a later run finished them
+    again. A run that ended early ran only its first steps; the others ran in runs of
+    their own."""
+    firsts, sizes = logged.runs["first_step"], logged.runs["steps"]
+    ran = sizes.copy()
+    for run, end in logged.ends.items():
+        ran[run] = min(end, ran[run])
+    step_rows = rows_of(logged.steps["id"][: sizes.sum()])  # later steps: later runs'
+    numbers, finished_by = _tick_times(logged.ticks, firsts, sizes, ran, step_rows, count)
+    finished, status = numbers["finished"], numbers["status"]
+    errors: list[str | None] = [None] * count
+    skipped = STATUS_CODES[Status.SKIPPED]
+    for run in sorted(logged.failures):
+        position, failed_status, error, when = logged.failures[run]
+        first = firsts[run]
+        rows = step_rows[first : first + ran[run]].tolist()
+        later_runs = first + sizes[run]  # a step from here on finished after the failure
+        row = rows[position]
+        if finished_by[row] < later_runs:
+            finished[row], status[row] = when, STATUS_CODES[failed_status]
+        errors[row] = error
+        for later in rows[position + 1 :]:
+            if later != row and finished_by[later] < later_runs:
+                status[later] = skipped
+    for name in ("device_started", "device_finished"):
+        numbers[name] = np.full(count, MISSING, np.int64)
+    for run in sorted(logged.spans):
+        first = firsts[run]
+        rows = step_rows[first : first + ran[run]].tolist()
+        for position, span in logged.spans[run]:
             row = rows[position]
             if span.started is not None:
-                device_started[row] = span.started
+                numbers["device_started"][row] = span.started
             if span.finished is not None:
-                device_finished[row] = span.finished
+                numbers["device_finished"][row] = span.finished
+    return numbers, errors
 
 
-def _apply_host_accesses(
-    accesses: np.ndarray,
-    digests: Sequence[bytes],
-    row_of: dict[int, int],
+def _tick_times(
+    ticks: LogSnapshot,
+    firsts: np.ndarray,
+    sizes: np.ndarray,
+    ran: np.ndarray,
+    step_rows: np.ndarray,
+    count: int,
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The columns ``started``, ``finished`` and ``status`` of the ``count`` rows as the
+    runs' ticks give them (run ``r``: steps ``firsts[r]`` on, ``sizes[r]`` of them, the
+    first ``ran[r]`` run; ``step_rows``: the row of each step), and the step whose run
+    finished each row last (-1: none). Arrays a step long are dropped once used: the
+    process keeps the memory the build took at its peak."""
+    tick_runs, tick_times = ticks["run"], ticks["time"]
+    if (tick_runs[1:] < tick_runs[:-1]).any():  # workers of several streams ticked at once
+        order = np.argsort(tick_runs, kind="stable")
+        tick_runs, tick_times = tick_runs[order], tick_times[order]
+    run_numbers = np.arange(len(sizes))
+    tick_firsts = np.searchsorted(tick_runs, run_numbers)
+    ticks_end = np.repeat(np.searchsorted(tick_runs, run_numbers, side="right"), sizes)
+    del tick_runs
+    steps = np.arange(len(step_rows))
+    start_ticks = np.repeat(tick_firsts - firsts, sizes)  # the tick each step started at
+    start_ticks += steps
+    kept = steps < np.repeat(firsts + ran, sizes)
+    del steps
+    begun = np.flatnonzero(kept & (start_ticks < ticks_end))
+    ticks_end -= 1
+    done = np.flatnonzero(kept & (start_ticks < ticks_end))
+    del kept, ticks_end
+    started = np.full(count, MISSING, np.int64)
+    begun = begun[_first_of_each(step_rows[begun])]
+    started[step_rows[begun]] = tick_times[start_ticks[begun]]
+    del begun
+    finished = np.full(count, MISSING, np.int64)
+    status = np.full(count, STATUS_CODES[Status.PENDING], np.int64)
+    finished_by = np.full(count, -1, np.int64)
+    done = done[_last_of_each(step_rows[done])]
+    finished[step_rows[done]] = tick_times[start_ticks[done] + 1]
+    status[step_rows[done]] = STATUS_CODES[Status.OK]
+    finished_by[step_rows[done]] = done
+    return {"started": started, "finished": finished, "status": status}, finished_by
+
+
+def _host_accesses(
+    accesses: LogSnapshot,
+    rows_of: Callable[[np.ndarray], np.ndarray],
     captures: dict[bytes, Capture],
-    hosts: Sequence[HostRange | None],
-    host_read: list[int],
-    host_write: list[int],
-    data_captures: list[Capture | None],
-) -> dict[int, list[tuple[int, int, int, Capture]]]:
-    """Host read and write times and the bytes moved (``accesses``: a row per access, and
-    ``digests``, the key of each one's bytes in ``captures``); returns the pieces of
-    uploads read in several pieces, by row."""
-    pieces: dict[int, list[tuple[int, int, int, Capture]]] = {}
-    rows = accesses[:, :4].tolist()
-    for (command_id, kind, offset, time), digest in zip(rows, digests, strict=True):
-        row = row_of[command_id]
-        capture = captures[digest]
-        if kind == HOST_READ:
-            if host_read[row] == MISSING:
-                host_read[row] = time
-                data_captures[row] = capture
-            if capture.nbytes != hosts[row].nbytes:
-                pieces.setdefault(row, []).append((offset, capture.nbytes, time, capture))
-        else:
-            host_write[row] = time
-            data_captures[row] = capture
-    return pieces
+    host_nbytes: np.ndarray,
+) -> tuple[dict[str, np.ndarray], list[Capture | None], dict[int, list[CapturedPiece]]]:
+    """The host read and write times of each row and the capture of the bytes it moved,
+    from ``accesses`` (``rows_of`` gives the row of a command id; a digest names the
+    capture of the bytes in ``captures``); and the pieces of the uploads read in several
+    pieces (a read of fewer bytes than the row's host range, ``host_nbytes``), by row. A
+    row's read time is its first read's, its write time its last write's, and its
+    capture that of the later of the two."""
+    # Grouping the digests takes the most memory for a while: first, while little is kept.
+    digests = np.stack([accesses["digest"], accesses["digest_end"]], axis=1)
+    digests, codes = np.unique(digests, axis=0, return_inverse=True)
+    captured = [captures[digest.tobytes()] for digest in digests]
+    codes = codes.reshape(-1)
+    access_rows = rows_of(accesses["id"])
+    kinds = accesses["kind"]
+    reads = np.flatnonzero(kinds == HOST_READ)
+    first_reads = reads[_first_of_each(access_rows[reads])]
+    writes = np.flatnonzero(kinds != HOST_READ)
+    last_writes = writes[_last_of_each(access_rows[writes])]
+    del kinds, writes
+    count = len(host_nbytes)
+    times = accesses["time"]
+    numbers = {}
+    for name, chosen in (("host_read", first_reads), ("host_write", last_writes)):
+        numbers[name] = np.full(count, MISSING, np.int64)
+        numbers[name][access_rows[chosen]] = times[chosen]
+    moved = np.full(count, len(captured), np.int64)  # each row's capture; past the end: none
+    moved_at = np.full(count, -1, np.int64)  # the access it is from
+    for chosen in (first_reads, last_writes):
+        chosen = chosen[chosen > moved_at[access_rows[chosen]]]
+        moved[access_rows[chosen]] = codes[chosen]
+        moved_at[access_rows[chosen]] = chosen
+    del moved_at
+    data_captures = np.fromiter([*captured, None], object, len(captured) + 1)[moved].tolist()
+    nbytes = np.array([capture.nbytes for capture in captured], np.int64)[codes[reads]]
+    pieced = reads[nbytes != host_nbytes[access_rows[reads]]].tolist()
+    pieces: dict[int, list[CapturedPiece]] = {}
+    if pieced:
+        offsets = accesses["offset"]
+        for index in pieced:
+            capture = captured[codes[index]]
+            piece = (int(offsets[index]), capture.nbytes, int(times[index]), capture)
+            pieces.setdefault(int(access_rows[index]), []).append(piece)
+    return numbers, data_captures, pieces
+
+
+def _picked(values: list[Any], indices: np.ndarray) -> list[Any]:
+    """``values[i]`` for each of ``indices``."""
+    return np.fromiter(values, object, len(values))[indices].tolist()

@@ -30,7 +30,7 @@ from luisa_nb.recording.records import (
     SyncRecord,
     TraceMetadata,
 )
-from luisa_nb.recording.table import CommandTable
+from luisa_nb.recording.table import CommandTable, sync_records
 
 __all__ = ["CAPTURE_POLICIES", "DEFAULT_CAPTURE_BYTES", "Trace", "digest_bytes", "now"]
 
@@ -143,13 +143,9 @@ class Trace:
     def _progress(self) -> tuple[int, ...]:
         """Changes whenever the recorder has heard something since the last call."""
         log = self.recorder
-        runs = log.runs
-        ticks = sum(
-            len(run.times) + len(run.device_spans) + (run.failure is not None) for run in runs
-        )
-        completed = sum(sync.completed is not None for sync in log.syncs)
-        return (len(log.submissions), len(runs), ticks, len(log.accesses), len(log.syncs),
-                completed)  # fmt: skip
+        events = len(log.ticks) + len(log.run_spans) + len(log.run_failures)
+        return (len(log.submissions), len(log.runs), events, len(log.accesses), len(log.syncs),
+                len(log.sync_completions))  # fmt: skip
 
     def _read(self) -> CommandTable:
         commands, syncs = self._added
@@ -162,7 +158,8 @@ class Trace:
         progress = self._progress()
         if self._snapshot is None or self._snapshot[0] != progress:
             table = CommandTable.from_log(self.recorder, self)
-            self._snapshot = (progress, table, self.recorder.syncs[: progress[4]], None)
+            syncs = sync_records(self.recorder, progress[4])
+            self._snapshot = (progress, table, syncs, None)
         return self._snapshot[1]
 
     def set_contents(self, table: CommandTable, syncs: list[SyncRecord]) -> None:
@@ -183,7 +180,7 @@ class Trace:
     def add(self, record: Record) -> None:
         """Append a record made by hand (a trace built in a test or by an importer; a
         recording trace gets its records from its recorder only)."""
-        if len(self.recorder.submissions) or self.recorder.syncs:
+        if len(self.recorder.submissions) or len(self.recorder.syncs):
             raise TraceError("records cannot be added by hand to a trace that recorded some")
         if self._loaded is not None and not any(self._added):
             table, syncs = self._loaded
