@@ -112,9 +112,7 @@ class _Finder:
         self.shared_buffers = _buffers_of_several_streams(table)
         self.hazards: list[Hazard] = []
         self.hosts = table.objects["host"]
-        self.releases = trace.releases
-        self.released_rows: dict[int, int] = {}
-        """The row of each download named by a release (one that wrote host memory)."""
+        self.releases = sorted(trace.releases, key=lambda release: release.seq)
         self._records: dict[int, CommandRecord] = {}
 
     def record(self, row: int) -> CommandRecord:
@@ -165,24 +163,19 @@ class _Finder:
         rows = np.flatnonzero(relevant)
         rows = rows[np.argsort(numbers["seq"][rows], kind="stable")]
         if self.narrow and len(self.clocks.index) == 1 and _host_syncs_only(self.syncs):
-            rows = self._rows_that_meet(rows)
-        if self.releases:
-            released = np.isin(numbers["id"], [i for r in self.releases for i in r.commands])
-            released_rows = np.flatnonzero(released & host_write)
-            self.released_rows = dict(zip(numbers["id"][released_rows].tolist(),
-                                          released_rows.tolist(), strict=True))  # fmt: skip
-            rows = np.union1d(rows, released_rows)
-            rows = rows[np.argsort(numbers["seq"][rows], kind="stable")]
+            return self._rows_that_meet(rows)
         return rows
 
     def _rows_that_meet(self, rows: np.ndarray) -> np.ndarray:
-        """Of a one-stream trace's ``rows``, the downloads that an upload reads while they
-        are pending, those uploads, and the uploads whose bytes changed after enqueue.
+        """Of a one-stream trace's ``rows``, the downloads that an upload reads or a release
+        frees while they are pending, those uploads, and the uploads whose bytes changed
+        after enqueue.
 
         On one stream whose only sync points are host synchronizes, a download is
         pending from its ``seq`` until the first synchronize that covers it. A download
-        with no upload in that window, and an upload in no download's window whose bytes
-        did not change, change nothing the pass finds: leaving them out only saves time.
+        with no upload and no release in that window, and an upload in no download's
+        window whose bytes did not change, change nothing the pass finds: leaving them out
+        only saves time.
         """
         numbers = self.table.numbers
         seqs = numbers["seq"][rows]
@@ -198,10 +191,10 @@ class _Finder:
         sync_seqs, covered = _covered_seqs(self.syncs)
         upload_seqs = seqs[uploads]
         download_seqs = seqs[downloads]
-        released = np.searchsorted(covered, download_seqs, side="left")
-        release_seqs = np.append(sync_seqs, np.iinfo(np.int64).max)[released]
+        covering = np.searchsorted(covered, download_seqs, side="left")
+        window_ends = np.append(sync_seqs, np.iinfo(np.int64).max)[covering]
         first = np.searchsorted(upload_seqs, download_seqs, side="right")
-        last = np.searchsorted(upload_seqs, release_seqs, side="left")
+        last = np.searchsorted(upload_seqs, window_ends, side="left")
         seen = last > first
         windows = np.zeros(len(upload_seqs) + 1, np.int64)
         np.add.at(windows, first[seen], 1)
@@ -216,10 +209,29 @@ class _Finder:
             bool,
             len(upload_seqs),
         )
+        freed = self._freed_in_window(rows[downloads], download_seqs, window_ends)
         keep = np.zeros(len(rows), bool)
-        keep[np.flatnonzero(downloads)[seen]] = True
+        keep[np.flatnonzero(downloads)[seen | freed]] = True
         keep[np.flatnonzero(uploads)[in_window | changed]] = True
         return rows[keep]
+
+    def _freed_in_window(
+        self, downloads: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    ) -> np.ndarray:
+        """Whether a release of memory that each download wrote comes after it (``starts``)
+        and no later than the synchronize that covers it (at ``ends``: a release with a
+        synchronize's seq comes before it)."""
+        freed = np.zeros(len(downloads), bool)
+        if not self.releases:
+            return freed
+        seqs = np.array([release.seq for release in self.releases], np.int64)
+        first = np.searchsorted(seqs, starts, side="right")
+        last = np.searchsorted(seqs, ends, side="right")
+        for index in np.flatnonzero(last > first).tolist():
+            host = self.hosts[int(downloads[index])]
+            releases = self.releases[first[index] : last[index]]
+            freed[index] = any(host.overlaps(release.host) for release in releases)
+        return freed
 
     def _command(
         self, row: int, stream: int, seq: int, kind: int, status: int, read: int, written: int
@@ -250,16 +262,16 @@ class _Finder:
                 self.pending.remove(host.address, host.end, download)
 
     def _check_release(self, release: ReleaseRecord) -> None:
-        """Report each download into the released memory that no host synchronize has
-        covered yet: on a runtime that keeps no reference to a download's array, it
-        writes memory that may be freed."""
-        for command_id in release.commands:
-            row = self.released_rows.get(command_id)
-            if row is None:
-                continue
-            host = self.hosts[row]
-            if any(pending == row for *_, pending in self.pending.query(host.address, host.end)):
-                self.hazards.append(self._use_after_free(self.record(row), release))
+        """Report each download into the freed memory that no host synchronize has covered
+        yet (on a runtime that keeps no reference to a download's array, it writes memory
+        that may be freed), and forget it: the memory is no longer the program's."""
+        memory = release.host
+        freed = {download for *_, download in self.pending.query(memory.address, memory.end)}
+        seqs = self.table.numbers["seq"]
+        for download in sorted(freed, key=lambda row: seqs[row]):
+            host = self.hosts[download]
+            self.pending.remove(host.address, host.end, download)
+            self.hazards.append(self._use_after_free(self.record(download), release))
 
     def _use_after_free(self, download: CommandRecord, release: ReleaseRecord) -> Hazard:
         host = download.host

@@ -45,8 +45,10 @@ from luisa_nb.recording.records import (
     Capture,
     DeviceRange,
     HostRange,
+    ReleaseRecord,
     SyncKind,
     SyncRecord,
+    record_to_dict,
 )
 from luisa_nb.recording.synthetic_addresses import synthetic_addresses
 from luisa_nb.recording.table import (
@@ -119,10 +121,14 @@ class Interner:
 
 
 def command_entries(
-    table: CommandTable, syncs: Sequence[SyncRecord], blobs: dict[str, np.ndarray]
+    table: CommandTable,
+    syncs: Sequence[SyncRecord],
+    blobs: dict[str, np.ndarray],
+    releases: Sequence[ReleaseRecord] = (),
 ) -> tuple[dict[str, Any], list[Entry]]:
-    """The ``trace.json`` fields and the ``.npy`` entries of ``table``, ``syncs`` and
-    ``blobs`` (which must hold every blob the captures refer to)."""
+    """The ``trace.json`` fields and the ``.npy`` entries of ``table``, ``syncs``,
+    ``blobs`` (which must hold every blob the captures refer to) and ``releases``, whose
+    memory takes synthetic addresses with the commands' host ranges."""
     labels, errors = Interner(), Interner()
     hosts = Interner(id)
     range_sets = Interner()
@@ -147,7 +153,9 @@ def command_entries(
     entries += _blob_entries(blobs, keys)
     entries.append(npy_entry("keys.npy", _key_array(keys.values)))
     entries += _sync_entries(syncs, errors)
-    addresses = synthetic_addresses(hosts.values)
+    count = len(hosts.values)
+    addresses = synthetic_addresses([*hosts.values, *(release.host for release in releases)])
+    addresses, released_at = addresses[:count], addresses[count:]
     fields = {
         "counts": {"commands": len(table), "syncs": len(syncs)},
         "labels": labels.values,
@@ -156,6 +164,8 @@ def command_entries(
                   for host, address in zip(hosts.values, addresses, strict=True)],
         "host_pieces": [[row, [list(piece) for piece in pieces]]
                         for row, pieces in sorted(table.host_pieces.items())],
+        "releases": [{**record_to_dict(release), "host": _host_json(release.host, address)}
+                     for release, address in zip(releases, released_at, strict=True)],
     }  # fmt: skip
     return fields, entries
 

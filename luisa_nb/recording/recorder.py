@@ -18,7 +18,6 @@ import math
 import sys
 import threading
 import weakref
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from types import CodeType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -159,8 +158,8 @@ class Recorder:
         capture."""
         return None
 
-    def download_enqueued(self, host: np.ndarray, command_id: int) -> None:
-        """Download ``command_id`` into ``host`` was made."""
+    def download_enqueued(self, host: np.ndarray) -> None:
+        """A download into ``host`` was made."""
         return None
 
     def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
@@ -239,9 +238,9 @@ class TraceRecorderBase(Recorder):
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self.releases: list[ReleaseRecord] = []
-        self._watches: dict[int, tuple[weakref.ref, array, FrameSite]] = {}
-        """Per memory owner (by ``id``): a weak reference to it, the downloads into it, and
-        where the program made the first of them."""
+        self._watches: dict[int, tuple[weakref.ref, HostRange, FrameSite]] = {}
+        """Per memory owner (by ``id``): a weak reference to it, its memory, and where the
+        program made the first download into it."""
         self._host_waits: dict[int, int] = {}
         """The seq of each host wait in progress, by its row in :attr:`syncs`."""
         self._open_ranges = threading.local()
@@ -274,24 +273,28 @@ class TraceRecorderBase(Recorder):
             self._unnamed_sites[site] = self._unnamed_sites.get(site, 0) + 1
         self._array_names[id(array)] = (weakref.ref(array), name)
 
-    def download_enqueued(self, host: np.ndarray, command_id: int) -> None:
+    def download_enqueued(self, host: np.ndarray) -> None:
         self._note_array(host)
-        self._watch_release(host, command_id)
+        self._watch_release(host)
 
-    def _watch_release(self, host: np.ndarray, command_id: int) -> None:
-        """Note download ``command_id`` against the array owning ``host``'s memory, and
-        record a :class:`ReleaseRecord` when that array is freed (see :meth:`_released`)."""
+    def _watch_release(self, host: np.ndarray) -> None:
+        """Watch the array owning ``host``'s memory, to record a :class:`ReleaseRecord`
+        when it is freed (see :meth:`_released`)."""
         owner = memory_owner(host)
         if owner is None:
             return
         key = id(owner)
         watch = self._watches.get(key)
-        if watch is None or watch[0]() is not owner:
-            reference = weakref.ref(owner, functools.partial(self._released, key))
-            frame = user_frame()
-            made_at = None if frame is None else (frame.f_code, frame.f_lineno)
-            watch = self._watches[key] = (reference, array("q"), made_at)
-        watch[1].append(command_id)
+        if watch is not None and watch[0]() is owner:
+            return
+        reference = weakref.ref(owner, functools.partial(self._released, key))
+        dtype, shape = value_layout(owner.dtype, owner.shape)
+        known = self._array_names.get(key)
+        name = known[1] if known is not None and known[0]() is owner else None
+        memory = HostRange(owner.ctypes.data, owner.nbytes, dtype, shape, name)
+        frame = user_frame()
+        made_at = None if frame is None else (frame.f_code, frame.f_lineno)
+        self._watches[key] = (reference, memory, made_at)
 
     def _released(self, key: int, reference: weakref.ref) -> None:
         """A watched array was freed. Called by whatever dropped the last reference: the
@@ -310,7 +313,7 @@ class TraceRecorderBase(Recorder):
         if seq is None:
             seq = self.stamp_sync(None, 0)[0]
         made_at = None if watch[2] is None else code_line(*watch[2])
-        self.releases.append(ReleaseRecord(seq, time, tuple(watch[1]), site, made_at))
+        self.releases.append(ReleaseRecord(seq, time, watch[1], site, made_at))
 
     def _name_host(self, host: HostRange, array: np.ndarray) -> None:
         """Give ``host`` the name its array had when the command was made, and remember

@@ -205,16 +205,16 @@ class ReleaseRecord:
 
     ``seq`` places the release among commands and sync points: a release seen while a
     host wait was in progress takes that wait's ``seq`` and comes just before it (the
-    program let go before the wait returned). ``commands`` are the downloads into the
-    array's memory made before; ``made_at`` is where the program made the first of them.
-    ``site`` is where the program dropped its last reference, or ``None`` when a command
-    of the runtime held the last one (the program had let go earlier, after
-    ``made_at``). Sites read ``"file:line in function"``.
+    program let go before the wait returned). ``host`` is the array's memory, all of it;
+    ``made_at`` is where the program made the first download into it. ``site`` is where
+    the program dropped its last reference, or ``None`` when a command of the runtime
+    held the last one (the program had let go earlier, after ``made_at``). Sites read
+    ``"file:line in function"``.
     """
 
     seq: int
     time: int
-    commands: tuple[int, ...]
+    host: HostRange
     site: str | None = None
     made_at: str | None = None
 

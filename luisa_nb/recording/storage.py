@@ -128,7 +128,7 @@ def save_trace(
     path = checked_path(path, "save the trace to")
     table, syncs = trace.table, trace.syncs
     blobs = trace.blob_snapshot()
-    fields, entries = command_entries(table, syncs, blobs)
+    fields, entries = command_entries(table, syncs, blobs, trace.releases)
     document = {
         "format": FORMAT,
         "version": VERSION,
@@ -138,7 +138,6 @@ def save_trace(
         **fields,
         "ranges": [record_to_dict(record) for record in trace.ranges],
         "compiles": [record_to_dict(record) for record in trace.compiles],
-        "releases": [record_to_dict(record) for record in trace.releases],
     }
     text = json.dumps(document).encode()
     with file_errors(path, "save the trace to", MISSING_FOLDER):

@@ -137,7 +137,7 @@ class DownloadCommand(Command):
         self.host = host
         self.target = target
         self.readback: np.ndarray | None = None
-        active_recorder().download_enqueued(host, self.id)
+        active_recorder().download_enqueued(host)
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.source.device_ranges(Access.READ)

@@ -190,7 +190,7 @@ class Instrumentation:
         if upload:
             command.enqueue_capture = recorder.upload_enqueued(host, _bytes_of(host))
         else:
-            recorder.download_enqueued(host, command.id)
+            recorder.download_enqueued(host)
         return self.stream_of(stream), command
 
     def add_shadow(self, resource: Any, luisa_stream: LuisaStream, command: LuisaCommand) -> None:
