@@ -19,7 +19,6 @@ import faulthandler
 import logging
 import os
 import signal
-import struct
 import time
 from array import array
 from collections.abc import Callable, Sequence
@@ -31,19 +30,17 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
-from luisa_nb.kernels.c_emitter import STRUCT_CODES
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.remote.cancellation import SessionCancelFlag
+from luisa_nb.remote.layouts import check_definition, dtype_from
 from luisa_nb.remote.protocol import (
     MAX_ENVELOPE_BYTES,
     MAX_HANDLE,
     MAX_OPS_PER_BATCH,
     PROTOCOL_VERSION,
     ProtocolError,
-    check_definition,
     check_integer,
     check_operation,
     decode,
@@ -76,13 +73,10 @@ class ServedKernel:
     def __init__(self, definition: dict[str, Any], cancel: CancelFlag | SessionCancelFlag) -> None:
         self.name = definition["name"]
         self.cancel = cancel
-        self.buffer_dtypes = [np.dtype(name) for name in definition["buffers"]]
+        self.buffer_dtypes, self.layout = check_definition(definition)
         self.scalar_count = len(definition["scalars"])
         library = build_library(self.name, definition["source"])
         self._function = load_launch_function(library, f"{self.name}_launch")
-        # the layout of the generated argument struct (see c_emitter.argument_struct)
-        codes = "".join(STRUCT_CODES[ScalarType(name)] for name in definition["scalars"])
-        self._pack = struct.Struct(f"@3q{'P' * len(self.buffer_dtypes)}{codes}0q").pack
 
     def launch(
         self,
@@ -93,7 +87,8 @@ class ServedKernel:
     ) -> None:
         """Run the kernel; it polls the session's flag, not ``cancel`` (the served
         backend's own flag, which nothing sets in a worker)."""
-        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), self.cancel)
+        packed = self.layout.pack(dims, buffers, scalars)
+        stopped = run_launch(self._function, packed, self.cancel)
         if stopped is not None:
             raise LaunchStoppedHere(self.name, stopped)
 
@@ -241,13 +236,19 @@ class SessionWorker:
         )
 
     def _fill(self, operation: list[Any], payload: memoryview) -> None:
-        _, handle, offset, nbytes, dtype, element_hex = operation
+        _, handle, offset, nbytes, description, element_hex = operation
         try:
-            element = np.frombuffer(bytes.fromhex(element_hex), np.dtype(dtype))
+            dtype = dtype_from(description)
+        except ProtocolError as error:
+            raise ProtocolError(f"fill dtype: {error}") from None
+        try:
+            element = np.frombuffer(bytes.fromhex(element_hex), dtype)
         except ValueError as error:
-            raise ProtocolError(f"fill element {element_hex!r}: {error}") from None
+            raise ProtocolError(f"fill element {element_hex[:40]!r}: {error}") from None
         if element.size != 1 or nbytes % element.itemsize:
-            raise ProtocolError(f"fill of {nbytes} bytes with one {dtype} element does not fit")
+            raise ProtocolError(
+                f"fill of {nbytes} bytes with one {element.dtype} element does not fit"
+            )
         self.backend.fill(self.memory(handle, offset, nbytes), offset, nbytes, element)
 
     def _dispatch(self, operation: list[Any], payload: memoryview) -> None:
@@ -256,7 +257,7 @@ class SessionWorker:
         if kernel is None:
             if definition is None:
                 raise ProtocolError(f"kernel {key} is unknown here; send its definition")
-            if kernel_key(check_definition(definition)) != key:
+            if kernel_key(definition) != key:
                 raise ProtocolError(f"kernel {key} does not match its definition's hash")
             kernel = self.kernels[key] = ServedKernel(definition, self.cancel)
         if len(buffers) != len(kernel.buffer_dtypes) or len(scalars) != kernel.scalar_count:
