@@ -35,6 +35,7 @@ from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
 from luisa_nb.remote.cancellation import SessionCancelFlag
 from luisa_nb.remote.layouts import check_definition, dtype_from
+from luisa_nb.remote.lifeline import exit_with_server
 from luisa_nb.remote.protocol import (
     MAX_ENVELOPE_BYTES,
     MAX_HANDLE,
@@ -49,7 +50,6 @@ from luisa_nb.remote.protocol import (
 )
 
 logger = logging.getLogger("luisa_nb.remote.worker")
-LIFELINE_CHECK_MILLISECONDS = 500
 
 Operation = Callable[[list[Any], memoryview], Any]
 
@@ -286,9 +286,11 @@ def serve_session(
     endpoint: str, backend: str, log_level: int, lifeline: Connection, cancel_path: str
 ) -> None:
     """A worker process's main function: answer the server on ``endpoint`` until the
-    server stops this process, or is gone itself (``lifeline``, the reading end of a pipe
-    only the server writes to, then reads as closed). Kernels poll the session's cancel
-    flag in the file ``cancel_path``, which the server sets and clears."""
+    server stops this process, or is gone itself (see :mod:`~luisa_nb.remote.lifeline`:
+    ``lifeline`` is the reading end of a pipe only the server writes to). Kernels poll
+    the session's cancel flag in the file ``cancel_path``, which the server sets and
+    clears."""
+    exit_with_server(lifeline)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     faulthandler.enable()  # a crash prints the Python stack into the server's log
     logging.basicConfig(level=log_level, format=f"luisa_nb worker {os.getpid()}: %(message)s")
@@ -296,20 +298,10 @@ def serve_session(
     context = zmq.Context(1)
     socket = context.socket(zmq.DEALER)
     socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.RCVTIMEO, LIFELINE_CHECK_MILLISECONDS)
     socket.bind(endpoint)
-    next_check = 0.0
     try:
         while True:
-            now = time.monotonic()
-            if now >= next_check:
-                if lifeline.poll(0):
-                    return
-                next_check = now + LIFELINE_CHECK_MILLISECONDS / 1000
-            try:
-                frames = socket.recv_multipart(copy=False)
-            except zmq.Again:
-                continue
+            frames = socket.recv_multipart(copy=False)
             if len(frames) < 3:  # the server always sends ticket, peer and envelope
                 continue
             reply = worker.answer(frames[1].bytes, frames[2].buffer, frames[3:])

@@ -13,12 +13,15 @@ import pytest
 
 pytest.importorskip("zmq")
 
+from kernels.checked_kernels import spin_forever
+
 import luisa_nb as lnb
 from luisa_nb.errors import CommandFailedError, ConfigurationError, LuisaNbError, RemoteError
+from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.launcher import LocalServer
 
-from .helpers import running, wait_gone
+from .helpers import cpu_seconds, running, server_helpers, wait_gone
 
 
 @pytest.fixture
@@ -36,6 +39,28 @@ def served():
     process.terminate()
     process.wait(5)
     process.stdout.close()
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C compiler")
+def test_a_server_killed_during_an_endless_kernel_leaves_no_process_behind(served):
+    # the worker runs the kernel on its main thread and reads no message meanwhile; its
+    # fork server and multiprocessing's resource tracker must end with the server too
+    process, address, token, _ = served
+    device = lnb.create_device(address, token=token, timeout=10.0)
+    spin = lnb.kernel(mode="c")(spin_forever)
+    device.default_stream.submit([spin.dispatch_async(4, device.create_buffer(4, np.int32))])
+    worker = device.info["server_worker_pid"]
+    helpers = server_helpers(process.pid)
+    assert len(helpers) == 2 and running(worker)
+    started = cpu_seconds(worker)
+    while cpu_seconds(worker) - started < 0.2:  # until the kernel spins
+        time.sleep(0.02)
+    process.kill()
+    process.wait()
+    for pid in [worker, *helpers]:
+        assert wait_gone(pid), f"process {pid} outlived the server it belonged to"
+    with pytest.raises(CommandFailedError, match="dropped"):
+        device.close()
 
 
 def test_serve_prints_where_and_with_what_token(served):
