@@ -36,7 +36,8 @@ from luisa_nb.kernels.aggregates import alignment_of, to_bytes
 from luisa_nb.kernels.c_emitter import c_identifier
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.type_system import BufferType
-from luisa_nb.remote.client import Connection, LaunchStopped
+from luisa_nb.remote.channel import LaunchStopped
+from luisa_nb.remote.client import Connection
 from luisa_nb.remote.launcher import LocalServer
 from luisa_nb.remote.layouts import describe_dtype, describe_scalar
 from luisa_nb.remote.protocol import kernel_key
@@ -82,6 +83,7 @@ class RemoteBackend(Backend):
         token: str | None = None,
         backend: str = "cpu",
         timeout: float = DEFAULT_TIMEOUT,
+        direct: bool = True,
     ) -> None:
         server = None
         if address is None:
@@ -95,7 +97,7 @@ class RemoteBackend(Backend):
             endpoint = address if address.startswith("tcp://") else f"tcp://{address}"
         try:
             self._connection = Connection(
-                endpoint, token, timeout, server.process if server else None
+                endpoint, token, timeout, server.process if server else None, direct
             )
         except BaseException:
             if server is not None:
@@ -131,6 +133,7 @@ class RemoteBackend(Backend):
             "server_pid": connection.hello["pid"],
             "server_worker_pid": connection.hello["worker_pid"],
             "started_server": self._server is not None,
+            "direct": connection.direct,
             "max_message_bytes": connection.hello["max_message_bytes"],
             "clock_offset_ns": connection.offset_ns,
             "clock_error_ns": connection.error_ns,

@@ -70,8 +70,12 @@ class ProtocolError(Exception):
     """A message does not follow the protocol; the text says which part and why."""
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one instance: its C encoder is reused
+_DECODER = json.JSONDecoder()
+
+
 def encode(header: dict[str, Any]) -> bytes:
-    return json.dumps(header, separators=(",", ":")).encode()
+    return _ENCODER.encode(header).encode()
 
 
 def decode(
@@ -81,7 +85,7 @@ def decode(
     if len(frame) > limit:
         raise ProtocolError(f"{what} of {len(frame)} bytes exceeds {limit}")
     try:
-        header = json.loads(bytes(frame).decode())
+        header = _DECODER.decode(bytes(frame).decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ProtocolError(f"{what} is not JSON: {error}") from None
     if type(header) is not dict:

@@ -87,20 +87,23 @@ def test_a_wrong_or_missing_token_is_a_clear_error(served):
         lnb.create_device(address)
 
 
-def test_a_server_that_stops_answering_fails_at_synchronize(served):
+@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
+def test_a_server_that_stops_answering_fails_at_synchronize(served, direct):
     process, address, token, _ = served
-    device = lnb.create_device(address, token=token, timeout=1.0)
+    device = lnb.create_device(address, token=token, timeout=1.0, direct=direct)
+    assert device.info["direct"] is direct
     buffer = device.create_buffer(4, np.float32)
     buffer.fill(1.0)
     device.synchronize()
-    process.send_signal(signal.SIGSTOP)
+    stopped = device.info["server_worker_pid"] if direct else process.pid
+    os.kill(stopped, signal.SIGSTOP)
     try:
         with lnb.trace() as trace:
             buffer.fill(2.0)
             with pytest.raises(CommandFailedError, match="stopped answering: no reply within 1 s"):
                 device.synchronize()
     finally:
-        process.send_signal(signal.SIGCONT)
+        os.kill(stopped, signal.SIGCONT)
     assert [r.status for r in trace.commands] == [Status.FAILED]
     assert "ServerLostError" in trace.commands[0].error
     with pytest.raises(RemoteError, match="stopped answering"):
@@ -116,6 +119,7 @@ def test_a_dead_server_fails_at_synchronize_and_the_trace_keeps_every_record():
         x.fill(1.0)
         x.copy_to(out)
         os.kill(device.info["server_pid"], signal.SIGKILL)
+        assert wait_gone(device.info["server_worker_pid"])  # else it may still answer
         stream = device.default_stream
         stream.submit([x.fill_async(2.0), x.copy_to_async(out), x.fill_async(3.0)])
         with pytest.raises(CommandFailedError, match=r"exited with code -9") as caught:
