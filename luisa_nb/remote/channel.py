@@ -183,14 +183,13 @@ class Channel:
             connection.resume()
         released = connection.released
         frees = [released.popleft() for _ in range(len(released))]
-        envelope = connection.envelope("batch")
+        request_id, envelope = connection.envelope("batch")
         arguments: dict[str, Any] = {"group": self.group, "ops": self.operations, "frees": frees}
         if self.part is not None:
             arguments["window"] = [self.part, self.part_used]
-        frames: list[Any] = [encode(envelope), encode(arguments)]
+        frames: list[Any] = [envelope, encode(arguments)]
         if self.payload:
             frames.append(self.payload)  # sent without a copy: a new one takes its place
-        request_id = envelope["id"]
         was_busy, self.busy = self.busy, True
         try:
             self._send(frames, direct=True)
@@ -253,12 +252,11 @@ class Channel:
         its reply header."""
         connection = self.connection
         connection.check()
-        envelope = connection.envelope(op)
-        request_id = envelope["id"]
+        request_id, envelope = connection.envelope(op)
         was_busy, self.busy = self.busy, True
         try:
             self.in_flight[request_id] = None
-            frames = [encode(envelope), encode(arguments)] if arguments else [encode(envelope)]
+            frames = [envelope, encode(arguments)] if arguments else [envelope]
             self._send(frames, direct=op in WORKER_REQUESTS)
             while request_id not in self.replies:
                 self.receive(timeout, direct=op in WORKER_REQUESTS)
