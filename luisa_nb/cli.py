@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from luisa_nb.analysis import HazardKind
-from luisa_nb.errors import LuisaNbError, RemoteError, TraceError, user_traceback
+from luisa_nb.errors import LuisaNbError, RemoteError, user_traceback
 from luisa_nb.remote.options import add_serve_options
 from luisa_nb.runtime import DeviceConfig, StagingPolicy
 from luisa_nb.seed import expected_rows, run_seed
@@ -171,28 +171,14 @@ def serve(arguments: argparse.Namespace) -> int:
 
 
 def report(arguments: argparse.Namespace) -> int:
-    """Every way the trace or the page can fail becomes one error line (exit status 2):
-    a malformed trace is a TraceFormatError, and so never a traceback."""
+    """Every way the trace or the page can fail is a TraceError (a malformed trace a
+    TraceFormatError, a path that cannot be read or written a TraceFileError), which
+    :func:`main` prints as one error line."""
     from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.report import write_report
 
-    try:
-        trace = AnalyzedTrace.load(arguments.trace)
-    except FileNotFoundError:
-        raise TraceError(
-            f"no trace file at {arguments.trace}; save one with trace.save(path)"
-        ) from None
-    except OSError as error:
-        raise TraceError(
-            f"cannot read {arguments.trace} ({error.strerror or error}); check its permissions"
-        ) from None
-    try:
-        path = write_report(trace, arguments.output, title=arguments.title)
-    except OSError as error:
-        raise TraceError(
-            f"cannot write {arguments.output} ({error.strerror or error}); pass a writable "
-            "path with -o"
-        ) from None
+    trace = AnalyzedTrace.load(arguments.trace)
+    path = write_report(trace, arguments.output, title=arguments.title)
     print(f"report written to {path}")
     return 0
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import html
 from functools import cache
 
 import numpy as np
 
 from luisa_nb.analysis import HazardKind
 from luisa_nb.compare import FIRST_INDICES, ArrayDifference, Comparison, Run, index_text
-from luisa_nb.widgets.html_page import HAZARD_COLOUR, MARK_STYLE, kind_colour, stylesheet
+from luisa_nb.widgets.html_page import (
+    HAZARD_COLOUR,
+    MARK_STYLE,
+    escape,
+    kind_colour,
+    stylesheet,
+)
 
 # Colours are the widgets' theme properties (see theme_style), with their light values
 # where a page drops the style element. A differing value is a pale mark with dark text,
@@ -27,7 +32,7 @@ SHOWN_ELEMENTS = 4
 def comparison_html(comparison: Comparison) -> str:
     """The configurations side by side, differing values marked, and each one's hazards."""
     configs = comparison.configs
-    head = "".join(f"<th style='{_CELL}'>{_escape(c)}</th>" for c in configs)
+    head = "".join(f"<th style='{_CELL}'>{escape(c)}</th>" for c in configs)
     rows = []
     for name in comparison.names:
         differences = [d for d in comparison.differences if d.name == name]
@@ -41,7 +46,7 @@ def comparison_html(comparison: Comparison) -> str:
             lead = ""
             if position == 0:
                 span = len(indices)
-                lead = f"<td rowspan='{span}' style='padding:2px 8px'><b>{_escape(name)}</b></td>"
+                lead = f"<td rowspan='{span}' style='padding:2px 8px'><b>{escape(name)}</b></td>"
                 verdict_cell = f"<td rowspan='{span}' style='padding:2px 8px'>{verdict}</td>"
             else:
                 verdict_cell = ""
@@ -51,7 +56,7 @@ def comparison_html(comparison: Comparison) -> str:
                 f"<tr{border}>{lead}<td style='{_CELL}'>{label}</td>{cells}{verdict_cell}</tr>"
             )
     hazards = "".join(
-        f"<li><code>{_escape(run.config)}</code>: {_hazards_html(run)}</li>"
+        f"<li><code>{escape(run.config)}</code>: {_hazards_html(run)}</li>"
         for run in comparison.runs
     )
     summary = (
@@ -61,12 +66,12 @@ def comparison_html(comparison: Comparison) -> str:
     )
     return (
         f"{theme_style()}<div class='lnb-compare'>"
-        f"<p><b>luisa_nb comparison</b> of {', '.join(_escape(c) for c in configs)} "
-        f"(reference: <code>{_escape(configs[0])}</code>): {summary}.</p>"
+        f"<p><b>luisa_nb comparison</b> of {', '.join(escape(c) for c in configs)} "
+        f"(reference: <code>{escape(configs[0])}</code>): {summary}.</p>"
         f"<ul style='margin:0'>{hazards}</ul>"
         "<table style='border-collapse:collapse'>"
         f"<tr><th>array</th><th style='{_CELL}'>index</th>{head}"
-        f"<th>against {_escape(configs[0])}</th></tr>"
+        f"<th>against {escape(configs[0])}</th></tr>"
         f"{''.join(rows)}</table></div>"
     )
 
@@ -90,11 +95,11 @@ def _value_cell(
 ) -> str:
     if array is None or index is None or array.shape != getattr(reference, "shape", None):
         text = "—" if array is None else f"{array.dtype}{list(array.shape)}"
-        return f"<td style='{_CELL}'>{_escape(text)}</td>"
+        return f"<td style='{_CELL}'>{escape(text)}</td>"
     value = array[index]
     marked = reference is not None and not _same(value, reference[index])
     style = f"{_CELL};{_MARK}" if marked else _CELL
-    return f"<td style='{style}'>{_escape(_format(value))}</td>"
+    return f"<td style='{style}'>{escape(_format(value))}</td>"
 
 
 def _same(left: object, right: object) -> bool:
@@ -110,9 +115,9 @@ def _format(value: object) -> str:
 
 
 def _verdict_html(difference: ArrayDifference) -> str:
-    where = f"{_escape(difference.config)}: "
+    where = f"{escape(difference.config)}: "
     if difference.note:
-        return f"{where}<span style='{_UNEQUAL}'>{_escape(difference.note)}</span>"
+        return f"{where}<span style='{_UNEQUAL}'>{escape(difference.note)}</span>"
     if difference.equal:
         return f"{where}<span style='{_EQUAL}'>equal</span>"
     return (
@@ -129,7 +134,7 @@ def _hazards_html(run: Run) -> str:
     if not hazards:
         return "no hazards"
     return ", ".join(
-        f"<span style='{_kind_style(h.kind)}'><b>{_escape(h.kind.value)}</b></span> "
+        f"<span style='{_kind_style(h.kind)}'><b>{escape(h.kind.value)}</b></span> "
         f"(#{', #'.join(map(str, h.command_ids))})"
         for h in hazards
     )
@@ -145,7 +150,3 @@ def theme_style() -> str:
     of their stylesheet), so HTML outside the widgets follows JupyterLab's theme too."""
     text = stylesheet()
     return f"<style>{text[: text.index(_THEME_END)]}</style>"
-
-
-def _escape(value: object) -> str:
-    return html.escape(str(value))

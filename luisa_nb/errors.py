@@ -260,6 +260,28 @@ class KernelBarrierError(KernelError):
         self.block = block
 
 
+class KernelFaultError(KernelError):
+    """A compiled kernel touched memory it may not (a SIGSEGV or SIGBUS, possible with
+    ``checks=False``); the dispatch stopped and the process goes on. ``kernel``, ``block``
+    (the first thread of the block that faulted), ``signal`` (its name) and ``address``
+    say where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kernel: str,
+        block: tuple[int, int, int],
+        signal: str,
+        address: int,
+    ) -> None:
+        super().__init__(message)
+        self.kernel = kernel
+        self.block = block
+        self.signal = signal
+        self.address = address
+
+
 class KernelCancelledError(KernelError):
     """A kernel stopped early because the user interrupted a wait (Ctrl-C in
     ``synchronize()``); the trace marks its command cancelled."""
@@ -271,6 +293,24 @@ class TraceError(LuisaNbError):
 
 class TraceFormatError(TraceError, ValueError):
     """A trace file is not a luisa_nb trace, or has an unsupported version."""
+
+
+class TraceFileError(TraceError, OSError):
+    """A trace file, or a page or export made from a trace, cannot be read or written at
+    the path given: no permission, a symbolic link loop, a name too long, a NUL character
+    in the path. ``errno`` and ``filename`` say which error and which path."""
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno = errno
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class TraceFileNotFoundError(TraceFileError, FileNotFoundError):
+    """No file at the path given, or no folder to write it in."""
 
 
 class UnsupportedFeatureError(LuisaNbError, NotImplementedError):

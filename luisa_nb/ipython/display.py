@@ -10,7 +10,6 @@ renders in JupyterLab, in nbconvert output, on GitHub and in a terminal.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
@@ -18,7 +17,7 @@ from luisa_nb.compare import Comparison
 from luisa_nb.compare_html import theme_style
 from luisa_nb.recording import CommandKind, CommandRecord
 from luisa_nb.recording.naming import describe, stream_name
-from luisa_nb.widgets.html_page import MARK_STYLE, kind_colour
+from luisa_nb.widgets.html_page import MARK_STYLE, escape, kind_colour
 
 DIFF_ROWS = 8
 """How many differing elements of a stale upload the summary lists."""
@@ -32,13 +31,9 @@ _CELL = f"padding:2px 8px;{_RULE};text-align:left;vertical-align:top"
 _NUMBER = f"padding:2px 8px;{_RULE};text-align:right;font-family:monospace"
 
 
-def _escape(value: object) -> str:
-    return html.escape(str(value))
-
-
 def _table(header: Sequence[str], rows: list[str], numeric: Sequence[bool] = ()) -> str:
     heads = "".join(
-        f"<th style='{_NUMBER if i < len(numeric) and numeric[i] else _CELL}'>{_escape(h)}</th>"
+        f"<th style='{_NUMBER if i < len(numeric) and numeric[i] else _CELL}'>{escape(h)}</th>"
         for i, h in enumerate(header)
     )
     return f"<table style='{_TABLE}'><tr>{heads}</tr>{''.join(rows)}</table>"
@@ -54,7 +49,7 @@ class HazardTable:
     def _repr_html_(self) -> str:
         if not self.hazards:
             return (
-                f"{theme_style()}<p class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: "
+                f"{theme_style()}<p class='lnb-ipython-hazards'><b>{escape(self.title)}</b>: "
                 "none found "
                 "(no stale upload, host write in flight or device race).</p>"
             )
@@ -64,12 +59,12 @@ class HazardTable:
             commands = ", ".join(f"#{command}" for command in hazard.command_ids)
             rows.append(
                 f"<tr><td style='{_CELL};color:{colour};font-weight:bold'>"
-                f"{_escape(hazard.kind.value)}</td><td style='{_CELL}'>{commands}</td>"
-                f"<td style='{_CELL}'>{_escape(hazard.message)}</td>"
-                f"<td style='{_CELL}'>{_escape(hazard.fix)}</td></tr>"
+                f"{escape(hazard.kind.value)}</td><td style='{_CELL}'>{commands}</td>"
+                f"<td style='{_CELL}'>{escape(hazard.message)}</td>"
+                f"<td style='{_CELL}'>{escape(hazard.fix)}</td></tr>"
             )
         return (
-            f"{theme_style()}<div class='lnb-ipython-hazards'><b>{_escape(self.title)}</b>: "
+            f"{theme_style()}<div class='lnb-ipython-hazards'><b>{escape(self.title)}</b>: "
             f"{len(self.hazards)}"
             f"{_table(['kind', 'commands', 'message', 'fix'], rows)}</div>"
         )
@@ -113,7 +108,7 @@ class TraceSummary:
 
     def _repr_html_(self) -> str:
         parts = [
-            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {_escape(self._heading())}</p>",
+            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {escape(self._heading())}</p>",
             HazardTable(self.trace.hazards)._repr_html_(),
         ]
         parts.extend(_stale_upload_html(self.trace, hazard) for hazard in self._stale())
@@ -160,8 +155,8 @@ def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
     indices = check.differing_indices
     rows = [
         f"<tr><td style='{_NUMBER}'>{int(index)}</td>"
-        f"<td style='{_NUMBER};{MARK_STYLE}'>{_escape(check.staged[index])}</td>"
-        f"<td style='{_NUMBER}'>{_escape(check.expected[index])}</td></tr>"
+        f"<td style='{_NUMBER};{MARK_STYLE}'>{escape(check.staged[index])}</td>"
+        f"<td style='{_NUMBER}'>{escape(check.expected[index])}</td></tr>"
         for index in indices[:DIFF_ROWS]
     ]
     return (
@@ -184,14 +179,14 @@ def _commands_html(trace: AnalyzedTrace) -> str:
         host = _host_moment(command)
         mark = ";background:#fff8c5;color:#3d3000" if command.id in flagged else ""
         rows.append(
-            f"<tr><td style='{_CELL}{mark}'>{_escape(describe(trace, command))}</td>"
-            f"<td style='{_CELL}'>{_escape(stream_name(trace, command.stream))}</td>"
+            f"<tr><td style='{_CELL}{mark}'>{escape(describe(trace, command))}</td>"
+            f"<td style='{_CELL}'>{escape(stream_name(trace, command.stream))}</td>"
             f"<td style='{_NUMBER}'>{command.submission}.{command.index}</td>"
             f"<td style='{_NUMBER}'>{moment(command.submitted)}</td>"
             f"<td style='{_NUMBER}'>{moment(command.started)}</td>"
             f"<td style='{_NUMBER}'>{moment(command.finished)}</td>"
             f"<td style='{_CELL}'>{host[0]}</td><td style='{_NUMBER}'>{moment(host[1])}</td>"
-            f"<td style='{_CELL}'>{_escape(command.status.value)}</td></tr>"
+            f"<td style='{_CELL}'>{escape(command.status.value)}</td></tr>"
         )
     header = [
         "command",

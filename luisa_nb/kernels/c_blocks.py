@@ -111,19 +111,15 @@ class BlockEmission:
         )
         locals = "\n".join(self.block_locals())
         threshold = self.parallel_threshold_with_loops
-        loops = f"""\
-for (int32_t z = 0; z < blocks.z; ++z)
-            for (int32_t y = 0; y < blocks.y; ++y)
-                for (int32_t x = 0; x < blocks.x; ++x)
-                    {name}_block(&a, launch, size, x, y, z);"""
         lines = ", ".join(map(str, self.barrier_lines))
         return f"""\
 /* The source line of each barrier, by number (0: none). */
 static const int32_t {name}_barrier_lines[] = {{{lines}}};
 
-{self.block_function_prefix} void {name}_block(const {name}_arguments *a, lnb_launch *launch,
-        lnb_int3 size, int32_t bx, int32_t by, int32_t bz) {{
+{self.block_function_prefix} void {name}_block(const void *arguments, lnb_launch *launch,
+        lnb_int3 size, lnb_int3 block) {{
     if (lnb_launch_stopped(launch)) return;
+    const {name}_arguments *a = arguments;
 {locals}
     {name}_locals *locals = calloc({count}, sizeof *locals);
     {name}_shared shared;
@@ -131,9 +127,9 @@ static const int32_t {name}_barrier_lines[] = {{{lines}}};
     for (int32_t paused = 1; paused;) {{
         paused = 0;
         for (int32_t t = 0; t < {count}; ++t) {{
-            const int64_t x = (int64_t)bx * {bx} + t % {bx};
-            const int64_t y = (int64_t)by * {by} + t / {bx} % {by};
-            const int64_t z = (int64_t)bz * {bz} + t / {bx * by};
+            const int64_t x = (int64_t)block.x * {bx} + t % {bx};
+            const int64_t y = (int64_t)block.y * {by} + t / {bx} % {by};
+            const int64_t z = (int64_t)block.z * {bz} + t / {bx * by};
             if (x >= size.x || y >= size.y || z >= size.z || locals[t].lnb_finished) continue;
             const lnb_int3 id = {{(int32_t)x, (int32_t)y, (int32_t)z}};
             lnb_thread state = {{.details = 1, .cancel = cancel}};
@@ -155,18 +151,4 @@ static const int32_t {name}_barrier_lines[] = {{{lines}}};
     free(locals);
 }}
 
-{self.kernel_prefix}void {self.launch_name}(const void *packed_arguments, lnb_launch *launch) {{
-    {name}_arguments a;
-    memcpy(&a, packed_arguments, sizeof a);
-    if (!lnb_valid_size(a.size, launch)) return;
-    const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
-    const lnb_int3 blocks = {{(int32_t)(((int64_t)size.x + {bx - 1}) / {bx}),
-                             (int32_t)(((int64_t)size.y + {by - 1}) / {by}),
-                             (int32_t)(((int64_t)size.z + {bz - 1}) / {bz})}};
-    if (a.size[0] * a.size[1] * a.size[2] >= {threshold}) {{
-#pragma omp parallel for collapse(3) schedule(dynamic)
-        {loops}
-    }} else {{
-        {loops}
-    }}
-}}"""
+{self.launch_entry(self.kernel.block_size, self.claim_with_loops, threshold)}"""

@@ -1,4 +1,5 @@
-"""The C side of launches and checks: the launch record, cancellation, and the checked
+"""The C side of launches and checks: the launch record, cancellation, how the threads of
+a launch share its blocks (under the fault guard, see ``fault_guard``), and the checked
 buffer accesses the emitter adds on demand.
 
 Checked accesses are branch-free so that ``omp simd`` loops keep vectorizing: a failed
@@ -19,6 +20,7 @@ from luisa_nb.kernels.atomic_typing import ATOMIC_OPERATIONS as ATOMIC_PARAMETER
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_DIVERGED_BARRIERS,
+    STATUS_FAULT,
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
@@ -34,7 +36,8 @@ enum {{
     LNB_NON_FINITE = {STATUS_NON_FINITE},
     LNB_CANCELLED = {STATUS_CANCELLED},
     LNB_INVALID_SIZE = {STATUS_INVALID_SIZE},
-    LNB_DIVERGED_BARRIERS = {STATUS_DIVERGED_BARRIERS}
+    LNB_DIVERGED_BARRIERS = {STATUS_DIVERGED_BARRIERS},
+    LNB_FAULT = {STATUS_FAULT}
 }};
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
@@ -48,6 +51,7 @@ typedef struct {{
     int64_t index;
     double value;
     const int32_t *cancel;
+    void *guard; /* the fault guard's lnb_guard, or 0 */
 }} lnb_launch;"""
 
 THREAD_FIELDS = """\
@@ -62,6 +66,97 @@ THREAD_FIELDS = """\
     double value;
     const int32_t *cancel;"""
 """The fields of a thread's check state, ``lnb_thread`` (the CUDA prelude adds its own)."""
+
+GUARD_TYPES = """\
+/* What each thread running a launch calls: it runs blocks until none is left or the launch
+   stops, and stores the number of each block in `running` before running it. */
+typedef void (*lnb_run_function)(void *blocks, lnb_launch *launch, volatile int64_t *running);
+
+/* The fault guard's entry (luisa_nb.kernels.fault_guard): calls `run`; a memory fault in it
+   stops the launch with LNB_FAULT, instead of the process. Returns 1 if it recorded a fault
+   in the launch record (all but where: the caller knows its blocks). */
+typedef int (*lnb_guard)(lnb_run_function run, void *blocks, lnb_launch *launch,
+                         volatile int64_t *running);"""
+"""The C types the generated launch and the fault guard share."""
+
+BLOCKS = """\
+/* The block function of a kernel: runs the threads of block `block` (its position in
+   blocks along each axis). */
+typedef void (*lnb_block_function)(const void *arguments, lnb_launch *launch, lnb_int3 size,
+                                   lnb_int3 block);
+
+/* The blocks of a launch, numbered along x, then y, then z. The threads running it claim
+   `claim` blocks at a time from `next` until none is left or the launch stops, so that a
+   cancelled or failed launch of any size ends within one claim per thread. */
+typedef struct {
+    lnb_block_function run;
+    const void *arguments;
+    lnb_int3 size;  /* threads along each axis */
+    lnb_int3 block; /* threads of a block along each axis */
+    lnb_int3 count; /* blocks along each axis */
+    int64_t total;  /* blocks in all: below 2**63, as the product of the sizes */
+    int64_t claim;
+    int64_t next;   /* the first block not claimed yet */
+} lnb_blocks;
+
+/* Divides a launch of `size` threads into blocks of `block` threads. (Filled in place: a
+   struct returned by value was copied through a wide load of narrow stores, ~10 ns.) */
+static void lnb_divide(lnb_blocks *blocks, lnb_block_function run, const void *arguments,
+                       lnb_int3 size, lnb_int3 block, int64_t claim) {
+    blocks->run = run;
+    blocks->arguments = arguments;
+    blocks->size = size;
+    blocks->block = block;
+    blocks->count.x = (int32_t)(((int64_t)size.x + block.x - 1) / block.x);
+    blocks->count.y = (int32_t)(((int64_t)size.y + block.y - 1) / block.y);
+    blocks->count.z = (int32_t)(((int64_t)size.z + block.z - 1) / block.z);
+    blocks->total = (int64_t)blocks->count.x * blocks->count.y * blocks->count.z;
+    blocks->claim = claim;
+    blocks->next = 0;
+}
+
+/* The position of block `index` (below blocks->total). */
+static lnb_int3 lnb_block_at(const lnb_blocks *blocks, int64_t index) {
+    if (index < blocks->count.x) return (lnb_int3){(int32_t)index, 0, 0}; /* no division */
+    const int64_t row = index / blocks->count.x;
+    return (lnb_int3){(int32_t)(index % blocks->count.x), (int32_t)(row % blocks->count.y),
+                      (int32_t)(row / blocks->count.y)};
+}
+
+/* A thread's share of a launch (an lnb_run_function): claims blocks and runs them. */
+static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *running) {
+    lnb_blocks *blocks = shared;
+    for (int64_t end = 0; end < blocks->total && !lnb_launch_stopped(launch);) {
+        const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
+        if (first >= blocks->total) return;
+        end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
+        lnb_int3 block = lnb_block_at(blocks, first);
+        for (int64_t index = first; index < end; ++index) {
+            *running = index;
+            blocks->run(blocks->arguments, launch, blocks->size, block);
+            if (++block.x < blocks->count.x) continue;
+            block.x = 0;
+            if (++block.y < blocks->count.y) continue;
+            block.y = 0;
+            ++block.z;
+        }
+    }
+}
+
+/* Runs the calling thread's share of a launch, under the fault guard if the record has one;
+   after a fault, the record names the first thread of the block that faulted. */
+static void lnb_launch_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+    volatile int64_t running = 0;
+    if (!launch->guard) {
+        lnb_run_blocks(blocks, launch, &running);
+    } else if (((lnb_guard)launch->guard)(lnb_run_blocks, blocks, launch, &running)) {
+        const lnb_int3 block = lnb_block_at(blocks, running);
+        launch->thread[0] = block.x * blocks->block.x;
+        launch->thread[1] = block.y * blocks->block.y;
+        launch->thread[2] = block.z * blocks->block.z;
+    }
+}"""
+"""How the threads of a launch share its blocks (C only: CUDA launches a grid)."""
 
 LAUNCH_PRELUDE = (
     LAUNCH_TYPES
@@ -121,7 +216,12 @@ static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
         }
     }
     return 1;
-}"""
+}
+
+"""
+    + GUARD_TYPES
+    + "\n\n"
+    + BLOCKS
 )
 
 NOTE_FUNCTION = """\

@@ -119,14 +119,14 @@ class CEmitter(
     # The parallel and the serial launch loop both call the block function: inlined, the
     # whole kernel would be optimized twice (about 10% of a cold compile).
     block_function_prefix = "static __attribute__((noinline))"
-    # Threads run in blocks along x; OpenMP hands out blocks from a shared counter
-    # (schedule dynamic), so a thread that shares its core with another process takes
-    # fewer. See "OpenMP" in docs/kernels.md for the measurements behind these numbers.
+    # Threads run in blocks along x; each OpenMP thread claims blocks from a shared
+    # counter, so a thread that shares its core with another process takes fewer. See
+    # "OpenMP" in docs/kernels.md for the measurements behind these numbers.
     block_size = 2048  # bodies without loops: one simd loop of this many threads
-    schedule = "dynamic, 8"  # 16384 threads a claim: few claims, still balanced
+    claim = 8  # blocks a claim: 16384 threads, few claims, still balanced
     parallel_threshold = 1 << 18  # below this, waking a sleeping thread costs more
     block_size_with_loops = 64  # bodies with loops: smaller blocks, one a claim
-    schedule_with_loops = "dynamic"
+    claim_with_loops = 1
     parallel_threshold_with_loops = 256
     # A dispatch writing this many bytes of a buffer streams it (see kernels/streaming.py),
     # through tiles of this many threads' elements (see "Streaming stores" in kernels.md).

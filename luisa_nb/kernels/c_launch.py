@@ -144,62 +144,60 @@ class LaunchEmission:
         return f"streams_{self.buffer_names[index]}"
 
     def entry(self: CEmitter) -> str:
-        """The block function and the exported entries.
+        """The block function and the exported entry.
 
         Threads run in blocks along x: ``block_size`` threads in a simd loop when the body
-        has no loops or returns, else ``block_size_with_loops``. Blocks run in parallel
-        (OpenMP) from the matching threshold on, else on the calling thread. Each block
-        first checks whether the launch must stop (a failed check, or the cancel flag).
+        has no loops or returns, else ``block_size_with_loops``. From the matching
+        threshold on, every OpenMP thread claims blocks from the launch's shared counter
+        (``lnb_run_blocks``), else the calling thread runs them all. A thread checks
+        whether the launch must stop (a failed check, a fault, or the cancel flag) before
+        each claim and each block.
         """
         name = self.entry_name
         if self.kernel.has_control_flow:
             block, threshold = self.block_size_with_loops, self.parallel_threshold_with_loops
-            schedule = self.schedule_with_loops
+            claim = self.claim_with_loops
         else:
             block, threshold = self.block_size, self.parallel_threshold
-            schedule = self.schedule
-        loops = f"""\
-for (int32_t z = 0; z < size.z; ++z)
-            for (int32_t y = 0; y < size.y; ++y)
-                for (int64_t block = 0; block < blocks; ++block)
-                    {name}_block(&a, launch, size, z, y, block);"""
-        block_parameters = (
-            f"const {name}_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, "
-            f"int32_t y, int64_t block"
-        )
+            claim = self.claim
         locals = "\n".join(self.block_locals() + self.tile_locals())
-        if self.streamed:
-            fence = "\n        lnb_stream_fence();"
-            parallel = f"""\
-#pragma omp parallel
-        {{
-#pragma omp for collapse(3) schedule({schedule}) nowait
-        {loops}{fence}
-        }}"""
-        else:
-            fence = ""
-            parallel = f"""\
-#pragma omp parallel for collapse(3) schedule({schedule})
-        {loops}"""
         return f"""\
-{self.block_function_prefix} void {name}_block({block_parameters}) {{
+{self.block_function_prefix} void {name}_block(const void *arguments, lnb_launch *launch,
+        lnb_int3 size, lnb_int3 block) {{
     if (lnb_launch_stopped(launch)) return;
-    const int32_t start = (int32_t)(block * {block});
+    const {name}_arguments *a = arguments;
+    const int32_t y = block.y, z = block.z;
+    const int32_t start = block.x * {block};
     const int32_t end = size.x - start > {block} ? start + {block} : size.x;
 {locals}
 {self.thread_loop()}
 }}
 
+{self.launch_entry((block, 1, 1), claim, threshold)}"""
+
+    def launch_entry(
+        self: CEmitter, block: tuple[int, int, int], claim: int, threshold: int
+    ) -> str:
+        """The exported entry: blocks of ``block`` threads, claimed ``claim`` at a time, by
+        every OpenMP thread from ``threshold`` threads on."""
+        name = self.entry_name
+        fence = "\n        lnb_stream_fence();" if self.streamed else ""
+        bx, by, bz = block
+        return f"""\
 {self.kernel_prefix}void {self.launch_name}(const void *packed_arguments, lnb_launch *launch) {{
     {name}_arguments a;
     memcpy(&a, packed_arguments, sizeof a);
     if (!lnb_valid_size(a.size, launch)) return;
     const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
-    const int64_t blocks = ((int64_t)size.x + {block - 1}) / {block};
+    lnb_blocks blocks;
+    lnb_divide(&blocks, {name}_block, &a, size, (lnb_int3){{{bx}, {by}, {bz}}}, {claim});
     if (a.size[0] * a.size[1] * a.size[2] >= {threshold}) {{
-{parallel}
+#pragma omp parallel
+        {{
+        lnb_launch_blocks(&blocks, launch);{fence}
+        }}
     }} else {{
-        {loops}{fence}
+        lnb_launch_blocks(&blocks, launch);{fence}
     }}
 }}"""
 

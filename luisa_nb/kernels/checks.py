@@ -8,11 +8,13 @@ to a float buffer is finite; ``False`` checks nothing. ``None`` means the device
 from __future__ import annotations
 
 import ctypes
+import signal
 from collections.abc import Callable
 
 from luisa_nb.errors import (
     ConfigurationError,
     KernelBarrierError,
+    KernelFaultError,
     KernelIndexError,
     KernelNonFiniteError,
 )
@@ -27,6 +29,7 @@ STATUS_NON_FINITE = 2
 STATUS_CANCELLED = 3
 STATUS_INVALID_SIZE = 4
 STATUS_DIVERGED_BARRIERS = 5  # threads of a block paused at different barriers
+STATUS_FAULT = 6  # a memory fault (see kernels/fault_guard.py)
 
 
 def check_setting(value: object, *, allow_default: bool = False) -> bool | str | None:
@@ -44,7 +47,12 @@ def check_setting(value: object, *, allow_default: bool = False) -> bool | str |
 
 
 class LaunchRecord(ctypes.Structure):
-    """Filled in by compiled C when a launch stops early; mirrors ``lnb_launch`` in C."""
+    """Filled in by compiled C when a launch stops early; mirrors ``lnb_launch`` in C.
+
+    After a memory fault (``STATUS_FAULT``) ``thread`` is the first thread of the block
+    that faulted, ``index`` the address it touched and ``value`` the signal number.
+    ``guard``: the address of the fault guard's entry, or 0 to run unguarded.
+    """
 
     _fields_ = [
         ("status", ctypes.c_int32),
@@ -56,6 +64,7 @@ class LaunchRecord(ctypes.Structure):
         ("index", ctypes.c_int64),
         ("value", ctypes.c_double),
         ("cancel", ctypes.c_void_p),  # address of an int32 flag; non-zero asks C to stop
+        ("guard", ctypes.c_void_p),
     ]
 
     def outcome(self) -> list[int | float]:
@@ -214,3 +223,30 @@ def non_finite_error(
     return KernelNonFiniteError(
         message, kernel=kernel, line=line, thread=thread, index=index, buffer=buffer, value=value
     )
+
+
+def fault_error(
+    kernel: str, block: tuple[int, int, int], number: float, address: int, checked: bool
+) -> KernelFaultError:
+    """The error of a launch stopped by the fault guard: signal ``number`` at ``address`` in
+    the block of threads starting at thread ``block``."""
+    try:
+        name = signal.Signals(int(number)).name
+    except (ValueError, OverflowError):  # not a signal: a record from elsewhere
+        name = f"signal {number}"
+    if checked:
+        advice = (
+            "The kernel's indices are checked, so this is a bug in luisa_nb: please report "
+            "it with the kernel's source"
+        )
+    else:
+        advice = (
+            "With checks=False nothing keeps an index inside its buffer: run the kernel with "
+            "checks=True to find the thread and the index. Writes out of range before the "
+            "fault may have changed other memory of this process"
+        )
+    message = (
+        f"kernel {kernel!r}: a thread of the block starting at thread {block} touched memory "
+        f"it may not ({name} at address {address:#x}); the dispatch stopped. {advice}"
+    )
+    return KernelFaultError(message, kernel=kernel, block=block, signal=name, address=address)

@@ -22,16 +22,19 @@ from luisa_nb.kernels.c_emitter import CEmitter, argument_struct
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_DIVERGED_BARRIERS,
+    STATUS_FAULT,
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
     LaunchRecord,
     diverged_barriers_error,
+    fault_error,
     index_error,
     non_finite_error,
     slot_error,
     texel_error,
 )
+from luisa_nb.kernels.fault_guard import guard_address
 from luisa_nb.kernels.indirect import capacity_of, entry_of, entry_offset_error
 from luisa_nb.kernels.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
 from luisa_nb.kernels.source import KernelSource
@@ -70,9 +73,10 @@ NEVER_CANCELLED = CancelFlag()
 def run_launch(
     function: Callable[[bytes, Any], None], packed: bytes, cancel: CancelFlag | None
 ) -> LaunchRecord | None:
-    """Call a compiled ``lnb_<name>_launch`` entry with the packed arguments; the launch
-    record if a check or ``cancel`` stopped it early, else ``None``."""
-    record = LaunchRecord(cancel=(cancel or NEVER_CANCELLED).address)
+    """Call a compiled ``lnb_<name>_launch`` entry with the packed arguments, under the
+    fault guard; the launch record if a check, a fault or ``cancel`` stopped it early, else
+    ``None``."""
+    record = LaunchRecord(cancel=(cancel or NEVER_CANCELLED).address, guard=guard_address())
     function(packed, ctypes.byref(record))
     return record if record.status else None
 
@@ -264,6 +268,9 @@ class CExecutable(Executable):
                 f"must be in 0 <= n < 2**31 and the product below 2**63"
             )
         thread = tuple(record.thread)
+        if record.status == STATUS_FAULT:
+            address = record.index % 2**64
+            return fault_error(self.name, thread, record.value, address, bool(self.checks))
         if record.status == STATUS_DIVERGED_BARRIERS:
             lines = (record.line, record.index)
             where = self.kernel_source.where

@@ -5,8 +5,9 @@ several times that. So a launch is prepared once (:class:`PreparedLaunch`: the e
 address and the packed argument struct, kept while the same arguments are dispatched
 again) and a run of prepared launches goes to C as one array of (entry, arguments)
 address pairs. The loop (:data:`RUNNER_SOURCE`) is compiled into every kernel's library,
-so it costs no build of its own. It stops at the first launch that fails or is cancelled
-and says which one it was; with a ``times`` array it also reads the trace clock
+so it costs no build of its own. It stops at the first launch that fails (a fault
+included, see :mod:`~luisa_nb.kernels.fault_guard`) or is cancelled and says which one it
+was; with a ``times`` array it also reads the trace clock
 (``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch.
 """
 
@@ -20,6 +21,7 @@ from time import perf_counter_ns as now
 from typing import TYPE_CHECKING, Any
 
 from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.kernels.fault_guard import guard_address
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Times
@@ -100,7 +102,7 @@ def run_launches(
     pairs = launches[0].pair if count == 1 else b"".join([launch.pair for launch in launches])
     record = getattr(_records, "record", None)
     if record is None:
-        record = _records.record = LaunchRecord()
+        record = _records.record = LaunchRecord(guard=guard_address())
     record.cancel = cancel.address
     clock = None
     if times is not None:

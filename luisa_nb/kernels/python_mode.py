@@ -439,6 +439,8 @@ class PythonExecutable(Executable):
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None
     ) -> None:
         size_x, size_y, size_z = (int(size) for size in dims)
+        if not size_x * size_y * size_z:
+            return  # no threads: loops over the other axes would not check ``cancel``
         function = self._function
         copied = self._copied_arguments
         originals = list(arguments)

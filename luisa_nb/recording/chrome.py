@@ -9,15 +9,18 @@ write for downloads. A flow event directly follows, at the same timestamp, the e
 binds to, because viewers bind flow events to the slice open on that track at that time.
 User ranges (``lnb.range``) and kernel compiles are complete events on a track of their
 own, "host ranges", after the streams, where viewers nest them; keeping them off the host
-track keeps the flows bound to the host instants.
+track keeps the flows bound to the host instants. Host ranges are at synthetic addresses
+(:mod:`~luisa_nb.recording.synthetic_addresses`), as in trace files.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
+from luisa_nb.recording.archive import atomic_write
+from luisa_nb.recording.file_paths import MISSING_FOLDER, checked_path, file_errors
 from luisa_nb.recording.naming import describe, describe_sync, drawn_streams, on_host, stream_name
 from luisa_nb.recording.records import (
     CommandKind,
@@ -26,6 +29,7 @@ from luisa_nb.recording.records import (
     SyncRecord,
     record_to_dict,
 )
+from luisa_nb.recording.synthetic_addresses import with_synthetic_addresses
 
 if TYPE_CHECKING:
     from luisa_nb.recording.trace import Trace
@@ -39,27 +43,33 @@ _SYNC_TIME_FIELDS = ("issued", "completed")
 # -- export ---------------------------------------------------------------------------
 
 
-def chrome_trace(trace: Trace, path: Path | None = None) -> dict[str, Any]:
-    """The trace as a Chrome Trace Event document; also written to ``path`` if given.
+def chrome_trace(trace: Trace, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The trace as a Chrome Trace Event document; also written to ``path`` if given
+    (atomically; a path that cannot be written raises
+    :class:`~luisa_nb.errors.TraceFileError`).
 
     Timestamps are microseconds from ``metadata.started``, or from the earliest recorded
     time if that is earlier or unset.
     """
+    doing = "write the Chrome trace to"
+    target = None if path is None else checked_path(path, doing)
     export = _Export(trace)
     document = {
         "traceEvents": export.events(),
         "displayTimeUnit": "ns",
         "otherData": {"format": "luisa_nb.trace", "capture": trace.metadata.capture},
     }
-    if path is not None:
-        Path(path).write_text(json.dumps(document))
+    if target is not None:
+        text = json.dumps(document).encode()
+        with file_errors(target, doing, MISSING_FOLDER), atomic_write(target) as file:
+            file.write(text)
     return document
 
 
 class _Export:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
-        self.records = sorted(trace.records, key=lambda record: record.seq)
+        self.records = with_synthetic_addresses(sorted(trace.records, key=lambda r: r.seq))
         self.origin = _origin(trace, self.records)
         streams = drawn_streams(self.records)
         self.threads = {stream: position + 1 for position, stream in enumerate(streams)}

@@ -48,6 +48,7 @@ from luisa_nb.recording.records import (
     SyncKind,
     SyncRecord,
 )
+from luisa_nb.recording.synthetic_addresses import synthetic_addresses
 from luisa_nb.recording.table import (
     KINDS,
     MISSING,
@@ -146,19 +147,23 @@ def command_entries(
     entries += _blob_entries(blobs, keys)
     entries.append(npy_entry("keys.npy", _key_array(keys.values)))
     entries += _sync_entries(syncs, errors)
+    addresses = synthetic_addresses(hosts.values)
     fields = {
         "counts": {"commands": len(table), "syncs": len(syncs)},
         "labels": labels.values,
         "errors": errors.values,
-        "hosts": [_host_json(host) for host in hosts.values],
+        "hosts": [_host_json(host, address)
+                  for host, address in zip(hosts.values, addresses, strict=True)],
         "host_pieces": [[row, [list(piece) for piece in pieces]]
                         for row, pieces in sorted(table.host_pieces.items())],
     }  # fmt: skip
     return fields, entries
 
 
-def _host_json(host: HostRange) -> dict[str, Any]:
-    return {"address": host.address, "nbytes": host.nbytes, "dtype": host.dtype,
+def _host_json(host: HostRange, address: int) -> dict[str, Any]:
+    """``host`` as ``trace.json`` holds it: at its synthetic ``address``, never at the
+    process's (:mod:`~luisa_nb.recording.synthetic_addresses`)."""
+    return {"address": address, "nbytes": host.nbytes, "dtype": host.dtype,
             "shape": list(host.shape), "name": host.name}  # fmt: skip
 
 

@@ -5,7 +5,10 @@ Version 2 (written now) keeps commands and sync points in columns
 user ranges, kernel compiles and host releases are JSON lists (files written before those
 existed lack them and load with none).
 Version 1 files (every record a JSON object, captured bytes as ``blobs/<key>.npy``)
-still load.
+still load. Host ranges are saved at synthetic addresses that keep every overlap and
+offset among them and nothing of the process's memory layout
+(:mod:`~luisa_nb.recording.synthetic_addresses`); files written before hold real ones,
+and load the same way.
 
 Reading goes through :mod:`luisa_nb.recording.archive`, which bounds what a file may make
 this process read, inflate and allocate. Loading never unpickles, and any file that is
@@ -17,6 +20,7 @@ and replaces the file atomically.
 from __future__ import annotations
 
 import json
+import os
 import typing
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
@@ -36,6 +40,7 @@ from luisa_nb.recording.archive import (
     write_archive,
 )
 from luisa_nb.recording.columnar import ColumnReader, command_entries, read_contents
+from luisa_nb.recording.file_paths import MISSING_FOLDER, checked_path, file_errors
 from luisa_nb.recording.json_records import build, build_list, check_dtype
 from luisa_nb.recording.records import (
     BufferInfo,
@@ -57,6 +62,7 @@ if typing.TYPE_CHECKING:
 FORMAT = "luisa_nb.trace"
 VERSION = 2
 DOCUMENT_NAME = "trace.json"
+MISSING_TRACE = "check the path, or save a trace there first with trace.save(path)"
 V1_BLOB_FOLDER = "blobs/"
 # Version 1 holds about 110k records in this size; parsed, a document takes 3-25 times
 # its size. Version 2 keeps only shared values here (labels, errors, host ranges).
@@ -110,12 +116,16 @@ class _DocumentV2(_Document, _HostActivity):
 TraceType = TypeVar("TraceType", bound="Trace")
 
 
-def save_trace(trace: Trace, path: Path, limits: ArchiveLimits = DEFAULT_LIMITS) -> Path:
-    """Write ``trace`` to ``path`` atomically; returns ``path``.
+def save_trace(
+    trace: Trace, path: str | os.PathLike[str], limits: ArchiveLimits = DEFAULT_LIMITS
+) -> Path:
+    """Write ``trace`` to ``path`` atomically; returns the path.
 
     The commands and sync points are those recorded when the save began; the blobs are
-    taken after them, so every capture the saved commands refer to is in the file.
+    taken after them, so every capture the saved commands refer to is in the file. A path
+    that cannot be written raises :class:`~luisa_nb.errors.TraceFileError`.
     """
+    path = checked_path(path, "save the trace to")
     table, syncs = trace.table, trace.syncs
     blobs = trace.blob_snapshot()
     fields, entries = command_entries(table, syncs, blobs)
@@ -131,20 +141,24 @@ def save_trace(trace: Trace, path: Path, limits: ArchiveLimits = DEFAULT_LIMITS)
         "releases": [record_to_dict(record) for record in trace.releases],
     }
     text = json.dumps(document).encode()
-    return write_archive(path, lambda: [(DOCUMENT_NAME, text), *entries], limits)
+    with file_errors(path, "save the trace to", MISSING_FOLDER):
+        return write_archive(path, lambda: [(DOCUMENT_NAME, text), *entries], limits)
 
 
 def load_trace(
-    path: Path, cls: type[TraceType], limits: ArchiveLimits = DEFAULT_LIMITS
+    path: str | os.PathLike[str], cls: type[TraceType], limits: ArchiveLimits = DEFAULT_LIMITS
 ) -> TraceType:
     """Read a file written by :func:`save_trace` into a new ``cls`` instance.
 
     Raises :class:`TraceFormatError` for any file that is not such a trace, and
-    ``OSError`` when ``path`` cannot be opened at all (it does not exist, permissions).
+    :class:`~luisa_nb.errors.TraceFileError` (``TraceFileNotFoundError`` where there is
+    no file) when ``path`` cannot be opened at all.
     """
-    path = Path(path)
+    path = checked_path(path, "read the trace")
     where = str(path)
-    with open_archive(path, limits) as archive:
+    with file_errors(path, "read the trace", MISSING_TRACE):
+        archive = open_archive(path, limits)
+    with archive:
         if DOCUMENT_NAME not in archive:
             raise TraceFormatError(
                 f"{path} is a zip file but holds no {DOCUMENT_NAME}, so it is not a luisa_nb "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -300,21 +301,24 @@ class Trace:
 
     # -- files -----------------------------------------------------------------------
 
-    def save(self, path: str | Path) -> Path:
-        """Write the trace to a zip file (versioned JSON plus ``.npy`` blobs)."""
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the trace to a zip file (versioned JSON plus ``.npy`` blobs); a path that
+        cannot be written raises :class:`~luisa_nb.errors.TraceFileError`."""
         from luisa_nb.recording.storage import save_trace
 
-        return save_trace(self, Path(path))
+        return save_trace(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> Trace:
-        """Read a trace written by :meth:`save` (no pickle is ever loaded)."""
+    def load(cls, path: str | os.PathLike[str]) -> Trace:
+        """Read a trace written by :meth:`save` (no pickle is ever loaded). Raises
+        :class:`~luisa_nb.errors.TraceFileError` for a path that cannot be read and
+        :class:`~luisa_nb.errors.TraceFormatError` for a file that is not a trace."""
         from luisa_nb.recording.storage import load_trace
 
-        return load_trace(Path(path), cls)
+        return load_trace(path, cls)
 
-    def to_chrome_trace(self, path: str | Path | None = None) -> dict[str, Any]:
+    def to_chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Chrome Trace Event JSON (opens in Perfetto); written to ``path`` if given."""
         from luisa_nb.recording.chrome import chrome_trace
 
-        return chrome_trace(self, None if path is None else Path(path))
+        return chrome_trace(self, path)

@@ -38,10 +38,13 @@ from luisa_nb.runtime.commands import Command, next_id
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
 
 if TYPE_CHECKING:
+    from luisa_nb.backends.base import Backend
     from luisa_nb.runtime.device import Device
 
 CANCEL_GRACE_SECONDS = 2.0
-"""How long an interrupted ``synchronize()`` waits for cancelled kernels to stop."""
+"""How long an interrupted ``synchronize()`` waits for cancelled kernels to stop. The
+kernels stay cancelled until the stream's worker has passed the interrupted work, even
+when that takes longer."""
 
 _stream_ids = itertools.count(0)
 _event_ids = itertools.count(1)
@@ -288,13 +291,19 @@ class Stream:
         try:
             done.wait()
         except KeyboardInterrupt:
-            backend = self.device.backend
-            backend.cancel()
+            backend, failures = self.device.backend, self._failures
+            resumed = threading.Event()
+            _interrupted_waits.cancel(backend)
+
+            def resume() -> None:  # on the worker, once the cancelled work has stopped
+                failures[:] = [f for f in failures if not f.cancelled]
+                _interrupted_waits.resume(backend)
+                resumed.set()
+
+            self._enqueue(resume)
             try:
-                done.wait(CANCEL_GRACE_SECONDS)
+                resumed.wait(CANCEL_GRACE_SECONDS)
             finally:
-                backend.resume()
-                self._failures[:] = [f for f in self._failures if not f.cancelled]
                 recorder.sync_completed(token, Status.CANCELLED)
             raise
 
@@ -373,6 +382,30 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"<Stream {self.name!r} on {self.device.name}>"
+
+
+class _InterruptedWaits:
+    """Per backend, the interrupted ``synchronize()`` calls whose cancelled work has not
+    stopped yet: the backend's kernels stay cancelled until the last of them has."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: weakref.WeakKeyDictionary[Backend, int] = weakref.WeakKeyDictionary()
+
+    def cancel(self, backend: Backend) -> None:
+        with self._lock:
+            self._counts[backend] = self._counts.get(backend, 0) + 1
+            backend.cancel()
+
+    def resume(self, backend: Backend) -> None:
+        with self._lock:
+            self._counts[backend] -= 1
+            if not self._counts[backend]:
+                del self._counts[backend]
+                backend.resume()
+
+
+_interrupted_waits = _InterruptedWaits()
 
 
 def failure_error(failures: list[Failure], stream_name: str) -> CommandFailedError:

@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch, Patch
 from matplotlib.path import Path
 
+from luisa_nb.widgets.html_page import shown_text
 from luisa_nb.widgets.model import HAZARD_COLOR, HOST_LANE, KINDS, TimelineModel
 from luisa_nb.widgets.raster import padded_extent, pixel_kinds
 
@@ -124,7 +125,8 @@ def timeline_figure(model: TimelineModel) -> Figure:
         axes.axhspan(lane - 0.5, lane + 0.5, color="#f3f3f3", linewidth=0, zorder=0)
     axes.set_xlim(t0 * to_axis, t1 * to_axis)
     axes.set_ylim(lanes - 0.5, -0.85)
-    axes.set_yticks(range(lanes), [lane["name"] for lane in model.lanes], fontsize=8)
+    names = [shown_text(lane["name"]) for lane in model.lanes]  # never mathtext: "$x$" stays
+    axes.set_yticks(range(lanes), names, fontsize=8, parse_math=False)
     axes.set_xlabel(f"time since the trace started ({unit})", fontsize=8)
     axes.tick_params(axis="x", labelsize=8)
     axes.grid(axis="x", color="#dddddd", linewidth=0.6)

@@ -79,7 +79,7 @@ try {
 #: The files in ``static/`` put in front of a renderer, in order: anywidget loads one
 #: module per widget, so renderers cannot import what they share.
 RENDERER_PARTS = {
-    "timeline": ("columns", "timeline_parts", "overlays"),
+    "timeline": ("columns", "dom", "timeline_parts", "overlays"),
     "table": ("columns", "dom"),
     "diff": ("columns", "dom"),
 }
@@ -137,8 +137,28 @@ def _script_safe(text: str) -> str:
     return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
 
 
+def shown_text(value: Any) -> str:
+    """``value`` as ``str`` with each lone surrogate (a name read from a file may hold
+    one; no UTF-8 page and no font can) as U+FFFD."""
+    return str(value).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def escape(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """``text`` (any value, as :func:`shown_text`) as HTML text or a quoted attribute's
+    value: every name in every view goes through here, so that it shows as the text it
+    is."""
+    return html.escape(shown_text(text), quote=True)
+
+
+_SCRIPT_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON to put inside a ``<script>`` element. No string in it can end
+    the element or open a comment (``</script>``, ``<!--``): ``<``, ``>`` and ``&`` are
+    written as ``\\u`` escapes, as is every non-ASCII character (U+2028 and U+2029
+    included), so the same text is valid JSON, JavaScript and HTML."""
+    return json.dumps(value, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_JSON_ESCAPES)
 
 
 class StaticPage:
@@ -187,7 +207,6 @@ class StaticPage:
                 state["hazards"] = HAZARDS_REFERENCE  # one copy, in spec["hazards"]
             models[model_id] = {**model, "state": state}
         spec = {"models": models, "hazards": self.hazards, "uploads_note": self.uploads_note}
-        models = json.dumps(spec, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
         modules = "".join(
             f'<script type="{MODULE_TYPE}" data-module="{name}">'
             f"{_script_safe(module_source(name))}</script>"
@@ -197,7 +216,7 @@ class StaticPage:
         return (
             f'<div class="lnb-root" id="{self.root_id}">'
             f"<style>{stylesheet()}</style>{body}"
-            f'<script type="application/json" class="lnb-models">{models}</script>'
+            f'<script type="application/json" class="lnb-models">{script_json(spec)}</script>'
             f"{modules}{loader}</div>"
         )
 

@@ -89,3 +89,55 @@ def test_python_mode_checks_the_flag_between_threads() -> None:
     assert not thread.is_alive()
     assert isinstance(outcome.get("error"), KernelCancelledError)
     assert 0 < np.count_nonzero(out.array) < size
+
+
+HUGE = (2**20, 2**20, 2**20)  # 2**60 threads: years of work, whatever the kernel
+
+
+@pytest.mark.parametrize(
+    ("mode", "name", "checks"),
+    [
+        pytest.param("c", "mark_origin", True, marks=needs_compiler),
+        pytest.param("c", "mark_origin", False, marks=needs_compiler),
+        pytest.param("c", "mark_origin_looping", True, marks=needs_compiler),
+        pytest.param("c", "mark_origin_looping", False, marks=needs_compiler),
+        pytest.param("c", "mark_origin_in_blocks", True, marks=needs_compiler),
+        pytest.param("c", "mark_origin_in_blocks", False, marks=needs_compiler),
+        ("python", "mark_origin", True),
+    ],
+)
+def test_a_huge_launch_stops_soon_after_the_flag_is_set(mode: str, name: str, checks: bool) -> None:
+    out = FakeBuffer(np.zeros(4, np.float32))
+    definition = KernelDefinition(getattr(checked_kernels, name), mode=mode)
+    definition.executable((BufferType(ScalarType.FLOAT32),), checks)  # built before timing
+    flag = CancelFlag()
+    outcome: dict[str, BaseException] = {}
+
+    def launch() -> None:
+        try:
+            run(definition, HUGE, out, checks=checks, cancel=flag)
+        except BaseException as error:
+            outcome["error"] = error
+
+    thread = threading.Thread(target=launch, daemon=True)
+    thread.start()
+    time.sleep(0.2)
+    flag.set()
+    thread.join(timeout=10.0)
+    assert not thread.is_alive(), "the launch did not stop within 10 s of the flag"
+    assert isinstance(outcome.get("error"), KernelCancelledError)
+    assert out.array[0] == 1.0  # it ran before it stopped
+
+
+@pytest.mark.parametrize("mode", [pytest.param("c", marks=needs_compiler), "python"])
+def test_a_launch_with_an_empty_axis_ends_at_once(mode: str) -> None:
+    """No threads, but 2**62 rows of none of them: nothing to run and nothing to wait for."""
+    definition = KernelDefinition(checked_kernels.mark_origin, mode=mode)
+    out = FakeBuffer(np.zeros(4, np.float32))
+    flag, thread, outcome = launch_on_a_thread(definition, (0, 2**31 - 1, 2**31 - 1), out)
+    thread.join(timeout=10.0)
+    still_running = thread.is_alive()
+    flag.set()
+    assert not still_running, "a launch of no threads did not end within 10 s"
+    assert not outcome
+    assert out.array[0] == 0.0

@@ -81,7 +81,7 @@ def test_simd_only_without_loops_or_returns() -> None:
     assert "#pragma omp simd" in emitted_c("vecadd", VECADD)
     looping = emitted_c("mandelbrot", MANDELBROT)
     assert "#pragma omp simd" not in looping
-    assert "schedule(dynamic)" in looping
+    assert "(lnb_int3){64, 1, 1}, 1);" in looping  # 64-thread blocks, claimed one at a time
 
 
 @pytest.mark.parametrize("checks", [True, False])

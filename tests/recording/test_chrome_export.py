@@ -6,7 +6,6 @@ from collections import defaultdict
 import pytest
 
 from luisa_nb.recording.chrome import chrome_trace
-from luisa_nb.recording.naming import describe
 
 
 @pytest.fixture
@@ -40,8 +39,9 @@ def test_complete_events_for_commands_that_ran(document, sample_trace):
     assert upload["tid"] == 1 and upload["ts"] == 0.3 and upload["dur"] == 0.1
     assert complete[2]["dur"] == 0.5 and complete[2]["name"] == "#2 dispatch vecadd(z, buffer2)"
     assert complete[3]["tid"] == 2
-    assert complete[3]["args"]["host"]["shape"] == [4, 4]
-    assert complete[3]["name"] == describe(sample_trace, sample_trace.command(3))
+    host = complete[3]["args"]["host"]
+    assert host["shape"] == [4, 4] and host["address"] != sample_trace.command(3).host.address
+    assert complete[3]["name"] == f"#3 download buffer2 -> host@0x{host['address']:x}"
 
 
 def test_commands_that_did_not_run_are_instants_with_their_status(document):

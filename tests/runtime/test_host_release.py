@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from helpers.findings import findings
 
 import luisa_nb as lnb
 from luisa_nb.analysis import AnalyzedTrace, HazardKind
@@ -146,7 +147,7 @@ def test_a_saved_trace_reports_the_same_finding(buffer, tmp_path):
         device.synchronize()
     loaded = AnalyzedTrace.load(trace.save(tmp_path / "released.lnbtrace"))
     assert loaded.releases == trace.releases
-    assert [h.to_dict() for h in loaded.hazards] == [h.to_dict() for h in trace.hazards]
+    assert findings(loaded) == findings(trace)
     assert [h.kind for h in loaded.hazards] == [HazardKind.HOST_USE_AFTER_FREE]
 
 

@@ -134,7 +134,7 @@ export async function boot(root, load) {
   if (inspector) {
     const uploads = JSON.parse(inspector.dataset.lnbInspector);
     const body = inspector.querySelector(".lnb-inspector-body");
-    const idle = body.innerHTML;
+    const idle = [...body.childNodes];
     let cleanup = null;
     let shown = null;
     const show = async (state) => {
@@ -148,7 +148,7 @@ export async function boot(root, load) {
       cleanup = null;
       inspector.dataset.command = id ? String(upload) : "";
       if (!id) {
-        body.innerHTML = idle;
+        body.replaceChildren(...idle);
         if (upload !== null && spec.uploads_note) {
           body.prepend(Object.assign(document.createElement("p"), { className: "lnb-note", textContent: `#${upload}: ${spec.uploads_note}` }));
         }

@@ -736,33 +736,35 @@ export function render({ model, el }) {
     return best ? best.row : null;
   }
 
-  function recordHtml(row, marker) {
+  // The tooltip of a record: lines of text nodes and elements, names always as text.
+  function recordLines(row, marker) {
     const { columns } = data;
     const kind = summary.kinds[columns.kind[row]].name;
     const lane = summary.lanes[columns.lane[row]];
     const start = columns.start[row];
     const duration = columns.duration[row];
-    const lines = [`<b>#${columns.id[row]} ${escapeHtml(summary.texts[columns.text[row]])}</b>`];
-    const where = lane.stream === null ? "host" : `stream ${escapeHtml(lane.name)}`;
-    lines.push(`${kind} · ${where} · ${summary.statuses[columns.status[row]]}`);
+    const lines = [[element("b", "", `#${columns.id[row]} ${summary.texts[columns.text[row]]}`)]];
+    const where = lane.stream === null ? "host" : `stream ${lane.name}`;
+    lines.push([`${kind} · ${where} · ${summary.statuses[columns.status[row]]}`]);
     if (data.statusMark[columns.status[row]] === NOT_RUN) {
-      lines.push(`did not run; drawn where it stands in its stream, at ${formatTime(start)}`);
+      lines.push([`did not run; drawn where it stands in its stream, at ${formatTime(start)}`]);
     } else {
-      lines.push(`start ${formatTime(start)} · took ${formatTime(duration)}`);
+      lines.push([`start ${formatTime(start)} · took ${formatTime(duration)}`]);
     }
     if (!Number.isNaN(columns.host[row])) {
       const what = kind === "upload" ? "host read" : "host write";
       const offset = columns.host[row];
       const relation = offset < 0 ? `${formatTime(-offset)} before it started` : `${formatTime(offset)} after it started`;
-      lines.push(`${marker ? "<b>" : ""}${what} at ${formatTime(start + offset)}${marker ? "</b>" : ""} (${relation})`);
+      const moment = `${what} at ${formatTime(start + offset)}`;
+      lines.push([marker ? element("b", "", moment) : moment, ` (${relation})`]);
     }
-    if (data.hazardIds.has(columns.id[row])) lines.push('<span class="lnb-bad">part of a hazard</span>');
-    return lines.join("<br>");
+    if (data.hazardIds.has(columns.id[row])) lines.push([element("span", "lnb-bad", "part of a hazard")]);
+    return lines;
   }
 
-  function hazardHtml(index) {
+  function hazardLines(index) {
     const hazard = hazards[index];
-    return `<b class="lnb-bad">${hazard.kind}</b><br>${escapeHtml(hazard.message)}<br><i>fix: ${escapeHtml(hazard.fix)}</i>`;
+    return [[element("b", "lnb-bad", hazard.kind)], [hazard.message], [element("i", "", `fix: ${hazard.fix}`)]];
   }
 
   function showTooltip(hit, x, y) {
@@ -770,7 +772,8 @@ export function render({ model, el }) {
       tooltip.hidden = true;
       return;
     }
-    tooltip.innerHTML = hit.hazard !== undefined ? hazardHtml(hit.hazard) : recordHtml(hit.row, hit.marker);
+    const lines = hit.hazard !== undefined ? hazardLines(hit.hazard) : recordLines(hit.row, hit.marker);
+    tooltip.replaceChildren(...lines.flatMap((parts, i) => (i ? [element("br"), ...parts] : parts)));
     tooltip.hidden = false;
     const left = Math.min(x + 14, Math.max(width - 380, 0));
     tooltip.style.left = `${left}px`;
@@ -863,12 +866,33 @@ export function render({ model, el }) {
     return b;
   }
 
-  // One legend entry: a swatch (HTML) and its name; `mark` names it for tests and styles.
-  function legendItem(box, mark, swatch, name) {
-    const item = document.createElement("span");
+  // One legend entry: a swatch (`icon`) and its name; `mark` names it for tests and styles.
+  function legendItem(box, mark, icon, name) {
+    const item = element("span", "", name);
     item.dataset.mark = mark;
-    item.innerHTML = `${swatch}${escapeHtml(name)}`;
+    item.prepend(icon);
     box.append(item);
+  }
+
+  // A legend swatch: a `tag` element with a class, and optionally an inline style and a symbol.
+  function swatch(tag, className, style, symbol) {
+    const node = element(tag, className, symbol);
+    if (style) node.style.cssText = style;
+    return node;
+  }
+
+  // The hazard arrow's swatch, coloured by its entry's CSS (currentColor).
+  function arrowSwatch() {
+    const svg = document.createElementNS(SVG, "svg");
+    const attributes = { class: "lnb-legend-arrow", viewBox: "0 0 22 10", width: "22", height: "10", "aria-hidden": "true" };
+    for (const [name, value] of Object.entries(attributes)) svg.setAttribute(name, value);
+    const curve = { d: "M2 8 Q 10 0 17 6", fill: "none", stroke: "currentColor", "stroke-width": "2" };
+    for (const shape of [curve, { d: "M21 9 L13 7 L17 3 Z", fill: "currentColor" }]) {
+      const path = document.createElementNS(SVG, "path");
+      for (const [name, value] of Object.entries(shape)) path.setAttribute(name, value);
+      svg.append(path);
+    }
+    return svg;
   }
 
   // Every mark the canvas can draw for this trace: the kinds present, host read/write
@@ -890,20 +914,19 @@ export function render({ model, el }) {
     const box = document.createElement("span");
     box.className = "lnb-legend";
     summary.kinds.forEach((kind, code) => {
-      if (kinds.has(code)) legendItem(box, `kind:${kind.name}`, `<i style="background:${kind.color}"></i>`, kind.name);
+      if (kinds.has(code)) legendItem(box, `kind:${kind.name}`, swatch("i", "", `background:${kind.color}`), kind.name);
     });
     const colorOf = (name) => (summary.kinds.find((k) => k.name === name) || { color: "" }).color;
-    if (reads) legendItem(box, "host-read", `<b style="color:${colorOf("upload")}">▼</b>`, "host read");
-    if (writes) legendItem(box, "host-write", `<b style="color:${colorOf("download")}">▲</b>`, "host write");
+    if (reads) legendItem(box, "host-read", swatch("b", "", `color:${colorOf("upload")}`, "▼"), "host read");
+    if (writes) legendItem(box, "host-write", swatch("b", "", `color:${colorOf("download")}`, "▲"), "host write");
     const named = (mark) => [...statuses].filter((code) => statusMark[code] === mark).map((code) => summary.statuses[code]);
     const failed = named(FAILED);
-    if (failed.length) legendItem(box, "failed", '<i class="lnb-legend-failed"></i>', failed.join(" / "));
+    if (failed.length) legendItem(box, "failed", swatch("i", "lnb-legend-failed"), failed.join(" / "));
     const notRun = named(NOT_RUN);
-    if (notRun.length) legendItem(box, "not-run", '<i class="lnb-legend-not-run"></i>', `${notRun.join(" / ")} (did not run)`);
-    const arrow = '<svg class="lnb-legend-arrow" viewBox="0 0 22 10" width="22" height="10" aria-hidden="true"><path d="M2 8 Q 10 0 17 6" fill="none" stroke="currentColor" stroke-width="2"/><path d="M21 9 L13 7 L17 3 Z" fill="currentColor"/></svg>';
+    if (notRun.length) legendItem(box, "not-run", swatch("i", "lnb-legend-not-run"), `${notRun.join(" / ")} (did not run)`);
     const arrows = hazards.filter((h) => h.arrow);
-    if (arrows.some((h) => h.kind !== LATENT)) legendItem(box, "hazard", arrow, "hazard");
-    if (arrows.some((h) => h.kind === LATENT)) legendItem(box, "latent", arrow, "latent hazard");
+    if (arrows.some((h) => h.kind !== LATENT)) legendItem(box, "hazard", arrowSwatch(), "hazard");
+    if (arrows.some((h) => h.kind === LATENT)) legendItem(box, "latent", arrowSwatch(), "latent hazard");
     toolbar.append(box);
   }
 

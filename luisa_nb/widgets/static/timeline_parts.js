@@ -17,6 +17,7 @@ const FONT = "11px sans-serif";
 const FAILED = 1;
 const NOT_RUN = 2;
 const LATENT = "LATENT_STALE_UPLOAD";
+const SVG = "http://www.w3.org/2000/svg";
 // Fallbacks for the --lnb-* properties, should a page not define them.
 const THEME = {
   fg: "#222",
@@ -169,10 +170,6 @@ function lowerBound(rows, start, value) {
     else hi = mid;
   }
   return lo;
-}
-
-function escapeHtml(text) {
-  return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 }
 
 function registry() {

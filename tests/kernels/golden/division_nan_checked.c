@@ -94,7 +94,8 @@ enum {
     LNB_NON_FINITE = 2,
     LNB_CANCELLED = 3,
     LNB_INVALID_SIZE = 4,
-    LNB_DIVERGED_BARRIERS = 5
+    LNB_DIVERGED_BARRIERS = 5,
+    LNB_FAULT = 6
 };
 
 /* What a launch reports when it stops early; mirrors luisa_nb.kernels.checks.LaunchRecord. */
@@ -108,6 +109,7 @@ typedef struct {
     int64_t index;
     double value;
     const int32_t *cancel;
+    void *guard; /* the fault guard's lnb_guard, or 0 */
 } lnb_launch;
 
 /* A thread's failed checks. `details`: record the first one and where it was (else the
@@ -171,6 +173,93 @@ static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
         }
     }
     return 1;
+}
+
+/* What each thread running a launch calls: it runs blocks until none is left or the launch
+   stops, and stores the number of each block in `running` before running it. */
+typedef void (*lnb_run_function)(void *blocks, lnb_launch *launch, volatile int64_t *running);
+
+/* The fault guard's entry (luisa_nb.kernels.fault_guard): calls `run`; a memory fault in it
+   stops the launch with LNB_FAULT, instead of the process. Returns 1 if it recorded a fault
+   in the launch record (all but where: the caller knows its blocks). */
+typedef int (*lnb_guard)(lnb_run_function run, void *blocks, lnb_launch *launch,
+                         volatile int64_t *running);
+
+/* The block function of a kernel: runs the threads of block `block` (its position in
+   blocks along each axis). */
+typedef void (*lnb_block_function)(const void *arguments, lnb_launch *launch, lnb_int3 size,
+                                   lnb_int3 block);
+
+/* The blocks of a launch, numbered along x, then y, then z. The threads running it claim
+   `claim` blocks at a time from `next` until none is left or the launch stops, so that a
+   cancelled or failed launch of any size ends within one claim per thread. */
+typedef struct {
+    lnb_block_function run;
+    const void *arguments;
+    lnb_int3 size;  /* threads along each axis */
+    lnb_int3 block; /* threads of a block along each axis */
+    lnb_int3 count; /* blocks along each axis */
+    int64_t total;  /* blocks in all: below 2**63, as the product of the sizes */
+    int64_t claim;
+    int64_t next;   /* the first block not claimed yet */
+} lnb_blocks;
+
+/* Divides a launch of `size` threads into blocks of `block` threads. (Filled in place: a
+   struct returned by value was copied through a wide load of narrow stores, ~10 ns.) */
+static void lnb_divide(lnb_blocks *blocks, lnb_block_function run, const void *arguments,
+                       lnb_int3 size, lnb_int3 block, int64_t claim) {
+    blocks->run = run;
+    blocks->arguments = arguments;
+    blocks->size = size;
+    blocks->block = block;
+    blocks->count.x = (int32_t)(((int64_t)size.x + block.x - 1) / block.x);
+    blocks->count.y = (int32_t)(((int64_t)size.y + block.y - 1) / block.y);
+    blocks->count.z = (int32_t)(((int64_t)size.z + block.z - 1) / block.z);
+    blocks->total = (int64_t)blocks->count.x * blocks->count.y * blocks->count.z;
+    blocks->claim = claim;
+    blocks->next = 0;
+}
+
+/* The position of block `index` (below blocks->total). */
+static lnb_int3 lnb_block_at(const lnb_blocks *blocks, int64_t index) {
+    if (index < blocks->count.x) return (lnb_int3){(int32_t)index, 0, 0}; /* no division */
+    const int64_t row = index / blocks->count.x;
+    return (lnb_int3){(int32_t)(index % blocks->count.x), (int32_t)(row % blocks->count.y),
+                      (int32_t)(row / blocks->count.y)};
+}
+
+/* A thread's share of a launch (an lnb_run_function): claims blocks and runs them. */
+static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *running) {
+    lnb_blocks *blocks = shared;
+    for (int64_t end = 0; end < blocks->total && !lnb_launch_stopped(launch);) {
+        const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
+        if (first >= blocks->total) return;
+        end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
+        lnb_int3 block = lnb_block_at(blocks, first);
+        for (int64_t index = first; index < end; ++index) {
+            *running = index;
+            blocks->run(blocks->arguments, launch, blocks->size, block);
+            if (++block.x < blocks->count.x) continue;
+            block.x = 0;
+            if (++block.y < blocks->count.y) continue;
+            block.y = 0;
+            ++block.z;
+        }
+    }
+}
+
+/* Runs the calling thread's share of a launch, under the fault guard if the record has one;
+   after a fault, the record names the first thread of the block that faulted. */
+static void lnb_launch_blocks(lnb_blocks *blocks, lnb_launch *launch) {
+    volatile int64_t running = 0;
+    if (!launch->guard) {
+        lnb_run_blocks(blocks, launch, &running);
+    } else if (((lnb_guard)launch->guard)(lnb_run_blocks, blocks, launch, &running)) {
+        const lnb_int3 block = lnb_block_at(blocks, running);
+        launch->thread[0] = block.x * blocks->block.x;
+        launch->thread[1] = block.y * blocks->block.y;
+        launch->thread[2] = block.z * blocks->block.z;
+    }
 }
 
 typedef struct {
@@ -281,9 +370,12 @@ static inline int32_t lnb_division_run(lnb_int3 dispatch_id, lnb_int3 dispatch_s
     return state.failed;
 }
 
-static __attribute__((noinline)) void lnb_division_block(const lnb_division_arguments *a, lnb_launch *launch, lnb_int3 size, int32_t z, int32_t y, int64_t block) {
+static __attribute__((noinline)) void lnb_division_block(const void *arguments, lnb_launch *launch,
+        lnb_int3 size, lnb_int3 block) {
     if (lnb_launch_stopped(launch)) return;
-    const int32_t start = (int32_t)(block * 2048);
+    const lnb_division_arguments *a = arguments;
+    const int32_t y = block.y, z = block.z;
+    const int32_t start = block.x * 2048;
     const int32_t end = size.x - start > 2048 ? start + 2048 : size.x;
     const int32_t *b_a = a->b_a;
     const int32_t *b_b = a->b_b;
@@ -324,17 +416,14 @@ void lnb_division_launch(const void *packed_arguments, lnb_launch *launch) {
     memcpy(&a, packed_arguments, sizeof a);
     if (!lnb_valid_size(a.size, launch)) return;
     const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
-    const int64_t blocks = ((int64_t)size.x + 2047) / 2048;
+    lnb_blocks blocks;
+    lnb_divide(&blocks, lnb_division_block, &a, size, (lnb_int3){2048, 1, 1}, 8);
     if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
-#pragma omp parallel for collapse(3) schedule(dynamic, 8)
-        for (int32_t z = 0; z < size.z; ++z)
-            for (int32_t y = 0; y < size.y; ++y)
-                for (int64_t block = 0; block < blocks; ++block)
-                    lnb_division_block(&a, launch, size, z, y, block);
+#pragma omp parallel
+        {
+        lnb_launch_blocks(&blocks, launch);
+        }
     } else {
-        for (int32_t z = 0; z < size.z; ++z)
-            for (int32_t y = 0; y < size.y; ++y)
-                for (int64_t block = 0; block < blocks; ++block)
-                    lnb_division_block(&a, launch, size, z, y, block);
+        lnb_launch_blocks(&blocks, launch);
     }
 }
