@@ -216,6 +216,7 @@ def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
         worker = device.info["server_worker_pid"]
         server.process.kill()
         server.process.wait()
+        assert wait_gone(worker)  # a server's workers do not outlive it (nor answer)
         started = time.monotonic()
         buffer.fill(2.0)
         with pytest.raises(CommandFailedError) as caught:
@@ -227,7 +228,6 @@ def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
         assert "dropped: the server exited, was killed or restarted" in str(cause)
         with pytest.raises(RemoteError, match="dropped"):
             device.create_buffer(4, np.float32)
-        assert wait_gone(worker)  # a server's workers do not outlive it
         device.backend.close()
     finally:
         server.stop()
