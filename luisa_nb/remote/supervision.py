@@ -133,7 +133,7 @@ def exit_description(pid: int, code: int | None) -> str:
             number, name = None, f"number {-code}"
         how = f"was killed by signal {name}"
         if number in CRASH_SIGNALS:
-            how += " (a crash, e.g. a kernel that wrote outside a buffer)"
+            how += " (a crash: a fault in the backend, or one the kernels' fault guard missed)"
         elif number is signal.SIGKILL:
             how += " (e.g. by the out-of-memory killer, or by a person)"
     else:
