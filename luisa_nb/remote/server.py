@@ -6,10 +6,12 @@ operations. It checks each connection's token during the ZeroMQ handshake
 any other frame, answers ``hello``, ``clock``, ``close``, ``cancel`` and ``resume``
 itself, and relays ``allocate`` and ``batch`` to the session's worker process
 (:mod:`~luisa_nb.remote.worker`), which holds that session's buffers and runs its
-kernels. ``cancel`` sets a flag that the worker's running kernel polls, so it reaches
-the kernel while the worker reads no message. A worker that crashes ends its own session
-only: the supervisor answers that session's waiting and later requests with an error
-saying how the worker ended, and every other session keeps running.
+kernels; a client on this host sends those to the worker itself (``hello`` says where,
+see :mod:`~luisa_nb.remote.window`). ``cancel`` sets a flag that the worker's running
+kernel polls, so it reaches the kernel while the worker reads no message. A worker that
+crashes ends its own session only: the supervisor answers that session's waiting and
+later requests with an error saying how the worker ended, tells the session's
+connections so, and every other session keeps running.
 
 A session (a client) ends on ``close``, when its last connection drops, or when its
 worker ends; its worker is stopped and its buffers are freed then. Nothing is kept per

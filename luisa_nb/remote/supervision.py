@@ -30,9 +30,9 @@ class WorkerProcess:
     this host needs to reach the worker itself (``local``: its direct endpoint and the
     session's window).
 
-    The process serves ``session`` with ``backend`` on ``ipc://`` endpoints named after
-    ``stem`` (a path in the server's private directory), and exits when the server stops
-    it or ``lifeline`` reads as closed (the server is gone)."""
+    The process serves ``session`` with ``backend`` on an ``ipc://`` socket, with its
+    files named after ``stem`` (a path in the server's private directory), and exits
+    when the server stops it or ``lifeline`` reads as closed (the server is gone)."""
 
     __slots__ = (
         "cancel", "local", "pid", "places", "process", "session", "socket", "stopping",

@@ -1,18 +1,18 @@
 """A session's worker process: it holds one client's buffers and runs its operations.
 
 The server (:mod:`luisa_nb.remote.server`) starts one worker per session, forked from a
-process that has imported this module already, and talks to it over an ``ipc://``
-socket in a directory only the server's user can enter. A crash here (a kernel that
-writes out of range, a fault in a backend) ends this process and so this session only:
-the server sees the process end, tells the client how it ended, and keeps serving the
-other sessions.
+process that has imported this module already. The worker binds one ``ipc://`` socket in
+a directory only the server's user can enter. A crash here (a fault in a backend, or one
+the kernels' fault guard misses) ends this process and so this session only: the server
+sees the process end, tells the client how it ended, and keeps serving the other
+sessions.
 
-The server sends ``[ticket, peer, envelope, arguments, payload]`` as the client sent
+The server relays ``[ticket, peer, envelope, arguments, payload]`` as the client sent
 them (the envelope already checked by :func:`~luisa_nb.remote.protocol.check_request`,
-the payload there only for batches with uploads); the worker answers
-``[ticket, *reply]``, ``reply`` being the frames the client gets. A client on the
-server's host sends ``[envelope, arguments]`` to a second socket of the worker (in the
-same private directory) and gets ``reply``; the worker checks those envelopes itself.
+the payload there only for batches with uploads) from a socket whose routing id only it
+knows; the worker answers ``[ticket, *reply]``, ``reply`` being the frames the client
+gets. A client on the server's host sends ``[envelope, arguments]`` to the same socket
+and gets ``reply``; the worker checks those envelopes itself.
 """
 
 from __future__ import annotations
