@@ -86,12 +86,25 @@ class HostReadOnlyError(HostArrayError):
     """A download targets a read-only host array."""
 
 
+class HostValueRangeError(HostDtypeError, OverflowError):
+    """A host value does not fit the buffer's element type (``2**40`` for an int32
+    buffer)."""
+
+
 class ViewRangeError(LuisaNbError, IndexError):
     """A buffer view or element index lies outside its buffer."""
 
 
 class BufferDestroyedError(LuisaNbError, RuntimeError):
     """A destroyed buffer was used."""
+
+
+class AllocationSizeError(LuisaNbError, ValueError):
+    """A buffer or image is larger than its device can address in one allocation."""
+
+
+class DeviceMemoryError(LuisaNbError, MemoryError):
+    """A device has not enough memory for a buffer or image of the size asked for."""
 
 
 class DeviceMismatchError(LuisaNbError, ValueError):

@@ -130,9 +130,14 @@ class Backend(ABC):
     ``"fence"`` (once its submission has finished, like a readback after a fence)."""
     staging_capacity: int | None = None
     """Bytes of upload staging memory; ``None`` means unbounded."""
+    max_allocation_bytes: ClassVar[int] = 1 << 48
+    """The most bytes one allocation may have (what 48-bit addresses reach; the remote
+    protocol's limit too). The runtime refuses a larger buffer before ``allocate``."""
 
     @abstractmethod
-    def allocate(self, nbytes: int) -> Allocation: ...
+    def allocate(self, nbytes: int) -> Allocation:
+        """``nbytes`` (at most :attr:`max_allocation_bytes`) of device memory; raises
+        ``MemoryError`` when the device has not that much."""
 
     @abstractmethod
     def upload(self, allocation: Allocation, offset: int, data: np.ndarray) -> DeviceSpan | None:

@@ -4,7 +4,8 @@ plain Python reaches them too.
 
 A cell runs through the shell (``shell.run_cell``) inside the trace, so the user's own
 exceptions and the value of the cell's last expression look as they always do, and the
-trace always closes. A bad option is a one-line ``UsageError``.
+trace always closes. A cell that raises fails as itself: its error is the magic cell's.
+A bad option is a one-line ``UsageError``.
 """
 
 from __future__ import annotations
@@ -43,15 +44,6 @@ _BACKENDS = ", ".join(backend_names())
 _TOKEN_HELP = (
     "the token of a remote://HOST:PORT device (the one `luisa-nb serve` printed); default: none"
 )
-
-
-class CellError(Exception):
-    """The cell raised, and its traceback is shown above. Raised after the trace has been
-    closed and shown, so that the cell counts as failed (Run All stops, nbclient reports
-    it) with one line instead of a second traceback."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"{type(self).__name__}: {self}"]
 
 
 @magics_class
@@ -112,10 +104,10 @@ class LuisaMagics(Magics):
         trace = AnalyzedTrace(capture=arguments.capture)
         if real is not None:
             with traced(trace, self.shell.user_ns), _real_luisa_errors(), instrumented(real):
-                result = self.shell.run_cell(cell)
+                _run_cell(self.shell, cell)
         else:
             with using_device(device), traced(trace, self.shell.user_ns):
-                result = self.shell.run_cell(cell)
+                _run_cell(self.shell, cell)
         self.state.last_trace = trace
         show_trace(trace)
         if save is not None:
@@ -123,7 +115,6 @@ class LuisaMagics(Magics):
                 print(f"trace saved to {trace.save(save)}")
             except (OSError, LuisaNbError) as error:
                 raise UsageError(f"--save {arguments.save}: {error}") from None
-        _raise_if_failed(result, "%%luisa_trace")
 
     # -- %luisa_device -------------------------------------------------------------------
 
@@ -205,10 +196,10 @@ class LuisaMagics(Magics):
             device = _create(config)
             trace = AnalyzedTrace()
             with using_device(device), traced(trace, self.shell.user_ns):
-                result = self.shell.run_cell(cell)
+                result = _run_cell(self.shell, cell)
             if not result.success:
                 show_trace(trace, title=config.label)
-                _raise_if_failed(result, f"%%luisa_compare under {config.label}")
+                return
             arrays = touched_arrays(trace, self.shell.user_ns)
             runs.append(Run(config.label, arrays, trace, device.info))
         comparison = Comparison(runs)
@@ -350,13 +341,17 @@ def _check_no_trace_recording() -> None:
         )
 
 
-def _raise_if_failed(result: Any, magic: str) -> None:
-    error = result.error_before_exec or result.error_in_exec
-    if error is not None:
-        raise CellError(
-            f"the cell under {magic} raised {type(error).__name__} (traceback above); the "
-            "trace was closed and shows what ran before it"
-        ) from None
+def _run_cell(shell: Any, cell: str) -> Any:
+    """Run ``cell`` through ``shell``, which shows what it raises as it shows any cell's
+    error; the error also becomes that of the cell running the magic, so that Run All and
+    nbclient stop there and name it. Returns the run's ``ExecutionResult``."""
+    running = shell.displayhook.exec_result  # the result of the cell running the magic
+    result = shell.run_cell(cell)
+    shell.displayhook.exec_result = running  # the nested run reset it
+    if running is not None and not result.success:
+        running.error_before_exec = result.error_before_exec
+        running.error_in_exec = result.error_in_exec
+    return result
 
 
 # -- installing and removing the extension ----------------------------------------------

@@ -74,12 +74,12 @@ def del_device() -> None:
 
 def execute(stream: _Stream | None = None) -> None:
     """Submit the stream's command list (default: the device's stream)."""
-    session.stream(stream).execute()
+    session.stream(stream, "luisa.execute").execute()
 
 
 def synchronize(stream: _Stream | None = None) -> None:
     """Submit the stream's command list and wait until it has run."""
-    session.stream(stream).synchronize()
+    session.stream(stream, "luisa.synchronize").synchronize()
 
 
 def buffer(values) -> Buffer:

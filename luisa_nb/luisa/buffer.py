@@ -9,12 +9,20 @@ backend does. A host array needs only the buffer's byte size, any dtype or shape
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from luisa_nb import runtime
-from luisa_nb.errors import HostArrayError, HostDtypeError, HostSizeError, LuisaNbError
+from luisa_nb.errors import (
+    HostArrayError,
+    HostDtypeError,
+    HostSizeError,
+    HostValueRangeError,
+    InvalidArgumentError,
+    LuisaNbError,
+)
 from luisa_nb.kernels.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
 from luisa_nb.kernels.type_system import ScalarType
@@ -22,6 +30,8 @@ from luisa_nb.luisa import session
 from luisa_nb.luisa.types import element_dtype, element_type_of
 from luisa_nb.runtime import Stream
 from luisa_nb.runtime.device import buffer_size
+from luisa_nb.runtime.host import plain_array
+from luisa_nb.runtime.stream import check_stream
 
 
 def add_to_list(command: runtime.Command, sync: bool, stream: Stream | None) -> None:
@@ -97,7 +107,9 @@ class ListedCopies(runtime.BufferView):
     def _host_array(self, values: Any, action: str, *, writes: bool) -> Any:
         """``values`` as an array of this resource's dtype over the same bytes."""
         if isinstance(values, list) and not writes:
-            values = list_array(values, self.dtype)
+            values = list_array(values, self.dtype, f"{action} {self._name()}")
+        if isinstance(values, np.ndarray) and type(values) is not np.ndarray:
+            values = plain_array(values, f"{action} {self._name()}", writes)
         if (
             isinstance(values, np.ndarray)
             and values.dtype != self.dtype
@@ -114,12 +126,16 @@ class ListedCopies(runtime.BufferView):
 
     def copy_from(self, array: Any, sync: bool = False, stream: Stream | None = None) -> None:
         """Add an upload of ``array`` (an array or a list) to the stream's command list."""
+        if stream is not None:
+            check_stream(stream, "copy_from")
         command = self.copy_from_async(self._host_array(array, "copy_from", writes=False))
         add_to_list(command, sync, stream)
 
     def copy_to(self, array: np.ndarray, sync: bool = True, stream: Stream | None = None) -> None:
         """Add a download into ``array`` to the stream's command list; with ``sync`` (the
         default) synchronize the stream, so ``array`` holds the data on return."""
+        if stream is not None:
+            check_stream(stream, "copy_to")
         add_to_list(
             self.copy_to_async(self._host_array(array, "copy_to", writes=True)), sync, stream
         )
@@ -131,19 +147,47 @@ class ListedCopies(runtime.BufferView):
         return out
 
 
-def list_array(values: list[Any], dtype: np.dtype) -> np.ndarray:
-    """``values`` (numbers, or vectors, matrices or structs of one type) as an array of
-    ``dtype``, one element per value."""
+def list_array(values: list[Any], dtype: np.dtype, what: str) -> np.ndarray:
+    """``values`` (numbers, or vectors, matrices or structs) as an array of ``dtype``, one
+    element per value. As in luisa-python, each value must be of the element type (``1``
+    is an int, not a float); unlike it, a number that does not fit raises instead of
+    wrapping. ``what`` names the copy in messages."""
+    expected = _type_name(dtype)
+    for position, value in _first_of_each_type(values):
+        try:
+            value_dtype = element_dtype(element_type_of(value))
+        except InvalidArgumentError:  # a str, a list: no luisa type
+            value_dtype = None
+        if value_dtype is None or value_dtype != dtype:
+            got = type(value).__name__ if value_dtype is None else _type_name(value_dtype)
+            array = "" if dtype.fields else f", or pass a numpy array of dtype {dtype}"
+            raise HostDtypeError(
+                f"{what}: {value!r:.40} (index {position}) is {got}, not {expected}; as in "
+                f"luisa-python, every value of a list must be of the element type. Convert "
+                f"the values to {expected} first{array}"
+            )
     kind = getattr(type(values[0]), "__lnb_type__", None) if values else None
     try:
-        if kind is None:
-            return np.asarray(values, dtype=dtype)
-        return np.array([to_record(kind, value) for value in values], dtype=dtype)
+        with np.errstate(over="raise"):
+            if kind is None:
+                return np.asarray(values, dtype=dtype)
+            return np.array([to_record(kind, value) for value in values], dtype=dtype)
+    except (OverflowError, FloatingPointError) as error:
+        raise HostValueRangeError(
+            f"{what}: a value does not fit {expected} ({dtype}): {error}. Pass values that "
+            f"fit, or a numpy array of a wider dtype such as np.int64 (luisa.long)"
+        ) from None
     except (TypeError, ValueError, AttributeError, LuisaNbError) as error:
         raise HostDtypeError(
-            f"a list uploaded to a buffer must hold numbers, or vectors, matrices or structs "
-            f"all of the type of its first value ({values[0]!r:.40}); {error}"
+            f"{what}: a list must hold numbers, or vectors, matrices or structs of the "
+            f"element type {expected}; {error}"
         ) from None
+
+
+def _first_of_each_type(values: list[Any]) -> Iterator[tuple[int, Any]]:
+    """The position and value of the first value of each type in ``values``."""
+    for value_type in dict.fromkeys(map(type, values)):
+        yield next((i, value) for i, value in enumerate(values) if type(value) is value_type)
 
 
 class Buffer(ListedCopies, runtime.Buffer):
@@ -178,17 +222,22 @@ class Buffer(ListedCopies, runtime.Buffer):
     @staticmethod
     def from_array(array: np.ndarray) -> Buffer:
         """A buffer of ``array``'s elements, uploaded through the stream's command list."""
-        array = np.asarray(array)
+        array = plain_array(np.asanyarray(array), "Buffer.from_array", writes=False)
         created = Buffer(array.size, array.dtype)
         created.copy_from(array)
         return created
 
     @staticmethod
     def from_list(values: list[Any]) -> Buffer:
-        if not values:
-            raise HostArrayError("Buffer.from_list needs at least one element")
+        """A buffer of the type of the first value, holding ``values`` (all of that type,
+        as in luisa-python)."""
+        if not isinstance(values, list) or not values:
+            raise HostArrayError(
+                f"Buffer.from_list needs a list of at least one value, got {values!r:.40}"
+            )
         dtype = element_dtype(element_type_of(values[0]))
-        return Buffer.from_array(list_array(values, dtype))
+        what = f"Buffer.from_list (a buffer of {_type_name(dtype)}, as its first value is)"
+        return Buffer.from_array(list_array(values, dtype, what))
 
     @staticmethod
     def buffer(values: np.ndarray | list[Any]) -> Buffer:

@@ -15,6 +15,7 @@ from luisa_nb.luisa.buffer import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
 from luisa_nb.runtime import IndirectDispatchBuffer, Kernel, Stream
 from luisa_nb.runtime.kernel import MAX_DISPATCH_COUNT
+from luisa_nb.runtime.stream import check_stream
 
 
 class Func(Kernel):
@@ -29,14 +30,19 @@ class Func(Kernel):
     def __call__(
         self,
         *args: Any,
-        dispatch_size: Any,
+        dispatch_size: Any = None,
         stream: Stream | None = None,
         dispatch_buffer_offset: int = 0,
         max_dispatch_size: int = MAX_DISPATCH_COUNT,
+        **keywords: Any,
     ) -> None:
         """Add a dispatch over ``dispatch_size`` threads to the stream's command list; with
         an ``IndirectDispatchBuffer`` as the size, one per entry from
         ``dispatch_buffer_offset`` on (at most ``max_dispatch_size``), as in luisa-python."""
+        if dispatch_size is None or keywords:
+            raise self._call_error(dispatch_size, keywords)
+        if stream is not None:
+            check_stream(stream, f"kernel {self.name!r}")
         for position, name, expected in self._resource_parameters:
             if position < len(args) and resource_type_of(args[position]) != expected:
                 got = resource_type_of(args[position]) or type(args[position]).__name__

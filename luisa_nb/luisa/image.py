@@ -25,6 +25,7 @@ from luisa_nb.luisa.image_files import (
 )
 from luisa_nb.luisa.types import uint
 from luisa_nb.runtime import Stream
+from luisa_nb.runtime.host import plain_array
 
 _KINDS = {float: "float", int: "int", uint: "uint"}
 _TYPES = {kind: dtype for dtype, kind in _KINDS.items()}
@@ -39,7 +40,7 @@ _ARRAY_FORMATS = {  # an array's dtype -> the texel dtype and storage of its ima
 def _texel_format(array: Any, image: str, axes: str) -> tuple[np.ndarray, Any, str]:
     """``array`` as numpy, with the texel dtype and storage of an image made from it;
     ``axes`` names its axes, as many as it must have."""
-    array = np.asarray(array)
+    array = plain_array(np.asanyarray(array), f"{image}.from_array", writes=False)
     if array.ndim != axes.count(",") + 1 or array.dtype not in _ARRAY_FORMATS:
         raise InvalidArgumentError(
             f"{image}.from_array needs a ({axes}) array of uint8, float32, int32 or uint32; "

@@ -8,6 +8,7 @@ import os
 from luisa_nb.errors import NotInitializedError
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
 from luisa_nb.runtime.device import forget_default_device
+from luisa_nb.runtime.stream import check_stream
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"
 """Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""
@@ -33,12 +34,18 @@ def init(backend_name: str | None = None) -> None:
 
 
 def close() -> None:
-    """Finish the session's work and forget its device; ``init()`` may then make another."""
+    """Finish the session's work and forget its device; ``init()`` may then make another.
+    A close the device refuses (in a callback of it) leaves the session as it was."""
     global _device
-    device, _device = _device, None
-    if device is not None:
-        forget_default_device(device)
+    device = _device
+    if device is None:
+        return
+    try:
         device.close()
+    finally:
+        if device.closed:
+            forget_default_device(device)
+            _device = None
 
 
 atexit.register(close)
@@ -52,6 +59,10 @@ def device() -> Device:
     return _device
 
 
-def stream(chosen: Stream | None = None) -> Stream:
-    """``chosen``, else the session's stream (its device's default stream)."""
-    return device().default_stream if chosen is None else chosen
+def stream(chosen: Stream | None = None, call: str = "luisa") -> Stream:
+    """``chosen``, else the session's stream (its device's default stream); ``call``
+    names the call whose ``stream`` argument ``chosen`` is, should it not be a stream."""
+    if chosen is None:
+        return device().default_stream
+    check_stream(chosen, call)
+    return chosen

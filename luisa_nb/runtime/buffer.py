@@ -14,8 +14,10 @@ import numpy as np
 
 from luisa_nb.backends.base import Allocation, KernelBuffer
 from luisa_nb.errors import (
+    AllocationSizeError,
     BufferDestroyedError,
     BufferMismatchError,
+    DeviceMemoryError,
     DeviceMismatchError,
     HostDtypeError,
     InvalidArgumentError,
@@ -30,10 +32,10 @@ from luisa_nb.runtime.commands import (
     UploadCommand,
 )
 from luisa_nb.runtime.host import ArrayMemo, host_bytes
+from luisa_nb.runtime.stream import Stream, check_stream
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
-    from luisa_nb.runtime.stream import Stream
 
 _buffer_ids = itertools.count(1)
 
@@ -41,6 +43,17 @@ _buffer_ids = itertools.count(1)
 def next_buffer_id() -> int:
     """A process-unique id for a buffer, or for another runtime's buffer in a trace."""
     return next(_buffer_ids)
+
+
+_BINARY_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB")
+
+
+def bytes_text(nbytes: int) -> str:
+    """``nbytes`` in binary units, e.g. ``16.0 TiB``."""
+    power = min((nbytes.bit_length() - 1) // 10, len(_BINARY_UNITS)) if nbytes > 0 else 0
+    if power == 0:
+        return f"{nbytes} bytes"
+    return f"{nbytes / 1024**power:.1f} {_BINARY_UNITS[power - 1]}"
 
 
 class BufferView:
@@ -199,19 +212,27 @@ class BufferView:
     def copy_from(
         self, array: np.ndarray, *, sync: bool = False, stream: Stream | None = None
     ) -> None:
+        if stream is not None:
+            check_stream(stream, "copy_from")
         self._submit(self.copy_from_async(array), stream, sync)
 
     def copy_to(
         self, array: np.ndarray, *, sync: bool = True, stream: Stream | None = None
     ) -> None:
+        if stream is not None:
+            check_stream(stream, "copy_to")
         self._submit(self.copy_to_async(array), stream, sync)
 
     def copy_to_buffer(
         self, other: BufferView, *, sync: bool = False, stream: Stream | None = None
     ) -> None:
+        if stream is not None:
+            check_stream(stream, "copy_to_buffer")
         self._submit(self.copy_to_buffer_async(other), stream, sync)
 
     def fill(self, value: Any, *, sync: bool = False, stream: Stream | None = None) -> None:
+        if stream is not None:
+            check_stream(stream, "fill")
         self._submit(self.fill_async(value), stream, sync)
 
     def numpy(self, *, stream: Stream | None = None) -> np.ndarray:
@@ -232,8 +253,32 @@ class Buffer(BufferView):
         self.name = name
         self.device = device
         self.dtype = np.dtype(dtype)
-        self._allocation: Allocation | None = device.backend.allocate(size * self.dtype.itemsize)
+        self._allocation: Allocation | None = self._allocate(size)
         super().__init__(self, 0, size)
+
+    def _allocate(self, size: int) -> Allocation:
+        """Device memory for ``size`` elements; a size the backend cannot address is
+        refused before it is asked, and its ``MemoryError`` names the buffer."""
+        nbytes = size * self.dtype.itemsize
+        backend = self.device.backend
+        limit = backend.max_allocation_bytes
+        if nbytes > limit:
+            raise AllocationSizeError(
+                f"{self._description(size)} takes {nbytes} bytes ({bytes_text(nbytes)}); "
+                f"device {self.device.name!r} allocates at most {bytes_text(limit)} at once. "
+                f"Use a smaller size, or split the data into parts"
+            )
+        try:
+            return backend.allocate(nbytes)
+        except MemoryError:
+            raise DeviceMemoryError(
+                f"device {self.device.name!r} cannot allocate {nbytes} bytes "
+                f"({bytes_text(nbytes)}) for {self._description(size)}: not enough memory. "
+                f"Use a smaller size, or destroy() buffers that are no longer needed"
+            ) from None
+
+    def _description(self, size: int) -> str:
+        return f"a buffer of {size} {self.dtype} elements"
 
     @property
     def allocation(self) -> Allocation:

@@ -16,6 +16,7 @@ from luisa_nb.errors import (
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.runtime.buffer import Buffer
+from luisa_nb.runtime.callbacks import in_callback, wait_in_callback
 from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer
@@ -170,7 +171,11 @@ class Device:
 
     def synchronize(self) -> None:
         """Synchronize every stream of this device; raise one error naming every failure
-        of every stream."""
+        of every stream. Called in a callback of this device, it raises
+        :class:`StreamError`."""
+        if in_callback():
+            wait_in_callback(self, f"synchronize() of device {self.name!r}", self.synchronize)
+            return
         errors: list[CommandFailedError] = []
         for stream in list(self._streams):
             try:
@@ -190,8 +195,12 @@ class Device:
 
     def close(self) -> None:
         """Finish the work submitted so far and release the backend (a remote device ends
-        its session); the device cannot be used after."""
+        its session); the device cannot be used after. Called in a callback of this
+        device, it raises :class:`StreamError` and the device stays open."""
         if self.closed:
+            return
+        if in_callback():
+            wait_in_callback(self, f"close() of device {self.name!r}", self.close)
             return
         try:
             self.synchronize()

@@ -55,6 +55,7 @@ def host_bytes(array: object, view: HostTransferTarget, writes: bool, action: st
             f"{what} needs a numpy array, got {type(array).__name__}; wrap it with "
             f"np.asarray(..., dtype=np.{dtype.name})"
         )
+    array = plain_array(array, what, writes)
     if array.dtype != dtype:
         raise HostDtypeError(
             f"{what}: host array has dtype {array.dtype}, the buffer holds {dtype}; "
@@ -76,6 +77,25 @@ def host_bytes(array: object, view: HostTransferTarget, writes: bool, action: st
             f"writable array (e.g. array.copy())"
         )
     return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
+
+
+def plain_array(array: np.ndarray, what: str, writes: bool) -> np.ndarray:
+    """``array`` as a plain ndarray over the same memory: an ``np.matrix`` or an
+    ``np.memmap`` is its data. A masked array is refused, since a copy would ignore its
+    mask. ``what`` names the copy in the message; ``writes`` marks a download."""
+    if isinstance(array, np.ma.MaskedArray):
+        if writes:
+            raise HostArrayError(
+                f"{what}: host array is a masked array, whose mask a download would leave "
+                f"as it is; download into array.data (or a plain array) and set the mask "
+                f"afterwards"
+            )
+        raise HostArrayError(
+            f"{what}: host array is a masked array, whose mask a copy would drop; pass "
+            f"array.filled(value) to send value in place of the masked elements, or "
+            f"array.data to send the values under the mask as they are"
+        )
+    return array if type(array) is np.ndarray else array.view(np.ndarray)
 
 
 ArrayMemo = tuple[weakref.ref, tuple[int, ...], np.dtype, Any]

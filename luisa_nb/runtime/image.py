@@ -103,6 +103,10 @@ class Image(Buffer):
         self.copy_to(out, sync=True, stream=stream)
         return out
 
+    def _description(self, size: int) -> str:
+        extent = f"{self.width}x{self.height}" + (f"x{self.depth}" if self.depth else "")
+        return f"a {extent} image of {self.channels} {self.dtype} channels"
+
     def _name(self) -> str:
         name = f"image#{self.id}"
         return f"{name} {self.name!r}" if self.name else name

@@ -33,6 +33,7 @@ import numpy as np
 from luisa_nb.backends.base import copy_bytes
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.recording.recorder import NULL_RECORDER
+from luisa_nb.runtime.callbacks import in_callback
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
 
@@ -241,13 +242,17 @@ class SubmitStaging(Staging):
             for offset in range(0, nbytes, chunk):
                 size = min(chunk, nbytes - offset)
                 block = heap.try_reserve(size)
-                if block is None:
+                if block is None and not in_callback():
                     if steps:
                         enqueue((steps, blocks, recorder))
                         steps, blocks = [], []
                     block = heap.reserve(size)
-                blocks.append(block)
-                staged = _read(command, offset, size, block.memory, recorder)
+                if block is None:  # a callback holds a worker, so it never waits for the heap
+                    memory = self.snapshot(size)
+                else:
+                    blocks.append(block)
+                    memory = block.memory
+                staged = _read(command, offset, size, memory, recorder)
                 if size == nbytes:
                     command.staged = staged
                     steps.append(command)

@@ -34,6 +34,7 @@ from luisa_nb.errors import (
 )
 from luisa_nb.recording.recorder import Recorder, active_recorder
 from luisa_nb.recording.records import Status, SyncKind
+from luisa_nb.runtime.callbacks import callback_thread, in_callback, wait_in_callback
 from luisa_nb.runtime.commands import Command, next_id
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
 
@@ -104,6 +105,9 @@ class Event:
 
     def synchronize(self) -> None:
         """Block the host until the latest signal of this event has been reached."""
+        if in_callback():
+            wait_in_callback(self.device, f"synchronize() of event #{self.id}", self.synchronize)
+            return
         recorder = active_recorder()
         token = recorder.sync_issued(SyncKind.EVENT_SYNCHRONIZE, None, self.id, next_id())
         self._wait_for(self._signalled)
@@ -276,7 +280,13 @@ class Stream:
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the
-        last synchronize. Interrupting the wait (Ctrl-C) cancels the running kernels."""
+        last synchronize. Interrupting the wait (Ctrl-C) cancels the running kernels.
+        Called in a callback of this device, it raises :class:`StreamError`."""
+        if in_callback():
+            wait_in_callback(
+                self.device, f"synchronize() of stream {self.name!r}", self.synchronize
+            )
+            return
         self.execute()
         recorder = active_recorder()
         token = recorder.sync_issued(SyncKind.SYNCHRONIZE, self, None, next_id())
@@ -344,7 +354,8 @@ class Stream:
 
     def add_callback(self, function: Callable[[], object]) -> None:
         """Call ``function()`` on the worker once the work before it has run; what it
-        raises is raised by the next ``synchronize()``."""
+        raises is raised by the next ``synchronize()``. It cannot wait for this device
+        (see :mod:`luisa_nb.runtime.callbacks`)."""
         if not callable(function):
             raise InvalidArgumentError(f"add_callback needs a callable, got {function!r}")
         self.execute()
@@ -354,6 +365,7 @@ class Stream:
         failures = self._failures
 
         def call() -> None:
+            callback_thread.stream = self
             try:
                 function()
             except BaseException as error:
@@ -362,6 +374,8 @@ class Stream:
                 recorder.sync_completed(token, Status.FAILED, exception_text(error))
             else:
                 recorder.sync_completed(token, Status.OK)
+            finally:
+                callback_thread.stream = None
 
         self._enqueue(call)
 
@@ -406,6 +420,17 @@ class _InterruptedWaits:
 
 
 _interrupted_waits = _InterruptedWaits()
+
+
+def check_stream(stream: object, call: str) -> None:
+    """Raise :class:`InvalidArgumentError` unless ``stream``, the ``stream=`` argument of
+    ``call`` (None stands for the default stream, and is not checked), is a
+    :class:`Stream`."""
+    if not isinstance(stream, Stream):
+        raise InvalidArgumentError(
+            f"{call}: stream= takes a Stream (from device.create_stream() or luisa.Stream()) "
+            f"or None for the default stream, got {type(stream).__name__} {stream!r:.60}"
+        )
 
 
 def failure_error(failures: list[Failure], stream_name: str) -> CommandFailedError:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.callback_waits import WAITS as CALLBACK_WAITS
+from helpers.callback_waits import check_wait_in_callback_fails
 from helpers.cuda import nvrtc_library_not_found
 from helpers.interrupts import ctrl_c_stops_a_wait, interrupt_main_thread_after, needs_main_thread
 
@@ -528,6 +530,12 @@ def test_stand_in_runs_luisa_programs_as_the_cpu_backend_does(stand_in, name, ca
     built = len(_RawModule.functions)
     assert _luisa_program_output(name, "cuda", capsys) == expected
     assert len(_RawModule.functions) > built, "no kernel ran on the cuda stand-in"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("wait", CALLBACK_WAITS)
+def test_stand_in_a_callback_that_waits_for_its_device_fails_and_the_stream_goes_on(stand_in, wait):
+    check_wait_in_callback_fails(create_device("cuda"), wait)  # open: closing could hang
 
 
 @needs_compilers

@@ -294,7 +294,7 @@ def test_lists_of_vectors_matrices_and_structs_upload_one_element_per_value(fres
     total(copied, out, dispatch_size=3)
     assert out.numpy().tolist() == [6.0, 15.0, 24.0]
     for mixed in ([float3(1, 2, 3), 2.0, 3.0], [1.0, "x", 2.0]):
-        with pytest.raises(HostDtypeError, match="all of the type of its first value"):
+        with pytest.raises(HostDtypeError, match="must be of the element type"):
             copied.copy_from(mixed)
 
 

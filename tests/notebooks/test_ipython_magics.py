@@ -104,7 +104,9 @@ def test_ipython_a_user_exception_looks_normal_and_the_trace_closes(ipython):
     assert not shown.success
     assert "ValueError" in shown.stdout and "boom from the cell" in shown.stdout
     assert "luisa_nb/ipython" not in shown.stdout  # no frame of the extension
-    assert "CellError: the cell under %%luisa_trace raised ValueError" in shown.stdout
+    assert shown.stdout.count("Traceback") == 1 and "CellError" not in shown.stdout
+    error = ipython.shell.last_execution_result.error_in_exec
+    assert type(error) is ValueError and str(error) == "boom from the cell"  # the cell's own
     assert recorder.active_trace() is None
     assert "fill buffer" in shown.html  # what ran before the exception is shown
     after = ipython.run("with lnb.trace() as t:\n    buffer.fill(2.0)\nlen(t.commands)")
@@ -128,7 +130,7 @@ def test_ipython_a_failed_command_shows_the_users_lines_and_the_command(ipython)
     )
     assert not shown.success
     output = shown.stdout + shown.stderr
-    lines = output.split("CellError")[0].strip().splitlines()
+    lines = output.split("trace of ")[0].strip().splitlines()
     assert not [line for line in lines if "luisa_nb" + "/" in line and "File" in line]
     assert "lnb.default_device().synchronize()" in output
     failure = [line for line in lines if line.startswith("luisa_nb.errors.CommandFailedError")]
@@ -181,6 +183,21 @@ def test_ipython_device_magic_sets_the_default_device(ipython):
     shown = ipython.run("%luisa_device metal:submit")
     assert shown.success, shown.stderr
     assert (lnb.default_device().name, lnb.default_device().staging) == ("metal", "submit")
+
+
+def test_ipython_compare_stops_at_a_run_that_raises_with_the_cells_error(ipython):
+    shown = ipython.run(
+        "%%luisa_compare cpu:execute cpu:submit\n"
+        "buffer = lnb.default_device().create_buffer(4, np.float32, name='buffer')\n"
+        "buffer.fill(1.0)\n"
+        "raise KeyError('boom under compare')"
+    )
+    assert not shown.success
+    assert shown.stdout.count("Traceback") == 1 and "CellError" not in shown.stdout
+    assert type(ipython.shell.last_execution_result.error_in_exec) is KeyError
+    assert "cpu:execute: trace of 1 command" in shown.plain  # the failed run's trace
+    assert "cpu:submit" not in shown.plain
+    assert recorder.active_trace() is None
 
 
 def test_ipython_compare_marks_the_arrays_that_differ(ipython):

@@ -59,7 +59,13 @@ BAD_INPUTS = [
         errors.InvalidArgumentError,
     ),
     ("copy size", lambda b: b.copy_to_buffer_async(b.view(0, 4)), errors.BufferMismatchError),
+    ("masked upload", lambda b: b.copy_from(_masked()), errors.HostArrayError),
+    ("masked download", lambda b: b.copy_to(_masked()), errors.HostArrayError),
 ]
+
+
+def _masked():
+    return np.ma.array(np.arange(8, dtype=np.float32), mask=[0, 1, 0, 0, 0, 0, 0, 0])
 
 
 def _read_only():
@@ -78,6 +84,24 @@ def test_bad_input_is_rejected_before_anything_is_enqueued(device, case, call, e
     assert "buffer#" in str(raised.value) or case in ("view out of range", "negative view")
     assert trace.records == []
     np.testing.assert_array_equal(buffer.numpy(), np.full(8, 5.0))
+
+
+def test_a_masked_array_is_refused_with_what_to_pass_instead(device):
+    buffer = device.create_buffer(8, np.float32)
+    with pytest.raises(ValueError, match=r"mask a copy would drop; pass array\.filled\(value\)"):
+        buffer.copy_from(_masked())
+    with pytest.raises(ValueError, match=r"download into array\.data"):
+        buffer.copy_to(_masked())
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_a_matrix_is_copied_as_its_data(device):
+    """``np.matrix`` (always 2-D, C-contiguous) both ways, under both policies."""
+    buffer = device.create_buffer(6, np.float32)
+    buffer.copy_from(np.matrix(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    out = np.matrix(np.zeros((3, 2), np.float32))
+    buffer.copy_to(out)
+    np.testing.assert_array_equal(np.asarray(out).reshape(-1), np.arange(6))
 
 
 def test_read_only_host_array_can_be_uploaded(device):
