@@ -1,29 +1,49 @@
 """The remote backend against the local cpu backend, in the same run.
 
     python benchmarks/bench_remote.py [--count 10000] [--round-trips 2000]
-                                      [--upload-mib 256] [--rss-commands 1000000]
+                                      [--bulk-mib 256] [--rss-commands 1000000]
+                                      [--programs | --no-programs]
 
-Per-command cost of synchronous round trips (submit one tiny dispatch, synchronize),
-commands per second in one submission (COUNT tiny dispatches; COUNT 4 KiB uploads),
-upload throughput of one large upload (numpy copy of the same bytes as reference), and
-the resident memory (VmRSS) of the server and of the worker process serving this device's
-session, before and after RSS_COMMANDS batched commands (``--rss-commands 0`` skips that
-part; 1,000,000 takes about half a minute here).
-The remote device is started by ``create_device("remote")`` (a server on loopback).
+Each table runs the same loops on ``create_device("remote")`` (a server on loopback, the
+connection direct: its worker socket and shared window), on a remote device relayed by
+its supervisor (``direct=False``, as from another host), and on the local ``cpu``
+backend, under one staging policy: the per-command cost of synchronous round trips
+(submit one tiny dispatch, synchronize), commands per second in one submission (COUNT
+tiny dispatches; COUNT 4 KiB uploads), and one large upload (``copy_from``, then
+synchronize) and download (``copy_to(sync=True)``) of BULK_MIB, each also as a share of
+a numpy copy of the same bytes timed just before it (the load of a shared machine
+changes between loops). Then the luisa-python benchmark
+programs (vectors and structs) on remote and on cpu, each in a process of its own, and
+the resident memory (VmRSS) of the server and of the worker serving this device, before
+and after RSS_COMMANDS batched commands (``--rss-commands 0`` skips it; 1,000,000 take
+about half a minute here). The load average is printed with each table.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
-from timing import best_of, print_table
+from bench_luisa_programs import MANDELBROT, ON_LUISA_NB, SHADING, run
+from timing import best_of, load_average, print_table
 
 import luisa_nb as lnb
 
 UPLOAD_BYTES = 4096
 RSS_BATCH = 10_000
+DEVICES: dict[str, Callable[[str], lnb.Device]] = {
+    "remote": lambda staging: lnb.create_device("remote", staging=staging),
+    "remote relayed": lambda staging: lnb.create_device("remote", staging=staging, direct=False),
+    "cpu": lambda staging: lnb.create_device("cpu", staging=staging),
+}
+PROGRAMS = {  # program: its arguments after the backend name
+    MANDELBROT: ["1024", "512", "50", "5"],
+    SHADING: ["512", "256", "5"],
+}
 
 
 @lnb.kernel(mode="c")
@@ -39,10 +59,13 @@ def server_rss_kib(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def measure(device: lnb.Device, count: int, round_trips: int, upload_mib: int) -> dict:
+def measure(device: lnb.Device, count: int, round_trips: int, bulk: np.ndarray) -> dict:
+    """Seconds of each loop (the best of three), by name."""
     stream = device.default_stream
     buffer = device.create_buffer(UPLOAD_BYTES // 4, np.float32)
     host = np.ones(UPLOAD_BYTES // 4, np.float32)
+    large = device.create_buffer(bulk.size, np.float32)
+    back = np.empty_like(bulk)
 
     def round_trip():
         for _ in range(round_trips):
@@ -57,26 +80,95 @@ def measure(device: lnb.Device, count: int, round_trips: int, upload_mib: int) -
         stream.submit([buffer.copy_from_async(host) for _ in range(count)])
         stream.synchronize()
 
-    large_host = np.ones(upload_mib << 18, np.float32)
-    large = device.create_buffer(large_host.size, np.float32)
-
-    def upload_large():
-        large.copy_from(large_host)
+    def upload_bulk():
+        large.copy_from(bulk)
         stream.synchronize()
 
-    results = {
-        "round trip (us/command)": best_of(round_trip, 3) / round_trips * 1e6,
-        f"{count} tiny dispatches (commands/s)": count / best_of(dispatch_batched, 3),
-        f"{count} 4 KiB uploads (commands/s)": count / best_of(upload_batched, 3),
-        f"{upload_mib} MiB upload (GB/s)": large_host.nbytes / best_of(upload_large, 3) / 1e9,
+    def download_bulk():
+        large.copy_to(back, sync=True)
+
+    seconds = {
+        "numpy copy": best_of(lambda: np.copyto(back, bulk), 3),
+        "round trip": best_of(round_trip, 3) / round_trips,
+        "dispatches": best_of(dispatch_batched, 3),
+        "uploads": best_of(upload_batched, 3),
+        "bulk upload": best_of(upload_bulk, 3),
+        "bulk download": best_of(download_bulk, 3),
     }
-    check = np.empty_like(large_host[:1024])
-    large.view(0, 1024).copy_to(check)
-    assert np.all(check == 1.0)
-    return results
+    assert np.array_equal(back[:1024], bulk[:1024]) and np.array_equal(back[-1024:], bulk[-1024:])
+    return seconds
 
 
-def measure_rss(device: lnb.Device, commands: int) -> list[list[object]]:
+def compare_devices(staging: str, count: int, round_trips: int, bulk_mib: int) -> None:
+    bulk = np.random.default_rng(0).random(bulk_mib << 18, dtype=np.float32)
+    results = {}
+    for name, create in DEVICES.items():
+        device = create(staging)
+        results[name] = measure(device, count, round_trips, bulk)
+        device.close()
+    gigabytes = bulk.nbytes / 1e9
+    rows = [
+        ["round trip (us/command)", *(r["round trip"] * 1e6 for r in results.values())],
+        [
+            f"{count} tiny dispatches (commands/s)",
+            *(count / r["dispatches"] for r in results.values()),
+        ],
+        [f"{count} 4 KiB uploads (commands/s)", *(count / r["uploads"] for r in results.values())],
+    ]
+    for what in ("bulk upload", "bulk download"):
+        rates = [gigabytes / r[what] for r in results.values()]
+        shares = [f"{r['numpy copy'] / r[what]:.0%}" for r in results.values()]
+        rows.append([f"{bulk_mib} MiB {what[5:]} (GB/s)", *rates])
+        rows.append(["  share of a numpy copy", *shares])
+    rows.append(
+        [
+            f"numpy copy of {bulk_mib} MiB (GB/s)",
+            *(gigabytes / r["numpy copy"] for r in results.values()),
+        ]
+    )
+    print_table(
+        f"staging={staging!r}: remote (server on loopback) vs local cpu, same loops "
+        f"({load_average()})",
+        ["measure", *DEVICES],
+        rows,
+    )
+
+
+def compare_programs() -> None:
+    """The luisa-python benchmark programs on remote and on cpu, in processes of their own
+    (the kernel cache warm: the first run of each compiles)."""
+    rows = []
+    for program, arguments in PROGRAMS.items():
+        results = {}
+        for backend in ("cpu", "remote"):
+            command = [sys.executable, "-c", ON_LUISA_NB, str(program), backend, *arguments]
+            run(command)  # fills the kernel cache
+            results[backend] = run(command)
+        for backend, result in results.items():
+            if isinstance(result, str):
+                rows.append([program.name, backend, "", "", f"did not run: {result}"])
+                continue
+            best = float(result["best"])
+            ratio = best / float(results["cpu"]["best"]) if isinstance(results["cpu"], dict) else ""
+            rows.append(
+                [
+                    program.name,
+                    backend,
+                    float(result["first"]) * 1e3,
+                    best * 1e3,
+                    ratio,
+                    result["checksum"],
+                ]
+            )
+    print_table(
+        f"luisa-python programs, dispatch + synchronize ({load_average()})",
+        ["program", "device", "first call ms", "best ms", "time vs cpu", "checksum"],
+        rows,
+    )
+
+
+def measure_rss(commands: int) -> None:
+    device = lnb.create_device("remote")
     stream = device.default_stream
     buffer = device.create_buffer(16, np.float32)
     processes = {"server": device.info["server_pid"], "worker": device.info["server_worker_pid"]}
@@ -93,37 +185,25 @@ def measure_rss(device: lnb.Device, commands: int) -> list[list[object]]:
         rows.append([f"{name} VmRSS before (MiB)", before[name] / 1024])
         rows.append([f"{name} VmRSS after {commands:,} commands (MiB)", server_rss_kib(pid) / 1024])
     rows.append(["those commands (commands/s)", commands / seconds])
-    return rows
+    device.close()
+    print_table(f"remote server memory ({load_average()})", ["measure", "value"], rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=10_000)
     parser.add_argument("--round-trips", type=int, default=2000)
-    parser.add_argument("--upload-mib", type=int, default=256)
+    parser.add_argument("--bulk-mib", type=int, default=256)
     parser.add_argument("--rss-commands", type=int, default=1_000_000)
+    parser.add_argument("--programs", action=argparse.BooleanOptionalAction, default=True)
     arguments = parser.parse_args()
-    remote = lnb.create_device("remote")
-    local = lnb.create_device("cpu", staging="submit")
-    sizes = (arguments.count, arguments.round_trips, arguments.upload_mib)
-    remote_results = measure(remote, *sizes)
-    local_results = measure(local, *sizes)
-    rows = [[name, value, local_results[name]] for name, value in remote_results.items()]
-    source = np.ones(arguments.upload_mib << 18, np.float32)
-    target = np.empty_like(source)
-    numpy_copy = source.nbytes / best_of(lambda: np.copyto(target, source), 3) / 1e9
-    rows.append([f"numpy copy of {arguments.upload_mib} MiB (GB/s)", "", numpy_copy])
-    print_table(
-        f"remote (server on loopback, staging={remote.staging!r}) vs local cpu (same loops)",
-        ["measure", "remote", "cpu"],
-        rows,
-    )
+    print(f"{sys.version.split()[0]}, {subprocess.getoutput('nproc')} CPUs, {load_average()}")
+    for staging in ("submit", "execute"):
+        compare_devices(staging, arguments.count, arguments.round_trips, arguments.bulk_mib)
+    if arguments.programs:
+        compare_programs()
     if arguments.rss_commands:
-        print_table(
-            "remote server memory",
-            ["measure", "value"],
-            measure_rss(remote, arguments.rss_commands),
-        )
+        measure_rss(arguments.rss_commands)
 
 
 if __name__ == "__main__":

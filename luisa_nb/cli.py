@@ -150,11 +150,14 @@ def _print_difference(check) -> None:
 
 def serve(arguments: argparse.Namespace) -> int:
     try:
-        from luisa_nb.remote.server import make_server
+        import luisa_nb.remote.server  # noqa: F401 (it needs pyzmq)
     except ImportError as error:
         raise RemoteError(f"serve needs pyzmq ({error}); pip install 'luisa_nb[remote]'") from None
+    from luisa_nb.remote.options import make_server, stop_on_terminate
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     server = make_server(arguments)
+    stop_on_terminate()
     print(f"serving backend {arguments.backend!r} on {server.endpoint}")
     print(f"token: {server.token}")
     print(f"connect: luisa_nb.create_device({server.address!r}, token=...)", flush=True)

@@ -32,10 +32,14 @@ from luisa_nb.backends.base import (
     OperationFailed,
 )
 from luisa_nb.errors import ConfigurationError, RemoteError
+from luisa_nb.kernels.aggregates import alignment_of, to_bytes
 from luisa_nb.kernels.c_emitter import c_identifier
 from luisa_nb.kernels.checks import LaunchRecord
-from luisa_nb.remote.client import Connection, LaunchStopped
+from luisa_nb.kernels.type_system import BufferType
+from luisa_nb.remote.channel import LaunchStopped
+from luisa_nb.remote.client import Connection
 from luisa_nb.remote.launcher import LocalServer
+from luisa_nb.remote.layouts import describe_dtype, describe_scalar
 from luisa_nb.remote.protocol import kernel_key
 
 DEFAULT_TIMEOUT = 60.0
@@ -79,6 +83,7 @@ class RemoteBackend(Backend):
         token: str | None = None,
         backend: str = "cpu",
         timeout: float = DEFAULT_TIMEOUT,
+        direct: bool = True,
     ) -> None:
         server = None
         if address is None:
@@ -92,14 +97,14 @@ class RemoteBackend(Backend):
             endpoint = address if address.startswith("tcp://") else f"tcp://{address}"
         try:
             self._connection = Connection(
-                endpoint, token, timeout, server.process if server else None
+                endpoint, token, timeout, server.process if server else None, direct
             )
         except BaseException:
             if server is not None:
                 server.stop()
             raise
         self._server = server
-        self._kernels: weakref.WeakKeyDictionary[Any, tuple[str, dict[str, Any]]] = (
+        self._kernels: weakref.WeakKeyDictionary[Any, ServedDefinition] = (
             weakref.WeakKeyDictionary()
         )
         self.address = endpoint
@@ -128,6 +133,7 @@ class RemoteBackend(Backend):
             "server_pid": connection.hello["pid"],
             "server_worker_pid": connection.hello["worker_pid"],
             "started_server": self._server is not None,
+            "direct": connection.direct,
             "max_message_bytes": connection.hello["max_message_bytes"],
             "clock_offset_ns": connection.offset_ns,
             "clock_error_ns": connection.error_ns,
@@ -177,9 +183,9 @@ class RemoteBackend(Backend):
         self, allocation: RemoteAllocation, offset: int, nbytes: int, element: np.ndarray
     ) -> DeviceSpan:
         span = DeviceSpan()
-        operation = [
-            "fill", allocation.handle, offset, nbytes, element.dtype.str, element.tobytes().hex()
-        ]  # fmt: skip
+        element_hex = element.tobytes().hex()
+        dtype = describe_dtype(element.dtype)
+        operation = ["fill", allocation.handle, offset, nbytes, dtype, element_hex]
         self._connection.channel().add(operation, span)
         return span
 
@@ -192,8 +198,8 @@ class RemoteBackend(Backend):
     ) -> DeviceSpan:
         known = self._kernels.get(executable)
         if known is None:
-            known = self._kernels[executable] = _definition(executable)
-        key, definition = known
+            known = self._kernels[executable] = ServedDefinition(executable)
+        key, definition = known.key, known.definition
         channel = self._connection.channel()
         carried = definition if channel.needs_definition(key) else None
         operation = [
@@ -201,7 +207,7 @@ class RemoteBackend(Backend):
             key,
             list(dims),
             [[b.allocation.handle, b.offset, b.nbytes] for b in buffers],
-            [s.item() if isinstance(s, np.generic) else s for s in scalars],
+            known.scalar_values(scalars),
             carried,
         ]
         span = DispatchSpan(executable, dims, scalars)
@@ -236,16 +242,47 @@ class RemoteBackend(Backend):
         return [(start, min(start + step, nbytes)) for start in range(0, nbytes, step)]
 
 
-def _definition(executable: Any) -> tuple[str, dict[str, Any]]:
-    """The wire definition of a compiled-C executable, and its key."""
-    entry = f"lnb_{c_identifier(executable.name)}"
-    definition = {
-        "name": entry,
-        "source": executable.source,
-        "buffers": [parameter.dtype.str for parameter in executable.buffer_parameters],
-        "scalars": [parameter.dtype.name for parameter in executable.scalar_parameters],
-    }
-    return kernel_key(definition), definition
+class ServedDefinition:
+    """What the server needs to build and launch a compiled-C executable: its C source,
+    its buffers' dtypes and its scalars' layout (see :mod:`luisa_nb.remote.layouts`),
+    named by their hash ``key``."""
+
+    __slots__ = ("by_value", "definition", "key")
+
+    def __init__(self, executable: Any) -> None:
+        self.by_value = {
+            position: BufferType.of_dtype(parameter.dtype).element
+            for position, parameter in enumerate(executable.scalar_parameters)
+            if parameter.dtype.fields is not None
+        }
+        """The positions of vector, matrix, struct and array arguments, with their types."""
+        scalars = [
+            describe_scalar(parameter.dtype, _alignment(self.by_value.get(position)))
+            for position, parameter in enumerate(executable.scalar_parameters)
+        ]
+        self.definition = {
+            "name": f"lnb_{c_identifier(executable.name)}",
+            "source": executable.source,
+            "buffers": [describe_dtype(p.dtype) for p in executable.buffer_parameters],
+            "scalars": scalars,
+        }
+        self.key = kernel_key(self.definition)
+
+    def scalar_values(self, scalars: Sequence[Any]) -> list[Any]:
+        """The scalars as JSON: numbers, and the hex of the bytes of by-value composites."""
+        by_value = self.by_value
+        values = []
+        for position, value in enumerate(scalars):
+            kind = by_value.get(position) if by_value else None
+            if kind is not None:
+                values.append(to_bytes(kind, value).hex())
+            else:
+                values.append(value.item() if isinstance(value, np.generic) else value)
+        return values
+
+
+def _alignment(kind: Any) -> int | None:
+    return None if kind is None else alignment_of(kind)
 
 
 def _shut_down(connection: Connection, server: LocalServer | None) -> None:

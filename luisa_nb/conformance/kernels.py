@@ -1,10 +1,18 @@
 """The fixed kernels conformance programs dispatch, written for the runtime; the oracle's
-numpy twins are in :data:`luisa_nb.conformance.oracle.KERNELS`."""
+numpy twins are in :data:`luisa_nb.conformance.oracle.KERNELS`. ``swizzle``, ``weigh``
+and ``brighten`` take buffers of the ``float4``, ``struct`` and ``image`` layouts."""
 
 from __future__ import annotations
 
-from luisa_nb.kernels import dispatch_id
+import numpy as np
+
+from luisa_nb.kernels import StructType, dispatch_id, dtype_of, float2, float4
 from luisa_nb.runtime import Kernel, kernel
+
+Particle = StructType(position=float2, weight=float, scale=float)
+"""The element of a ``struct`` buffer: four floats, no padding."""
+ELEMENT_DTYPES: dict[str, np.dtype] = {"float4": dtype_of(float4), "struct": dtype_of(Particle)}
+"""The dtype of a buffer of the ``float4`` and ``struct`` layouts."""
 
 TRAP_OFFSET = 1 << 30
 """How far past each thread's own element ``trap`` reads: beyond any conformance buffer."""
@@ -28,4 +36,33 @@ def trap(values):
     values.read(i + TRAP_OFFSET)
 
 
-KERNELS: dict[str, Kernel] = {"vecadd": vecadd, "scale": scale, "trap": trap}
+@kernel
+def swizzle(vectors):
+    i = dispatch_id().x
+    v = vectors.read(i)
+    vectors.write(i, float4(v.y, v.x, v.w * 2.0, v.z + 1.0))
+
+
+@kernel
+def weigh(particles):
+    i = dispatch_id().x
+    p = particles.read(i)
+    p.position = p.position * p.scale
+    p.weight = p.weight + 1.0
+    particles.write(i, p)
+
+
+@kernel
+def brighten(image):
+    p = dispatch_id().xy
+    image.write(p, image.read(p) * 2.0 + 0.5)
+
+
+KERNELS: dict[str, Kernel] = {
+    "vecadd": vecadd,
+    "scale": scale,
+    "trap": trap,
+    "swizzle": swizzle,
+    "weigh": weigh,
+    "brighten": brighten,
+}

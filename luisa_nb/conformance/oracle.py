@@ -53,6 +53,7 @@ from luisa_nb.conformance.program import (
 MODES = ("execute", "submit", "as-sent")
 TWO = DTYPE.type(2.0)
 ONE = DTYPE.type(1.0)
+HALF = DTYPE.type(0.5)
 TRAP_ERROR = "KernelIndexError"
 """The exception a ``trap`` dispatch with threads fails with."""
 
@@ -69,10 +70,28 @@ def _trap(values: np.ndarray) -> None:
     return None
 
 
+def _swizzle(values: np.ndarray) -> None:
+    x, y, z, w = values.reshape(-1, 4).T.copy()
+    values.reshape(-1, 4)[...] = np.stack([y, x, w * TWO, z + ONE], axis=1)
+
+
+def _weigh(values: np.ndarray) -> None:
+    particles = values.reshape(-1, 4)  # position x, y, weight, scale
+    particles[:, :2] *= particles[:, 3:]
+    particles[:, 2] += ONE
+
+
+def _brighten(values: np.ndarray) -> None:
+    values[...] = values * TWO + HALF
+
+
 KERNELS: dict[str, tuple[int, Callable[..., None]]] = {
     "vecadd": (3, _vecadd),
     "scale": (1, _scale),
     "trap": (1, _trap),
+    "swizzle": (1, _swizzle),
+    "weigh": (1, _weigh),
+    "brighten": (1, _brighten),
 }
 """Kernel name -> (number of buffer views, numpy implementation)."""
 

@@ -4,7 +4,10 @@ A :class:`Program` says *what* a host does, in issue order: submit command lists
 streams, synchronize, signal and wait on events, add callbacks. The runner
 (:mod:`luisa_nb.conformance.runner`) does it on a device; the oracle
 (:mod:`luisa_nb.conformance.oracle`) predicts, with numpy alone, what every buffer and
-host array holds afterwards. Every buffer and host array holds ``float32``.
+host array holds afterwards. Every buffer and host array holds ``float32`` values; a
+buffer may hold them as ``float4`` vectors, structs of four floats, or the channels of
+a four-channel float image (:data:`LAYOUTS`), and is then a view of the same bytes
+everywhere but in kernels.
 
 Views and host slices may be empty (zero-byte commands must be valid and harmless), and
 overlap one another. A callback may raise on purpose (:data:`CALLBACK_ERRORS`), and the
@@ -23,6 +26,10 @@ import numpy as np
 
 DTYPE = np.dtype(np.float32)
 MAIN_STREAM = "main"
+LAYOUTS = {"float": 1, "float4": 4, "struct": 4, "image": 1}
+"""How a buffer holds its floats, with the floats in one of its elements: one each,
+``float4`` vectors, structs ``{float2 position; float weight; float scale}``, or the
+channels of a float image of four channels and two rows (a buffer of channels)."""
 
 SyncKey = tuple[int, ...]
 """Where a synchronize was issued: ``(i,)`` for step ``i`` of a program, ``(i, b, j)`` for
@@ -50,13 +57,15 @@ CALLBACK_ERRORS: dict[str, type[BaseException]] = {
 
 @dataclass(frozen=True)
 class ArraySpec:
-    """A buffer or host array of ``size`` elements. Its first contents are
+    """A buffer or host array of ``size`` floats, held as ``layout`` says (a buffer;
+    :data:`LAYOUTS`, a multiple of 8 floats for an image). Its first contents are
     ``start + step * i`` when ``start`` is given, else distinct random values."""
 
     name: str
     size: int
     start: float | None = None
     step: float = 0.0
+    layout: str = "float"
 
     def initial(self, salt: str) -> np.ndarray:
         """The first contents; random values are seeded by ``salt`` and the name."""

@@ -1,5 +1,7 @@
 """The fixed conformance programs: the seed, copy-only lists, slices, views, streams,
-callbacks, fills, buffer copies, and uploads larger than a backend's staging memory."""
+callbacks, fills, buffer copies, and uploads larger than a backend's staging memory;
+and the typed ones, the seed's pattern on buffers of vectors, of structs and on an
+image."""
 
 from __future__ import annotations
 
@@ -223,6 +225,54 @@ FIXED_PROGRAMS = (
     fills,
     buffer_copies,
 )
+
+
+def vectors() -> Program:
+    """The seed's download-then-upload of one host array, on a buffer of ``float4``."""
+    v = ArraySpec("v", N, layout="float4")
+    h = ArraySpec("h", N, 1.0, 0.5)
+    commands = (
+        Upload(whole(v), all_of(h)),
+        Dispatch("swizzle", (whole(v),)),
+        Download(whole(v), all_of(h)),
+        Upload(whole(v), all_of(h)),
+        Dispatch("swizzle", (whole(v),)),
+    )
+    return Program("vectors", (v,), (h,), (Submit(commands),))
+
+
+def structs() -> Program:
+    """Structs updated by a kernel, copied in halves, read back and uploaded again."""
+    p, q = ArraySpec("p", N, layout="struct"), ArraySpec("q", N, layout="struct")
+    h1, h2 = ArraySpec("h1", N, 2.0, 0.25), ArraySpec("h2", N)
+    commands = (
+        Upload(whole(p), all_of(h1)),
+        Dispatch("weigh", (whole(p),)),
+        Copy(View("p", 0, N // 2), View("q", N // 2, N)),
+        Download(whole(q), all_of(h2)),
+        Upload(whole(p), all_of(h2)),
+        Dispatch("weigh", (whole(p),)),
+    )
+    return Program("structs", (p, q), (h1, h2), (Submit(commands),))
+
+
+def images() -> Program:
+    """An image brightened, copied into a plain buffer, read back as rows of texels and
+    half of it uploaded again."""
+    image, flat = ArraySpec("image", N, layout="image"), ArraySpec("flat", N)
+    h = ArraySpec("h", N, 0.5, 0.125)
+    commands = (
+        Upload(whole(image), all_of(h)),
+        Dispatch("brighten", (whole(image),)),
+        Copy(whole(image), whole(flat)),
+        Download(whole(image), all_of(h, (2, N // 8, 4))),
+        Upload(View("image", 0, N // 2), HostSlice("h", N // 2, N)),
+        Dispatch("brighten", (whole(image),)),
+    )
+    return Program("images", (image, flat), (h,), (Submit(commands),))
+
+
+TYPED_PROGRAMS = (vectors, structs, images)
 
 
 def upload_past_capacity(capacity: int) -> Program:

@@ -17,13 +17,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.conformance.kernels import KERNELS
+from luisa_nb.conformance.kernels import ELEMENT_DTYPES, KERNELS
 from luisa_nb.conformance.oracle import Observation
 from luisa_nb.conformance.program import (
     CALLBACK_ERRORS,
     DTYPE,
     FINAL_SYNC,
+    LAYOUTS,
     MAIN_STREAM,
+    ArraySpec,
     Callback,
     Concurrent,
     Copy,
@@ -105,6 +107,7 @@ class _Runner:
         self.failures: dict[SyncKey, CommandFailedError] = {}
         self.streams: dict[str, Stream] = {}
         self.buffers: dict[str, Buffer] = {}
+        self.layouts: dict[str, str] = {}
         self.hosts: dict[str, np.ndarray] = {}
         self.events: dict[str, Event] = {}
         self.observed: dict[str, list[Observation]] = {}
@@ -118,9 +121,10 @@ class _Runner:
             if name != MAIN_STREAM:
                 self.streams[name] = device.create_stream(name)
         for spec in program.buffers:
-            buffer = device.create_buffer(spec.size, DTYPE, name=spec.name)
-            buffer.copy_from(spec.initial(program.name))
+            buffer = _create_buffer(device, spec)
+            buffer.copy_from(spec.initial(program.name).view(buffer.dtype))
             self.buffers[spec.name] = buffer
+            self.layouts[spec.name] = spec.layout
         device.synchronize()
         self.hosts.update((spec.name, spec.initial(program.name)) for spec in program.hosts)
         self.observed.update((name, []) for name in self.streams)
@@ -142,7 +146,7 @@ class _Runner:
             self.stop_trace()
         return ProgramRun(
             self.program,
-            {name: buffer.numpy() for name, buffer in self.buffers.items()},
+            {name: buffer.numpy().view(DTYPE).reshape(-1) for name, buffer in self.buffers.items()},
             {name: host.copy() for name, host in self.hosts.items()},
             self.observed,
             [self.command_ids[i] for i in self.uploads],
@@ -235,24 +239,50 @@ class _Runner:
 
     def _command(self, command: ProgramCommand) -> Command:
         if isinstance(command, Upload):
-            return self._view(command.target).copy_from_async(self._host(command.source))
+            view = self._view(command.target)
+            return view.copy_from_async(self._host(command.source, view.dtype))
         if isinstance(command, Download):
-            return self._view(command.source).copy_to_async(self._host(command.target))
+            view = self._view(command.source)
+            return view.copy_to_async(self._host(command.target, view.dtype))
         if isinstance(command, Copy):
             return self._view(command.source).copy_to_buffer_async(self._view(command.target))
         if isinstance(command, Fill):
             return self._view(command.target).fill_async(command.value)
         if isinstance(command, Dispatch):
             views = [self._view(view) for view in command.views]
-            return KERNELS[command.kernel].dispatch_async(views[0].size, *views)
+            first = views[0]
+            size = (first.width, first.height) if first is self._image(first) else first.size
+            return KERNELS[command.kernel].dispatch_async(size, *views)
         raise TypeError(f"cannot run command {command!r}")
 
     def _view(self, view: View) -> BufferView:
-        return self.buffers[view.buffer].view(view.start, view.stop)
+        """The elements of ``view`` (a range of floats); all of an image is the image,
+        which kernels take as one."""
+        buffer, per = self.buffers[view.buffer], LAYOUTS[self.layouts[view.buffer]]
+        if view.start % per or view.stop % per:
+            raise ConformanceError(f"view {view} does not cover whole {per}-float elements")
+        if self._image(buffer) is buffer and (view.start, view.stop) == (0, buffer.size):
+            return buffer
+        return buffer.view(view.start // per, view.stop // per)
 
-    def _host(self, part: HostSlice) -> np.ndarray:
+    @staticmethod
+    def _image(view: BufferView) -> BufferView | None:
+        return view if getattr(view, "__lnb_image__", False) else None
+
+    def _host(self, part: HostSlice, dtype: np.dtype = DTYPE) -> np.ndarray:
+        """The host floats of ``part``, seen as elements of ``dtype`` (a buffer's)."""
         array = self.hosts[part.array][part.start : part.stop]
+        if dtype != DTYPE:
+            return array.view(dtype)
         return array if part.shape is None else array.reshape(part.shape)
+
+
+def _create_buffer(device: Device, spec: ArraySpec) -> Buffer:
+    """A buffer of ``spec``'s floats, held as its layout says."""
+    if spec.layout == "image":
+        return device.create_image(spec.size // 8, 2, 4, "float", name=spec.name)
+    dtype = DTYPE if spec.layout == "float" else ELEMENT_DTYPES[spec.layout]
+    return device.create_buffer(spec.size // LAYOUTS[spec.layout], dtype, name=spec.name)
 
 
 def _callback(

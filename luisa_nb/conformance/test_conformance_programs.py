@@ -1,17 +1,20 @@
-"""The fixed programs, and uploads larger than the backend's staging memory."""
+"""The fixed programs (the typed ones too: vectors, structs, an image), and uploads
+larger than the backend's staging memory."""
 
 from __future__ import annotations
 
 import pytest
 
-from luisa_nb.conformance.programs import CAPACITY_PROGRAMS, FIXED_PROGRAMS
+from luisa_nb.conformance.programs import CAPACITY_PROGRAMS, FIXED_PROGRAMS, TYPED_PROGRAMS
 from luisa_nb.conformance.verify import check_program
 
 LARGEST_CAPACITY = 64 * 1024 * 1024
 """Staging memory beyond this many bytes would make the capacity programs slow."""
 
 
-@pytest.mark.parametrize("make_program", FIXED_PROGRAMS, ids=lambda make: make.__name__)
+@pytest.mark.parametrize(
+    "make_program", FIXED_PROGRAMS + TYPED_PROGRAMS, ids=lambda make: make.__name__
+)
 def test_program(luisa_device, make_program):
     failure = check_program(luisa_device, make_program())
     if failure:

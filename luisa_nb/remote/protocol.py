@@ -33,7 +33,7 @@ import json
 import re
 from typing import Any
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 PLAIN_USER = "luisa_nb"
 ZAP_DOMAIN = "luisa_nb"
 MAX_FRAME_BYTES = 16 << 20
@@ -52,8 +52,8 @@ TOKEN_VARIABLE = "LUISA_NB_REMOTE_TOKEN"
 SESSION_PATTERN = re.compile(r"[0-9a-f]{8,64}")
 ENTRY_PATTERN = re.compile(r"lnb_[A-Za-z0-9_]{1,200}")
 KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
-BUFFER_DTYPES = ("|b1", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
-SCALAR_DTYPES = ("bool", "int32", "uint32", "int64", "uint64", "float32", "float64")
+MAX_VALUE_HEX = 2 << 20
+"""The longest hex text of a by-value kernel argument (a vector, matrix, struct or array)."""
 REQUESTS = ("hello", "clock", "allocate", "batch", "close", "cancel", "resume")
 CANCEL_REQUESTS = ("cancel", "resume")
 OPERATIONS = {
@@ -70,8 +70,12 @@ class ProtocolError(Exception):
     """A message does not follow the protocol; the text says which part and why."""
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one instance: its C encoder is reused
+_DECODER = json.JSONDecoder()
+
+
 def encode(header: dict[str, Any]) -> bytes:
-    return json.dumps(header, separators=(",", ":")).encode()
+    return _ENCODER.encode(header).encode()
 
 
 def decode(
@@ -81,7 +85,7 @@ def decode(
     if len(frame) > limit:
         raise ProtocolError(f"{what} of {len(frame)} bytes exceeds {limit}")
     try:
-        header = json.loads(bytes(frame).decode())
+        header = _DECODER.decode(bytes(frame).decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ProtocolError(f"{what} is not JSON: {error}") from None
     if type(header) is not dict:
@@ -134,10 +138,10 @@ def check_operation(operation: Any, payload_bytes: int) -> list[Any]:
                     f"upload bytes [{value}, {value + operation[3]}) are outside the "
                     f"payload of {payload_bytes} bytes"
                 )
-        elif kind == "dtype" and value not in BUFFER_DTYPES:
-            raise ProtocolError(f"fill dtype {value!r} is not one of {BUFFER_DTYPES}")
-        elif kind == "hex" and (type(value) is not str or len(value) > 16):
-            raise ProtocolError("fill element must be a hex string of at most 8 bytes")
+        elif kind == "dtype" and type(value) not in (str, dict):
+            raise ProtocolError(f"fill dtype {str(value)[:40]!r} is not a dtype description")
+        elif kind == "hex" and (type(value) is not str or len(value) > MAX_VALUE_HEX):
+            raise ProtocolError(f"fill element must be hex text of at most {MAX_VALUE_HEX} digits")
         elif kind == "key" and (type(value) is not str or not KEY_PATTERN.fullmatch(value)):
             raise ProtocolError("dispatch key must be 32 lowercase hex digits")
         elif kind == "dims":
@@ -146,8 +150,8 @@ def check_operation(operation: Any, payload_bytes: int) -> list[Any]:
             _check_kernel_buffers(value)
         elif kind == "scalars":
             _check_scalars(value)
-        elif kind == "definition" and value is not None:
-            check_definition(value)
+        elif kind == "definition" and value is not None and type(value) is not dict:
+            raise ProtocolError("dispatch definition must be an object or null")
     return operation
 
 
@@ -170,26 +174,12 @@ def _check_kernel_buffers(value: Any) -> None:
 
 def _check_scalars(value: Any) -> None:
     if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
-        raise ProtocolError("dispatch scalars must be a list of numbers")
+        raise ProtocolError("dispatch scalars must be a list of numbers and hex texts")
     for item in value:
-        if type(item) not in (bool, int, float) or (type(item) is int and item.bit_length() > 64):
-            raise ProtocolError(f"dispatch scalar {item!r} is not a bool, 64-bit int or float")
-
-
-def check_definition(value: Any) -> dict[str, Any]:
-    """A kernel definition: ``{"name", "source", "buffers", "scalars"}``."""
-    if type(value) is not dict or set(value) != {"name", "source", "buffers", "scalars"}:
-        raise ProtocolError("kernel definition needs exactly name, source, buffers, scalars")
-    if type(value["name"]) is not str or not ENTRY_PATTERN.fullmatch(value["name"]):
-        raise ProtocolError("kernel name must match lnb_[A-Za-z0-9_]+")
-    source = value["source"]
-    if type(source) is not str or len(source) > MAX_SOURCE_BYTES:
-        raise ProtocolError(f"kernel source must be a string of at most {MAX_SOURCE_BYTES} chars")
-    buffers, scalars = value["buffers"], value["scalars"]
-    if type(buffers) is not list or any(item not in BUFFER_DTYPES for item in buffers):
-        raise ProtocolError(f"kernel buffers must be a list of {BUFFER_DTYPES}")
-    if type(scalars) is not list or any(item not in SCALAR_DTYPES for item in scalars):
-        raise ProtocolError(f"kernel scalars must be a list of {SCALAR_DTYPES}")
-    if len(buffers) + len(scalars) > MAX_KERNEL_PARAMETERS:
-        raise ProtocolError(f"a kernel takes at most {MAX_KERNEL_PARAMETERS} parameters")
-    return value
+        if type(item) is str:
+            if len(item) > MAX_VALUE_HEX:
+                raise ProtocolError(f"dispatch scalar of {len(item)} hex digits is too long")
+        elif type(item) not in (bool, int, float) or (type(item) is int and item.bit_length() > 64):
+            raise ProtocolError(
+                f"dispatch scalar {item!r} is not a bool, 64-bit int, float or hex text"
+            )

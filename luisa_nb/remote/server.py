@@ -6,10 +6,12 @@ operations. It checks each connection's token during the ZeroMQ handshake
 any other frame, answers ``hello``, ``clock``, ``close``, ``cancel`` and ``resume``
 itself, and relays ``allocate`` and ``batch`` to the session's worker process
 (:mod:`~luisa_nb.remote.worker`), which holds that session's buffers and runs its
-kernels. ``cancel`` sets a flag that the worker's running kernel polls, so it reaches
-the kernel while the worker reads no message. A worker that crashes ends its own session
-only: the supervisor answers that session's waiting and later requests with an error
-saying how the worker ended, and every other session keeps running.
+kernels; a client on this host sends those to the worker itself (``hello`` says where,
+see :mod:`~luisa_nb.remote.window`). ``cancel`` sets a flag that the worker's running
+kernel polls, so it reaches the kernel while the worker reads no message. A worker that
+crashes ends its own session only: the supervisor answers that session's waiting and
+later requests with an error saying how the worker ended, tells the session's
+connections so, and every other session keeps running.
 
 A session (a client) ends on ``close``, when its last connection drops, or when its
 worker ends; its worker is stopped and its buffers are freed then. Nothing is kept per
@@ -17,23 +19,22 @@ command, so memory stays flat however many commands run.
 
     python -m luisa_nb.remote.server --backend cpu --port 0   # used by clients
     luisa-nb serve --backend cpu                                # for people
+
+(both through :mod:`luisa_nb.remote.options`).
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import itertools
 import logging
 import os
-import secrets
 import shutil
-import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -41,14 +42,13 @@ import zmq
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError, RemoteError
 from luisa_nb.remote.authentication import TokenAuthenticator
-from luisa_nb.remote.options import DEFAULT_MAX_SESSIONS, DEFAULT_PORT, add_serve_options
+from luisa_nb.remote.options import DEFAULT_MAX_SESSIONS, DEFAULT_PORT
 from luisa_nb.remote.protocol import (
     CANCEL_REQUESTS,
     DEFAULT_MAX_MESSAGE_BYTES,
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
-    TOKEN_VARIABLE,
     ZAP_DOMAIN,
     ProtocolError,
     check_request,
@@ -132,7 +132,8 @@ class Server:
         self._processes = process_context()
         # workers read the end of this pipe as closed once this process is gone
         self._lifeline_reader, self._lifeline = self._processes.Pipe(duplex=False)
-        self._directory = tempfile.mkdtemp(prefix="luisa_nb-server-")  # mode 0700
+        # mode 0700; in memory where it can be, as it holds the sessions' windows
+        self._directory = tempfile.mkdtemp(prefix="luisa_nb-server-", dir=_memory_directory())
         self._context = zmq.Context()
         self._authenticator = TokenAuthenticator(self._context, self._token)
         self._socket = socket = self._context.socket(zmq.ROUTER)
@@ -393,19 +394,20 @@ class Server:
             "max_message_bytes": self.max_message_bytes,
             "pid": os.getpid(),
             "worker_pid": worker.pid,
+            "local": worker.local,
             "time": time.perf_counter_ns(),
         }
 
     # -- workers -------------------------------------------------------------------------
 
     def _start_worker(self, session: str) -> WorkerProcess:
-        endpoint = f"ipc://{self._directory}/worker-{next(self._worker_numbers)}"
         worker = WorkerProcess(
             self._processes,
             self._context,
-            endpoint,
+            f"{self._directory}/worker-{next(self._worker_numbers)}",
             session,
             self.backend_name,
+            self.max_message_bytes,
             self._lifeline_reader,
         )
         self._workers.add(worker)
@@ -450,12 +452,22 @@ class Server:
         if session is not None and session.worker is worker:
             session.worker = None
             session.ended = why
+            notice = error_reply(None, why, ended=True)  # for requests sent to the worker
+            for identity in session.peers:
+                self._send(identity, notice)
         for identity, request_id in worker.waiting.values():
             self._send(identity, error_reply(request_id, why, ended=True))
 
 
 def _ok(request_id: int, **fields: Any) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, **fields}
+
+
+def _memory_directory() -> str | None:
+    """``/dev/shm`` where this system has one that this user may write, else ``None``
+    (the default temporary directory)."""
+    shared = "/dev/shm"
+    return shared if os.path.isdir(shared) and os.access(shared, os.W_OK) else None
 
 
 def _peer_address(frame: zmq.Frame) -> str:
@@ -465,47 +477,7 @@ def _peer_address(frame: zmq.Frame) -> str:
         return "an unknown peer"
 
 
-def make_server(arguments: argparse.Namespace) -> Server:
-    token = arguments.token or os.environ.get(TOKEN_VARIABLE) or secrets.token_hex(16)
-    return Server(
-        arguments.backend,
-        host=arguments.host,
-        port=arguments.port,
-        token=token,
-        max_message_bytes=arguments.max_message_bytes,
-        max_sessions=arguments.max_sessions,
-    )
+if __name__ == "__main__":  # how a client starts a server (see launcher)
+    from luisa_nb.remote.options import main
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Serve: print one JSON line when ready. With ``--exit-with-parent`` (a client
-    started this process), stop when that client is gone, and ignore Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="python -m luisa_nb.remote.server")
-    add_serve_options(parser)
-    parser.add_argument("--exit-with-parent", action="store_true")
-    arguments = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
-    signal.signal(signal.SIGTERM, _stop_on_signal)  # so close() stops the workers
-    parent = None
-    if arguments.exit_with_parent:
-        parent = os.getppid()
-        # a terminal's Ctrl-C reaches the whole process group, this server included: it
-        # is the client's to handle (it cancels its kernels here and keeps its device)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    server = make_server(arguments)
-    print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
-    try:
-        server.serve(parent_pid=parent)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.close()
-    return 0
-
-
-def _stop_on_signal(number: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
-if __name__ == "__main__":
     sys.exit(main())

@@ -3,10 +3,9 @@ one worker process, and what to tell a client whose worker ended on its own."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
-import os
+import secrets
 import signal
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -14,36 +13,58 @@ from multiprocessing.context import BaseContext
 import zmq
 
 from luisa_nb.remote.cancellation import SessionCancelFlag
-from luisa_nb.remote.worker import serve_session
+from luisa_nb.remote.window import create_window, remove
+from luisa_nb.remote.worker import WorkerPlaces, serve_session
 
 CRASH_SIGNALS = {signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT}
 RECONNECT_MILLISECONDS = 5
+WINDOW_BYTES = 32 << 20
+"""The shared memory of a session whose client is on this host (pages are taken as they
+are first written): four parts of 8 MiB in flight."""
 
 
 class WorkerProcess:
     """A session's worker: the process, the socket to it, the requests it has not
-    answered yet (``waiting[ticket] = (peer, request id)``), and the session's
-    ``cancel`` flag, which the server sets while the worker runs a kernel.
+    answered yet (``waiting[ticket] = (peer, request id)``), the session's ``cancel``
+    flag, which the server sets while the worker runs a kernel, and what a client on
+    this host needs to reach the worker itself (``local``: its direct endpoint and the
+    session's window).
 
-    The process serves ``backend`` on ``endpoint`` (``ipc://``) and exits when the
-    server stops it or ``lifeline`` reads as closed (the server is gone)."""
+    The process serves ``session`` with ``backend`` on an ``ipc://`` socket, with its
+    files named after ``stem`` (a path in the server's private directory), and exits
+    when the server stops it or ``lifeline`` reads as closed (the server is gone)."""
 
-    __slots__ = ("cancel", "endpoint", "pid", "process", "session", "socket", "stopping", "waiting")
+    __slots__ = (
+        "cancel", "local", "pid", "places", "process", "session", "socket", "stopping",
+        "waiting",
+    )  # fmt: skip
 
     def __init__(
         self,
         processes: BaseContext,
         context: zmq.Context,
-        endpoint: str,
+        stem: str,
         session: str,
         backend: str,
+        max_message_bytes: int,
         lifeline: Connection,
     ) -> None:
         level = logging.getLogger("luisa_nb").getEffectiveLevel()
-        self.cancel = SessionCancelFlag(endpoint.removeprefix("ipc://") + ".cancel", create=True)
+        self.places = places = WorkerPlaces(
+            f"ipc://{stem}.socket", secrets.token_bytes(16), f"{stem}.cancel",
+            f"{stem}.window", WINDOW_BYTES,
+        )  # fmt: skip
+        self.cancel = SessionCancelFlag(places.cancel, create=True)
+        nonce = create_window(places.window, places.window_bytes)
+        self.local = {
+            "worker": places.endpoint,
+            "window": places.window,
+            "window_bytes": places.window_bytes,
+            "nonce": nonce,
+        }
         self.process = processes.Process(
             target=serve_session,
-            args=(endpoint, backend, level, lifeline, self.cancel.path),
+            args=(places, session, backend, max_message_bytes, level, lifeline),
             name=f"luisa_nb session {session}",
             daemon=True,
         )
@@ -51,9 +72,9 @@ class WorkerProcess:
         self.pid: int = self.process.pid
         self.socket = context.socket(zmq.DEALER)
         self.socket.setsockopt(zmq.LINGER, 0)
+        self.socket.setsockopt(zmq.ROUTING_ID, places.supervisor)
         self.socket.setsockopt(zmq.RECONNECT_IVL, RECONNECT_MILLISECONDS)  # it binds soon
-        self.socket.connect(endpoint)
-        self.endpoint = endpoint
+        self.socket.connect(places.endpoint)
         self.session = session
         self.stopping = False
         self.waiting: dict[int, tuple[bytes, int]] = {}
@@ -70,9 +91,8 @@ class WorkerProcess:
         self.process.join(0)
         code = self.process.exitcode
         self.process.close()
-        for path in (self.endpoint.removeprefix("ipc://"), self.cancel.path):
-            with contextlib.suppress(FileNotFoundError):  # a crashed worker leaves its socket
-                os.unlink(path)
+        for path in self.places.files:  # a crashed worker leaves its socket
+            remove(path)
         return code
 
     def finish(self, seconds: float) -> None:
@@ -113,7 +133,7 @@ def exit_description(pid: int, code: int | None) -> str:
             number, name = None, f"number {-code}"
         how = f"was killed by signal {name}"
         if number in CRASH_SIGNALS:
-            how += " (a crash, e.g. a kernel that wrote outside a buffer)"
+            how += " (a crash: a fault in the backend, or one the kernels' fault guard missed)"
         elif number is signal.SIGKILL:
             how += " (e.g. by the out-of-memory killer, or by a person)"
     else:

@@ -1,28 +1,31 @@
 """A session's worker process: it holds one client's buffers and runs its operations.
 
 The server (:mod:`luisa_nb.remote.server`) starts one worker per session, forked from a
-process that has imported this module already, and talks to it over one ``ipc://``
-socket in a directory only the server's user can enter. A crash here (a kernel that
-writes out of range, a fault in a backend) ends this process and so this session only:
-the server sees the process end, tells the client how it ended, and keeps serving the
-other sessions.
+process that has imported this module already. The worker binds one ``ipc://`` socket in
+a directory only the server's user can enter. A crash here (a fault in a backend, or one
+the kernels' fault guard misses) ends this process and so this session only: the server
+sees the process end, tells the client how it ended, and keeps serving the other
+sessions.
 
-The server sends ``[ticket, peer, envelope, arguments, payload]`` as the client sent
+The server relays ``[ticket, peer, envelope, arguments, payload]`` as the client sent
 them (the envelope already checked by :func:`~luisa_nb.remote.protocol.check_request`,
-the payload there only for batches with uploads); the worker answers
-``[ticket, *reply]``, ``reply`` being the frames the client gets.
+the payload there only for batches with uploads) from a socket whose routing id only it
+knows; the worker answers ``[ticket, *reply]``, ``reply`` being the frames the client
+gets. A client on the server's host sends ``[envelope, arguments]`` to the same socket
+and gets ``reply``; the worker checks those envelopes itself.
 """
 
 from __future__ import annotations
 
 import faulthandler
+import functools
 import logging
 import os
 import signal
-import struct
 import time
 from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -31,30 +34,33 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
-from luisa_nb.kernels.c_emitter import STRUCT_CODES
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.remote.cancellation import SessionCancelFlag
+from luisa_nb.remote.layouts import check_definition, dtype_from
+from luisa_nb.remote.lifeline import exit_with_server
 from luisa_nb.remote.protocol import (
     MAX_ENVELOPE_BYTES,
+    MAX_FRAME_BYTES,
     MAX_HANDLE,
     MAX_OPS_PER_BATCH,
     PROTOCOL_VERSION,
     ProtocolError,
-    check_definition,
     check_integer,
     check_operation,
+    check_request,
     decode,
     encode,
     kernel_key,
 )
+from luisa_nb.remote.window import Window
 
 logger = logging.getLogger("luisa_nb.remote.worker")
-LIFELINE_CHECK_MILLISECONDS = 500
+MAX_WAITING = 64
+"""Requests a connection may have waiting for the worker (the supervisor keeps as many)."""
 
-Operation = Callable[[list[Any], memoryview], Any]
+Operation = Callable[[list[Any], memoryview, "Readbacks"], None]
 
 
 class LaunchStoppedHere(Exception):
@@ -76,13 +82,10 @@ class ServedKernel:
     def __init__(self, definition: dict[str, Any], cancel: CancelFlag | SessionCancelFlag) -> None:
         self.name = definition["name"]
         self.cancel = cancel
-        self.buffer_dtypes = [np.dtype(name) for name in definition["buffers"]]
+        self.buffer_dtypes, self.layout = check_definition(definition)
         self.scalar_count = len(definition["scalars"])
         library = build_library(self.name, definition["source"])
         self._function = load_launch_function(library, f"{self.name}_launch")
-        # the layout of the generated argument struct (see c_emitter.argument_struct)
-        codes = "".join(STRUCT_CODES[ScalarType(name)] for name in definition["scalars"])
-        self._pack = struct.Struct(f"@3q{'P' * len(self.buffer_dtypes)}{codes}0q").pack
 
     def launch(
         self,
@@ -93,7 +96,8 @@ class ServedKernel:
     ) -> None:
         """Run the kernel; it polls the session's flag, not ``cancel`` (the served
         backend's own flag, which nothing sets in a worker)."""
-        stopped = run_launch(self._function, self._pack(*dims, *buffers, *scalars), self.cancel)
+        packed = self.layout.pack(dims, buffers, scalars)
+        stopped = run_launch(self._function, packed, self.cancel)
         if stopped is not None:
             raise LaunchStoppedHere(self.name, stopped)
 
@@ -104,13 +108,19 @@ class SessionWorker:
 
     :meth:`answer` runs one ``allocate`` or ``batch`` request and returns the reply
     frames; whatever an operation raises (a kernel error included) becomes the error of
-    that operation, so nothing a client sends ends this process short of a crash."""
+    that operation, so nothing a client sends ends this process short of a crash. A
+    batch's bytes travel in its message or, with a ``window`` (shared with a client on
+    this host, see :mod:`~luisa_nb.remote.window`), in a part of it."""
 
     def __init__(
-        self, backend: Backend, cancel: CancelFlag | SessionCancelFlag | None = None
+        self,
+        backend: Backend,
+        cancel: CancelFlag | SessionCancelFlag | None = None,
+        window: Window | None = None,
     ) -> None:
         self.backend = backend
         self.cancel = cancel if cancel is not None else CancelFlag()
+        self.window = window
         self.allocations: dict[int, Allocation] = {}
         self.next_handle = 1
         self.kernels: dict[str, ServedKernel] = {}
@@ -125,21 +135,29 @@ class SessionWorker:
             "dispatch": self._dispatch,
         }
 
-    def answer(self, peer: bytes, envelope: memoryview, data: list[zmq.Frame]) -> list[Any]:
+    def answer(
+        self,
+        peer: bytes,
+        envelope: memoryview,
+        data: list[zmq.Frame],
+        check: Callable[[dict[str, Any], list[zmq.Frame]], None] | None = None,
+    ) -> list[Any]:
         """The reply to the request in ``envelope`` and ``data`` (its arguments and
-        payload) that connection ``peer`` sent."""
+        payload) that connection ``peer`` sent; ``check`` checks the envelope and frames
+        of a request that no supervisor has checked."""
         request_id = None
         try:
             header = decode(envelope, "envelope", MAX_ENVELOPE_BYTES)
-            request_id = header["id"]
+            request_id = header.get("id") if type(header.get("id")) is int else None
+            if check is not None:
+                check(header, data)
             if not data:
                 raise ProtocolError(f"{header['op']} needs an arguments frame")
             arguments = decode(data[0].buffer, "arguments")
-            payload = data[1].buffer if len(data) > 1 else memoryview(b"")
             if header["op"] == "allocate":
                 return self._allocate(request_id, arguments)
             if header["op"] == "batch":
-                return self._batch(peer, request_id, arguments, payload)
+                return self._batch(peer, request_id, arguments, data[1:])
             raise ProtocolError(f"op {header['op']!r} is not one a session worker runs")
         except ProtocolError as error:
             logger.warning("rejected a request: %s", error)
@@ -172,7 +190,7 @@ class SessionWorker:
         return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
 
     def _batch(
-        self, peer: bytes, request_id: int, arguments: dict[str, Any], payload: memoryview
+        self, peer: bytes, request_id: int, arguments: dict[str, Any], frames: list[zmq.Frame]
     ) -> list[Any]:
         group = check_integer(arguments.get("group"), "group", MAX_HANDLE)
         operations, frees = arguments.get("ops"), arguments.get("frees")
@@ -180,8 +198,8 @@ class SessionWorker:
             raise ProtocolError(f"ops must be a list of at most {MAX_OPS_PER_BATCH} operations")
         if type(frees) is not list or len(frees) > MAX_OPS_PER_BATCH:
             raise ProtocolError(f"frees must be a list of at most {MAX_OPS_PER_BATCH} handles")
+        payload, readbacks = self._transfers(arguments.get("window"), frames)
         times = array("q")
-        downloads: list[np.ndarray] = []
         failed, message, launch = None, None, None
         if group != self.failed_groups.get(peer):
             clock = time.perf_counter_ns
@@ -190,7 +208,7 @@ class SessionWorker:
                 started = clock()
                 try:
                     check_operation(operation, len(payload))
-                    output = run[operation[0]](operation, payload)
+                    run[operation[0]](operation, payload, readbacks)
                 except Exception as error:
                     failed, message = index, f"{type(error).__name__}: {error}"
                     if isinstance(error, LaunchStoppedHere):
@@ -201,8 +219,6 @@ class SessionWorker:
                     break
                 times.append(started)
                 times.append(clock())
-                if output is not None:
-                    downloads.append(output)
         for handle in frees:
             if type(handle) is int:
                 self.allocations.pop(handle, None)
@@ -211,26 +227,39 @@ class SessionWorker:
             reply.update(failed=failed, error=message)
         if launch is not None:
             reply["launch"] = launch
-        frames = [encode(reply), times.tobytes()]
-        if downloads:
-            frames.append(downloads[0] if len(downloads) == 1 else np.concatenate(downloads))
-        return frames
+        return [encode(reply), times.tobytes(), *readbacks.frames()]
+
+    def _transfers(self, window: Any, frames: list[zmq.Frame]) -> tuple[memoryview, Readbacks]:
+        """Where a batch's upload bytes are and its downloads go: its payload frame and a
+        reply frame, or the part of the window that ``window`` (``[start, payload bytes]``)
+        names."""
+        if window is None:
+            return (frames[0].buffer if frames else memoryview(b"")), Readbacks()
+        if self.window is None:
+            raise ProtocolError("this session has no window; send the bytes in the message")
+        if frames:
+            raise ProtocolError("a batch's bytes are in the window or in a frame, not both")
+        if type(window) is not list or len(window) != 2:
+            raise ProtocolError("window must be [start, payload bytes]")
+        self.window.unlink()  # the client mapped it
+        size = self.window.nbytes
+        start = check_integer(window[0], "window start", size)
+        end = start + check_integer(window[1], "window payload bytes", size - start)
+        return memoryview(self.window.array[start:end]), Readbacks(self.window.array, end)
 
     # -- operations --------------------------------------------------------------------
 
-    def _upload(self, operation: list[Any], payload: memoryview) -> None:
+    def _upload(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
         _, handle, offset, nbytes, start = operation
         source = np.frombuffer(payload, np.uint8, nbytes, start)
         self.backend.upload(self.memory(handle, offset, nbytes), offset, source)
 
-    def _download(self, operation: list[Any], payload: memoryview) -> Any:
+    def _download(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
         _, handle, offset, nbytes = operation
         allocation = self.memory(handle, offset, nbytes)
-        out = np.empty(nbytes, np.uint8)
-        self.backend.download(allocation, offset, out)
-        return out
+        self.backend.download(allocation, offset, readbacks.take(nbytes))
 
-    def _copy(self, operation: list[Any], payload: memoryview) -> None:
+    def _copy(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
         _, source, source_offset, target, target_offset, nbytes = operation
         self.backend.copy(
             self.memory(source, source_offset, nbytes),
@@ -240,23 +269,29 @@ class SessionWorker:
             nbytes,
         )
 
-    def _fill(self, operation: list[Any], payload: memoryview) -> None:
-        _, handle, offset, nbytes, dtype, element_hex = operation
+    def _fill(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
+        _, handle, offset, nbytes, description, element_hex = operation
         try:
-            element = np.frombuffer(bytes.fromhex(element_hex), np.dtype(dtype))
+            dtype = dtype_from(description)
+        except ProtocolError as error:
+            raise ProtocolError(f"fill dtype: {error}") from None
+        try:
+            element = np.frombuffer(bytes.fromhex(element_hex), dtype)
         except ValueError as error:
-            raise ProtocolError(f"fill element {element_hex!r}: {error}") from None
+            raise ProtocolError(f"fill element {element_hex[:40]!r}: {error}") from None
         if element.size != 1 or nbytes % element.itemsize:
-            raise ProtocolError(f"fill of {nbytes} bytes with one {dtype} element does not fit")
+            raise ProtocolError(
+                f"fill of {nbytes} bytes with one {element.dtype} element does not fit"
+            )
         self.backend.fill(self.memory(handle, offset, nbytes), offset, nbytes, element)
 
-    def _dispatch(self, operation: list[Any], payload: memoryview) -> None:
+    def _dispatch(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
         _, key, dims, buffers, scalars, definition = operation
         kernel = self.kernels.get(key)
         if kernel is None:
             if definition is None:
                 raise ProtocolError(f"kernel {key} is unknown here; send its definition")
-            if kernel_key(check_definition(definition)) != key:
+            if kernel_key(definition) != key:
                 raise ProtocolError(f"kernel {key} does not match its definition's hash")
             kernel = self.kernels[key] = ServedKernel(definition, self.cancel)
         if len(buffers) != len(kernel.buffer_dtypes) or len(scalars) != kernel.scalar_count:
@@ -271,6 +306,36 @@ class SessionWorker:
         self.backend.dispatch(kernel, tuple(dims), arguments, scalars)
 
 
+class Readbacks:
+    """Where a batch's downloads go, one after the other: new memory sent as the reply's
+    last frame, or ``window`` from byte ``start`` on."""
+
+    __slots__ = ("arrays", "position", "window")
+
+    def __init__(self, window: np.ndarray | None = None, start: int = 0) -> None:
+        self.window = window
+        self.position = start
+        self.arrays: list[np.ndarray] = []
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """Memory for the next download's ``nbytes``."""
+        if self.window is None:
+            self.arrays.append(np.empty(nbytes, np.uint8))
+            return self.arrays[-1]
+        start, end = self.position, self.position + nbytes
+        if end > self.window.nbytes:
+            raise ProtocolError(f"downloads up to byte {end} overrun the window")
+        self.position = end
+        return self.window[start:end]
+
+    def frames(self) -> list[np.ndarray]:
+        """The reply frame of the downloads (none in the window)."""
+        arrays = self.arrays
+        if not arrays:
+            return []
+        return [arrays[0] if len(arrays) == 1 else np.concatenate(arrays)]
+
+
 def error_reply(request_id: int | None, message: str, *, ended: bool = False) -> list[bytes]:
     """The frames of a refusal; ``ended``: the session is gone, and so is every later
     request of it."""
@@ -281,38 +346,78 @@ def error_reply(request_id: int | None, message: str, *, ended: bool = False) ->
     return [encode(reply)]
 
 
-def serve_session(
-    endpoint: str, backend: str, log_level: int, lifeline: Connection, cancel_path: str
+@dataclass(frozen=True)
+class WorkerPlaces:
+    """Where a session's worker serves: the ``ipc://`` endpoint that its supervisor and
+    clients on this host connect to (the supervisor's socket has the routing id
+    ``supervisor``, a secret), and the files of the session's cancel flag and of its
+    window of ``window_bytes``."""
+
+    endpoint: str
+    supervisor: bytes
+    cancel: str
+    window: str
+    window_bytes: int
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files the worker and its supervisor share, all in one directory."""
+        return (self.endpoint.removeprefix("ipc://"), self.cancel, self.window)
+
+
+def check_direct(
+    session: str, max_message_bytes: int, header: dict[str, Any], data: list[zmq.Frame]
 ) -> None:
-    """A worker process's main function: answer the server on ``endpoint`` until the
-    server stops this process, or is gone itself (``lifeline``, the reading end of a pipe
-    only the server writes to, then reads as closed). Kernels poll the session's cancel
-    flag in the file ``cancel_path``, which the server sets and clears."""
+    """What the supervisor checks of a relayed request, for one sent to the worker
+    directly: the envelope, this worker's session, and the frames' number and size."""
+    check_request(header)
+    if header["session"] != session:
+        raise ProtocolError("this worker serves another session")
+    if len(data) > 2:
+        raise ProtocolError("a request has at most 3 frames")
+    if len(data) == 2 and len(data[1]) > max_message_bytes:
+        raise ProtocolError(
+            f"payload of {len(data[1])} bytes exceeds the server's limit of {max_message_bytes}"
+        )
+
+
+def serve_session(
+    places: WorkerPlaces,
+    session: str,
+    backend: str,
+    max_message_bytes: int,
+    log_level: int,
+    lifeline: Connection,
+) -> None:
+    """A worker process's main function: answer the requests of ``session`` until the
+    server stops this process, or is gone itself (see :mod:`~luisa_nb.remote.lifeline`:
+    ``lifeline`` is the reading end of a pipe only the server writes to). Requests come
+    relayed by the server, or straight from a client on this host; kernels poll the
+    session's cancel flag, which the server sets and clears."""
+    exit_with_server(lifeline, places.files)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group
     faulthandler.enable()  # a crash prints the Python stack into the server's log
     logging.basicConfig(level=log_level, format=f"luisa_nb worker {os.getpid()}: %(message)s")
-    worker = SessionWorker(load_backend(backend)(), SessionCancelFlag(cancel_path))
+    window = Window(places.window, places.window_bytes)
+    cancel = SessionCancelFlag(places.cancel)
+    worker = SessionWorker(load_backend(backend)(), cancel, window)
+    check = functools.partial(check_direct, session, max_message_bytes)
+    supervisor = places.supervisor
     context = zmq.Context(1)
-    socket = context.socket(zmq.DEALER)
+    socket = context.socket(zmq.ROUTER)
     socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.RCVTIMEO, LIFELINE_CHECK_MILLISECONDS)
-    socket.bind(endpoint)
-    next_check = 0.0
+    socket.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
+    socket.setsockopt(zmq.RCVHWM, MAX_WAITING)
+    socket.bind(places.endpoint)
     try:
         while True:
-            now = time.monotonic()
-            if now >= next_check:
-                if lifeline.poll(0):
-                    return
-                next_check = now + LIFELINE_CHECK_MILLISECONDS / 1000
-            try:
-                frames = socket.recv_multipart(copy=False)
-            except zmq.Again:
-                continue
-            if len(frames) < 3:  # the server always sends ticket, peer and envelope
-                continue
-            reply = worker.answer(frames[1].bytes, frames[2].buffer, frames[3:])
-            socket.send_multipart([frames[0], *reply], copy=False)
+            frames = socket.recv_multipart(copy=False)
+            sender = frames[0].bytes
+            if sender == supervisor and len(frames) >= 4:  # ticket, peer, envelope, ...
+                reply = worker.answer(b"r" + frames[2].bytes, frames[3].buffer, frames[4:])
+                socket.send_multipart([frames[0], frames[1], *reply], copy=False)
+            elif sender != supervisor and len(frames) >= 2:  # a client's envelope, ...
+                reply = worker.answer(b"d" + sender, frames[1].buffer, frames[2:], check)
+                socket.send_multipart([frames[0], *reply], copy=False)
     finally:
-        socket.close()
-        context.term()
+        context.destroy(linger=0)

@@ -55,7 +55,7 @@ def test_the_suite_passes_on_cpu(pytester):
     result = pytester.runpytest_subprocess(
         "--pyargs", "luisa_nb.conformance", "--luisa-backend", "cpu", "-q", "-rs"
     )
-    result.assert_outcomes(passed=430, skipped=4)
+    result.assert_outcomes(passed=436, skipped=4)
     result.stdout.fnmatch_lines(["*backend 'cpu' has unbounded staging memory*"])
 
 
@@ -63,7 +63,7 @@ def test_a_correct_backend_from_an_entry_point_passes_with_finite_staging(test_b
     result = test_backends.runpytest_subprocess(
         "--pyargs", "luisa_nb.conformance", "--luisa-backend", "fenced", "-q"
     )
-    result.assert_outcomes(passed=434)
+    result.assert_outcomes(passed=440)
 
 
 def test_a_backend_with_the_bug_fails_naming_the_stale_upload(test_backends):

@@ -34,11 +34,19 @@ def staging(request):
     return request.param
 
 
+@pytest.fixture(params=[True, False], ids=["direct", "relayed"])
+def direct(request):
+    """Whether a device on this host talks to its worker directly (the default) or
+    through the supervisor, as one on another host does."""
+    return request.param
+
+
 @pytest.fixture
-def device(thread_server, staging):
+def device(thread_server, staging, direct):
     import luisa_nb as lnb
 
-    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging)
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging, direct=direct)
+    assert device.info["direct"] is direct
     yield device
     device.backend.close()
 

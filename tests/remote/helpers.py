@@ -26,6 +26,13 @@ def wait_gone(pid: int, seconds: float = 5.0) -> bool:
     return not running(pid)
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time process ``pid`` has used (user and system)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_kib(pid: int) -> int:
     """The most resident memory process ``pid`` has had (VmHWM), in KiB."""
     with open(f"/proc/{pid}/status") as status:
@@ -115,6 +122,18 @@ def worker_processes(server_pid: int) -> list[int]:
     }
     return [
         pid for pid, (ppid, _, zombie) in processes.items() if ppid in forkservers and not zombie
+    ]
+
+
+def server_helpers(server_pid: int) -> list[int]:
+    """The fork server and the resource tracker that ``multiprocessing`` started for the
+    server process ``server_pid``."""
+    return [
+        pid
+        for pid, (ppid, command, zombie) in _processes().items()
+        if ppid == server_pid
+        and not zombie
+        and (b"forkserver" in command or b"resource_tracker" in command)
     ]
 
 

@@ -19,7 +19,7 @@ from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.client import Channel
 
-from .helpers import TOKEN, running
+from .helpers import TOKEN, cpu_seconds, running
 
 pytestmark = [
     needs_main_thread,
@@ -34,13 +34,6 @@ SPIN_THREADS = 1000
 def double(out):
     i = lnb.dispatch_id().x
     out.write(i, out.read(i) * 2)
-
-
-def cpu_seconds(pid: int) -> float:
-    """The CPU time process ``pid`` has used (user and system)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def assert_doubles(device, size: int = 1000) -> None:

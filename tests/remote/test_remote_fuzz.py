@@ -1,6 +1,7 @@
-"""Fuzzed frames: random and mutated messages to a running server, random and mutated
-replies to a real client. The server stays up, keeps answering correctly and keeps its
-memory; the client raises luisa_nb errors only, and never hangs.
+"""Fuzzed frames: random and mutated messages to a running server and to a session's
+worker directly, random and mutated replies to a real client. The server stays up, keeps
+answering correctly and keeps its memory; the client raises luisa_nb errors only, and
+never hangs.
 
 ``LUISA_NB_FUZZ_EXAMPLES`` sets the number of examples of each test (default 150).
 """
@@ -106,11 +107,15 @@ def arguments(draw, op, group, target):
     if op == "allocate":
         return {"nbytes": draw(sizes)}
     ops = st.lists(operations(target), min_size=1, max_size=6)
-    return {
+    drawn = {
         "group": draw(mostly(st.just(group), st.integers(0, 3) | json_values, tenths=9)),
         "ops": draw(mostly(ops, json_values, tenths=9)),
         "frees": draw(mostly(st.just([]), st.lists(handles, max_size=2) | json_values)),
     }
+    if draw(st.integers(0, 4)) == 4:  # the bytes in the session's window
+        part = st.lists(sizes | st.integers(0, 40 << 20), min_size=2, max_size=2)
+        drawn["window"] = draw(mostly(part, json_values))
+    return drawn
 
 
 @st.composite
@@ -193,6 +198,28 @@ def test_fuzzed_requests_get_answers_and_leave_the_server_well(process_server, f
         check_reply(fuzz_client, data.draw(requests(session, next(GROUPS), target["handle"])))
     free = {"group": next(GROUPS), "ops": [], "frees": [target["handle"]]}
     check_reply(fuzz_client, [fuzz_client.request("batch")[0], encode(free)])
+
+
+@pytest.fixture(scope="module")
+def direct_client(fuzz_client):
+    """A client of the fuzzed session that talks to its worker directly."""
+    header, _ = fuzz_client.ask(fuzz_client.request("hello"), timeout=int(REPLY_SECONDS * 1000))
+    local = header["local"]
+    client = RawClient(local["worker"], None)
+    client.session = fuzz_client.session
+    yield client
+    client.close()
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzzed_requests_to_the_worker_get_answers_and_leave_it_well(direct_client, data):
+    session = direct_client.session
+    target = check_reply(direct_client, direct_client.request("allocate", nbytes=TARGET_BYTES))
+    for _ in range(data.draw(st.integers(1, 3), label="requests")):
+        check_reply(direct_client, data.draw(requests(session, next(GROUPS), target["handle"])))
+    free = {"group": next(GROUPS), "ops": [], "frees": [target["handle"]]}
+    check_reply(direct_client, [direct_client.request("batch")[0], encode(free)])
 
 
 def test_after_the_fuzzing_the_server_serves_correctly_in_bounded_memory(

@@ -30,8 +30,8 @@ class HandWrittenKernel:
         self.source = f"void lnb_{name}_launch(const char *arguments, void *launch) {{ {body} }}\n"
 
 
-def connect(server):
-    return lnb.create_device(server.address, token=TOKEN)
+def connect(server, direct=True):
+    return lnb.create_device(server.address, token=TOKEN, direct=direct)
 
 
 def assert_works(device, seed: float):
@@ -47,8 +47,8 @@ def assert_works(device, seed: float):
     assert np.array_equal(target.numpy(), expected)
 
 
-def test_a_kernel_that_crashes_ends_its_own_session_only(thread_server):
-    victim, bystander = connect(thread_server), connect(thread_server)
+def test_a_kernel_that_crashes_ends_its_own_session_only(thread_server, direct):
+    victim, bystander = connect(thread_server, direct), connect(thread_server)
     data = np.arange(4096, dtype=np.float64)
     kept = bystander.create_buffer(data.size, np.float64)
     kept.copy_from(data)
@@ -72,8 +72,8 @@ def test_a_kernel_that_crashes_ends_its_own_session_only(thread_server):
     bystander.backend.close()
 
 
-def test_a_killed_worker_fails_the_next_synchronize_of_its_device_only(thread_server):
-    victim, bystander = connect(thread_server), connect(thread_server)
+def test_a_killed_worker_fails_the_next_synchronize_of_its_device_only(thread_server, direct):
+    victim, bystander = connect(thread_server, direct), connect(thread_server)
     buffer = victim.create_buffer(64, np.float32)
     buffer.fill(1.0)
     victim.synchronize()

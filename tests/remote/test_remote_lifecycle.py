@@ -13,12 +13,17 @@ import pytest
 
 pytest.importorskip("zmq")
 
+from kernels.checked_kernels import spin_forever
+
 import luisa_nb as lnb
 from luisa_nb.errors import CommandFailedError, ConfigurationError, LuisaNbError, RemoteError
+from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.launcher import LocalServer
 
-from .helpers import running, wait_gone
+from .helpers import cpu_seconds, running, server_helpers, wait_gone
+
+pytestmark = pytest.mark.timeout(300)  # a regression fails here, with stacks, not hangs
 
 
 @pytest.fixture
@@ -36,6 +41,34 @@ def served():
     process.terminate()
     process.wait(5)
     process.stdout.close()
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C compiler")
+def test_a_server_killed_during_an_endless_kernel_leaves_no_process_behind(served):
+    # the worker runs the kernel on its main thread and reads no message meanwhile; its
+    # fork server and multiprocessing's resource tracker must end with the server too
+    process, address, token, _ = served
+    device = lnb.create_device(address, token=token, timeout=10.0)
+    spin = lnb.kernel(mode="c")(spin_forever)
+    device.default_stream.submit([spin.dispatch_async(4, device.create_buffer(4, np.int32))])
+    worker = device.info["server_worker_pid"]
+    helpers = server_helpers(process.pid)
+    assert len(helpers) == 2 and running(worker)
+    started = cpu_seconds(worker)
+    assert wait_until(lambda: cpu_seconds(worker) - started > 0.2), "the kernel did not spin"
+    process.kill()
+    process.wait()
+    for pid in [worker, *helpers]:
+        assert wait_gone(pid), f"process {pid} outlived the server it belonged to"
+    with pytest.raises(CommandFailedError, match="dropped"):
+        device.close()
+
+
+def wait_until(condition, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
 
 
 def test_serve_prints_where_and_with_what_token(served):
@@ -62,20 +95,23 @@ def test_a_wrong_or_missing_token_is_a_clear_error(served):
         lnb.create_device(address)
 
 
-def test_a_server_that_stops_answering_fails_at_synchronize(served):
+@pytest.mark.parametrize("direct", [False, True], ids=["relayed", "direct"])
+def test_a_server_that_stops_answering_fails_at_synchronize(served, direct):
     process, address, token, _ = served
-    device = lnb.create_device(address, token=token, timeout=1.0)
+    device = lnb.create_device(address, token=token, timeout=1.0, direct=direct)
+    assert device.info["direct"] is direct
     buffer = device.create_buffer(4, np.float32)
     buffer.fill(1.0)
     device.synchronize()
-    process.send_signal(signal.SIGSTOP)
+    stopped = device.info["server_worker_pid"] if direct else process.pid
+    os.kill(stopped, signal.SIGSTOP)
     try:
         with lnb.trace() as trace:
             buffer.fill(2.0)
             with pytest.raises(CommandFailedError, match="stopped answering: no reply within 1 s"):
                 device.synchronize()
     finally:
-        process.send_signal(signal.SIGCONT)
+        os.kill(stopped, signal.SIGCONT)
     assert [r.status for r in trace.commands] == [Status.FAILED]
     assert "ServerLostError" in trace.commands[0].error
     with pytest.raises(RemoteError, match="stopped answering"):
@@ -91,6 +127,7 @@ def test_a_dead_server_fails_at_synchronize_and_the_trace_keeps_every_record():
         x.fill(1.0)
         x.copy_to(out)
         os.kill(device.info["server_pid"], signal.SIGKILL)
+        assert wait_gone(device.info["server_worker_pid"])  # else it may still answer
         stream = device.default_stream
         stream.submit([x.fill_async(2.0), x.copy_to_async(out), x.fill_async(3.0)])
         with pytest.raises(CommandFailedError, match=r"exited with code -9") as caught:
@@ -187,6 +224,7 @@ def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
         worker = device.info["server_worker_pid"]
         server.process.kill()
         server.process.wait()
+        assert wait_gone(worker)  # a server's workers do not outlive it (nor answer)
         started = time.monotonic()
         buffer.fill(2.0)
         with pytest.raises(CommandFailedError) as caught:
@@ -198,7 +236,6 @@ def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
         assert "dropped: the server exited, was killed or restarted" in str(cause)
         with pytest.raises(RemoteError, match="dropped"):
             device.create_buffer(4, np.float32)
-        assert wait_gone(worker)  # a server's workers do not outlive it
         device.backend.close()
     finally:
         server.stop()

@@ -10,7 +10,7 @@ import pytest
 zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
-from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
+from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode, kernel_key  # noqa: E402
 
 from .helpers import RawClient  # noqa: E402
 
@@ -115,6 +115,12 @@ def test_the_worker_logs_what_it_refuses(caplog):
     assert "allocate nbytes must be an integer" in caplog.text
 
 
+def dispatch_defining(**changes):
+    """A dispatch carrying a kernel definition with ``changes``, named by its hash."""
+    definition = {"name": "lnb_k", "source": "", "buffers": [], "scalars": [], **changes}
+    return ["dispatch", kernel_key(definition), [1, 1, 1], [], [], definition]
+
+
 @pytest.mark.parametrize(
     ("operation", "reason"),
     [
@@ -123,7 +129,10 @@ def test_the_worker_logs_what_it_refuses(caplog):
         (["download", 999, 0, 4], "buffer handle 999 is unknown"),
         (["copy", 1, 0, 1, 60, 8], "bytes [60, 68) are outside buffer handle 1 of 64 bytes"),
         (["fill", 1, 0, 64, "<f4", "zz"], "fill element"),
-        (["fill", 1, 0, 64, "object", "00"], "fill dtype"),
+        (["fill", 1, 0, 64, "object", "00"], "fill dtype: dtype 'object' is not one of"),
+        (["fill", 1, 0, 64, {"itemsize": 4}, "00"], "fill dtype: a struct dtype is"),
+        (dispatch_defining(buffers=[">f4"]), "kernel buffers: dtype '>f4' is not one of"),
+        (dispatch_defining(scalars=["int31"]), "a kernel scalar is one of bool, int32"),
         (["dispatch", "0" * 32, [1, 1, 1], [], [], None], "unknown here"),
         (["dispatch", "0" * 32, [1, 1], [], [], None], "dims must be a list of 3"),
         (["rm", "-rf"], "is not [name, ...fields]"),

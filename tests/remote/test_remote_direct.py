@@ -1,0 +1,156 @@
+"""A client on the server's host goes direct: its batches reach the session's worker
+without the supervisor, its bytes cross the session's shared window, and it uses only a
+window that is its own user's, in a server's private directory, with the right nonce."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+zmq = pytest.importorskip("zmq")
+
+import luisa_nb as lnb  # noqa: E402
+from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
+from luisa_nb.remote.window import create_window, local_window  # noqa: E402
+
+from .helpers import TOKEN  # noqa: E402
+
+
+@pytest.fixture
+def supervised_ops(thread_server, monkeypatch):
+    """The ops of the requests that reach the supervisor, in order."""
+    server, seen = thread_server.server, []
+    request = server._request
+
+    def recording(identity, header, envelope, data):
+        seen.append(header["op"])
+        return request(identity, header, envelope, data)
+
+    monkeypatch.setattr(server, "_request", recording)
+    return seen
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "relayed"])
+def test_batches_go_to_the_worker_and_bytes_through_the_window(
+    thread_server, supervised_ops, direct
+):
+    device = lnb.create_device(thread_server.address, token=TOKEN, direct=direct)
+    connection = device.backend._connection
+    data = np.random.default_rng(2).random(5 << 20, dtype=np.float32)  # 20 MiB: 5 chunks
+    buffer = device.create_buffer(data.size, np.float32)
+    buffer.copy_from(data)
+    assert np.array_equal(buffer.numpy(), data)
+    relayed = [op for op in supervised_ops if op in ("allocate", "batch")]
+    if direct:
+        assert relayed == []
+        parts = connection.parts
+        assert len(parts._free) == parts.window.nbytes // parts.part_bytes  # all given back
+        assert not os.path.exists(connection.hello["local"]["window"])  # mapped by both
+    else:
+        assert relayed.count("allocate") == 1 and relayed.count("batch") >= 10
+    device.backend.close()
+
+
+def private_window(folder, name="worker-1.window"):
+    """A window as a server makes one: ``folder`` (mode 0700) and the file (0600)."""
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / name
+    nonce = create_window(str(path), 4096)
+    endpoint = f"ipc://{folder}/worker-1.socket"
+    return {"worker": endpoint, "window": str(path), "window_bytes": 4096, "nonce": nonce}
+
+
+def test_a_window_in_a_servers_private_directory_is_used(tmp_path):
+    local = private_window(tmp_path / "luisa_nb-server-abc123")
+    window, endpoint = local_window(local)
+    assert endpoint == local["worker"] and window.nbytes == 4096
+
+
+def spoil(local, folder, change):
+    """``local`` with one thing wrong."""
+    path = local["window"]
+    if change == "wrong nonce":
+        local["nonce"] = "00" * 16
+    elif change == "size":
+        local["window_bytes"] = 8192
+    elif change == "file readable by others":
+        os.chmod(path, 0o644)
+    elif change == "directory open to others":
+        os.chmod(folder, 0o755)
+    elif change == "a link":
+        os.symlink(path, folder / "worker-2.window")
+        local["window"] = str(folder / "worker-2.window")
+    elif change == "socket elsewhere":
+        local["worker"] = "ipc:///tmp/worker-1.socket"
+    elif change == "not a worker file":
+        os.rename(path, folder / "notes.txt")
+        local["window"] = str(folder / "notes.txt")
+    elif change == "not a server directory":
+        moved = folder.parent / "home"
+        os.rename(folder, moved)
+        local["window"] = str(moved / "worker-1.window")
+        local["worker"] = f"ipc://{moved}/worker-1.socket"
+    elif change == "not a dict":
+        return [local]
+    elif change == "a field of the wrong type":
+        local["window_bytes"] = "4096"
+    return local
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "wrong nonce",
+        "size",
+        "file readable by others",
+        "directory open to others",
+        "a link",
+        "socket elsewhere",
+        "not a worker file",
+        "not a server directory",
+        "not a dict",
+        "a field of the wrong type",
+    ],
+)
+def test_any_other_window_is_not_used(tmp_path, change):
+    folder = tmp_path / "luisa_nb-server-abc123"
+    local = private_window(folder)
+    assert local_window(spoil(local, folder, change)) is None
+
+
+def direct_request(raw, session, op="allocate", extra=(), **arguments):
+    envelope = encode({"v": PROTOCOL_VERSION, "id": 9, "session": session, "op": op})
+    raw.send_multipart([envelope, encode(arguments), *extra])
+    return json.loads(raw.recv_multipart()[0])
+
+
+def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(thread_server):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    connection = device.backend._connection
+    context = zmq.Context()
+    raw = context.socket(zmq.DEALER)
+    raw.setsockopt(zmq.RCVTIMEO, 5000)
+    raw.connect(connection.worker_endpoint)
+    try:
+        session = connection.session
+        for reply, reason in [
+            (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
+            (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
+            (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
+            (direct_request(raw, session, extra=[b"", b""]), "at most 3 frames"),
+            (direct_request(raw, session, "batch", group=1), "ops must be a list"),
+            (
+                direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
+                "window must be [start, payload bytes]",
+            ),
+        ]:
+            assert reply["ok"] is False and reason in reply["error"], reply
+        assert direct_request(raw, session, nbytes=8)["handle"] >= 1  # it still serves
+        buffer = device.create_buffer(4, np.float32)
+        buffer.fill(2.0)
+        assert np.all(buffer.numpy() == 2.0)
+    finally:
+        raw.close()
+        context.term()
+        device.backend.close()
