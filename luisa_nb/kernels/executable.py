@@ -44,12 +44,14 @@ from luisa_nb.kernels.type_system import ImageType, MatrixType, ScalarType, is_a
 
 class CancelFlag:
     """A 32-bit flag that a running launch polls: at the start of each block of threads,
-    and in every loop iteration of a thread. ``address`` is what compiled C reads."""
+    and in every loop iteration of a thread. ``address`` is what compiled C reads.
+    ``value``: the int32 the flag lives in, when it is memory another process shares;
+    by default one of its own, clear."""
 
     __slots__ = ("_value", "address")
 
-    def __init__(self) -> None:
-        self._value = ctypes.c_int32(0)
+    def __init__(self, value: ctypes.c_int32 | None = None) -> None:
+        self._value = ctypes.c_int32(0) if value is None else value
         self.address: int = ctypes.addressof(self._value)
 
     @property

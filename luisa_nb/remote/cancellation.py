@@ -14,35 +14,21 @@ import ctypes
 import mmap
 import os
 
+from luisa_nb.kernels.executable import CancelFlag
+
 FLAG_BYTES = ctypes.sizeof(ctypes.c_int32)
 
 
-class SessionCancelFlag:
-    """The flag in the file at ``path`` (``create``: a new file, cleared). ``address`` is
-    what compiled C polls; ``set`` asks the session's running and later kernels to stop,
-    until ``clear``."""
-
-    __slots__ = ("_map", "_value", "address", "path")
-
-    def __init__(self, path: str, *, create: bool = False) -> None:
-        flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
-        descriptor = os.open(path, flags, 0o600)
-        try:
-            if create:
-                os.ftruncate(descriptor, FLAG_BYTES)  # reads as zeros: clear
-            self._map = mmap.mmap(descriptor, FLAG_BYTES)
-        finally:
-            os.close(descriptor)
-        self._value = ctypes.c_int32.from_buffer(self._map)
-        self.address: int = ctypes.addressof(self._value)
-        self.path = path
-
-    @property
-    def is_set(self) -> bool:
-        return self._value.value != 0
-
-    def set(self) -> None:
-        self._value.value = 1
-
-    def clear(self) -> None:
-        self._value.value = 0
+def session_cancel_flag(path: str, *, create: bool = False) -> CancelFlag:
+    """The flag in the file at ``path`` (``create``: a new file, cleared); ``set`` asks
+    the session's running and later kernels to stop, until ``clear``. The flag's int32
+    keeps the file's mapping alive."""
+    flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        if create:
+            os.ftruncate(descriptor, FLAG_BYTES)  # reads as zeros: clear
+        mapped = mmap.mmap(descriptor, FLAG_BYTES)
+    finally:
+        os.close(descriptor)
+    return CancelFlag(ctypes.c_int32.from_buffer(mapped))

@@ -12,7 +12,7 @@ from multiprocessing.context import BaseContext
 
 import zmq
 
-from luisa_nb.remote.cancellation import SessionCancelFlag
+from luisa_nb.remote.cancellation import session_cancel_flag
 from luisa_nb.remote.window import create_window, remove
 from luisa_nb.remote.worker import WorkerPlaces, serve_session
 
@@ -54,7 +54,7 @@ class WorkerProcess:
             f"ipc://{stem}.socket", secrets.token_bytes(16), f"{stem}.cancel",
             f"{stem}.window", WINDOW_BYTES,
         )  # fmt: skip
-        self.cancel = SessionCancelFlag(places.cancel, create=True)
+        self.cancel = session_cancel_flag(places.cancel, create=True)
         nonce = create_window(places.window, places.window_bytes)
         self.local = {
             "worker": places.endpoint,

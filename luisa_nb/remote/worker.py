@@ -37,7 +37,7 @@ from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag, run_launch
 from luisa_nb.kernels.toolchain import build_library, load_launch_function
-from luisa_nb.remote.cancellation import SessionCancelFlag
+from luisa_nb.remote.cancellation import session_cancel_flag
 from luisa_nb.remote.layouts import check_definition, dtype_from
 from luisa_nb.remote.lifeline import exit_with_server
 from luisa_nb.remote.protocol import (
@@ -79,7 +79,7 @@ class ServedKernel:
 
     mode = "c"
 
-    def __init__(self, definition: dict[str, Any], cancel: CancelFlag | SessionCancelFlag) -> None:
+    def __init__(self, definition: dict[str, Any], cancel: CancelFlag) -> None:
         self.name = definition["name"]
         self.cancel = cancel
         self.buffer_dtypes, self.layout = check_definition(definition)
@@ -115,7 +115,7 @@ class SessionWorker:
     def __init__(
         self,
         backend: Backend,
-        cancel: CancelFlag | SessionCancelFlag | None = None,
+        cancel: CancelFlag | None = None,
         window: Window | None = None,
     ) -> None:
         self.backend = backend
@@ -399,7 +399,7 @@ def serve_session(
     faulthandler.enable()  # a crash prints the Python stack into the server's log
     logging.basicConfig(level=log_level, format=f"luisa_nb worker {os.getpid()}: %(message)s")
     window = Window(places.window, places.window_bytes)
-    cancel = SessionCancelFlag(places.cancel)
+    cancel = session_cancel_flag(places.cancel)
     worker = SessionWorker(load_backend(backend)(), cancel, window)
     check = functools.partial(check_direct, session, max_message_bytes)
     supervisor = places.supervisor
