@@ -39,16 +39,6 @@ def ratio(a, b, out):
     out.write(i, a.read(i) / b.read(i))
 
 
-def spin_forever(out):
-    i = lnb.dispatch_id().x
-    n = 0
-    while True:
-        n += 1
-        if n == -1:
-            break
-    out.write(i, n)
-
-
 def add_captured(a):
     i = lnb.dispatch_id().x
     a.write(i, a.read(i) + captured.read(i))

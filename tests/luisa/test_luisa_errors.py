@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.errors import raises_before_anything_is_recorded
 
 import luisa_nb as lnb
 import luisa_nb.luisa as luisa
@@ -19,18 +20,8 @@ from tests.luisa.running import require_real_luisa, run_on_luisa_nb, run_on_real
 FROM_LIST = Path(__file__).parent / "programs" / "from_list.py"
 
 
-def _raises_before_anything_is_recorded(error: type[Exception], call, *messages: str):
-    with lnb.trace() as trace, pytest.raises(error) as raised:
-        call()
-    assert isinstance(raised.value, errors.LuisaNbError)
-    for message in messages:
-        assert message in str(raised.value)
-    assert trace.records == [] and trace.compiles == []
-    return raised.value
-
-
 def test_an_image_the_machine_cannot_hold_is_a_memory_error(device_name):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.DeviceMemoryError,
         lambda: luisa.Image2D(2**20, 2**20, 4),
         "cannot allocate 17592186044416 bytes (16.0 TiB) for a 1048576x1048576 image of 4 "
@@ -40,7 +31,7 @@ def test_an_image_the_machine_cannot_hold_is_a_memory_error(device_name):
 
 
 def test_an_image_too_large_to_address_is_a_value_error(device_name):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.AllocationSizeError,
         lambda: luisa.Image3D(2**20, 2**20, 2**20, 4),
         "a 1048576x1048576x1048576 image of 4 float32 channels takes",
@@ -51,7 +42,7 @@ def test_an_image_too_large_to_address_is_a_value_error(device_name):
 
 @pytest.mark.parametrize("call", [luisa.synchronize, luisa.execute])
 def test_a_stream_that_is_not_one_is_a_type_error(device_name, call):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.InvalidArgumentError,
         lambda: call("x"),
         f"{call.__module__.split('.')[-1]}.{call.__name__}: stream= takes a Stream",
@@ -75,7 +66,7 @@ def test_copies_and_functions_check_their_stream_first(device_name):
         lambda: ones(buffer, dispatch_size=4, stream="s"),
     ]
     for call in calls:
-        _raises_before_anything_is_recorded(errors.InvalidArgumentError, call, "got str 's'")
+        raises_before_anything_is_recorded(errors.InvalidArgumentError, call, "got str 's'")
     assert luisa.session.stream().pending == ()  # nothing was added to the list
 
 
@@ -86,12 +77,12 @@ def test_a_function_needs_a_dispatch_size_and_positional_arguments(device_name):
     def ones(target):
         target.write(dispatch_id().x, 1.0)
 
-    missing = _raises_before_anything_is_recorded(
+    missing = raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         lambda: ones(buffer),
         "kernel 'ones' was called without dispatch_size=",
     )
-    keyword = _raises_before_anything_is_recorded(
+    keyword = raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         lambda: ones(target=buffer, dispatch_size=4),
         "got target= by keyword; pass them in the order of ones(target)",
@@ -109,14 +100,14 @@ def test_a_masked_array_is_refused(device_name):
         "Image2D.from_array": lambda: luisa.Image2D.from_array(texels),
     }
     for what, call in calls.items():
-        error = _raises_before_anything_is_recorded(
+        error = raises_before_anything_is_recorded(
             errors.HostArrayError, call, what, "masked array", "array.filled(value)"
         )
         assert isinstance(error, ValueError)
 
 
 def test_an_int_beyond_32_bits_is_an_overflow_error(device_name):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.HostValueRangeError,
         lambda: luisa.Buffer.from_list([2**40, 1]),
         "does not fit int (int32)",
@@ -138,7 +129,7 @@ def test_an_int_beyond_32_bits_is_an_overflow_error(device_name):
     ],
 )
 def test_a_list_of_mixed_types_is_refused_not_truncated(device_name, values, message):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.HostDtypeError,
         lambda: luisa.Buffer.from_list(values),
         message,

@@ -8,21 +8,10 @@ import weakref
 
 import numpy as np
 import pytest
+from helpers.errors import raises_before_anything_is_recorded
 
 import luisa_nb as lnb
 from luisa_nb import errors
-
-
-def _raises_before_anything_is_recorded(error: type[Exception], call, *messages: str):
-    """``call()`` raises ``error`` whose message holds each of ``messages``, and an active
-    trace records nothing (no command, no sync, no kernel build)."""
-    with lnb.trace() as trace, pytest.raises(error) as raised:
-        call()
-    assert isinstance(raised.value, errors.LuisaNbError)
-    for message in messages:
-        assert message in str(raised.value)
-    assert trace.records == [] and trace.compiles == []
-    return raised.value
 
 
 @pytest.fixture(scope="module", params=["cpu", "dx", "metal", "remote"])
@@ -33,7 +22,7 @@ def any_device(request):
 
 
 def test_a_buffer_larger_than_a_device_addresses_is_a_value_error(any_device):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.AllocationSizeError,
         lambda: any_device.create_buffer(2**62),
         "a buffer of 4611686018427387904 float32 elements takes 18446744073709551616 bytes "
@@ -49,7 +38,7 @@ def test_a_buffer_the_machine_cannot_hold_is_a_memory_error(name):
     """128 TiB: under the addressing limit, more than any machine here holds (and than
     47-bit user addresses reach, so overcommitting memory does not make it fit)."""
     device = lnb.create_device(name)
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.DeviceMemoryError,
         lambda: device.create_buffer(2**45, np.float32, name="huge"),
         f"device {name!r} cannot allocate 140737488355328 bytes (128.0 TiB) for a buffer of "
@@ -62,7 +51,7 @@ def test_a_buffer_the_machine_cannot_hold_is_a_memory_error(name):
 
 def test_an_image_too_large_to_address_names_its_extent():
     device = lnb.create_device("cpu")
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.AllocationSizeError,
         lambda: device.create_image(2**30, 2**30),
         "a 1073741824x1073741824 image of 4 float32 channels takes",
@@ -85,7 +74,7 @@ def _write_ones(target):
 )
 def test_kernel_arguments_by_keyword_are_a_type_error(device, call):
     buffer = device.create_buffer(8, np.float32)
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         lambda: call(buffer),
         "kernel '_write_ones' takes its arguments by position, got target= by keyword",
@@ -97,7 +86,7 @@ def test_kernel_arguments_by_keyword_are_a_type_error(device, call):
 @pytest.mark.parametrize("size", [{}, {"dispatch_size": None}], ids=["missing", "None"])
 def test_a_kernel_called_without_a_dispatch_size_is_a_type_error(device, size):
     buffer = device.create_buffer(8, np.float32)
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         lambda: _write_ones(buffer, **size),
         "kernel '_write_ones' was called without dispatch_size=",
@@ -108,7 +97,7 @@ def test_a_kernel_called_without_a_dispatch_size_is_a_type_error(device, size):
 
 @pytest.mark.parametrize("dispatch", ["dispatch", "dispatch_async"])
 def test_a_dispatch_without_a_size_is_a_type_error(dispatch):
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         getattr(_write_ones, dispatch),
         "kernel '_write_ones': dispatch size must be an int or a tuple",
@@ -132,7 +121,7 @@ STREAM_CALLS = {
 @pytest.mark.parametrize("stream", ["s", 0, object()], ids=["str", "int", "object"])
 def test_a_stream_argument_that_is_not_a_stream_is_a_type_error(device, call, stream):
     buffer = device.create_buffer(8, np.float32)
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.InvalidArgumentError,
         lambda: call(buffer, stream),
         "stream= takes a Stream (from device.create_stream() or luisa.Stream())",
@@ -155,7 +144,7 @@ def test_a_stream_argument_that_is_not_a_stream_is_a_type_error(device, call, st
 def test_fill_refuses_a_value_numpy_would_change(dtype, value, expected):
     """numpy turned None into NaN, '3' into 3.0, 1.5 into 1 and 2 into True."""
     buffer = lnb.create_device("cpu").create_buffer(4, dtype, name="b")
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.HostDtypeError, lambda: buffer.fill(value), "fill buffer#", expected
     )
     assert isinstance(error, TypeError)
@@ -172,7 +161,7 @@ def test_fill_refuses_a_value_numpy_would_change(dtype, value, expected):
 )
 def test_fill_refuses_a_value_that_does_not_fit(dtype, value):
     buffer = lnb.create_device("cpu").create_buffer(4, dtype, name="b")
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.HostValueRangeError,
         lambda: buffer.fill(value),
         "fill buffer#",
@@ -203,7 +192,7 @@ def test_fill_keeps_the_values_that_fit(dtype, value):
 @pytest.mark.parametrize("name", [3, b"s", ["s"]])
 def test_a_stream_name_must_be_text(name):
     device = lnb.create_device("cpu")
-    error = _raises_before_anything_is_recorded(
+    error = raises_before_anything_is_recorded(
         errors.InvalidArgumentError,
         lambda: device.create_stream(name),
         "a stream's name is a str",
@@ -216,7 +205,7 @@ def test_a_stream_name_must_be_text(name):
 def test_view_bounds_are_not_bools(bounds):
     """Python counts True as 1; a bool as a bound is a mistake, as for sizes."""
     buffer = lnb.create_device("cpu").create_buffer(8)
-    _raises_before_anything_is_recorded(
+    raises_before_anything_is_recorded(
         errors.ViewRangeError, lambda: buffer.view(*bounds), "view bounds must be integers"
     )
 
@@ -235,7 +224,7 @@ def test_none_in_place_of_a_buffer_that_is_gone_is_a_kernel_error():
     gone = dispatch_on_a_buffer_of_its_own()
     gc.collect()  # the buffer may be in a reference cycle
     assert gone() is None
-    _raises_before_anything_is_recorded(
+    raises_before_anything_is_recorded(
         errors.KernelArgumentError,
         lambda: _write_ones(None, dispatch_size=8),
         "kernel arguments must be buffers",

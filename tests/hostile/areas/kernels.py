@@ -10,6 +10,7 @@ import random
 import numpy as np
 
 import luisa_nb as lnb
+from tests.kernels.checked_kernels import spin_forever
 
 from .. import kernel_functions as functions
 from ..cases import Case, case
@@ -218,7 +219,7 @@ def interrupt_kernel(
         device.synchronize()  # compiled before the clock starts
         kernel.dispatch(dims, out, SIZE)
     else:
-        lnb.kernel(mode=mode)(functions.spin_forever).dispatch(SIZE, out)
+        lnb.kernel(mode=mode)(spin_forever).dispatch(SIZE, out)
     with ctrl_c_after(delay) as interrupted:
         device.synchronize()
     expect(interrupted.seconds is not None, f"synchronize() returned from a {kind}")
