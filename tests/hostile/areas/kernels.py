@@ -4,12 +4,15 @@ language refuses, and Ctrl-C while a kernel runs forever or over a huge dispatch
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+from collections.abc import Iterator
 
 import numpy as np
 
 import luisa_nb as lnb
+from luisa_nb.runtime import Device
 from tests.kernels.checked_kernels import spin_forever
 
 from .. import kernel_functions as functions
@@ -172,24 +175,39 @@ def refused_kernel(backend: str, what: str) -> None:
         expect(what == "a lambda", f"{what} ran as a kernel")
 
 
+@contextlib.contextmanager
+def _device_for(backend: str, checks: object, mode: str) -> Iterator[Device]:
+    """The worker's shared device of ``backend``, or for an unchecked compiled kernel,
+    whose writes out of range may land anywhere and break what they hit (as documented),
+    one of its own (on remote, a server session of its own)."""
+    if _unchecked_c(checks, mode):
+        with own_device(backend) as device:
+            yield device
+    else:
+        yield shared_device(backend)
+
+
 def index_out_of_range(backend: str, index: int, checks: object, mode: str) -> None:
-    out = shared_device(backend).create_buffer(SIZE)
-    out.fill(0.0)
-    kernel = lnb.kernel(mode=mode, checks=checks)(functions.write_at)
-    with expecting("error" if checks else "either", f"write_at({index}) with checks={checks}"):
-        kernel.dispatch(1, out, index)
-        expect_equal_arrays(out.numpy(), np.zeros(SIZE, np.float32), "buffer after the write")
+    with _device_for(backend, checks, mode) as device:
+        out = device.create_buffer(SIZE)
+        out.fill(0.0)
+        kernel = lnb.kernel(mode=mode, checks=checks)(functions.write_at)
+        expectation = "error" if checks else "either"
+        with expecting(expectation, f"write_at({index}) with checks={checks}"):
+            kernel.dispatch(1, out, index)
+            expect_equal_arrays(out.numpy(), np.zeros(SIZE, np.float32), "buffer after the write")
 
 
 def stride_out_of_range(backend: str, stride: int, checks: object, mode: str) -> None:
-    out = shared_device(backend).create_buffer(SIZE)
-    out.fill(0.0)
-    kernel = lnb.kernel(mode=mode, checks=checks)(functions.stride_write)
-    expectation = "either" if not checks else "error"
-    with expecting(expectation, f"stride_write({stride}) with checks={checks}"):
-        kernel.dispatch(SIZE, out, stride)
-        expected = (np.arange(SIZE) % stride == 0).astype(np.float32)
-        expect_equal_arrays(out.numpy(), expected, f"in-range elements after stride {stride}")
+    with _device_for(backend, checks, mode) as device:
+        out = device.create_buffer(SIZE)
+        out.fill(0.0)
+        kernel = lnb.kernel(mode=mode, checks=checks)(functions.stride_write)
+        expectation = "either" if not checks else "error"
+        with expecting(expectation, f"stride_write({stride}) with checks={checks}"):
+            kernel.dispatch(SIZE, out, stride)
+            expected = (np.arange(SIZE) % stride == 0).astype(np.float32)
+            expect_equal_arrays(out.numpy(), expected, f"in-range elements after {stride}")
 
 
 def non_finite(backend: str, checks: object) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 
 import luisa_nb as lnb
 from luisa_nb.errors import CommandFailedError, LuisaNbError
+from tests.kernels.checked_kernels import spin_forever
 
 from .. import kernel_functions as functions
 from ..cases import Case, case
@@ -204,7 +205,7 @@ def interrupt_event_wait(backend: str) -> None:
     stream = device.create_stream()
     out = device.create_buffer(SIZE)
     event = device.create_event()
-    stream.submit([lnb.kernel(functions.spin_forever).dispatch_async(SIZE, out)])
+    stream.submit([lnb.kernel(spin_forever).dispatch_async(SIZE, out)])
     stream.signal(event)
     with ctrl_c_after(0.3) as interrupted:
         event.synchronize()
