@@ -13,6 +13,7 @@ index)``, ``heap.buffer_size(slot)`` and the ``texture2d_*``/``texture3d_*`` met
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 from luisa_nb import runtime
@@ -62,6 +63,12 @@ class BindlessArray(runtime.BindlessArray):
     @staticmethod
     def bindless_array(resources: dict[int, Any]) -> BindlessArray:
         """An updated array holding ``resources`` (slot -> buffer or image)."""
+        if not isinstance(resources, Mapping):
+            raise InvalidArgumentError(
+                f"bindless_array takes a dict of slot -> buffer or image, got "
+                f"{type(resources).__name__} {resources!r:.40}; for an empty array of n slots "
+                f"use luisa.BindlessArray.empty(n)"
+            )
         created = BindlessArray()
         for slot, resource in resources.items():
             created.emplace(slot, resource)

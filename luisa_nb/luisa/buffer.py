@@ -241,7 +241,15 @@ class Buffer(ListedCopies, runtime.Buffer):
 
     @staticmethod
     def buffer(values: np.ndarray | list[Any]) -> Buffer:
-        return Buffer.from_list(values) if isinstance(values, list) else Buffer.from_array(values)
+        """A buffer of a numpy array's or a list's values, as luisa-python makes one."""
+        if isinstance(values, list):
+            return Buffer.from_list(values)
+        if isinstance(values, np.ndarray):
+            return Buffer.from_array(values)
+        raise InvalidArgumentError(
+            f"luisa.buffer takes a numpy array or a list, got {type(values).__name__} "
+            f"{values!r:.40}; for an empty buffer of n elements use luisa.Buffer(n, dtype)"
+        )
 
     def to_list(self, stream: Stream | None = None) -> list[Any]:
         return self.numpy(stream).tolist()

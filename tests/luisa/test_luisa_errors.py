@@ -193,3 +193,20 @@ def test_del_device_in_a_callback_fails_and_the_session_keeps_its_device(fresh_s
     assert luisa.session.device() is device and not device.closed
     with pytest.raises(errors.CommandFailedError, match=r"close\(\) of device 'cpu'"):
         luisa.synchronize()
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: luisa.buffer(3), "luisa.buffer takes a numpy array or a list, got int 3"),
+        (lambda: luisa.bindless_array(2**40), "bindless_array takes a dict of slot -> buffer"),
+        (lambda: luisa.bindless_array([1]), "use luisa.BindlessArray.empty(n)"),
+    ],
+)
+def test_a_buffer_or_bindless_array_from_the_wrong_thing_is_a_type_error(
+    device_name, call, message
+):
+    """luisa-python raises TypeError for luisa.buffer(3); luisa_nb made a one-element
+    buffer, and bindless_array(2**40) raised AttributeError."""
+    error = raises_before_anything_is_recorded(errors.InvalidArgumentError, call, message)
+    assert isinstance(error, TypeError)
