@@ -59,6 +59,7 @@ from luisa_nb.recording.records import (
     SyncKind,
     value_layout,
 )
+from luisa_nb.recording.synthetic_addresses import cluster_names
 
 if TYPE_CHECKING:
     from luisa_nb.recording.trace import Trace
@@ -332,6 +333,15 @@ class TraceRecorderBase(Recorder):
                 alive = [owner for owner in (ref() for ref in references) if owner is not None]
                 host.name = owner_name(alive, host.address, host.nbytes, (namespace,)) or host.name
 
+    def name_the_unnamed(self) -> None:
+        """Name each host range nothing named after the memory it lies in (``host#2``,
+        ``host#2[0:512]``: :func:`~.synthetic_addresses.cluster_names`), so that no view
+        or message of a stopped trace shows an address of the process."""
+        hosts = [host for host, _ in self._hosts.values()]
+        for host, name in zip(hosts, cluster_names(hosts), strict=True):
+            if host.name is None:
+                host.name = name
+
     def _describe(self, fields: TraceFields, command: Any, device: Any) -> int:
         """Keep the trace fields of ``command`` (on ``device``), not logged before, and note
         its buffers and host array; returns their position. Commands with the same fields
@@ -540,3 +550,4 @@ def stop(
         trace.recorder.name_from(namespace, replace=rename)
         for namer in _namers:
             namer(trace, namespace)
+    trace.recorder.name_the_unnamed()

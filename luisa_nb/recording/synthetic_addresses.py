@@ -19,7 +19,10 @@ between clusters are gone.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Sequence
+
+import numpy as np
 
 from luisa_nb.recording.records import CommandRecord, HostRange, Record
 
@@ -30,28 +33,58 @@ CLUSTER_ALIGNMENT = 1 << 12
 def synthetic_addresses(hosts: Sequence[HostRange]) -> list[int]:
     """The synthetic address of each range of ``hosts``, listed in the order the trace
     first used them."""
-    by_address = sorted(range(len(hosts)), key=lambda position: hosts[position].address)
-    cluster_of = [0] * len(hosts)
-    lows: list[int] = []
-    highs: list[int] = []
-    for position in by_address:
-        host = hosts[position]
-        if highs and host.address <= highs[-1]:
-            highs[-1] = max(highs[-1], host.end)
-        else:
-            lows.append(host.address)
-            highs.append(host.end)
-        cluster_of[position] = len(lows) - 1
-    bases: dict[int, int] = {}
-    free = FIRST_BASE
-    for cluster in cluster_of:
-        if cluster not in bases:
-            bases[cluster] = free
-            free += _round_up(highs[cluster] - lows[cluster] + 1, CLUSTER_ALIGNMENT)
-    return [
-        bases[cluster] + host.address - lows[cluster]
-        for host, cluster in zip(hosts, cluster_of, strict=True)
-    ]
+    cluster_of, offsets, extents = _clusters(hosts)
+    bases = list(
+        itertools.accumulate(
+            (_round_up(extent + 1, CLUSTER_ALIGNMENT) for extent in extents[:-1]),
+            initial=FIRST_BASE,
+        )
+    )
+    return [bases[cluster] + offset for cluster, offset in zip(cluster_of, offsets, strict=True)]
+
+
+def cluster_names(hosts: Sequence[HostRange]) -> list[str]:
+    """A name for each range of ``hosts`` (listed in the order the trace first used them)
+    that tells what overlaps and nothing of where it lies: ``host#2`` for all of the
+    second cluster of memory the trace touched, ``host#2[0:512]`` (elements of the range's
+    own dtype) for part of it."""
+    cluster_of, offsets, extents = _clusters(hosts)
+    itemsizes = {dtype: np.dtype(dtype).itemsize for dtype in {host.dtype for host in hosts}}
+    names = []
+    for host, cluster, offset in zip(hosts, cluster_of, offsets, strict=True):
+        name = f"host#{cluster + 1}"
+        if offset or host.nbytes != extents[cluster]:
+            itemsize = itemsizes[host.dtype]
+            name += f"[{offset // itemsize}:{(offset + host.nbytes) // itemsize}]"
+        names.append(name)
+    return names
+
+
+def _clusters(hosts: Sequence[HostRange]) -> tuple[list[int], list[int], list[int]]:
+    """Each range's cluster (numbered in the order the trace first touched it) and offset
+    from its cluster's lowest byte, and each cluster's extent in bytes. Addresses read
+    from a file may not fit in 64 bits: then the arrays hold Python ints."""
+    count = len(hosts)
+    if not count:
+        return [], [], []
+    starts, ends = [host.address for host in hosts], [host.end for host in hosts]
+    kind = np.int64 if min(starts) >= -(2**63) and max(ends) < 2**63 else object
+    starts, ends = np.array(starts, kind), np.array(ends, kind)
+    order = np.argsort(starts, kind="stable")
+    sorted_starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    opens = np.ones(count, bool)
+    opens[1:] = sorted_starts[1:] > reach[:-1]  # a range that touches its cluster joins it
+    found = np.empty(count, np.int64)
+    found[order] = np.cumsum(opens) - 1
+    lows, highs = sorted_starts[opens], reach[np.append(opens[1:], True)]
+    first_use = np.full(len(lows), count)
+    np.minimum.at(first_use, found, np.arange(count))
+    number = np.empty(len(lows), np.int64)
+    number[np.argsort(first_use, kind="stable")] = np.arange(len(lows))
+    extents = np.empty(len(lows), highs.dtype)
+    extents[number] = highs - lows
+    offsets = starts - lows[found]
+    return number[found].tolist(), offsets.tolist(), extents.tolist()
 
 
 def with_synthetic_addresses(records: Sequence[Record]) -> list[Record]:

@@ -353,10 +353,7 @@ class _Details:
         host = record.host
         if host is not None:
             shape = "x".join(map(str, host.shape)) or "scalar"
-            lines.append(
-                f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}] "
-                f"at 0x{host.address:x}"
-            )
+            lines.append(f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}]")
         return "\n".join(lines)
 
 

@@ -89,7 +89,7 @@ def test_the_chrome_export_holds_no_address(recorded, tmp_path):
     trace.to_chrome_trace(exported)
     loaded = AnalyzedTrace.load(trace.save(tmp_path / "trace.lnbtrace"))
     for text in (exported.read_text(), json.dumps(loaded.to_chrome_trace())):
-        assert "host@0x" in text  # the unnamed array, at its synthetic address
+        assert "host#3" in text  # the unnamed array, named after the third memory used
         for form in address_forms(arrays):
             assert form.decode("latin-1") not in text, form
 
@@ -114,3 +114,19 @@ def test_synthetic_addresses_keep_overlaps_and_offsets_and_drop_the_rest():
             assert placed[i].overlaps(placed[j]) == first.overlaps(second), (i, j)
     assert moved[0] < moved[1] < moved[5]  # clusters in the order of first use
     assert synthetic_addresses(placed) == moved  # saving a loaded trace changes nothing
+
+
+def test_views_of_a_live_trace_show_no_address(recorded, tmp_path):
+    """An unnamed array is named after the memory it lies in when the trace stops, so the
+    report and the viewer made from the live trace show no address of the process."""
+    from luisa_nb.report import write_report
+    from luisa_nb.widgets import TraceViewer
+
+    trace, arrays = recorded
+    report = write_report(trace, tmp_path / "report.html").read_text()
+    viewer = TraceViewer(trace)._repr_html_()
+    messages = " ".join(hazard.message for hazard in trace.hazards)
+    for text in (report, viewer, messages):
+        for form in address_forms(arrays):
+            assert form.decode("latin-1") not in text, form
+    assert "host#3" in report

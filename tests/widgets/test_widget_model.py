@@ -283,7 +283,7 @@ def test_details_name_device_and_host_ranges(streams_program):
     text = summary["details"][model.columns["detail"][rows_of(model, download)]]
     device, host = text.split("\n")
     assert device == "read data (256 B at byte 0)"
-    assert host.startswith("host result: 256 B of <f4 [64] at 0x")
+    assert host == "host result: 256 B of <f4 [64]"  # no address of the process
     assert summary["errors"] == {}
     json.dumps(summary, allow_nan=False)
 
