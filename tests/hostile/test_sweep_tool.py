@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import running
+
 from .cases import AREAS, case, generate
 from .html_pages import check_markup, split_page
 from .outcomes import OracleFailure
@@ -30,17 +32,7 @@ def test_a_hung_case_leaves_no_process(tmp_path) -> None:
         (result,) = pool.run([case(leaves_a_child, "leaves a child", str(pid_file), timeout=3)])
     assert result.outcome.value == "hang"
     assert pool.left_behind() == []
-    assert not _running(int(pid_file.read_text()))
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie (an ended process that its
-    new parent has not collected yet)."""
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return status.rsplit(")", 1)[1].split()[0] != "Z"
+    assert not running(int(pid_file.read_text()))
 
 
 @pytest.mark.parametrize(

@@ -7,23 +7,9 @@ import threading
 import time
 from pathlib import Path
 
+from tests.helpers.processes import running, wait_gone  # noqa: F401 (used by the remote tests)
+
 TOKEN = "test-token-0123456789"
-
-
-def running(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return "State:\tZ" not in status.read()
-    except FileNotFoundError:
-        return False
-
-
-def wait_gone(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not running(pid)
 
 
 def cpu_seconds(pid: int) -> float:
