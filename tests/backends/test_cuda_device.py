@@ -468,7 +468,12 @@ def test_stand_in_a_cuda_error_fails_the_dispatch_and_the_trace_keeps_it(
     values = stand_in_device.create_buffer(4, np.float32)
     values.copy_from(np.zeros(4, np.float32))
 
+    wait_for_the_stream = _Stream.synchronize
+
     def illegal_address(self) -> None:
+        """As CUDA reports a sticky error: after the stream's work has ended, so the
+        backend may free what that work used."""
+        wait_for_the_stream(self)
         raise error("cudaErrorIllegalAddress: an illegal memory access was encountered")
 
     monkeypatch.setattr(_Stream, "synchronize", illegal_address)
