@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from luisa_nb.recording import Trace
-from luisa_nb.recording.archive import atomic_write
+from luisa_nb.recording.atomic_files import atomic_write
 from luisa_nb.recording.file_paths import MISSING_FOLDER, checked_path, file_errors
 from luisa_nb.widgets.pages import trace_page
 

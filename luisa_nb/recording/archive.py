@@ -1,4 +1,5 @@
-"""Trace files as zip archives, read as hostile input and written atomically.
+"""Trace files as zip archives: read as hostile input within limits, written so that
+they reopen within the same limits.
 
 Nothing here knows what a trace holds: these are the primitives a layout is built on.
 
@@ -8,15 +9,10 @@ Nothing here knows what a trace holds: these are the primitives a layout is buil
 - :meth:`ArchiveReader.read` inflates one entry in chunks and stops as soon as it holds
   more bytes than its header declares, so declared sizes are never trusted; sizes are
   checked against the caller's limit and against the archive's budget before anything
-  is inflated.
-- :func:`parse_json` checks nesting depth before parsing, :func:`check_json` checks a
-  parsed value against a type and names the path of the first bad value.
-- :func:`parse_npy` reads a ``.npy`` header, checks dtype, shape and the bytes actually
-  present, and only then makes an array (a view of the bytes read: nothing is copied,
-  nothing is unpickled).
-- :func:`atomic_write` and :func:`write_archive` write a temporary file beside the
-  target, fsync it and rename it over the target, so a failed save leaves no partial
-  file and the previous file untouched.
+  is inflated. Its entries are parsed by :mod:`~luisa_nb.recording.json_checks` and
+  :mod:`~luisa_nb.recording.npy_parser`.
+- :func:`write_archive` writes through :func:`~luisa_nb.recording.atomic_files.atomic_write`,
+  so a failed save leaves no partial file and the previous file untouched.
 
 The budget: an archive of ``n`` bytes may inflate to ``max(64 MiB, 100 * n)`` bytes in
 all (and never more than 8 GiB). DEFLATE cannot exceed about 1032:1, so the bound is a
@@ -27,40 +23,33 @@ when it has to, so every archive it writes opens with the limits it was written 
 
 from __future__ import annotations
 
-import io
-import json
-import math
 import os
-import secrets
 import stat
 import struct
-import tokenize
-import types
 import typing
 import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from numpy.lib import format as npy_format
 
 from luisa_nb.errors import TraceError, TraceFormatError
+from luisa_nb.recording.atomic_files import atomic_write
+from luisa_nb.recording.error_text import DAMAGED, error_summary, short_names, short_repr
+from luisa_nb.recording.json_checks import DEFAULT_JSON_DEPTH, parse_json
+from luisa_nb.recording.npy_parser import parse_npy
 
 MiB = 1 << 20
 GiB = 1 << 30
-DAMAGED = "the file is damaged or was not written by luisa_nb; save the trace again"
 READ_CHUNK_BYTES = MiB
 COMPRESS_LEVEL = 1
 """zlib level 1: columns of times and ids deflate nearly as well as at 6, several
 times faster."""
-DEFAULT_JSON_DEPTH = 64
-INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")
 _LOCAL_HEADER_SIGNATURE = b"PK\x03\x04"
@@ -89,14 +78,6 @@ _ZIP_ERRORS = (
     KeyError,
     RuntimeError,
 )
-# Magic, version and length, then a header of at most 10000 bytes (numpy's default limit).
-_NPY_HEADER_WINDOW = 16 * 1024
-_NPY_HEADER_ERRORS = (ValueError, TypeError, SyntaxError, OverflowError, tokenize.TokenError)
-_QUOTE = ord('"')
-# +1 for an opening bracket, -1 for a closing one, 0 for any other byte.
-_BRACKET_STEPS = np.zeros(256, np.int8)
-_BRACKET_STEPS[list(b"[{")] = 1
-_BRACKET_STEPS[list(b"]}")] = -1
 
 
 @dataclass(frozen=True)
@@ -368,333 +349,9 @@ def _format_errors(problem: str, advice: str) -> Iterator[None]:
         raise TraceFormatError(f"{problem} ({error_summary(error)}); {advice}") from error
 
 
-def error_summary(error: BaseException) -> str:
-    """The first line of ``error``'s message, short enough for one error line."""
-    lines = str(error).strip().splitlines()
-    text = lines[0] if lines else type(error).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
-# -- JSON ------------------------------------------------------------------------------
-
-
-def json_depth(data: bytes | bytearray) -> int:
-    """The deepest nesting of arrays and objects in JSON text, found without parsing.
-
-    Brackets inside strings do not count: with escaped backslashes and quotes removed,
-    a bracket is inside a string when an odd number of quotes precede it. On text that
-    is not JSON the result may be too high, never lower than the depth a parser reaches
-    before it fails.
-    """
-    if b"\\" in data:
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    codes = np.frombuffer(data, np.uint8)
-    deepest = depth = 0
-    in_string = False
-    for start in range(0, codes.size, READ_CHUNK_BYTES):
-        chunk = codes[start : start + READ_CHUNK_BYTES]
-        quotes = np.flatnonzero(chunk == _QUOTE)
-        brackets = np.flatnonzero(_BRACKET_STEPS[chunk])
-        outside = (np.searchsorted(quotes, brackets) + in_string) % 2 == 0
-        steps = _BRACKET_STEPS[chunk[brackets[outside]]]
-        if steps.size:
-            levels = np.cumsum(steps, dtype=np.int64) + depth
-            deepest = max(deepest, int(levels.max()))
-            depth = int(levels[-1])
-        in_string ^= bool(quotes.size % 2)
-    return deepest
-
-
-def parse_json(data: bytes | bytearray, where: str, max_depth: int = DEFAULT_JSON_DEPTH) -> Any:
-    """``data`` (UTF-8 JSON) parsed; TraceFormatError if it is not JSON or nests deeper
-    than ``max_depth`` arrays and objects (so parsing cannot exhaust the stack)."""
-    depth = json_depth(data)
-    if depth > max_depth:
-        raise TraceFormatError(
-            f"{where} nests {depth} levels of arrays and objects, more than the {max_depth} "
-            f"a trace document may; {DAMAGED}"
-        )
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as error:
-        raise TraceFormatError(
-            f"{where} is not valid JSON ({error_summary(error)}); {DAMAGED}"
-        ) from None
-
-
-def member_path(path: str, key: str | int) -> str:
-    """The path of ``key`` inside the value at ``path``: ``a.b``, ``a[3]``, ``a['x y']``."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    if key.isidentifier():
-        return f"{path}.{key}" if path else key
-    return f"{path}[{short_repr(key, 40)}]"
-
-
-def check_json(value: Any, expected: Any, *, where: str, path: str = "") -> None:
-    """Check a parsed JSON ``value`` against the type ``expected``; raise TraceFormatError
-    naming the path of the first value that does not fit.
-
-    ``expected`` is written as a type hint: ``int`` (which must fit in 64 bits),
-    ``float`` (a float, or such an int), ``str``, ``bool``, ``None``, ``Any``,
-    ``Literal[...]``, unions, ``list[T]``, ``tuple[T, ...]`` and ``tuple[A, B]`` (JSON
-    arrays), ``dict[str, T]``, and ``TypedDict`` classes (objects with exactly those
-    keys; ``total=False`` makes keys optional).
-    """
-    if expected is Any:
-        return
-    if expected is int:
-        fits = type(value) is int
-        if fits and not INT64_MIN <= value <= INT64_MAX:
-            _mismatch(value, "an int that fits in 64 bits", where, path)
-    elif expected is str or expected is bool:
-        fits = type(value) is expected
-    elif expected is float:
-        fits = type(value) is float or (type(value) is int and INT64_MIN <= value <= INT64_MAX)
-    elif expected is None or expected is type(None):
-        fits = value is None
-    else:
-        _check_composite(value, expected, where, path)
-        return
-    if not fits:
-        _mismatch(value, json_type_name(expected), where, path)
-
-
-@cache
-def _hint_parts(expected: Any) -> tuple[Any, tuple[Any, ...]]:
-    """``expected``'s origin and arguments (``typing`` takes microseconds to find them)."""
-    return typing.get_origin(expected), typing.get_args(expected)
-
-
-def _check_composite(value: Any, expected: Any, where: str, path: str) -> None:
-    origin, arguments = _hint_parts(expected)
-    if origin is typing.Literal:
-        if not any(type(value) is type(option) and value == option for option in arguments):
-            _mismatch(value, json_type_name(expected), where, path)
-    elif origin in (typing.Union, types.UnionType):
-        _check_union(value, arguments, where, path)
-    elif origin in (list, tuple) and isinstance(value, list):
-        _check_array(value, origin, arguments, where, path)
-    elif origin is dict and isinstance(value, dict):
-        item_type = arguments[1] if arguments else Any
-        if item_type is not Any:
-            for key, item in value.items():
-                check_json(item, item_type, where=where, path=member_path(path, key))
-    elif typing.is_typeddict(expected) and isinstance(value, dict):
-        _check_object(value, expected, where, path)
-    else:
-        _mismatch(value, json_type_name(expected), where, path)
-
-
-def json_type_name(expected: Any) -> str:
-    """``expected`` (a hint accepted by :func:`check_json`) in words."""
-    origin = typing.get_origin(expected)
-    arguments = typing.get_args(expected)
-    if expected is None or expected is type(None):
-        return "null"
-    if origin is typing.Literal:
-        return "one of " + ", ".join(map(repr, arguments))
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(json_type_name(option) for option in arguments)
-    if origin in (list, tuple):
-        return "an array"
-    if origin is dict or typing.is_typeddict(expected):
-        return "an object"
-    return getattr(expected, "__name__", str(expected))
-
-
-def _check_union(value: Any, options: tuple[Any, ...], where: str, path: str) -> None:
-    if value is None and type(None) in options:
-        return
-    candidates = [option for option in options if option is not type(None)]
-    if len(candidates) == 1:
-        check_json(value, candidates[0], where=where, path=path)
-        return
-    for option in candidates:
-        try:
-            check_json(value, option, where=where, path=path)
-            return
-        except TraceFormatError:
-            continue
-    _mismatch(value, " or ".join(map(json_type_name, options)), where, path)
-
-
-def _check_array(value: list, origin: type, arguments: tuple, where: str, path: str) -> None:
-    if origin is tuple and arguments and arguments[-1] is not Ellipsis:
-        if len(value) != len(arguments):
-            _mismatch(value, f"an array of {len(arguments)} items", where, path)
-        item_types = arguments
-    elif not arguments or arguments[0] is Any:
-        return
-    else:
-        item_types = [arguments[0]] * len(value)
-    for index, (item, item_type) in enumerate(zip(value, item_types, strict=True)):
-        check_json(item, item_type, where=where, path=member_path(path, index))
-
-
-@cache
-def _typed_dict_hints(expected: Any) -> dict[str, Any]:
-    return typing.get_type_hints(expected)
-
-
-def _check_object(value: dict, expected: Any, where: str, path: str) -> None:
-    hints = _typed_dict_hints(expected)
-    location = f"{where}: {path}" if path else where
-    unknown = sorted(set(value) - set(hints))
-    if unknown:
-        raise TraceFormatError(
-            f"{location} has unknown field(s) {short_names(unknown)}; the file was written by a "
-            "newer or different luisa_nb, upgrade to open it"
-        )
-    missing = sorted(set(expected.__required_keys__) - set(value))
-    if missing:
-        raise TraceFormatError(f"{location} lacks field(s) {short_names(missing)}; {DAMAGED}")
-    for key, item in value.items():
-        check_json(item, hints[key], where=where, path=member_path(path, key))
-
-
-def _mismatch(value: Any, expected: str, where: str, path: str) -> typing.NoReturn:
-    location = f"{where}: {path}" if path else where
-    raise TraceFormatError(
-        f"{location} holds {short_repr(value)} where {expected} is expected; {DAMAGED}"
-    )
-
-
-def short_repr(value: Any, limit: int = 60) -> str:
-    """A repr of ``value`` (from a file) for an error line: escaped, and cut to about
-    ``limit`` characters without building the repr of a huge value first."""
-    if isinstance(value, (list, dict)):
-        return f"{'an array' if isinstance(value, list) else 'an object'} of {len(value)} items"
-    if type(value) is int and value.bit_length() > 4 * limit:
-        return f"an int of {value.bit_length()} bits"
-    text = repr(value[: limit + 1] if isinstance(value, str) else value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def short_names(names: Collection[Any], limit: int = 5) -> str:
-    """``names`` (from a file) for an error line: at most ``limit``, each short."""
-    shown = ", ".join(short_repr(name, 40) for name in list(names)[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-# -- .npy ------------------------------------------------------------------------------
-
-
-def parse_npy(
-    data: bytes | bytearray,
-    where: str,
-    *,
-    dtypes: Collection[np.dtype] | None = None,
-    ndim: int | None = None,
-) -> np.ndarray:
-    """The array in ``.npy`` bytes ``data``, checked before anything is allocated.
-
-    Plain numeric arrays only: no object dtype (no pickles), no structured or subarray
-    dtypes, and, when given, one of ``dtypes`` with ``ndim`` dimensions. The header's
-    shape times the item size must equal the bytes that follow it. The array is a view
-    of ``data`` (writable when ``data`` is a bytearray).
-    """
-    header = io.BytesIO(bytes(memoryview(data)[:_NPY_HEADER_WINDOW]))
-    try:
-        version = npy_format.read_magic(header)
-        if version == (1, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_1_0(header)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = npy_format.read_array_header_2_0(header)
-        else:
-            raise TraceFormatError(
-                f"{where} is a version {version[0]}.{version[1]} .npy file; traces hold "
-                f"versions 1.0 and 2.0 only, {DAMAGED}"
-            )
-    except TraceFormatError:
-        raise
-    except _NPY_HEADER_ERRORS as error:
-        raise TraceFormatError(
-            f"{where} is not a plain .npy array ({error_summary(error)}); {DAMAGED}"
-        ) from None
-    _check_npy_dtype(dtype, where, dtypes)
-    if any(extent < 0 for extent in shape) or (ndim is not None and len(shape) != ndim):
-        wanted = "" if ndim is None else f", not {ndim}-D"
-        raise TraceFormatError(f"{where} declares shape {shape}{wanted}; {DAMAGED}")
-    count = math.prod(shape)
-    present = len(data) - header.tell()
-    if count * dtype.itemsize != present:
-        raise TraceFormatError(
-            f"{where} declares shape {shape} of {dtype} ({count * dtype.itemsize} bytes), but "
-            f"{present} bytes follow its header; {DAMAGED}"
-        )
-    array = np.frombuffer(data, dtype=dtype, count=count, offset=header.tell())
-    if fortran_order:
-        return array.reshape(shape[::-1]).transpose()
-    return array.reshape(shape)
-
-
-def _check_npy_dtype(dtype: np.dtype, where: str, dtypes: Collection[np.dtype] | None) -> None:
-    if dtype.hasobject:
-        raise TraceFormatError(
-            f"{where} holds Python objects (pickled data), which traces never hold and which "
-            "would run code when loaded; pass a file written by Trace.save()"
-        )
-    if dtype.names is not None or dtype.subdtype is not None or dtype.itemsize == 0:
-        raise TraceFormatError(f"{where} has dtype {dtype}, not a plain one; {DAMAGED}")
-    if dtypes is not None and dtype not in dtypes:
-        allowed = ", ".join(str(np.dtype(option)) for option in dtypes)
-        raise TraceFormatError(f"{where} holds {dtype} values, not {allowed}; {DAMAGED}")
-
-
 # -- writing ---------------------------------------------------------------------------
 
 EntryData = bytes | bytearray | typing.Sequence[bytes | bytearray | memoryview]
-
-
-@contextmanager
-def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
-    """A binary file that replaces ``path`` when the block ends without an error.
-
-    It is written beside ``path`` (so the final rename stays on one file system),
-    fsynced, then renamed over ``path``. On any error it is removed and ``path`` is left
-    as it was. The new file gets the mode an existing file had, else the umask's.
-    """
-    target = Path(os.path.realpath(path))
-    descriptor, temporary = _create_temporary(target)
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            yield file
-            file.flush()
-            os.fsync(file.fileno())
-        with suppress(FileNotFoundError):
-            os.chmod(temporary, stat.S_IMODE(os.stat(target).st_mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    _sync_folder(target.parent)
-
-
-def _create_temporary(target: Path) -> tuple[int, Path]:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(temporary, flags, 0o666), temporary
-        except FileExistsError:
-            continue
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (POSIX; a no-op where folders cannot be
-    opened or synced)."""
-    try:
-        descriptor = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(descriptor)
-    except OSError:
-        pass
-    finally:
-        os.close(descriptor)
 
 
 def write_archive(

@@ -19,7 +19,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from luisa_nb.recording.archive import atomic_write
+from luisa_nb.recording.atomic_files import atomic_write
 from luisa_nb.recording.file_paths import MISSING_FOLDER, checked_path, file_errors
 from luisa_nb.recording.naming import describe, describe_sync, drawn_streams, on_host, stream_name
 from luisa_nb.recording.records import (

@@ -39,7 +39,8 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from luisa_nb.errors import TraceFormatError
-from luisa_nb.recording.archive import DAMAGED, ArchiveReader
+from luisa_nb.recording.archive import ArchiveReader
+from luisa_nb.recording.error_text import DAMAGED
 from luisa_nb.recording.records import (
     Access,
     Capture,

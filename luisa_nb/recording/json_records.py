@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.errors import TraceFormatError
-from luisa_nb.recording.archive import DAMAGED, check_json, short_names, short_repr
+from luisa_nb.recording.error_text import DAMAGED, short_names, short_repr
+from luisa_nb.recording.json_checks import check_json
 
 # Dtypes the analysis reads host and buffer bytes as, written as numpy's dtype.str does.
 _VALUE_DTYPE = re.compile(r"[<>|=]?[biuf][1-9][0-9]?")

@@ -29,18 +29,16 @@ import numpy as np
 
 from luisa_nb.errors import ConfigurationError, TraceFormatError
 from luisa_nb.recording.archive import (
-    DAMAGED,
     DEFAULT_LIMITS,
     ArchiveLimits,
     ArchiveReader,
-    check_json,
-    error_summary,
     open_archive,
-    short_repr,
     write_archive,
 )
 from luisa_nb.recording.columnar import ColumnReader, command_entries, read_contents
+from luisa_nb.recording.error_text import DAMAGED, error_summary, short_repr
 from luisa_nb.recording.file_paths import MISSING_FOLDER, checked_path, file_errors
+from luisa_nb.recording.json_checks import check_json
 from luisa_nb.recording.json_records import build, build_list, check_dtype
 from luisa_nb.recording.records import (
     BufferInfo,
