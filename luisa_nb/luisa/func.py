@@ -14,7 +14,7 @@ from luisa_nb.kernels.rules import LUISA_RULES
 from luisa_nb.luisa.buffer import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
 from luisa_nb.runtime import IndirectDispatchBuffer, Kernel, Stream
-from luisa_nb.runtime.kernel import MAX_DISPATCH_COUNT
+from luisa_nb.runtime.kernel_objects import MAX_DISPATCH_COUNT
 from luisa_nb.runtime.stream import check_stream
 
 

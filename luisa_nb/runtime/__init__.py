@@ -23,7 +23,7 @@ from luisa_nb.runtime.device import (
 )
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer, IndirectDispatchCommand
-from luisa_nb.runtime.kernel import Kernel, kernel
+from luisa_nb.runtime.kernel_objects import Kernel, kernel
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
