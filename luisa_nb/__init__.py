@@ -10,15 +10,9 @@ Quick start::
     print(t.hazards)
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
 from luisa_nb.compare import Comparison, compare
-from luisa_nb.errors import InvalidArgumentError, LuisaNbError, LuisaNbWarning
+from luisa_nb.errors import LuisaNbError, LuisaNbWarning
 from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
 from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, not in __all__
     abs,  # noqa: F401
@@ -38,7 +32,6 @@ from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, n
     sqrt,
     tan,
 )
-from luisa_nb.recording.naming import give_name
 from luisa_nb.recording.ranges import Range
 from luisa_nb.runtime import (
     Buffer,
@@ -51,6 +44,7 @@ from luisa_nb.runtime import (
     create_device,
     default_device,
     kernel,
+    name,
     set_default_device,
 )
 from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
@@ -64,25 +58,7 @@ the program that traces record and the timeline brackets; out of ``__all__``, so
 import keeps the builtin ``range``."""
 
 
-def name(obj: Any, label: str) -> Any:
-    """Name a host array or a buffer in traces, wherever it is held; returns ``obj``.
-
-    Without a name, an array is named after the variable that holds it in the code that
-    makes a command with it (``z_data``, or ``z_data[512:1024]`` for a view of it)."""
-    if not isinstance(label, str) or not label:
-        raise InvalidArgumentError(f"a name is a non-empty str, got {label!r}")
-    if isinstance(obj, Buffer):
-        obj.name = label
-    elif isinstance(obj, np.ndarray):
-        give_name(obj, label)
-    else:
-        raise InvalidArgumentError(
-            f"lnb.name names numpy arrays and buffers, not {type(obj).__name__}"
-        )
-    return obj
-
-
-def show(obj: Any, actual: Any = None, **options: Any) -> None:
+def show(obj: object, actual: object = None, **options: object) -> None:
     """Display the trace viewer of a trace, or ``show(expected, actual)`` as a diff view;
     returns ``None``, so the view appears once even as a cell's last line."""
     from luisa_nb.widgets import show as show_widget
@@ -134,3 +110,9 @@ __all__ = [
     "uninstrument_luisa",
     "unload_ipython_extension",
 ]
+
+
+def __dir__() -> list[str]:
+    """The public API: ``__all__``, ``__version__``, and the builtins' namesakes that
+    ``__all__`` leaves out; not the submodules imported along the way."""
+    return sorted([*__all__, "__version__", "abs", "max", "min", "pow", "range"])

@@ -1,9 +1,5 @@
 """Runtime layer: devices, buffers, streams, events, commands and kernels."""
 
-from collections.abc import Mapping
-
-from luisa_nb.recording import recorder
-from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime.bindless import BindlessArray
 from luisa_nb.runtime.buffer import Buffer, BufferView
 from luisa_nb.runtime.commands import (
@@ -24,21 +20,9 @@ from luisa_nb.runtime.device import (
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer, IndirectDispatchCommand
 from luisa_nb.runtime.kernel_objects import Kernel, kernel
+from luisa_nb.runtime.naming import name
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
-
-
-def _name_buffers(trace: Trace, namespace: Mapping[str, object]) -> None:
-    for name, value in namespace.items():
-        if isinstance(value, IndirectDispatchBuffer):
-            value = value.memory
-        if isinstance(value, Buffer) and not name.startswith("_"):
-            info = trace.buffers.get(value.id)
-            if info is not None and info.name is None:
-                info.name = name
-
-
-recorder.register_namer(_name_buffers)
 
 __all__ = [
     "BindlessArray",
@@ -62,5 +46,6 @@ __all__ = [
     "create_device",
     "default_device",
     "kernel",
+    "name",
     "set_default_device",
 ]
