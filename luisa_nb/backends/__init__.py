@@ -11,7 +11,14 @@ import difflib
 import importlib
 from importlib.metadata import entry_points
 
-from luisa_nb.backends.base import Allocation, Backend, DeviceSpan, KernelBuffer, OperationFailed
+from luisa_nb.backends.base import (
+    Allocation,
+    Backend,
+    DeviceSpan,
+    DispatchSpan,
+    KernelBuffer,
+    OperationFailed,
+)
 from luisa_nb.errors import BackendNotFoundError
 
 ENTRY_POINT_GROUP = "luisa_nb.backends"
@@ -74,6 +81,7 @@ __all__ = [
     "Allocation",
     "Backend",
     "DeviceSpan",
+    "DispatchSpan",
     "KernelBuffer",
     "OperationFailed",
     "available_backends",

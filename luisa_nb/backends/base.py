@@ -98,6 +98,19 @@ class DeviceSpan:
         self.finished = finished
 
 
+class DispatchSpan(DeviceSpan):
+    """The span of a dispatch, with what explains a launch that failed on the device: the
+    executable, the dispatch size and the scalar arguments."""
+
+    __slots__ = ("dims", "executable", "scalars")
+
+    def __init__(self, executable: Any, dims: tuple[int, int, int], scalars: Any) -> None:
+        super().__init__()
+        self.executable = executable
+        self.dims = dims
+        self.scalars = scalars
+
+
 class OperationFailed(Exception):
     """Raised by ``flush()`` when an operation that was deferred failed on the device;
     ``span`` is the one its call returned, so the runtime can name the command.

@@ -34,6 +34,7 @@ from luisa_nb.backends.base import (
     Allocation,
     Backend,
     DeviceSpan,
+    DispatchSpan,
     KernelBuffer,
     OperationFailed,
 )
@@ -130,16 +131,14 @@ class CudaKernel:
         }
 
 
-class DispatchSpan(DeviceSpan):
-    """A dispatch's span, with its launch record slot and what explains a failure."""
+class CudaDispatchSpan(DispatchSpan):
+    """A dispatch's span with the slot of its launch record, which the kernel fills in
+    when a check fails."""
 
-    __slots__ = ("dims", "executable", "record", "scalars")
+    __slots__ = ("record",)
 
     def __init__(self, executable: Any, dims: tuple[int, int, int], scalars: Any) -> None:
-        super().__init__()
-        self.executable = executable
-        self.dims = dims
-        self.scalars = scalars
+        super().__init__(executable, dims, scalars)
         self.record = 0
 
 
@@ -161,7 +160,7 @@ class StreamState:
         self.base: Any = None
         self.base_time = 0
         self.spans: list[DeviceSpan] = []
-        self.dispatches: list[DispatchSpan] = []
+        self.dispatches: list[CudaDispatchSpan] = []
         self.downloads: list[tuple[np.ndarray, np.ndarray]] = []
 
     def release(self) -> None:
@@ -224,7 +223,7 @@ class StreamState:
         self.used_events += 1
         return self.events[self.used_events - 1]
 
-    def finish(self) -> tuple[DispatchSpan, LaunchRecord] | None:
+    def finish(self) -> tuple[CudaDispatchSpan, LaunchRecord] | None:
         """Wait for the stream, land downloads, time the spans, reset for the next run;
         the first dispatch whose launch record says it failed, with that record."""
         try:
@@ -246,7 +245,7 @@ class StreamState:
             self.chunk = self.offset = self.used_events = self.records_used = 0
             self.base = None
 
-    def _failed_dispatch(self) -> tuple[DispatchSpan, LaunchRecord] | None:
+    def _failed_dispatch(self) -> tuple[CudaDispatchSpan, LaunchRecord] | None:
         if not self.dispatches:
             return None
         used = self.records_used
@@ -446,7 +445,7 @@ class CudaBackend(Backend):
         flat = flatten_scalars(scalars, compiled.composites) if compiled.composites else scalars
         raw = compiled.pack(*dims, *addresses, *flat)
         packed = np.frombuffer(raw + bytes(-len(raw) % STRUCT_ALIGNMENT), np.uint8)
-        span = DispatchSpan(executable, dims, scalars)
+        span = CudaDispatchSpan(executable, dims, scalars)
         span.record, record = state.record_address()
         grid, block = grid_of(dims, executable.kernel.block_size)
         cancel = np.uint64(self._cancel_flag.ptr)

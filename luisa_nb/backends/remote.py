@@ -28,6 +28,7 @@ from luisa_nb.backends.base import (
     Allocation,
     Backend,
     DeviceSpan,
+    DispatchSpan,
     KernelBuffer,
     OperationFailed,
 )
@@ -57,18 +58,6 @@ class RemoteAllocation(Allocation):
 
     def __del__(self) -> None:
         self.released.append(self.handle)
-
-
-class DispatchSpan(DeviceSpan):
-    """The span of a dispatch, with what explains a launch that stopped on the server."""
-
-    __slots__ = ("dims", "executable", "scalars")
-
-    def __init__(self, executable: Any, dims: tuple[int, int, int], scalars: Any) -> None:
-        super().__init__()
-        self.executable = executable
-        self.dims = dims
-        self.scalars = scalars
 
 
 class RemoteBackend(Backend):
