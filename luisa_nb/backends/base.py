@@ -136,7 +136,8 @@ class Backend(ABC):
 
     name: ClassVar[str]
     default_staging: ClassVar[str] = "execute"
-    is_model: ClassVar[bool] = False
+    is_simulated: ClassVar[bool] = False
+    """Whether the backend simulates another on the CPU (``dx``, ``metal``)."""
     description: ClassVar[str] = ""
     readback: ClassVar[str] = "execute"
     """When downloads write host memory: ``"execute"`` (as the download runs) or
@@ -248,7 +249,7 @@ class Backend(ABC):
         """What the device reports about itself; the runtime adds the staging policy."""
         return {
             "name": self.name,
-            "model": self.is_model,
+            "simulated": self.is_simulated,
             "description": self.description,
             "readback": self.readback,
             "staging_capacity": self.staging_capacity,

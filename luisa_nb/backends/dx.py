@@ -1,4 +1,4 @@
-"""``dx``: a model of LuisaCompute's DirectX 12 backend.
+"""``dx``: a simulation of LuisaCompute's DirectX 12 backend.
 
 Uploads are copied into an upload heap while the command list is recorded (at submit);
 readbacks are copied to the host after the fence (once the submission has finished).
@@ -13,15 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from luisa_nb.backends.models import DEFAULT_STAGING_CAPACITY, StagingModelBackend
+from luisa_nb.backends.simulated import DEFAULT_STAGING_CAPACITY, SimulatedStagingBackend
 
 
-class DxBackend(StagingModelBackend):
+class DxBackend(SimulatedStagingBackend):
     name = "dx"
-    models = "LuisaCompute DirectX 12 backend"
+    simulates = "LuisaCompute DirectX 12 backend"
     description = (
-        "model of LuisaCompute's DX12 backend: uploads copied into a finite upload heap while "
-        "the list is recorded, readbacks copied to the host after the fence; kernels run on "
+        "simulation of LuisaCompute's DX12 backend: uploads copied into a finite upload heap "
+        "while the list is recorded, readbacks copied to the host after the fence; kernels run on "
         "the CPU"
     )
 

@@ -1,4 +1,4 @@
-"""``metal``: a model of LuisaCompute's Metal backend.
+"""``metal``: a simulation of LuisaCompute's Metal backend.
 
 Uploads are copied into a staging pool when the command buffer is encoded (at submit);
 downloads are copied to the host in the command buffer's completion handler (once the
@@ -7,15 +7,16 @@ submission has finished). Kernels run as compiled C on the CPU.
 
 from __future__ import annotations
 
-from luisa_nb.backends.models import StagingModelBackend
+from luisa_nb.backends.simulated import SimulatedStagingBackend
 
 
-class MetalBackend(StagingModelBackend):
+class MetalBackend(SimulatedStagingBackend):
     name = "metal"
-    models = "LuisaCompute Metal backend"
+    simulates = "LuisaCompute Metal backend"
     description = (
-        "model of LuisaCompute's Metal backend: uploads copied into a finite staging pool at "
-        "encode, downloads copied to the host in the completion handler; kernels run on the CPU"
+        "simulation of LuisaCompute's Metal backend: uploads copied into a finite staging pool "
+        "at encode, downloads copied to the host in the completion handler; kernels run on the "
+        "CPU"
     )
 
 

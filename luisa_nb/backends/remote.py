@@ -118,7 +118,7 @@ class RemoteBackend(Backend):
             **super().info(),
             "address": self.address,
             "server_backend": connection.hello["backend"],
-            "server_model": connection.hello["model"],
+            "server_simulated": connection.hello["simulated"],
             "server_pid": connection.hello["pid"],
             "server_worker_pid": connection.hello["worker_pid"],
             "started_server": self._server is not None,

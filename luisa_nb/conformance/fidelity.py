@@ -1,4 +1,4 @@
-"""How faithfully luisa_nb's models reproduce real LuisaCompute: conformance programs on
+"""How faithfully luisa_nb's devices reproduce real LuisaCompute: conformance programs on
 real luisa-python's CPU backend and on luisa_nb devices, outcome by outcome.
 
     LUISA_CLANG_PATH=$(which clang++) python -m luisa_nb.conformance.fidelity [--random 200]

@@ -48,7 +48,7 @@ CANCEL_REPLY_SECONDS = 5.0
 (a server that does not is lost)."""
 HELLO_FIELDS = {
     "backend": str,
-    "model": bool,
+    "simulated": bool,
     "max_message_bytes": int,
     "pid": int,
     "worker_pid": int,

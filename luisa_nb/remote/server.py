@@ -389,7 +389,7 @@ class Server:
             "server": "luisa_nb",
             "backend": info["name"],
             "description": info["description"],
-            "model": info["model"],
+            "simulated": info["simulated"],
             "staging_capacity": info["staging_capacity"],
             "max_message_bytes": self.max_message_bytes,
             "pid": os.getpid(),

@@ -112,7 +112,7 @@ class Device:
 
     @property
     def info(self) -> dict[str, Any]:
-        """Name, whether the backend is a model, its staging policy and capacity."""
+        """Name, whether the backend is simulated, its staging policy and capacity."""
         return {**self.backend.info(), "staging": self.staging.value}
 
     def check_open(self) -> None:

@@ -7,7 +7,7 @@ DEVICES = ["cpu:execute", "cpu:submit", "dx", "metal"]
 
 @pytest.fixture(params=DEVICES)
 def device_name(request):
-    """A luisa session on each backend model, under each policy for ``cpu``."""
+    """A luisa session on each backend, under each policy for ``cpu``."""
     luisa.del_device()
     luisa.init(request.param)
     yield request.param

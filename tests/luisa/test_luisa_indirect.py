@@ -1,6 +1,6 @@
 """Indirect dispatch through luisa-python's API (``IndirectDispatchBuffer``,
 ``set_dispatch_count``, ``set_kernel``, ``kernel_id()``, ``dispatch_size=buffer``): the
-logic of LuisaCompute's test-indirect.py on every backend model, and entries of 2D sizes
+logic of LuisaCompute's test-indirect.py on every backend, and entries of 2D sizes
 in C and Python mode."""
 
 from __future__ import annotations

@@ -294,7 +294,7 @@ class FakeServer:
                 self.socket.send_multipart([identity, *frames])
                 continue
             if header["op"] == "hello":
-                reply.update(backend="cpu", model=False, max_message_bytes=1 << 20)
+                reply.update(backend="cpu", simulated=False, max_message_bytes=1 << 20)
                 reply.update(pid=1, worker_pid=2, description="fake", staging_capacity=None)
             reply.update(time=time.perf_counter_ns(), handle=1)
             self.socket.send_multipart([identity, encode(reply)])

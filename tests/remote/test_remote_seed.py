@@ -43,7 +43,7 @@ def test_device_info_names_the_server_and_the_policy():
     device = lnb.create_device("remote")
     try:
         info = device.info
-        assert info["name"] == "remote" and info["model"] is False
+        assert info["name"] == "remote" and info["simulated"] is False
         assert info["staging"] == "submit" and info["readback"] == "fence"
         assert info["staging_capacity"] is None
         assert info["server_backend"] == "cpu" and info["started_server"] is True

@@ -165,7 +165,7 @@ def test_unknown_backend_and_staging_say_what_to_do():
     assert lnb.create_device("cpu").staging == "execute"
     assert lnb.create_device("cpu").info == {
         "name": "cpu",
-        "model": False,
+        "simulated": False,
         "staging": "execute",
         "staging_capacity": None,
         "readback": "execute",

@@ -1,4 +1,4 @@
-"""The dx and metal models: submit-time staging into a finite heap, readbacks after the
+"""The simulated backends dx and metal: submit-time staging into a finite heap, readbacks after the
 fence, and (dx) command reordering by device buffers only."""
 
 import threading
@@ -12,26 +12,27 @@ from luisa_nb import errors
 from luisa_nb.analysis import HazardKind
 from luisa_nb.seed import SEED_FILL, expected_rows, run_seed
 
-MODELS = ["dx", "metal"]
+SIMULATED = ["dx", "metal"]
 
 
-@pytest.fixture(params=MODELS)
-def model(request):
+@pytest.fixture(params=SIMULATED)
+def backend(request):
     return request.param
 
 
-def test_models_say_what_they_are(model):
-    info = lnb.create_device(model).info
-    assert info["name"] == model and info["model"] is True
+def test_simulated_backends_say_what_they_are(backend):
+    info = lnb.create_device(backend).info
+    assert info["name"] == backend and info["simulated"] is True
     assert info["staging"] == "submit"  # the default, as in LuisaCompute
     assert info["staging_capacity"] == 64 * 1024 * 1024
     assert info["readback"] == "fence"
-    assert "model of LuisaCompute" in info["description"]
+    assert "simulation of LuisaCompute" in info["description"]
+    assert info["simulates"].startswith("LuisaCompute ") and info["simulates"].endswith(" backend")
 
 
 @pytest.mark.parametrize("staging", ["submit", "execute"])
-def test_seed_on_the_models(model, staging):
-    run = run_seed(lnb.create_device(model, staging=staging))
+def test_seed_on_the_simulated_backends(backend, staging):
+    run = run_seed(lnb.create_device(backend, staging=staging))
     np.testing.assert_array_equal(run.z_data, expected_rows())
     if staging == "submit":
         np.testing.assert_array_equal(run.x, np.full(1024, SEED_FILL))
@@ -41,8 +42,8 @@ def test_seed_on_the_models(model, staging):
         assert [h.kind for h in run.trace.hazards] == [HazardKind.LATENT_STALE_UPLOAD]
 
 
-def test_downloads_land_after_the_fence(model):
-    device = lnb.create_device(model, staging="execute")
+def test_downloads_land_after_the_fence(backend):
+    device = lnb.create_device(backend, staging="execute")
     buffer = device.create_buffer(4, np.float32)
     host = np.zeros(4, np.float32)
     seen = []
@@ -57,9 +58,9 @@ def test_downloads_land_after_the_fence(model):
 
 
 @pytest.mark.parametrize("staging", ["submit", "execute"])
-def test_upload_larger_than_the_heap_is_read_in_heap_sized_pieces(model, staging):
+def test_upload_larger_than_the_heap_is_read_in_heap_sized_pieces(backend, staging):
     capacity = 4096
-    device = lnb.create_device(model, staging=staging, staging_capacity=capacity)
+    device = lnb.create_device(backend, staging=staging, staging_capacity=capacity)
     n = 3 * capacity // 4 + 10  # 3.01 heaps of float32
     buffer = device.create_buffer(n, np.float32)
     host = np.arange(n, dtype=np.float32)
@@ -96,9 +97,9 @@ def test_upload_larger_than_the_heap_is_read_in_heap_sized_pieces(model, staging
     assert device.transfers.heap.free == capacity
 
 
-def test_upload_after_download_of_the_same_memory_on_a_small_heap(model):
+def test_upload_after_download_of_the_same_memory_on_a_small_heap(backend):
     capacity = 4096
-    device = lnb.create_device(model, staging="submit", staging_capacity=capacity)
+    device = lnb.create_device(backend, staging="submit", staging_capacity=capacity)
     n = 3 * capacity // 4 + 10
     buffer = device.create_buffer(n, np.float32)
     source = device.create_buffer(n, np.float32)
@@ -120,9 +121,9 @@ def test_upload_after_download_of_the_same_memory_on_a_small_heap(model):
     np.testing.assert_array_equal(check.differing_indices, np.arange(piece))
 
 
-def test_submissions_wait_for_heap_space(model):
+def test_submissions_wait_for_heap_space(backend):
     capacity = 4096
-    device = lnb.create_device(model, staging="submit", staging_capacity=capacity)
+    device = lnb.create_device(backend, staging="submit", staging_capacity=capacity)
     buffers = [device.create_buffer(512, np.float32) for _ in range(6)]  # 2 KiB each
     data = [np.full(512, i, np.float32) for i in range(6)]
     stream = device.default_stream
@@ -133,11 +134,11 @@ def test_submissions_wait_for_heap_space(model):
     assert device.transfers.heap.free == capacity
 
 
-def test_bad_capacity_is_rejected(model):
+def test_bad_capacity_is_rejected(backend):
     with pytest.raises(errors.ConfigurationError, match="staging_capacity"):
-        lnb.create_device(model, staging_capacity=0)
+        lnb.create_device(backend, staging_capacity=0)
     with pytest.raises(errors.ConfigurationError, match="does not take"):
-        lnb.create_device(model, colour="blue")
+        lnb.create_device(backend, colour="blue")
 
 
 def test_dx_reordering_is_explained():

@@ -1,9 +1,9 @@
-"""Behavioural models of LuisaCompute backends whose hardware is not here.
+"""Simulated backends: LuisaCompute backends whose hardware is not here, simulated on the CPU.
 
-A model keeps the host-memory semantics of its namesake — uploads staged into finite
-memory when the command list is submitted, downloads copied to the host once the list has
-finished — and runs kernels with the CPU backend's compiled C. It says so in
-``device.info`` (``"model": True``).
+A simulated backend keeps the host-memory semantics of its namesake — uploads staged into
+finite memory when the command list is submitted, downloads copied to the host once the
+list has finished — and runs kernels with the CPU backend's compiled C. It says so in
+``device.info`` (``"simulated": True``, and ``"simulates"``: the backend it stands for).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from luisa_nb.errors import ConfigurationError
 DEFAULT_STAGING_CAPACITY = 64 * 1024 * 1024
 
 
-class StagingModelBackend(CpuBackend):
-    """CPU execution with a modelled staging heap and readbacks after a fence."""
+class SimulatedStagingBackend(CpuBackend):
+    """CPU execution with a simulated staging heap and readbacks after a fence."""
 
-    is_model = True
+    is_simulated = True
     default_staging = "submit"
     readback = "fence"
-    models: ClassVar[str]
+    simulates: ClassVar[str]
 
     def __init__(self, staging_capacity: int = DEFAULT_STAGING_CAPACITY) -> None:
         if not isinstance(staging_capacity, int) or staging_capacity <= 0:
@@ -34,4 +34,4 @@ class StagingModelBackend(CpuBackend):
         self.staging_capacity = staging_capacity
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), "models": self.models}
+        return {**super().info(), "simulates": self.simulates}
