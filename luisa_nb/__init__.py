@@ -48,7 +48,7 @@ from luisa_nb.runtime import (
     set_default_device,
 )
 from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
-from luisa_nb.tracing import ViewableTrace, load_trace, trace
+from luisa_nb.viewable_trace import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
 

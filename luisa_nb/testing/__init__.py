@@ -9,7 +9,7 @@ from luisa_nb.testing.devices import (
     SessionDevices,
     device_config,
 )
-from luisa_nb.testing.traced import (
+from luisa_nb.testing.hazard_check import (
     TRACE_FILE_NAME,
     TracedTest,
     hazard_kinds,
