@@ -1,5 +1,6 @@
-"""Analysis of a :class:`~luisa_nb.recording.Trace`, live or loaded: hazards (DESIGN §5) and
-expected-vs-staged bytes of uploads. Reads only the trace layer, never the runtime."""
+"""Analysis of a :class:`~luisa_nb.recording.Trace`, live or loaded: hazards and
+expected-vs-staged bytes of uploads (docs/architecture.md §4). Reads only the trace layer,
+never the runtime."""
 
 from __future__ import annotations
 

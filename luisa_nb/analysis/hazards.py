@@ -1,5 +1,5 @@
-"""Hazards (DESIGN §5): stale uploads, host writes in flight, host memory released under
-a download, and device races.
+"""Hazards (docs/architecture.md §4): stale uploads, host writes in flight, host memory
+released under a download, and device races.
 
 One pass over the records in issue (``seq``) order keeps vector clocks (see
 :mod:`luisa_nb.analysis.clocks`), an interval map of host addresses to the last download

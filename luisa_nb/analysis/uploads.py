@@ -1,4 +1,4 @@
-"""Expected vs staged bytes of every upload (DESIGN §5).
+"""Expected vs staged bytes of every upload (docs/architecture.md §4).
 
 Stream order says an upload U should send, for each byte, the host bytes at its
 enqueue, except where a download issued before U wrote that byte after U was enqueued
