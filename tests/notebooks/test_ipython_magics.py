@@ -178,7 +178,7 @@ def test_ipython_device_magic_sets_the_default_device(ipython):
     device = lnb.default_device()
     assert (device.name, device.staging) == ("dx", "execute")
     assert "lnb.default_device() is now <Device 'dx' staging='execute'>" in shown.stdout
-    assert "model of LuisaCompute's DX12 backend" in shown.stdout
+    assert "simulation of LuisaCompute's DX12 backend" in shown.stdout
     assert "<Device 'dx'" in ipython.run("%luisa_device").stdout
     shown = ipython.run("%luisa_device metal:submit")
     assert shown.success, shown.stderr
