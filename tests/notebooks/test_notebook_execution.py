@@ -28,7 +28,7 @@ EXPECTED = {
     "02_staging.ipynb": [
         "b = [0. 0. 0. 0.]",
         "b = [0. 1. 2. 3.]",
-        "dx     model=True  default staging=submit",
+        "dx     simulated=True  default staging=submit",
         "hazards under metal:execute: LATENT_STALE_UPLOAD",
         "one list:   Counter({('stale', 'STALE_UPLOAD'): 20})",
         "two lists: ",
