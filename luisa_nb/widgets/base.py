@@ -16,26 +16,21 @@ from typing import Any
 import anywidget
 from traitlets import List, Unicode
 
-from luisa_nb.widgets.html_page import STATIC, static_twin, widget_module
+from luisa_nb.widgets.html_page import STATIC, static_twin
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 class StaticFallbackWidget(anywidget.AnyWidget):
     """An anywidget whose MIME bundle also carries :meth:`_repr_html_`, and which IPython
-    displays with a static twin. A subclass sets ``_esm`` to a renderer module's text
-    (:func:`~luisa_nb.widgets.html_page.module_source`)."""
+    displays with a static twin. A subclass sets ``_esm`` to its view's module
+    (:func:`~luisa_nb.widgets.html_page.module_source`), which hides the static twins of
+    the model ids in ``_twin_ids`` when it renders."""
 
     _css = STATIC / "widgets.css"
     _twin_ids = List(
         Unicode(), help="model ids of the static twins this widget hides when it renders"
     ).tag(sync=True)
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        source = cls.__dict__.get("_esm")
-        if isinstance(source, str):
-            cls._esm = widget_module(source)
 
     def hides_twin(self, model_id: str) -> None:
         """Hide the static twin of ``model_id`` (a widget containing this one) when this

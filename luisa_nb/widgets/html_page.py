@@ -1,18 +1,19 @@
 """Self-contained HTML pages that run the widgets' own ES modules with no kernel.
 
-A page inlines the stylesheet, the renderer modules (as ``text/x-luisa-nb-module``
-script blocks that a small loader imports from Blob URLs), and each model's state:
-JSON traits as they are, binary traits as base64. ``static/page.js`` gives every
-renderer a stand-in for anywidget's model and links selection across them. Nothing is
-fetched from the network, so the page works offline, from ``file://``, in nbconvert
-output and in a notebook's ``text/html`` fallback. Mounts hold plain-HTML fallbacks
-(an image, tables) that show where scripts do not run (GitHub) and are replaced by the
-renderers where they do.
+A page inlines the stylesheet, the views' modules (:func:`module_source`, as
+``text/x-luisa-nb-module`` script blocks that a small loader imports from Blob URLs), and
+each model's state: JSON traits as they are, binary traits as base64. The ``page``
+module gives every view a stand-in for anywidget's model and links selection across
+them. Nothing is fetched from the network, so the page works offline, from ``file://``,
+in nbconvert output and in a notebook's ``text/html`` fallback. Mounts hold plain-HTML
+fallbacks (an image, tables) that show where scripts do not run (GitHub) and are
+replaced by the views where they do.
 
 A notebook shows a widget as two outputs: its widget view, and a *static twin*, this
 page inside ``<div class="lnb-twin" data-lnb-twin="<model ids>">`` (:func:`static_twin`).
-The live widget's module hides its twins when it renders (``static/twin.js``); inside a
-running Jupyter application a twin waits :data:`TWIN_GRACE_MS` for that before it boots.
+The live widget's module hides its twins when it renders (``static/src/shared/widget.js``);
+inside a running Jupyter application a twin waits :data:`TWIN_GRACE_MS` for that before
+it boots.
 """
 
 from __future__ import annotations
@@ -20,15 +21,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-import re
 import uuid
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from luisa_nb.errors import ConfigurationError
-
 STATIC = Path(__file__).parent / "static"
+BUNDLES = STATIC / "bundles"
 MODULE_TYPE = "text/x-luisa-nb-module"
 MARK_STYLE = "background:#ffd6d6;color:#7f0000"
 """A differing or staged value: a pale mark with dark text, readable in any theme."""
@@ -76,41 +75,13 @@ try {
 </script>"""
 
 
-#: The files in ``static/`` put in front of a renderer, in order: anywidget loads one
-#: module per widget, so renderers cannot import what they share.
-RENDERER_PARTS = {
-    "timeline": ("columns", "dom", "timeline_parts", "overlays"),
-    "table": ("columns", "dom"),
-    "diff": ("columns", "dom"),
-}
-
-
 @cache
 def module_source(name: str) -> str:
-    """The renderer ``static/<name>.js`` as one module, its :data:`RENDERER_PARTS` first."""
-    files = (*RENDERER_PARTS.get(name, ()), name)
-    return "\n".join((STATIC / f"{part}.js").read_text(encoding="utf-8") for part in files)
-
-
-_EXPORTS = (
-    (re.compile(r"^export default \{ render \};[ \t]*$", re.MULTILINE), ""),
-    (re.compile(r"^export function render\(", re.MULTILINE), "function render("),
-)
-
-
-def widget_module(source: str) -> str:
-    """A renderer module (from :func:`module_source`) as a live widget's ``_esm``: its
-    one export, the default, also hides the widget's static twins (``static/twin.js``;
-    anywidget would prefer a named ``render`` export, so that one is made private)."""
-    for pattern, replacement in _EXPORTS:
-        source, count = pattern.subn(replacement, source)
-        if count != 1:
-            raise ConfigurationError(
-                "a luisa_nb renderer module must have one `export function render(` and one "
-                f"`export default {{ render }};` for its live widget to hide its static twin; "
-                f"found {count} of {pattern.pattern!r}"
-            )
-    return source + "\n" + (STATIC / "twin.js").read_text(encoding="utf-8")
+    """The ES module of view ``name``: ``static/bundles/<name>.js``, built with its imports
+    from ``static/src`` by ``js/build.mjs``. It is a live widget's ``_esm`` (its one export,
+    the default, renders and hides the widget's static twins) and what a static page
+    inlines (``page`` exports ``boot``)."""
+    return (BUNDLES / f"{name}.js").read_text(encoding="utf-8")
 
 
 def static_twin(fragment: str, twin_ids: list[str]) -> str:

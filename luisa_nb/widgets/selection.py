@@ -1,7 +1,7 @@
 """Selection shared by the trace views: one command, or one hazard and both of its
 commands. Validated here, in Python; the ES modules only report clicks.
 
-Rules (``static/page.js`` applies the same ones in a static page):
+Rules (``static/src/page.js`` applies the same ones in a static page):
 
 - choosing a hazard selects both of its commands; ``selected_command`` becomes the
   later one (the upload of a stale upload);

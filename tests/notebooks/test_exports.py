@@ -143,15 +143,21 @@ def test_show_displays_one_view_wherever_it_is_in_a_cell(ipython, after):
 
 
 def test_live_widget_modules_export_the_twin_hiding_render_only():
-    from luisa_nb.errors import ConfigurationError
+    """anywidget prefers a named ``render`` export to the default one: a widget's module
+    exports only the default, whose render hides the static twins first."""
     from luisa_nb.widgets import CommandTable, DiffView, HazardList, TimelineWidget
-    from luisa_nb.widgets.html_page import widget_module
 
-    for widget in (TimelineWidget, CommandTable, HazardList, DiffView):
-        assert re.findall(r"^export\b.*", widget._esm, re.MULTILINE) == ["export default {"]
-        assert "lnbHideStaticTwins(props.model);" in widget._esm
-    with pytest.raises(ConfigurationError, match="found 0 of"):
-        widget_module("export function draw() {}\n")
+    views = {
+        TimelineWidget: "timeline",
+        CommandTable: "table",
+        HazardList: "hazards",
+        DiffView: "diff",
+    }
+    for widget, view in views.items():
+        assert re.findall(r"^export\b.*", widget._esm, re.MULTILINE) == ["export {"]
+        exports = re.findall(r"^export \{([^}]*)\};", widget._esm, re.MULTILINE)
+        assert [e.split() for e in exports] == [[f"{view}_default", "as", "default"]]
+        assert "hideStaticTwins(props.model);" in widget._esm
 
 
 def test_nbconvert_renders_the_widget_view_only_with_stored_state(exports):

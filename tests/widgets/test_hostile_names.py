@@ -112,8 +112,9 @@ def test_a_lone_surrogate_in_a_name_shows_as_a_replacement_character(tmp_path):
 
 
 def test_renderers_never_parse_html():
-    """The ES modules put every text in with textContent, never as markup."""
-    for module in STATIC.glob("*.js"):
+    """The ES modules (sources and bundles) put every text in with textContent, never as
+    markup."""
+    for module in STATIC.rglob("*.js"):
         source = module.read_text(encoding="utf-8")
         assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", source)
 

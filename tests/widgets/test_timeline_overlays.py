@@ -14,7 +14,7 @@ from luisa_nb.widgets.model import build_timeline
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)
 
-# overlays.js: range colours by depth, and the compile blocks' colour
+# widgets.css: range colours by depth (--lnb-range-1, -2) and the compile blocks' (--lnb-compile)
 RANGE_COLORS = [(0x8E, 0x44, 0xAD), (0x16, 0xA0, 0x85)]
 COMPILE_COLOR = (0xF0, 0xA8, 0x30)
 

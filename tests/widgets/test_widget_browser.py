@@ -16,7 +16,7 @@ from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
 from luisa_nb.widgets import DiffView
-from luisa_nb.widgets.html_page import MODULE_TYPE, module_source
+from luisa_nb.widgets.html_page import MODULE_TYPE, module_source, stylesheet
 from luisa_nb.widgets.model import KINDS
 
 COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KINDS}
@@ -182,8 +182,10 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
 
 
 def test_live_paging_protocol_in_the_browser(open_page, tmp_path):
-    """diff.js with no embedded values asks the kernel for pages: a stand-in model
-    answers with the messages and buffers DiffView.page_message produces."""
+    """The diff module with no embedded values asks the kernel for pages: loaded and
+    rendered as anywidget does (its default export, the stylesheet in the page), with a
+    stand-in model that answers with the messages and buffers DiffView.page_message
+    produces."""
     expected = np.arange(600, dtype=np.float32).reshape(20, 30)
     actual = expected.copy()
     actual[3, 4] = -1
@@ -196,7 +198,7 @@ def test_live_paging_protocol_in_the_browser(open_page, tmp_path):
             encoded = [base64.b64encode(b).decode() for b in buffers]
             replies[f"{mode}/{number}"] = {"message": message, "buffers": encoded}
     state = {"summary": view.summary, "heatmap": base64.b64encode(view.heatmap).decode()}
-    page_text = f"""<!DOCTYPE html><html><body>
+    page_text = f"""<!DOCTYPE html><html><head><style>{stylesheet()}</style></head><body>
 <div class="lnb-root" id="root"><div id="mount"></div>
 <script type="{MODULE_TYPE}" data-module="diff">{module_source("diff")}</script>
 <script type="module">
@@ -218,7 +220,7 @@ const model = {{
 }};
 const source = document.querySelector('script[data-module="diff"]').textContent;
 const module = await import(URL.createObjectURL(new Blob([source], {{ type: "text/javascript" }})));
-module.render({{ model, el: document.getElementById("mount") }});
+module.default.render({{ model, el: document.getElementById("mount") }});
 document.getElementById("root").dataset.ready = "1";
 </script></div></body></html>"""
     path = tmp_path / "live-diff.html"

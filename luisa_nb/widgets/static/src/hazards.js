@@ -1,16 +1,17 @@
 // Hazard list of a luisa_nb trace: kind, the two commands, the message and the fix.
 // Click a hazard to select it (and, through the selection, both of its commands).
-// anywidget renderer: export render({model, el}).
 //
 // Model keys read: hazards (JSON list), selected_hazard. Key written: selected_hazard.
 // A trace with thousands of hazards shows them STEP at a time ("show more").
+
+import { widget } from "./shared/widget.js";
 
 const STEP = 200;
 // Colours keep one meaning in every view: a latent stale upload is amber, any other
 // hazard red (the stylesheet's --lnb-latent and --lnb-hazard).
 const LATENT = "LATENT_STALE_UPLOAD";
 
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = document.createElement("div");
   root.className = "lnb-hazards";
   el.replaceChildren(root);
@@ -90,4 +91,4 @@ export function render({ model, el }) {
   };
 }
 
-export default { render };
+export default widget(render);

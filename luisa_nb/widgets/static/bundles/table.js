@@ -1,28 +1,80 @@
-// Command table of a luisa_nb trace: every record in issue (id) order, virtually
-// scrolled so 100,000 rows cost only the rows in view. Click a row to select it; the
-// details panel under the table shows every field of the selected record. The filter
-// box keeps the rows whose id, kind, range or description holds the text ("#12" alone
-// is record 12).
-// anywidget renderer: export render({model, el}).
-//
-// Model keys read: summary (with ranges, details, errors), data (the packed columns, as
-// for the timeline), hazards, selected_command, selected_commands, record_details (the
-// device and host ranges of the selected record, for traces too large for the summary
-// to hold them). Key written: selected_command.
+// Generated from luisa_nb/widgets/static/src by js/build.mjs (esbuild); do not edit.
 
-const ROW_HEIGHT = 22;
-const OVERSCAN = 8;
-const FILTER_DELAY_MS = 120;
-const HEADERS = ["id", "kind", "lane", "start", "took", "host read / write", "status", "range", "what"];
-const GRID = "58px 82px 72px 84px 72px 118px 52px 96px minmax(120px, 1fr)";
+// luisa_nb/widgets/static/src/shared/columns.js
+var TYPES = {
+  i1: Int8Array,
+  u1: Uint8Array,
+  i2: Int16Array,
+  u2: Uint16Array,
+  i4: Int32Array,
+  u4: Uint32Array,
+  i8: BigInt64Array,
+  u8: BigUint64Array,
+  f4: Float32Array,
+  f8: Float64Array
+};
+function toArrayBuffer(value) {
+  if (!value) return new ArrayBuffer(0);
+  if (value instanceof ArrayBuffer) return value;
+  if (ArrayBuffer.isView(value)) {
+    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
+  }
+  return new ArrayBuffer(0);
+}
+function decodeColumns(summary, data) {
+  const buffer = toArrayBuffer(data);
+  const count = summary.count || 0;
+  const columns = {};
+  for (const [name, spec] of Object.entries(summary.layout || {})) {
+    columns[name] = new TYPES[spec.dtype](buffer, spec.offset, count);
+  }
+  return { count, columns };
+}
 
+// luisa_nb/widgets/static/src/shared/dom.js
+function element(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== void 0) node.textContent = text;
+  return node;
+}
+
+// luisa_nb/widgets/static/src/shared/widget.js
+function hideStaticTwins(model) {
+  const registry = globalThis.__luisa_nb = globalThis.__luisa_nb || {};
+  registry.live = registry.live || /* @__PURE__ */ new Set();
+  for (const id of model.get("_twin_ids") || []) {
+    registry.live.add(id);
+    const key = `lnb-twin-hidden-${id}`;
+    if (document.getElementById(key)) continue;
+    const style = document.createElement("style");
+    style.id = key;
+    style.textContent = `.lnb-twin[data-lnb-twin~="${id}"] { display: none !important; }`;
+    document.head.append(style);
+  }
+}
+function widget(render2) {
+  return {
+    render(props) {
+      hideStaticTwins(props.model);
+      return render2(props);
+    }
+  };
+}
+
+// luisa_nb/widgets/static/src/table.js
+var ROW_HEIGHT = 22;
+var OVERSCAN = 8;
+var FILTER_DELAY_MS = 120;
+var HEADERS = ["id", "kind", "lane", "start", "took", "host read / write", "status", "range", "what"];
+var GRID = "58px 82px 72px 84px 72px 118px 52px 96px minmax(120px, 1fr)";
 function decode(summary, data, hazards) {
   const { count, columns } = decodeColumns(summary, data);
   const order = new Uint32Array(count);
   for (let i = 0; i < count; i++) order[i] = i;
   order.sort((a, b) => columns.id[a] - columns.id[b]);
-  const position = new Map();
-  const hazardsOf = new Map();
+  const position = /* @__PURE__ */ new Map();
+  const hazardsOf = /* @__PURE__ */ new Map();
   (hazards || []).forEach((hazard, index) => {
     for (const id of hazard.command_ids) {
       if (!hazardsOf.has(id)) hazardsOf.set(id, []);
@@ -31,21 +83,16 @@ function decode(summary, data, hazards) {
   });
   return { count, columns, order, position, hazardsOf, shown: order };
 }
-
 function formatTime(us) {
   const scale = Math.abs(us);
   if (scale >= 1e6) return `${(us / 1e6).toFixed(3)} s`;
   if (scale >= 1e3) return `${(us / 1e3).toFixed(3)} ms`;
   return `${us.toFixed(scale >= 100 ? 1 : 2)} µs`;
 }
-
-// The name of range `index` of `summary`, or "" for none.
 function rangeName(summary, index) {
   const ranges = summary.ranges || [];
   return index >= 0 && index < ranges.length ? ranges[index].name : "";
 }
-
-// "outer › inner": range `index` with the ranges it is nested in.
 function rangePath(summary, index) {
   const ranges = summary.ranges || [];
   const names = [];
@@ -54,13 +101,11 @@ function rangePath(summary, index) {
   }
   return names.join(" › ");
 }
-
-// The position in `rows` (row numbers sorted by id) of the row of record `id`, or -1.
 function findId(rows, columns, id) {
   let lo = 0;
   let hi = rows.length - 1;
   while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
+    const mid = lo + hi >> 1;
     const value = columns.id[rows[mid]];
     if (value === id) return mid;
     if (value < id) lo = mid + 1;
@@ -68,8 +113,7 @@ function findId(rows, columns, id) {
   }
   return -1;
 }
-
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = element("div", "lnb-table");
   const bar = element("div", "lnb-table-bar");
   bar.style.cssText = "display:flex;gap:8px;align-items:center;padding:4px;";
@@ -79,7 +123,7 @@ export function render({ model, el }) {
   search.setAttribute("aria-label", "filter the commands");
   search.style.cssText = "flex:1;max-width:320px;font:inherit;padding:2px 4px;";
   const tally = element("span", "lnb-table-count");
-  tally.style.cssText = "color:var(--lnb-fg-muted, #555);font-size:12px;";
+  tally.style.cssText = "color:var(--lnb-fg-muted);font-size:12px;";
   bar.append(search, tally);
   const header = element("div", "lnb-table-row lnb-table-header");
   header.style.gridTemplateColumns = GRID;
@@ -92,12 +136,9 @@ export function render({ model, el }) {
   const inner = element("div", "lnb-table-inner");
   inner.append(header, scroller);
   const details = element("div", "lnb-table-details");
-  details.style.cssText =
-    "border-top:1px solid var(--lnb-border, #ddd);padding:6px 8px;font-size:12px;" +
-    "max-height:220px;overflow:auto;";
+  details.style.cssText = "border-top:1px solid var(--lnb-border);padding:6px 8px;font-size:12px;max-height:220px;overflow:auto;";
   root.append(bar, inner, details);
   el.replaceChildren(root);
-
   let summary = model.get("summary") || {};
   let hazards = model.get("hazards") || [];
   let data = decode(summary, model.get("data"), hazards);
@@ -105,20 +146,14 @@ export function render({ model, el }) {
   let last = -1;
   let query = "";
   let timer = null;
-
-  // The position of record `id` among the rows shown, or -1.
   function positionOf(id) {
     if (!data.position.has(id)) data.position.set(id, findId(data.shown, data.columns, id));
     return data.position.get(id);
   }
-
   function rowOf(id) {
     const position = findId(data.order, data.columns, id);
     return position < 0 ? -1 : data.order[position];
   }
-
-  // The rows whose kind, range name or description holds `text` (any case); "#12" is
-  // record 12.
   function applyFilter(text) {
     query = text.trim().toLowerCase();
     const { columns, order, count } = data;
@@ -138,24 +173,18 @@ export function render({ model, el }) {
       for (let p = 0; p < count; p++) {
         const row = order[p];
         const range = columns.range ? columns.range[row] : -1;
-        if (
-          textHit[columns.text[row]] ||
-          kindHit[columns.kind[row]] ||
-          (range >= 0 && rangeHit[range]) ||
-          `#${columns.id[row]}`.includes(query)
-        ) {
+        if (textHit[columns.text[row]] || kindHit[columns.kind[row]] || range >= 0 && rangeHit[range] || `#${columns.id[row]}`.includes(query)) {
           kept[n++] = row;
         }
       }
       data.shown = kept.subarray(0, n);
     }
-    data.position = new Map();
+    data.position = /* @__PURE__ */ new Map();
     tally.textContent = `${data.shown.length.toLocaleString("en-US")} of ${count.toLocaleString("en-US")}`;
     root.dataset.shown = String(data.shown.length);
     root.dataset.filter = query;
     setUp();
   }
-
   function rowElement(position, selected) {
     const { columns, shown } = data;
     const row = shown[position];
@@ -183,7 +212,7 @@ export function render({ model, el }) {
       hostText,
       status,
       rangeName(summary, columns.range ? columns.range[row] : -1),
-      summary.texts[columns.text[row]],
+      summary.texts[columns.text[row]]
     ];
     cells.forEach((text, k) => {
       const cell = element("span");
@@ -198,8 +227,6 @@ export function render({ model, el }) {
     });
     return line;
   }
-
-  // Every field of record `id`, from the packed columns and the summary's tables.
   function fieldsOf(id) {
     const row = rowOf(id);
     if (row < 0) return null;
@@ -211,7 +238,7 @@ export function render({ model, el }) {
     const fields = [
       ["record", `#${id} ${summary.texts[columns.text[row]]}`],
       ["kind", kind],
-      ["stream", lane.stream === null ? "host" : `${lane.name} (stream ${lane.stream})`],
+      ["stream", lane.stream === null ? "host" : `${lane.name} (stream ${lane.stream})`]
     ];
     const submission = columns.submission ? columns.submission[row] : 0;
     if (submission) fields.push(["submission", `command list ${submission}`]);
@@ -240,16 +267,13 @@ export function render({ model, el }) {
     const member = data.hazardsOf.get(id) || [];
     fields.push([
       "hazards",
-      member.length
-        ? member.map((index) => `${index + 1}: ${hazards[index].kind}`).join(", ")
-        : "none",
+      member.length ? member.map((index) => `${index + 1}: ${hazards[index].kind}`).join(", ") : "none"
     ]);
     return fields;
   }
-
   function showDetails() {
     const id = model.get("selected_command");
-    const fields = id === null || id === undefined ? null : fieldsOf(id);
+    const fields = id === null || id === void 0 ? null : fieldsOf(id);
     details.dataset.id = fields ? String(id) : "";
     if (!fields) {
       details.replaceChildren(element("span", "lnb-note", "Select a row to see its record."));
@@ -259,7 +283,7 @@ export function render({ model, el }) {
     list.style.cssText = "display:grid;grid-template-columns:110px 1fr;gap:1px 8px;margin:0;";
     for (const [name, value] of fields) {
       const term = element("dt", "", name);
-      term.style.cssText = "color:var(--lnb-fg-muted, #555);";
+      term.style.cssText = "color:var(--lnb-fg-muted);";
       const text = element("dd", "", value);
       text.style.cssText = "margin:0;white-space:pre-wrap;word-break:break-word;";
       text.dataset.field = name;
@@ -267,7 +291,6 @@ export function render({ model, el }) {
     }
     details.replaceChildren(list);
   }
-
   function paint(force) {
     const top = scroller.scrollTop;
     const height = scroller.clientHeight || 240;
@@ -284,10 +307,9 @@ export function render({ model, el }) {
     root.dataset.rows = String(data.count);
     root.dataset.rendered = String(rows.length);
   }
-
   function reveal() {
     const id = model.get("selected_command");
-    if (id === null || id === undefined) return;
+    if (id === null || id === void 0) return;
     const position = positionOf(id);
     if (position < 0) return;
     const top = position * ROW_HEIGHT;
@@ -296,13 +318,11 @@ export function render({ model, el }) {
       scroller.scrollTop = Math.max(0, top - height / 3);
     }
   }
-
   function setUp() {
     spacer.style.height = `${data.shown.length * ROW_HEIGHT}px`;
     first = last = -1;
     paint(true);
   }
-
   const onScroll = () => paint(false);
   const onClick = (event) => {
     const line = event.target.closest(".lnb-table-row");
@@ -337,7 +357,6 @@ export function render({ model, el }) {
   applyFilter("");
   showDetails();
   requestAnimationFrame(() => paint(true));
-
   return () => {
     clearTimeout(timer);
     model.off("change:selected_commands", onSelection);
@@ -347,5 +366,7 @@ export function render({ model, el }) {
     model.off("change:summary", onData);
   };
 }
-
-export default { render };
+var table_default = widget(render);
+export {
+  table_default as default
+};

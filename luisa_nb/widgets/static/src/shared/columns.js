@@ -1,7 +1,6 @@
-// Shared by the renderers (prepended to each module, since anywidget loads one module
-// per widget with no imports): binary traits as typed arrays.
+// Binary traits as typed arrays, for every renderer that reads packed columns.
 
-const TYPES = {
+export const TYPES = {
   i1: Int8Array,
   u1: Uint8Array,
   i2: Int16Array,
@@ -15,7 +14,7 @@ const TYPES = {
 };
 
 // An ArrayBuffer holding exactly the bytes of a trait (bytes, DataView or typed array).
-function toArrayBuffer(value) {
+export function toArrayBuffer(value) {
   if (!value) return new ArrayBuffer(0);
   if (value instanceof ArrayBuffer) return value;
   if (ArrayBuffer.isView(value)) {
@@ -25,7 +24,7 @@ function toArrayBuffer(value) {
 }
 
 // The packed record columns of a trace model: {count, columns: {name: typed array}}.
-function decodeColumns(summary, data) {
+export function decodeColumns(summary, data) {
   const buffer = toArrayBuffer(data);
   const count = summary.count || 0;
   const columns = {};

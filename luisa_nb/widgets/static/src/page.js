@@ -1,7 +1,7 @@
 // Boots a static luisa_nb page (report, nbconvert, _repr_html_): decodes the embedded
-// models, gives each renderer a small stand-in for anywidget's model (get, set, on, off,
-// save_changes, send), and links selection across them with the rules the Python
-// widgets apply in traitlets observers:
+// models, renders each mount with its widget module's default export, given a small
+// stand-in for anywidget's model (get, set, on, off, save_changes, send), and links
+// selection across them with the rules the Python widgets apply in traitlets observers:
 //   - choosing a hazard selects both of its commands (selected_command = the later one);
 //   - choosing a command outside the chosen hazard drops the hazard; none drops both;
 //   - the inspector shows the upload of the chosen hazard, else the chosen upload.
@@ -127,7 +127,7 @@ export async function boot(root, load) {
   for (const mount of root.querySelectorAll("[data-lnb-view]")) {
     const module = await get(mount.dataset.lnbView);
     mount.replaceChildren();
-    module.render({ model: models[mount.dataset.lnbModel], el: mount });
+    module.default.render({ model: models[mount.dataset.lnbModel], el: mount });
     mount.classList.add("lnb-live");
   }
   const inspector = root.querySelector("[data-lnb-inspector]");
@@ -156,7 +156,7 @@ export async function boot(root, load) {
       }
       const module = await get("diff");
       body.replaceChildren();
-      cleanup = module.render({ model: models[id], el: body });
+      cleanup = module.default.render({ model: models[id], el: body });
     };
     selection.listeners.push((state) => show(state));
   }

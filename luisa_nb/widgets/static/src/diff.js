@@ -1,11 +1,16 @@
 // Expected against actual values (DiffView, StagingInspector): statistics, a heatmap of
 // differences, and a side-by-side table of one page of values with differing elements
-// highlighted. anywidget renderer: export render({model, el}).
+// highlighted.
 //
 // Model keys read: summary (JSON), heatmap (uint8 cells, bytes). Pages of values come
 // from the kernel on request (model.send({type: "page", mode, page, request}) answered
 // by a "page" message with three buffers: flat indices as f8, expected, actual), or,
 // in a static page, from the embedded buffers all_* and diff_*.
+
+import { TYPES, toArrayBuffer } from "./shared/columns.js";
+import { element } from "./shared/dom.js";
+import { readTheme, rgbOf } from "./shared/theme.js";
+import { widget } from "./shared/widget.js";
 
 function typed(value, dtype) {
   const buffer = value ? toArrayBuffer(value) : null;
@@ -67,20 +72,7 @@ function unravel(flat, shape) {
   return `(${out.join(", ")})`;
 }
 
-// The theme colour `name` (a --lnb-* property) at `node` as [r, g, b], else `fallback`
-// (a canvas turns any CSS colour into #rrggbb or rgba()).
-function themeColour(node, name, fallback) {
-  const text = node.isConnected ? getComputedStyle(node).getPropertyValue(name).trim() : "";
-  if (!text) return fallback;
-  const context = document.createElement("canvas").getContext("2d");
-  context.fillStyle = text;
-  const style = context.fillStyle;
-  if (style.startsWith("#")) return [1, 3, 5].map((k) => parseInt(style.slice(k, k + 2), 16));
-  const parts = /rgba?\(([^)]*)\)/.exec(style);
-  return parts ? parts[1].split(",").slice(0, 3).map(Number) : fallback;
-}
-
-export function render({ model, el }) {
+function render({ model, el }) {
   const root = element("div", "lnb-diff");
   el.replaceChildren(root);
   let summary = {};
@@ -211,9 +203,8 @@ export function render({ model, el }) {
     const pixels = ctx.createImageData(layout.grid_columns, layout.grid_rows);
     // Equal cells in the theme's alternate background; differences from the pale mark
     // colour (few) to the hazard colour (many).
-    const equal = themeColour(root, "--lnb-bg-alt", [240, 240, 240]);
-    const few = themeColour(root, "--lnb-mark-bg", [255, 214, 214]);
-    const many = themeColour(root, "--lnb-hazard", [198, 40, 40]);
+    const theme = readTheme(root);
+    const [equal, few, many] = [theme.bgAlt, theme.markBg, theme.hazard].map(rgbOf);
     for (let k = 0; k < cells.length; k++) {
       const level = cells[k];
       const p = 4 * k;
@@ -353,4 +344,4 @@ export function render({ model, el }) {
   };
 }
 
-export default { render };
+export default widget(render);

@@ -1,35 +1,27 @@
-// What the timeline draws over its lanes (prepended to the timeline renderer, as
-// columns.js is): user ranges as brackets, command lists as brackets under their bars,
-// event signal -> wait arrows, and what the host did between records (kernel compiles,
-// the user's Python) as blocks on the host lane. Reads summary.ranges, .lists, .links and
-// .host_activity (luisa_nb/widgets/overlays.py); draws nothing it is not given.
-//
-// drawOverlays(ctx, summary, geometry): geometry is the timeline's {xOf, laneTop,
-// barBox, LABEL_WIDTH, plotWidth, theme, ...}; returns how many items it drew.
+// What the timeline draws over its lanes: user ranges as brackets, command lists as
+// brackets under their bars, event signal -> wait arrows, and what the host did between
+// records (kernel compiles, the user's Python) as blocks on the host lane. Reads
+// summary.ranges, .lists, .links and .host_activity (luisa_nb/widgets/overlays.py);
+// draws nothing it is not given.
 
-// Range colours by depth (they read on light and dark backgrounds alike).
-const RANGE_COLORS = ["#8e44ad", "#16a085", "#c0392b", "#2c7fb8"];
-const COMPILE_COLOR = "#f0a830";
+import { inkOn } from "./format.js";
+
 const OVERLAY_FONT = "8px sans-serif";
 const HOST_RANGE_ROW = 8;
 const HOST_RANGE_DEPTHS = 3;
 
-function overlayNumber(value) {
-  return typeof value === "function" ? value() : value;
-}
+// Range colours by depth (the theme's --lnb-range-1 to -4).
+const RANGE_KEYS = ["range1", "range2", "range3", "range4"];
 
-function drawOverlays(ctx, summary, geometry) {
-  const g = geometry;
-  const theme = g.theme || {};
+// Draws the overlays of `summary` with `g`, the geometry of this draw (geometry.js);
+// returns how many items of each kind it drew.
+export function drawOverlays(ctx, summary, g) {
+  const theme = g.theme;
   const left = g.LABEL_WIDTH;
-  const right = left + overlayNumber(g.plotWidth);
+  const right = left + g.plotWidth;
   const lanes = (summary.lanes || []).length;
   const counted = { ranges: 0, lists: 0, links: 0, activity: 0 };
-  const laneBottom = (lane) => {
-    if (g.laneHeight) return g.laneTop(lane) + g.laneHeight(lane);
-    const [y, h] = g.barBox(lane);
-    return y + h + 4;
-  };
+  const laneBottom = (lane) => g.laneTop(lane) + g.laneHeight(lane);
   // [x0, x1] of the times [t0, t1] on screen (at least `least` wide), or null if out of view.
   const span = (t0, t1, least) => {
     const x0 = g.xOf(t0);
@@ -56,9 +48,9 @@ function drawOverlays(ctx, summary, geometry) {
     const box = span(block.start, block.end, 1);
     if (!box) continue;
     const compile = block.kind === "compile";
-    ctx.fillStyle = compile ? COMPILE_COLOR : theme.border || "#ddd";
+    ctx.fillStyle = compile ? theme.compile : theme.border;
     ctx.fillRect(box[0], hostBarY, box[1] - box[0], hostBarH);
-    label(block.label, box[0], box[1], hostBarY, compile ? "#111" : theme.fgMuted || "#555");
+    label(block.label, box[0], box[1], hostBarY, compile ? inkOn(theme.compile, theme) : theme.fgMuted);
     counted.activity++;
   }
 
@@ -66,7 +58,7 @@ function drawOverlays(ctx, summary, geometry) {
   // stream lane, a bracket over the first to the last of their records there.
   const hostTop = g.laneTop(0);
   for (const range of summary.ranges || []) {
-    const color = RANGE_COLORS[range.depth % RANGE_COLORS.length];
+    const color = theme[RANGE_KEYS[range.depth % RANGE_KEYS.length]];
     let drawn = false;
     const host = span(range.host[0], range.host[1], 2);
     if (host && range.depth < HOST_RANGE_DEPTHS) {
@@ -78,7 +70,7 @@ function drawOverlays(ctx, summary, geometry) {
       ctx.fillRect(host[0], y, host[1] - host[0], 1);
       ctx.fillRect(host[0], y, 1, HOST_RANGE_ROW - 1);
       ctx.fillRect(host[1] - 1, y, 1, HOST_RANGE_ROW - 1);
-      label(range.name, host[0], host[1], y, theme.fg || "#222");
+      label(range.name, host[0], host[1], y, theme.fg);
       drawn = true;
     }
     for (const [lane, t0, t1] of range.spans) {
@@ -95,7 +87,7 @@ function drawOverlays(ctx, summary, geometry) {
   }
 
   // Command lists: a bracket under the bars of each list of several commands.
-  ctx.fillStyle = theme.fgMuted || "#555";
+  ctx.fillStyle = theme.fgMuted;
   for (const list of summary.lists || []) {
     const box = span(list.start, list.end, 2);
     if (!box || list.lane >= lanes) continue;
@@ -107,7 +99,7 @@ function drawOverlays(ctx, summary, geometry) {
   }
 
   // Event links: an arrow from each signal to the waits on its event.
-  ctx.strokeStyle = theme.link || "#2e5d8a";
+  ctx.strokeStyle = theme.link;
   ctx.fillStyle = ctx.strokeStyle;
   ctx.lineWidth = 1.5;
   for (const link of summary.links || []) {
