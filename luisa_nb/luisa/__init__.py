@@ -14,8 +14,8 @@ from __future__ import annotations
 from luisa_nb.kernels import SharedArrayType
 from luisa_nb.luisa import lcapi, session
 from luisa_nb.luisa.bindless import BindlessArray, bindless_array
-from luisa_nb.luisa.buffer import Buffer, BufferType
-from luisa_nb.luisa.func import Func, func
+from luisa_nb.luisa.buffers import Buffer, BufferType
+from luisa_nb.luisa.functions import Func, func
 from luisa_nb.luisa.gui import GUI
 from luisa_nb.luisa.image import (
     Image2D,

@@ -16,7 +16,7 @@ import numpy as np
 from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.luisa import session
-from luisa_nb.luisa.buffer import ListedCopies, add_to_list
+from luisa_nb.luisa.buffers import ListedCopies, add_to_list
 from luisa_nb.luisa.image_files import (
     load_hdr_image,
     load_ldr_image,

@@ -16,7 +16,7 @@ import numpy as np
 from luisa_nb import kernels
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.aggregates import Array, Struct
-from luisa_nb.luisa.func import func
+from luisa_nb.luisa.functions import func
 from luisa_nb.luisa.types import element_dtype, element_type_of
 
 

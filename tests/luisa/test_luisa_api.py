@@ -327,7 +327,7 @@ def test_log_functions_format_filter_and_reach_a_callback():
 
 
 def test_autodiff_and_saved_shaders_say_they_are_missing(fresh_session):
-    from luisa_nb.luisa.autodiff import autodiff, backward
+    from luisa_nb.luisa.differentiation import autodiff, backward
 
     with pytest.raises(UnsupportedFeatureError, match="automatic differentiation"):
         backward(1.0)

@@ -11,7 +11,7 @@ from typing import Any
 
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
 from luisa_nb.kernels.rules import LUISA_RULES
-from luisa_nb.luisa.buffer import BufferType, buffer_type_of
+from luisa_nb.luisa.buffers import BufferType, buffer_type_of
 from luisa_nb.luisa.image import TextureType, texture_type_of
 from luisa_nb.runtime import IndirectDispatchBuffer, Kernel, Stream
 from luisa_nb.runtime.kernel_objects import MAX_DISPATCH_COUNT
