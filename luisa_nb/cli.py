@@ -153,7 +153,8 @@ def serve(arguments: argparse.Namespace) -> int:
         import luisa_nb.remote.server  # noqa: F401 (it needs pyzmq)
     except ImportError as error:
         raise RemoteError(f"serve needs pyzmq ({error}); pip install 'luisa_nb[remote]'") from None
-    from luisa_nb.remote.options import make_server, stop_on_terminate
+    from luisa_nb.remote.options import stop_on_terminate
+    from luisa_nb.remote.server import make_server
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     server = make_server(arguments)

@@ -25,16 +25,19 @@ command, so memory stays flat however many commands run.
 
 from __future__ import annotations
 
+import argparse
 import functools
 import itertools
 import logging
 import os
+import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import zmq
@@ -42,13 +45,19 @@ import zmq
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError, RemoteError
 from luisa_nb.remote.authentication import TokenAuthenticator
-from luisa_nb.remote.options import DEFAULT_MAX_SESSIONS, DEFAULT_PORT
+from luisa_nb.remote.options import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_PORT,
+    add_serve_options,
+    stop_on_terminate,
+)
 from luisa_nb.remote.protocol import (
     CANCEL_REQUESTS,
     DEFAULT_MAX_MESSAGE_BYTES,
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
     PROTOCOL_VERSION,
+    TOKEN_VARIABLE,
     ZAP_DOMAIN,
     ProtocolError,
     check_request,
@@ -477,7 +486,44 @@ def _peer_address(frame: zmq.Frame) -> str:
         return "an unknown peer"
 
 
-if __name__ == "__main__":  # how a client starts a server (see launcher)
-    from luisa_nb.remote.options import main
+def make_server(arguments: argparse.Namespace) -> Server:
+    """A server with the options in ``arguments`` (bound, not serving yet)."""
+    token = arguments.token or os.environ.get(TOKEN_VARIABLE) or secrets.token_hex(16)
+    return Server(
+        arguments.backend,
+        host=arguments.host,
+        port=arguments.port,
+        token=token,
+        max_message_bytes=arguments.max_message_bytes,
+        max_sessions=arguments.max_sessions,
+    )
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve: print one JSON line when ready. With ``--exit-with-parent`` (a client
+    started this process), stop when that client is gone, and ignore Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="python -m luisa_nb.remote.server")
+    add_serve_options(parser)
+    parser.add_argument("--exit-with-parent", action="store_true")
+    arguments = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
+    stop_on_terminate()
+    parent = None
+    if arguments.exit_with_parent:
+        parent = os.getppid()
+        # a terminal's Ctrl-C reaches the whole process group, this server included: it
+        # is the client's to handle (it cancels its kernels here and keeps its device)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server = make_server(arguments)
+    print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
+    try:
+        server.serve(parent_pid=parent)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":  # how a client starts a server (see launcher)
     sys.exit(main())
