@@ -36,7 +36,7 @@ from pathlib import Path
 from timing import load_average, print_table
 
 from luisa_nb.report import report_html
-from luisa_nb.widgets.model import BYTES_PER_RECORD, Analysis, build_timeline
+from luisa_nb.views.timeline import BYTES_PER_RECORD, Analysis, build_timeline
 from luisa_nb.widgets.pages import timeline_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

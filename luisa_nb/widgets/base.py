@@ -16,7 +16,7 @@ from typing import Any
 import anywidget
 from traitlets import List, Unicode
 
-from luisa_nb.widgets.html_page import STATIC, static_twin, widget_module
+from luisa_nb.widgets.html_page import static_twin, stylesheet, widget_module
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -26,7 +26,7 @@ class StaticFallbackWidget(anywidget.AnyWidget):
     displays with a static twin. A subclass sets ``_esm`` to a renderer module's text
     (:func:`~luisa_nb.widgets.html_page.module_source`)."""
 
-    _css = STATIC / "widgets.css"
+    _css = stylesheet()
     _twin_ids = List(
         Unicode(), help="model ids of the static twins this widget hides when it renders"
     ).tag(sync=True)
