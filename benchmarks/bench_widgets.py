@@ -36,7 +36,7 @@ from pathlib import Path
 from timing import load_average, print_table
 
 from luisa_nb.report import report_html
-from luisa_nb.widgets.model import BYTES_PER_RECORD, Analysis, build_timeline
+from luisa_nb.views.timeline import BYTES_PER_RECORD, Analysis, build_timeline
 from luisa_nb.widgets.pages import timeline_state
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -134,9 +134,9 @@ def main() -> None:
             began = time.perf_counter()
             analysis = Analysis.of(trace)
             analysis_seconds = time.perf_counter() - began
-            model = build_timeline(trace, analysis)
-            model_seconds = time.perf_counter() - began - analysis_seconds
-            state, buffers = timeline_state(model)
+            data = build_timeline(trace, analysis)
+            view_data_seconds = time.perf_counter() - began - analysis_seconds
+            state, buffers = timeline_state(data)
             summary_bytes = len(json.dumps(state, separators=(",", ":")))
             live = summary_bytes + len(buffers["data"])
             began = time.perf_counter()
@@ -178,7 +178,7 @@ def main() -> None:
                     live / count,
                     len(page_text.encode()) / count,
                     analysis_seconds * 1000,
-                    model_seconds * 1000,
+                    view_data_seconds * 1000,
                     report_seconds * 1000,
                 ]
             )
@@ -213,7 +213,7 @@ def main() -> None:
             "live B/cmd",
             "report B/cmd",
             "analysis ms",
-            "model ms",
+            "view data ms",
             "report ms",
         ],
         sizes,

@@ -11,7 +11,7 @@ Quick start::
 """
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
-from luisa_nb.compare import Comparison, compare
+from luisa_nb.comparing import Comparison, compare
 from luisa_nb.errors import LuisaNbError, LuisaNbWarning
 from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
 from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, not in __all__

@@ -1,6 +1,6 @@
-"""PNG files of 8-bit images, with the standard library's zlib: enough for the timeline's
-picture and luisa's ``Image2D.to_image`` and ``from_ldr_image``, with no imaging
-dependency."""
+"""PNG files of 8-bit images, with the standard library's zlib: enough for luisa's
+``Image2D.to_image`` and ``from_ldr_image`` and the pictures of image-shaped arrays in a
+diff view, with no imaging dependency."""
 
 from __future__ import annotations
 

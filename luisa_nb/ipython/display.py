@@ -13,30 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
-from luisa_nb.compare import Comparison
-from luisa_nb.compare_html import theme_style
-from luisa_nb.recording import CommandKind, CommandRecord
-from luisa_nb.recording.naming import describe, stream_name
-from luisa_nb.widgets.html_page import MARK_STYLE, escape, kind_colour
+from luisa_nb.analysis.comparison import Comparison
+from luisa_nb.views.comparison import comparison_html
+from luisa_nb.views.html import cell, command_table, escape, hazard_table, table, theme_style
+from luisa_nb.views.theme import MARK_STYLE
+from luisa_nb.views.timeline import Analysis, build_timeline
 
 DIFF_ROWS = 8
 """How many differing elements of a stale upload the summary lists."""
 DIFF_VIEWS = 4
 """How many DiffView widgets a comparison shows at most (one per differing array and
 configuration); the table above them lists every array."""
-
-_TABLE = "border-collapse:collapse;margin:4px 0"
-_RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
-_CELL = f"padding:2px 8px;{_RULE};text-align:left;vertical-align:top"
-_NUMBER = f"padding:2px 8px;{_RULE};text-align:right;font-family:monospace"
-
-
-def _table(header: Sequence[str], rows: list[str], numeric: Sequence[bool] = ()) -> str:
-    heads = "".join(
-        f"<th style='{_NUMBER if i < len(numeric) and numeric[i] else _CELL}'>{escape(h)}</th>"
-        for i, h in enumerate(header)
-    )
-    return f"<table style='{_TABLE}'><tr>{heads}</tr>{''.join(rows)}</table>"
 
 
 class HazardTable:
@@ -53,20 +40,18 @@ class HazardTable:
                 "none found "
                 "(no stale upload, host write in flight or device race).</p>"
             )
-        rows = []
-        for hazard in self.hazards:
-            colour = kind_colour(hazard.kind)
-            commands = ", ".join(f"#{command}" for command in hazard.command_ids)
-            rows.append(
-                f"<tr><td style='{_CELL};color:{colour};font-weight:bold'>"
-                f"{escape(hazard.kind.value)}</td><td style='{_CELL}'>{commands}</td>"
-                f"<td style='{_CELL}'>{escape(hazard.message)}</td>"
-                f"<td style='{_CELL}'>{escape(hazard.fix)}</td></tr>"
-            )
+        rows = [
+            {
+                "kind": hazard.kind.value,
+                "commands": [f"#{command}" for command in hazard.command_ids],
+                "message": hazard.message,
+                "fix": hazard.fix,
+            }
+            for hazard in self.hazards
+        ]
         return (
             f"{theme_style()}<div class='lnb-ipython-hazards'><b>{escape(self.title)}</b>: "
-            f"{len(self.hazards)}"
-            f"{_table(['kind', 'commands', 'message', 'fix'], rows)}</div>"
+            f"{len(self.hazards)}{hazard_table(rows, limit=len(rows))}</div>"
         )
 
     def __repr__(self) -> str:
@@ -154,74 +139,37 @@ def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
         )
     indices = check.differing_indices
     rows = [
-        f"<tr><td style='{_NUMBER}'>{int(index)}</td>"
-        f"<td style='{_NUMBER};{MARK_STYLE}'>{escape(check.staged[index])}</td>"
-        f"<td style='{_NUMBER}'>{escape(check.expected[index])}</td></tr>"
+        "<tr>"
+        + cell(str(int(index)), numeric=True)
+        + cell(escape(check.staged[index]), numeric=True, style=MARK_STYLE)
+        + cell(escape(check.expected[index]), numeric=True)
+        + "</tr>"
         for index in indices[:DIFF_ROWS]
     ]
     return (
         f"<div class='lnb-ipython-staged'>upload #{check.command_id} staged "
         f"<b>{indices.size}</b> element(s) that differ from what stream order says; the "
         f"first {min(DIFF_ROWS, indices.size)}:"
-        f"{_table(['index', 'staged', 'expected'], rows, numeric=(True, True, True))}</div>"
+        f"{table(['index', 'staged', 'expected'], rows, numeric=(True, True, True))}</div>"
     )
 
 
 def _commands_html(trace: AnalyzedTrace) -> str:
-    start = trace.metadata.started
-    flagged = {command for hazard in trace.hazards for command in hazard.command_ids}
-
-    def moment(value: int | None) -> str:
-        return "" if value is None else f"{(value - start) / 1000:.1f}"
-
-    rows = []
-    for command in sorted(trace.commands, key=lambda record: record.seq):
-        host = _host_moment(command)
-        mark = ";background:#fff8c5;color:#3d3000" if command.id in flagged else ""
-        rows.append(
-            f"<tr><td style='{_CELL}{mark}'>{escape(describe(trace, command))}</td>"
-            f"<td style='{_CELL}'>{escape(stream_name(trace, command.stream))}</td>"
-            f"<td style='{_NUMBER}'>{command.submission}.{command.index}</td>"
-            f"<td style='{_NUMBER}'>{moment(command.submitted)}</td>"
-            f"<td style='{_NUMBER}'>{moment(command.started)}</td>"
-            f"<td style='{_NUMBER}'>{moment(command.finished)}</td>"
-            f"<td style='{_CELL}'>{host[0]}</td><td style='{_NUMBER}'>{moment(host[1])}</td>"
-            f"<td style='{_CELL}'>{escape(command.status.value)}</td></tr>"
-        )
-    header = [
-        "command",
-        "stream",
-        "list.index",
-        "submitted µs",
-        "started µs",
-        "finished µs",
-        "host",
-        "at µs",
-        "status",
-    ]
+    data = build_timeline(trace, Analysis.of(trace))
     return (
-        "<details class='lnb-ipython-commands' open><summary>commands (times in µs after the trace "
-        "started; commands named by a hazard are highlighted)</summary>"
-        f"{_table(header, rows, numeric=(False, False, True, True, True, True, False, True))}"
-        "</details>"
+        "<details class='lnb-ipython-commands' open><summary>commands and sync points (times "
+        "in µs after the trace started; commands named by a hazard are highlighted)</summary>"
+        f"{command_table(data)}</details>"
     )
-
-
-def _host_moment(command: CommandRecord) -> tuple[str, int | None]:
-    if command.kind is CommandKind.UPLOAD and command.host is not None:
-        return "read", command.host_read
-    if command.kind is CommandKind.DOWNLOAD and command.host is not None:
-        return "written", command.host_write
-    return "", None
 
 
 def trace_viewer() -> Callable[[AnalyzedTrace], object] | None:
     """``luisa_nb.widgets.show`` where the widgets can be imported, else ``None``."""
     try:
-        from luisa_nb import widgets
+        from luisa_nb.widgets import show
     except ImportError:
         return None
-    return getattr(widgets, "show", None)
+    return show
 
 
 def show_trace(trace: AnalyzedTrace, *, title: str | None = None) -> None:
@@ -249,7 +197,7 @@ def show_comparison(comparison: Comparison) -> None:
     differs from the reference (at most :data:`DIFF_VIEWS`)."""
     from IPython.display import display
 
-    display({"text/plain": repr(comparison), "text/html": comparison._repr_html_()}, raw=True)
+    display({"text/plain": repr(comparison), "text/html": comparison_html(comparison)}, raw=True)
     view = diff_view_class()
     if view is None:
         return

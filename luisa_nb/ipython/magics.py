@@ -1,6 +1,6 @@
 """The magics of ``%load_ext luisa_nb``. They are glue: tracing, devices and comparisons
-live in the library (``lnb.trace``, ``lnb.create_device``, :mod:`luisa_nb.compare`), where
-plain Python reaches them too.
+live in the library (``lnb.trace``, ``lnb.create_device``, :mod:`luisa_nb.comparing`),
+where plain Python reaches them too.
 
 A cell runs through the shell (``shell.run_cell``) inside the trace, so the user's own
 exceptions and the value of the cell's last expression look as they always do, and the
@@ -22,10 +22,10 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from luisa_nb.analysis import AnalyzedTrace, find_hazards
+from luisa_nb.analysis.comparison import Comparison, Run
 from luisa_nb.backends import backend_names
-from luisa_nb.compare import (
-    Comparison,
-    Run,
+from luisa_nb.comparing import (
+    ViewableComparison,
     parse_configs,
     touched_arrays,
     traced,
@@ -202,7 +202,7 @@ class LuisaMagics(Magics):
                 return
             arrays = touched_arrays(trace, self.shell.user_ns)
             runs.append(Run(config.label, arrays, trace, device.info))
-        comparison = Comparison(runs)
+        comparison = ViewableComparison(runs)
         self.state.last_comparison = comparison
         show_comparison(comparison)
 

@@ -14,7 +14,7 @@ from luisa_nb.analysis import AnalyzedTrace
 from luisa_nb.errors import TraceError
 
 if TYPE_CHECKING:
-    from luisa_nb.compare import Comparison
+    from luisa_nb.analysis.comparison import Comparison
 
 
 @dataclass

@@ -16,12 +16,12 @@ from luisa_nb.errors import InvalidArgumentError
 if TYPE_CHECKING:
     from luisa_nb.recording import Trace
     from luisa_nb.widgets.diff import DiffView, StagingInspector
-    from luisa_nb.widgets.trace_views import CommandTable, HazardList, TimelineWidget
+    from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, TimelineWidget
     from luisa_nb.widgets.viewer import TraceViewer
 
 _LAZY = {
     "TimelineWidget": "luisa_nb.widgets.trace_views",
-    "CommandTable": "luisa_nb.widgets.trace_views",
+    "CommandTableWidget": "luisa_nb.widgets.trace_views",
     "HazardList": "luisa_nb.widgets.trace_views",
     "DiffView": "luisa_nb.widgets.diff",
     "StagingInspector": "luisa_nb.widgets.diff",
@@ -29,7 +29,7 @@ _LAZY = {
 }
 
 __all__ = [
-    "CommandTable",
+    "CommandTableWidget",
     "DiffView",
     "HazardList",
     "StagingInspector",
@@ -80,13 +80,9 @@ def show(obj: Any, actual: Any = None, **options: Any) -> None:
 
 
 def _static_html(obj: Any, actual: Any, **options: Any) -> str:
-    from luisa_nb.widgets.array_diff import ArrayDiff
-    from luisa_nb.widgets.pages import (
-        array_diff_state,
-        diff_fallback,
-        trace_fragment,
-        view_fragment,
-    )
+    from luisa_nb.views.array_diff import ArrayDiff
+    from luisa_nb.views.fallbacks import diff_fallback
+    from luisa_nb.widgets.pages import array_diff_state, trace_fragment, view_fragment
 
     if actual is None:
         return trace_fragment(obj)

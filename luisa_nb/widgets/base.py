@@ -16,7 +16,7 @@ from typing import Any
 import anywidget
 from traitlets import List, Unicode
 
-from luisa_nb.widgets.html_page import STATIC, static_twin
+from luisa_nb.widgets.html_page import static_twin, stylesheet
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -27,7 +27,7 @@ class StaticFallbackWidget(anywidget.AnyWidget):
     (:func:`~luisa_nb.widgets.html_page.module_source`), which hides the static twins of
     the model ids in ``_twin_ids`` when it renders."""
 
-    _css = STATIC / "widgets.css"
+    _css = stylesheet()
     _twin_ids = List(
         Unicode(), help="model ids of the static twins this widget hides when it renders"
     ).tag(sync=True)

@@ -16,11 +16,12 @@ from traitlets import Bytes, Dict, Int, TraitError, observe, validate
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
-from luisa_nb.widgets.array_diff import DEFAULT_PAGE_SIZE, ArrayDiff, upload_array_diff
+from luisa_nb.views.array_diff import DEFAULT_PAGE_SIZE, ArrayDiff, upload_array_diff
+from luisa_nb.views.fallbacks import diff_fallback
+from luisa_nb.views.timeline import Analysis
 from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.html_page import module_source
-from luisa_nb.widgets.model import Analysis
-from luisa_nb.widgets.pages import array_diff_state, diff_fallback, view_fragment
+from luisa_nb.widgets.pages import array_diff_state, view_fragment
 
 
 class ArrayDiffWidget(StaticFallbackWidget):

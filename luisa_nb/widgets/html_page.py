@@ -19,20 +19,18 @@ it boots.
 from __future__ import annotations
 
 import base64
-import html
 import json
 import uuid
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from luisa_nb.views.html import escape, script_json
+from luisa_nb.views.theme import theme_css
+
 STATIC = Path(__file__).parent / "static"
 BUNDLES = STATIC / "bundles"
 MODULE_TYPE = "text/x-luisa-nb-module"
-MARK_STYLE = "background:#ffd6d6;color:#7f0000"
-"""A differing or staged value: a pale mark with dark text, readable in any theme."""
-HAZARD_COLOUR = "var(--lnb-hazard,#c62828)"
-LATENT_COLOUR = "var(--lnb-latent,#8a5a00)"
 HAZARDS_REFERENCE = "$hazards"
 TWIN_GRACE_MS = 4000
 """How long a static twin inside JupyterLab or Notebook waits for its live widget."""
@@ -93,43 +91,14 @@ def static_twin(fragment: str, twin_ids: list[str]) -> str:
 
 @cache
 def stylesheet() -> str:
-    return (STATIC / "widgets.css").read_text(encoding="utf-8")
-
-
-def kind_colour(kind: str) -> str:
-    """Amber for a latent stale upload, red for any other hazard kind: the one meaning
-    these colours have in every view (the stylesheet's ``--lnb-latent``/``--lnb-hazard``,
-    with their light values where a page drops the style element)."""
-    return LATENT_COLOUR if kind == "LATENT_STALE_UPLOAD" else HAZARD_COLOUR
+    """The stylesheet of every widget and page: the theme's properties
+    (:func:`~luisa_nb.views.theme.theme_css`), then ``static/widgets.css``."""
+    return theme_css() + (STATIC / "widgets.css").read_text(encoding="utf-8")
 
 
 def _script_safe(text: str) -> str:
     """Text that cannot end the ``<script>`` element holding it."""
     return text.replace("</script", "<\\/script").replace("<!--", "<\\!--")
-
-
-def shown_text(value: Any) -> str:
-    """``value`` as ``str`` with each lone surrogate (a name read from a file may hold
-    one; no UTF-8 page and no font can) as U+FFFD."""
-    return str(value).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def escape(text: Any) -> str:
-    """``text`` (any value, as :func:`shown_text`) as HTML text or a quoted attribute's
-    value: every name in every view goes through here, so that it shows as the text it
-    is."""
-    return html.escape(shown_text(text), quote=True)
-
-
-_SCRIPT_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
-
-
-def script_json(value: Any) -> str:
-    """``value`` as JSON to put inside a ``<script>`` element. No string in it can end
-    the element or open a comment (``</script>``, ``<!--``): ``<``, ``>`` and ``&`` are
-    written as ``\\u`` escapes, as is every non-ASCII character (U+2028 and U+2029
-    included), so the same text is valid JSON, JavaScript and HTML."""
-    return json.dumps(value, separators=(",", ":"), allow_nan=False).translate(_SCRIPT_JSON_ESCAPES)
 
 
 class StaticPage:

@@ -1,7 +1,7 @@
 """Views of a whole trace: the timeline, the command table and the hazard list.
 
 Each is an anywidget (a Python class plus one ES module in ``static/``). The view data
-comes from :mod:`luisa_nb.widgets.model`: the packed columns travel as one binary
+comes from :mod:`luisa_nb.views.timeline`: the packed columns travel as one binary
 buffer (``data``), the rest as JSON (``summary``, ``hazards``). Selection is validated in
 Python (:class:`~luisa_nb.widgets.selection.SelectionMixin`); the browser reports clicks.
 """
@@ -15,28 +15,24 @@ from traitlets import Bytes, Dict, List, observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
+from luisa_nb.views.fallbacks import hazards_fallback, timeline_fallback
+from luisa_nb.views.html import command_table
+from luisa_nb.views.timeline import Analysis, TimelineData, build_timeline, record_details
 from luisa_nb.widgets.base import StaticFallbackWidget
 from luisa_nb.widgets.html_page import module_source
-from luisa_nb.widgets.model import Analysis, TimelineModel, build_timeline, record_details
-from luisa_nb.widgets.pages import (
-    hazards_fallback,
-    table_fallback,
-    timeline_fallback,
-    timeline_state,
-    view_fragment,
-)
+from luisa_nb.widgets.pages import timeline_state, view_fragment
 from luisa_nb.widgets.selection import SelectionMixin, selection_traits
 
 
 class TraceView(SelectionMixin, StaticFallbackWidget):
-    """A view of ``trace``. ``analysis`` and ``model`` let several views share one
+    """A view of ``trace``. ``analysis`` and ``timeline_data`` let several views share one
     computation (``TraceViewer`` does)."""
 
     selected_command, selected_hazard, selected_commands = selection_traits(sync=True)
     summary = Dict(help="lanes, kinds, colours, texts, hazards and the buffer layout").tag(
         sync=True
     )
-    data = Bytes(help="the packed columns of every record (see luisa_nb.widgets.model)").tag(
+    data = Bytes(help="the packed columns of every record (see luisa_nb.views.timeline)").tag(
         sync=True
     )
     hazards = List(help="hazard summaries: kind, command ids, message, fix, arrow").tag(sync=True)
@@ -48,7 +44,7 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
         trace: Trace,
         *,
         analysis: Analysis | None = None,
-        model: TimelineModel | None = None,
+        timeline_data: TimelineData | None = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(trace, Trace):
@@ -58,15 +54,18 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
             )
         self.trace = trace
         self.analysis = analysis if analysis is not None else Analysis.of(trace)
-        self.model = model if model is not None else build_timeline(trace, self.analysis)
+        self.timeline_data = (
+            timeline_data if timeline_data is not None else build_timeline(trace, self.analysis)
+        )
         self._set_selectable(
-            self.model.record_ids.tolist(), [h["command_ids"] for h in self.model.hazards]
+            self.timeline_data.record_ids.tolist(),
+            [h["command_ids"] for h in self.timeline_data.hazards],
         )
         state, buffers = self._state()
         super().__init__(**state, **buffers, **kwargs)
 
     def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
-        return timeline_state(self.model)
+        return timeline_state(self.timeline_data)
 
     @property
     def payload_bytes(self) -> int:
@@ -75,7 +74,7 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
         return len(json.dumps(state, separators=(",", ":"))) + sum(map(len, buffers.values()))
 
     def _fallback(self) -> str:
-        return timeline_fallback(self.model)
+        return timeline_fallback(self.timeline_data)
 
     def _repr_html_(self) -> str:
         state, buffers = self._state()
@@ -93,7 +92,7 @@ class TimelineWidget(TraceView):
     _view = "timeline"
 
 
-class CommandTable(TraceView):
+class CommandTableWidget(TraceView):
     """Every command and sync point in issue order; click a row to select it. The details
     panel shows the selected record; a large trace's summary leaves out the device and
     host ranges of its commands, which ``record_details`` brings for the selected one."""
@@ -108,7 +107,7 @@ class CommandTable(TraceView):
         self.record_details = {} if selected is None else record_details(self.trace, selected)
 
     def _fallback(self) -> str:
-        return table_fallback(self.model)
+        return command_table(self.timeline_data)
 
 
 class HazardList(TraceView):
@@ -118,7 +117,7 @@ class HazardList(TraceView):
     _view = "hazards"
 
     def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
-        return {"summary": {}, "hazards": self.model.hazards}, {"data": b""}
+        return {"summary": {}, "hazards": self.timeline_data.hazards}, {"data": b""}
 
     def _fallback(self) -> str:
-        return hazards_fallback(self.model.hazards)
+        return hazards_fallback(self.timeline_data.hazards)

@@ -11,13 +11,13 @@ from traitlets import observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
+from luisa_nb.views.html import escape, trace_facts
+from luisa_nb.views.timeline import Analysis, build_timeline
 from luisa_nb.widgets.base import display_with_static_twin
 from luisa_nb.widgets.diff import StagingInspector
-from luisa_nb.widgets.html_page import escape
-from luisa_nb.widgets.model import Analysis, build_timeline
 from luisa_nb.widgets.pages import trace_fragment
 from luisa_nb.widgets.selection import SelectionMixin, link_selection
-from luisa_nb.widgets.trace_views import CommandTable, HazardList, TimelineWidget
+from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, TimelineWidget
 
 
 class TraceViewer(SelectionMixin, ipywidgets.VBox):
@@ -33,13 +33,14 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
             )
         self.trace = trace
         self.analysis = Analysis.of(trace)
-        self.model = build_timeline(trace, self.analysis)
+        self.timeline_data = build_timeline(trace, self.analysis)
         self._set_selectable(
-            self.model.record_ids.tolist(), [h["command_ids"] for h in self.model.hazards]
+            self.timeline_data.record_ids.tolist(),
+            [h["command_ids"] for h in self.timeline_data.hazards],
         )
-        shared = {"analysis": self.analysis, "model": self.model}
+        shared = {"analysis": self.analysis, "timeline_data": self.timeline_data}
         self.timeline = TimelineWidget(trace, **shared)
-        self.table = CommandTable(trace, **shared)
+        self.table = CommandTableWidget(trace, **shared)
         self.hazard_list = HazardList(trace, **shared)
         self.inspector = StagingInspector(trace, analysis=self.analysis)
         self._links = []
@@ -52,7 +53,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         panels = ipywidgets.HBox(
             [
                 ipywidgets.VBox(
-                    [_heading(f"Hazards ({len(self.model.hazards)})"), self.hazard_list],
+                    [_heading(f"Hazards ({len(self.timeline_data.hazards)})"), self.hazard_list],
                     layout=narrow,
                 ),
                 ipywidgets.VBox([_heading("Commands and sync points"), self.table], layout=wide),
@@ -60,7 +61,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
             layout=ipywidgets.Layout(flex_flow="row wrap"),
         )
         children = [
-            ipywidgets.HTML(_header(self.model.meta)),
+            ipywidgets.HTML(trace_facts(self.timeline_data.meta)),
             self.timeline,
             panels,
             _heading("Inspector"),
@@ -73,7 +74,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
     def _inspect(self, _change: dict[str, Any]) -> None:
         upload = None
         if self.selected_hazard is not None:
-            upload = self.model.hazards[self.selected_hazard]["upload"]
+            upload = self.timeline_data.hazards[self.selected_hazard]["upload"]
         elif self.selected_command in self.analysis.uploads:
             upload = self.selected_command
         self.inspector.command_id = upload
@@ -94,7 +95,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         renders live (see :mod:`luisa_nb.widgets.base`)."""
         for view in (self.timeline, self.table, self.hazard_list, self.inspector):
             view.hides_twin(self.model_id)
-        meta = self.model.meta
+        meta = self.timeline_data.meta
         text = (
             f"<TraceViewer: {meta['commands']} commands, {meta['syncs']} sync points, "
             f"{meta['hazards']} hazard(s)>"
@@ -104,17 +105,3 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
 
 def _heading(text: str) -> ipywidgets.HTML:
     return ipywidgets.HTML(f"<b>{escape(text)}</b>")
-
-
-def _header(meta: dict[str, Any]) -> str:
-    hazards = meta["hazards"]
-    verdict = (
-        f'<b class="lnb-bad">{hazards} hazard(s)</b>'
-        if hazards
-        else '<b class="lnb-good">no hazards</b>'
-    )
-    return (
-        f"device: {escape(', '.join(meta['devices']) or '—')} · staging: "
-        f"{escape(', '.join(meta['staging']) or '—')} · capture: {escape(meta['capture'])} · "
-        f"{meta['commands']} commands, {meta['syncs']} sync points · {verdict}"
-    )

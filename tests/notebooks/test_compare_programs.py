@@ -9,17 +9,12 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.analysis import HazardKind
-from luisa_nb.compare import (
-    Comparison,
-    Run,
-    compare,
-    diff_arrays,
-    parse_configs,
-    using_device,
-)
+from luisa_nb.analysis.comparison import Run, diff_arrays
+from luisa_nb.comparing import ViewableComparison, compare, parse_configs, using_device
 from luisa_nb.errors import ConfigurationError, InvalidArgumentError, LuisaNbError
 from luisa_nb.runtime import DeviceConfig
 from luisa_nb.seed import expected_rows, run_seed
+from luisa_nb.views.theme import MARK_BG
 
 
 def seed_program(device):
@@ -160,14 +155,14 @@ def test_compare_html_marks_differing_values_side_by_side():
     reference = np.arange(6, dtype=np.float32)
     other = reference.copy()
     other[[1, 4]] = -1.0
-    comparison = Comparison(
+    comparison = ViewableComparison(
         [
             Run("cpu:execute", {"x<y>": reference, "same": reference}),
             Run("cpu:submit", {"x<y>": other, "same": reference}),
         ]
     )
     page = comparison._repr_html_()
-    assert page.count("background:#ffd6d6") == 2  # the two differing values
+    assert page.count(f"background:{MARK_BG.css()}") == 2  # the two differing values
     assert "x&lt;y&gt;" in page and "x<y>" not in page
     assert "2 of 6 differ" in page
     assert ">cpu:execute</th>" in page and ">cpu:submit</th>" in page
@@ -190,7 +185,7 @@ def test_compare_html_lists_each_runs_hazards():
 
     comparison = compare(program, ["cpu:execute", "cpu:submit"])
     page = comparison._repr_html_()
-    assert "<b>LATENT_STALE_UPLOAD</b>" in page and "<b>STALE_UPLOAD</b>" in page
+    assert ">LATENT_STALE_UPLOAD</span>" in page and ">STALE_UPLOAD</span>" in page
     assert [h.kind for h in comparison.run("cpu:submit").trace.hazards] == [HazardKind.STALE_UPLOAD]
 
 

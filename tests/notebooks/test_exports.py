@@ -23,7 +23,8 @@ from helpers.browser import jupyter_lab, missing_browser_reason
 
 import luisa_nb as lnb
 from luisa_nb.seed import run_seed
-from luisa_nb.widgets.model import HAZARD_COLOR, KINDS, build_timeline
+from luisa_nb.views.theme import HAZARD, KIND_COLOURS
+from luisa_nb.views.timeline import build_timeline
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -145,11 +146,11 @@ def test_show_displays_one_view_wherever_it_is_in_a_cell(ipython, after):
 def test_live_widget_modules_export_the_twin_hiding_render_only():
     """anywidget prefers a named ``render`` export to the default one: a widget's module
     exports only the default, whose render hides the static twins first."""
-    from luisa_nb.widgets import CommandTable, DiffView, HazardList, TimelineWidget
+    from luisa_nb.widgets import CommandTableWidget, DiffView, HazardList, TimelineWidget
 
     views = {
         TimelineWidget: "timeline",
-        CommandTable: "table",
+        CommandTableWidget: "table",
         HazardList: "hazards",
         DiffView: "diff",
     }
@@ -234,9 +235,9 @@ def test_exported_html_without_scripts_shows_the_figure(browser, exports):
 
     pixels = (imread(io.BytesIO(base64.b64decode(source.split(",", 1)[1]))) * 255).round()
     assert pixels.shape[1] == 960
-    red = _pixels_near(pixels, HAZARD_COLOR)
+    red = _pixels_near(pixels, HAZARD.light)
     assert red.sum() > 200  # the hazard arrow (and its legend line)
-    colours = dict(KINDS)
+    colours = dict(KIND_COLOURS)
     rows = {name: np.flatnonzero(_pixels_near(pixels, colours[name]).sum(axis=1) > 20) for name in
             ("synchronize", "upload", "dispatch", "download", "copy")}  # fmt: skip
     assert all(found.size for found in rows.values()), rows
@@ -252,10 +253,10 @@ def _arrows(axes) -> list:
 
 
 def test_fallback_figure_has_an_axis_lane_labels_and_a_legend():
-    from luisa_nb.widgets.figure import timeline_figure, timeline_figure_png
+    from luisa_nb.views.figure import timeline_figure, timeline_figure_png
 
-    model = build_timeline(run_seed(lnb.create_device("cpu", staging="submit")).trace)
-    figure = timeline_figure(model)
+    data = build_timeline(run_seed(lnb.create_device("cpu", staging="submit")).trace)
+    figure = timeline_figure(data)
     (axes,) = figure.axes
     assert [label.get_text() for label in axes.get_yticklabels()] == ["host", "default"]
     assert re.fullmatch(r"time since the trace started \((µs|ms)\)", axes.get_xlabel())
@@ -265,41 +266,44 @@ def test_fallback_figure_has_an_axis_lane_labels_and_a_legend():
         "host read", "host write", "hazard",
     ]  # fmt: skip
     assert len(_arrows(axes)) == 1
-    png = timeline_figure_png(model)
-    assert png == timeline_figure_png(model)
+    png = timeline_figure_png(data)
+    assert png == timeline_figure_png(data)
     assert b"tEXt" not in png and b"tIME" not in png  # no version, no time: reproducible
 
 
 def test_fallback_figure_draws_per_pixel_column():
     from helpers.synthetic import synthetic_trace
 
-    from luisa_nb.widgets.figure import COLUMNS, timeline_figure
+    from luisa_nb.views.figure import COLUMNS, timeline_figure
 
-    model = build_timeline(synthetic_trace(20_000, streams=4, stale=2))
-    axes = timeline_figure(model).axes[0]
+    data = build_timeline(synthetic_trace(20_000, streams=4, stale=2))
+    axes = timeline_figure(data).axes[0]
     bars, reads, writes = axes.collections
     assert len(bars.get_paths()) <= 5 * COLUMNS  # at most a bar per column per lane
     assert len(reads.get_offsets()) <= COLUMNS and len(writes.get_offsets()) <= COLUMNS
     assert len(_arrows(axes)) == 2  # the two stale uploads
 
 
-def test_fallback_picture_without_matplotlib(monkeypatch):
+def test_fallback_picture_without_matplotlib_is_a_note(monkeypatch):
     import builtins
 
-    from luisa_nb.widgets.pages import timeline_png
+    from luisa_nb.views.fallbacks import timeline_fallback, timeline_picture
 
     real_import = builtins.__import__
 
     def no_figure(name, *args, **kwargs):
-        if name == "luisa_nb.widgets.figure":
+        if name == "luisa_nb.views.figure":
             raise ImportError("no matplotlib here")
         return real_import(name, *args, **kwargs)
 
-    model = build_timeline(run_seed(lnb.create_device("cpu", staging="submit")).trace)
+    data = build_timeline(run_seed(lnb.create_device("cpu", staging="submit")).trace)
+    assert timeline_picture(data).startswith('<img class="lnb-fallback-image"')
     monkeypatch.setattr(builtins, "__import__", no_figure)
-    png = timeline_png(model)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    assert int.from_bytes(png[16:20], "big") == 960 and int.from_bytes(png[20:24], "big") == 74
+    assert timeline_picture(data) == (
+        "<p class='lnb-note'>The picture of the timeline needs matplotlib (the "
+        "<code>notebook</code> extra).</p>"
+    )
+    assert "Lanes from the top: host, default." in timeline_fallback(data)
 
 
 # -- JupyterLab -----------------------------------------------------------------------------

@@ -10,10 +10,11 @@ from notebook_support import EXTENSION, SEED_CELL, WIRED
 
 import luisa_nb as lnb
 from luisa_nb.analysis import HazardKind
-from luisa_nb.compare import Comparison
+from luisa_nb.analysis.comparison import Comparison
 from luisa_nb.ipython import display as extension_display
 from luisa_nb.ipython.state import STATE, last_trace
 from luisa_nb.recording import recorder
+from luisa_nb.views.theme import MARK_BG, MARK_FG, MARK_STYLE
 
 pytest.importorskip("IPython")
 
@@ -251,7 +252,7 @@ def test_ipython_hazards_magic_shows_a_table(ipython):
     for header in ("kind", "commands", "message", "fix"):
         assert f">{header}</th>" in shown.html
     stale = last_trace().hazards[0]
-    assert ", ".join(f"#{i}" for i in stale.command_ids) in shown.html
+    assert " → ".join(f"#{i}" for i in stale.command_ids) in shown.html
     assert f"fix: {stale.fix}" in shown.plain
     ipython.user_ns["saved"] = last_trace()
     assert "hazards of saved" in ipython.run("%luisa_hazards saved").html
@@ -303,7 +304,7 @@ def test_ipython_unload_removes_every_hook():
     "unload_ipython_extension, last_trace and compare yet (docs/notebooks.md says how)",
 )
 def test_ipython_load_ext_luisa_nb_and_top_level_names():
-    from luisa_nb.compare import compare
+    from luisa_nb.comparing import compare
     from luisa_nb.ipython import load_ipython_extension, unload_ipython_extension
 
     assert lnb.load_ipython_extension is load_ipython_extension
@@ -315,4 +316,6 @@ def test_ipython_load_ext_luisa_nb_and_top_level_names():
 def test_ipython_marked_values_keep_a_dark_text_colour_in_any_theme(ipython):
     """Pale marks with the theme's text colour are white on pink in a dark theme."""
     shown = ipython.run("%%luisa_trace --backend cpu --staging submit\n" + SEED_CELL)
-    assert "background:#ffd6d6;color:#7f0000" in shown.html
+    assert MARK_STYLE == "background:var(--lnb-mark-bg,#ffd6d6);color:var(--lnb-mark-fg,#7f0000)"
+    assert (MARK_BG.dark, MARK_FG.dark) == ("#ffd6d6", "#7f0000")  # the same in a dark theme
+    assert MARK_STYLE in shown.html

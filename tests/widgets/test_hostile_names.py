@@ -13,7 +13,8 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.analysis import AnalyzedTrace
-from luisa_nb.compare import Comparison, Run
+from luisa_nb.analysis.comparison import Run
+from luisa_nb.comparing import ViewableComparison
 from luisa_nb.ipython.display import TraceSummary
 from luisa_nb.report import report_html, write_report
 from luisa_nb.widgets import DiffView
@@ -91,7 +92,7 @@ def test_the_notebook_views_hold_names_as_text(traced):
 def test_the_compare_table_and_a_diff_view_hold_names_as_text():
     names = (f"reference {HOSTILE}", f"actual {HOSTILE}")
     runs = [Run(config, {NAMES["array"]: np.arange(4.0) + i}) for i, config in enumerate(names)]
-    table = Comparison(runs)._repr_html_()
+    table = ViewableComparison(runs)._repr_html_()
     assert "<script" not in table and "<!--" not in table
     assert escape(NAMES["array"]) in table and escape(names[1]) in table
     view = DiffView(np.zeros(4), np.ones(4), names=names, title=NAMES["array"])._repr_html_()

@@ -9,8 +9,8 @@ import re
 import numpy as np
 
 from luisa_nb.report import report_html, write_report
+from luisa_nb.views.timeline import build_timeline
 from luisa_nb.widgets.html_page import module_source
-from luisa_nb.widgets.model import build_timeline
 
 EXTERNAL = re.compile(r"""(?:src|href|action)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
@@ -84,11 +84,16 @@ def test_scripts_cannot_break_out_of_their_elements(seed):
 
 
 def test_the_no_script_hazard_list_colours_each_kind_as_every_view_does():
-    from luisa_nb.widgets.html_page import HAZARD_COLOUR, LATENT_COLOUR
-    from luisa_nb.widgets.pages import hazards_fallback
+    from luisa_nb.views.fallbacks import hazards_fallback
+    from luisa_nb.views.theme import HAZARD, LATENT
 
     hazard = {"descriptions": ["#1 download", "#2 upload"], "message": "m", "fix": "f"}
     latent = hazards_fallback([{**hazard, "kind": "LATENT_STALE_UPLOAD"}])
     stale = hazards_fallback([{**hazard, "kind": "STALE_UPLOAD"}])
-    assert f'style="color:{LATENT_COLOUR}"' in latent and HAZARD_COLOUR not in latent
-    assert f'style="color:{HAZARD_COLOUR}"' in stale
+    assert (
+        LATENT.css() == "var(--lnb-latent,#8a5a00)" and HAZARD.css() == "var(--lnb-hazard,#c62828)"
+    )
+    assert f"color:{LATENT.css()};font-weight:bold'>LATENT_STALE_UPLOAD<" in latent
+    assert HAZARD.css() not in latent
+    assert f"color:{HAZARD.css()};font-weight:bold'>STALE_UPLOAD<" in stale
+    assert "#1 download → #2 upload" in stale

@@ -26,7 +26,8 @@ from luisa_nb.recording import (
     SyncRecord,
 )
 from luisa_nb.report import write_report
-from luisa_nb.widgets.model import KINDS, build_timeline
+from luisa_nb.views.theme import KIND_COLOURS
+from luisa_nb.views.timeline import build_timeline
 
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)
@@ -55,7 +56,9 @@ DARK = {
 DARK_BODY = "".join(f"{name}:{value};" for name, value in DARK.items())
 DARK_BODY += "background:#111111;color:rgba(255,255,255,0.87);"
 MINIMUM_CONTRAST = 4.5
-KIND_RGB = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KINDS}
+KIND_RGB = {
+    name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KIND_COLOURS
+}
 
 
 def handmade_trace() -> AnalyzedTrace:

@@ -9,7 +9,7 @@ from helpers.streams import streams_trace
 
 from luisa_nb.recording.naming import describe_sync
 from luisa_nb.report import write_report
-from luisa_nb.widgets.model import build_timeline
+from luisa_nb.views.timeline import build_timeline
 
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)

@@ -15,11 +15,11 @@ from helpers.browser import missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
+from luisa_nb.views.theme import KIND_COLOURS
 from luisa_nb.widgets import DiffView
 from luisa_nb.widgets.html_page import MODULE_TYPE, module_source, stylesheet
-from luisa_nb.widgets.model import KINDS
 
-COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KINDS}
+COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, color in KIND_COLOURS}
 
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)

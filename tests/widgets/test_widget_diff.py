@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from traitlets import TraitError
 
+from luisa_nb.views.array_diff import ArrayDiff
 from luisa_nb.widgets import DiffView, StagingInspector
-from luisa_nb.widgets.array_diff import ArrayDiff
 
 
 def values(raw: bytes, dtype: str) -> list:
@@ -174,7 +174,7 @@ def test_a_stale_upload_with_equal_bytes_is_stale_in_every_view():
     the inspector and the report agree that the upload is stale."""
     import luisa_nb as lnb
     from luisa_nb.analysis import HazardKind
-    from luisa_nb.widgets.model import Analysis, build_timeline
+    from luisa_nb.views.timeline import Analysis, build_timeline
     from luisa_nb.widgets.pages import trace_page
 
     device = lnb.create_device("cpu", staging="submit")

@@ -1,4 +1,5 @@
-"""Widgets read a Trace plus analysis results, never the runtime or the backends."""
+"""Views and widgets read a Trace plus analysis results, never the runtime or the backends,
+and the views package imports nothing of the widgets built on it."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ package.__path__ = [sys.argv[1]]
 sys.modules["luisa_nb"] = package
 import luisa_nb.widgets
 from luisa_nb.widgets import (
-    CommandTable, DiffView, HazardList, StagingInspector, TimelineWidget, TraceViewer,
+    CommandTableWidget, DiffView, HazardList, StagingInspector, TimelineWidget, TraceViewer,
 )
-import luisa_nb.report
+import luisa_nb.report, luisa_nb.ipython.display
+import luisa_nb.views.comparison, luisa_nb.views.fallbacks, luisa_nb.views.figure
 print(json.dumps(sorted(sys.modules)))
 """
 
@@ -40,11 +42,36 @@ def test_importing_the_widgets_loads_no_runtime_or_backend():
     assert done.returncode == 0, done.stderr
     modules = json.loads(done.stdout.splitlines()[-1])
     assert "luisa_nb.widgets.viewer" in modules and "luisa_nb.analysis" in modules
+    assert "luisa_nb.views.figure" in modules
     assert [m for m in modules if m.startswith(FORBIDDEN)] == []
 
 
-def test_no_widget_module_names_the_runtime():
-    sources = [*(PACKAGE / "widgets").glob("*.py"), PACKAGE / "report.py"]
+def _imports(source: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(source.read_text(), str(source))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_the_views_import_no_widget_and_no_comparison_runner():
+    for source in (PACKAGE / "views").glob("*.py"):
+        for line, name in _imports(source):
+            assert not name.startswith(("luisa_nb.widgets", "luisa_nb.comparing")), (
+                f"{source.name}:{line} imports {name}"
+            )
+
+
+def test_no_view_or_widget_module_names_the_runtime():
+    sources = [
+        *(PACKAGE / "widgets").glob("*.py"),
+        *(PACKAGE / "views").glob("*.py"),
+        PACKAGE / "report.py",
+        PACKAGE / "ipython" / "display.py",
+    ]
     for source in sources:
         tree = ast.parse(source.read_text(), str(source))
         for node in ast.walk(tree):

@@ -11,13 +11,13 @@ from helpers.streams import PAUSE, streams_trace
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.recording import CommandKind
-from luisa_nb.widgets import model as model_module
-from luisa_nb.widgets.model import (
+from luisa_nb.views import timeline as timeline_module
+from luisa_nb.views.theme import KIND_COLOURS
+from luisa_nb.views.timeline import (
     BYTES_PER_RECORD,
     COLUMNS,
     HOST_LANE,
     KIND_CODES,
-    KINDS,
     Analysis,
     build_timeline,
     record_details,
@@ -40,7 +40,7 @@ def test_seed_lanes_kinds_and_ids(seed):
     columns = model.columns
     assert sorted(columns["id"].tolist()) == seed.ids
     by_id = {int(i): row for row, i in enumerate(columns["id"])}
-    kinds = [KINDS[columns["kind"][by_id[i]]][0] for i in seed.ids]
+    kinds = [KIND_COLOURS[columns["kind"][by_id[i]]][0] for i in seed.ids]
     assert kinds == ["upload", "dispatch", "download", "upload", "copy", "synchronize"]
     lanes = [int(columns["lane"][by_id[i]]) for i in seed.ids]
     assert lanes == [1, 1, 1, 1, 1, HOST_LANE]  # a host synchronize sits on the host lane
@@ -67,8 +67,10 @@ def test_seed_times_are_relative_microseconds_and_sorted(seed):
         if moment is None:
             assert np.isnan(columns["host"][row])
         else:
-            when = columns["start"][row] + columns["host"][row]
-            assert when == pytest.approx((moment - model.origin) / 1000, abs=1e-3)
+            offset = columns["host"][row]  # float32: exact to one part in 2**23
+            when = columns["start"][row] + offset
+            tolerance = 1e-3 + abs(float(offset)) * 2.0**-23
+            assert when == pytest.approx((moment - model.origin) / 1000, abs=tolerance)
     # the stale upload read host memory before it started (staging="submit")
     assert columns["host"][by_id[seed.upload]] < 0
     low, high = model.meta["extent"]
@@ -289,7 +291,7 @@ def test_details_name_device_and_host_ranges(streams_program):
 
 
 def test_a_large_trace_sends_details_for_the_selected_record_only(streams_program, monkeypatch):
-    from luisa_nb.widgets import CommandTable
+    from luisa_nb.widgets import CommandTableWidget
 
     trace = streams_program.trace
     [download] = ids_of(trace, "download")
@@ -301,10 +303,10 @@ def test_a_large_trace_sends_details_for_the_selected_record_only(streams_progra
     [wait] = ids_of(trace, "wait")
     assert record_details(trace, wait) == {"id": wait, "lines": ""}
 
-    monkeypatch.setattr(model_module, "DETAILS_INLINE_LIMIT", 3)
+    monkeypatch.setattr(timeline_module, "DETAILS_INLINE_LIMIT", 3)
     large = build_timeline(trace)
     assert large.summary()["details"] == [""] and not large.columns["detail"].any()
-    table = CommandTable(trace, model=large)
+    table = CommandTableWidget(trace, timeline_data=large)
     table.selected_command = download
     assert table.record_details == {"id": download, "lines": expected}
     table.selected_command = None

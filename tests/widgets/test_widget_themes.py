@@ -145,7 +145,7 @@ KIND_COLOURS = """() => {
   };
   return {
     "hazard list": colour(".lnb-hazard-title b"),
-    "hazard table of the IPython extension": colour(".lnb-ipython-hazards td"),
+    "hazard table of the IPython extension": colour(".lnb-ipython-hazards td span"),
     "--lnb-hazard": property("--lnb-hazard"),
     "--lnb-latent": property("--lnb-latent"),
   };

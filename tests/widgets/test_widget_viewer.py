@@ -7,7 +7,7 @@ import pytest
 from traitlets import TraitError
 
 from luisa_nb.widgets import (
-    CommandTable,
+    CommandTableWidget,
     DiffView,
     HazardList,
     TimelineWidget,
@@ -57,7 +57,7 @@ def test_selecting_a_missing_record_raises_a_clear_error(seed):
         timeline.selected_command = "#5"
     assert timeline.selected_command is None and timeline.selected_commands == []
     with pytest.raises(TraitError, match="no record #9999"):
-        CommandTable(seed.trace, selected_command=9999)
+        CommandTableWidget(seed.trace, selected_command=9999)
     with pytest.raises(TypeError, match="shows a luisa_nb Trace, not ndarray"):
         TimelineWidget(np.zeros(3))
 

@@ -1,30 +1,25 @@
-"""The HTML view of a :class:`~luisa_nb.compare.Comparison`."""
+"""The HTML view of a :class:`~luisa_nb.analysis.comparison.Comparison`: one table,
+arrays down, configurations across, differing values marked."""
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 
-from luisa_nb.analysis import HazardKind
-from luisa_nb.compare import FIRST_INDICES, ArrayDifference, Comparison, Run, index_text
-from luisa_nb.widgets.html_page import (
-    HAZARD_COLOUR,
-    MARK_STYLE,
-    escape,
-    kind_colour,
-    stylesheet,
+from luisa_nb.analysis.comparison import (
+    FIRST_INDICES,
+    ArrayDifference,
+    Comparison,
+    Run,
+    index_text,
 )
+from luisa_nb.views.html import escape, hazard_kind, theme_style
+from luisa_nb.views.theme import BORDER, HAZARD, MARK_STYLE, OK
 
-# Colours are the widgets' theme properties (see theme_style), with their light values
-# where a page drops the style element. A differing value is a pale mark with dark text,
-# readable in any theme.
 _MARK = f"{MARK_STYLE};font-weight:bold"
-_EQUAL = "color:var(--lnb-ok,#2e7d32)"
-_UNEQUAL = f"color:{HAZARD_COLOUR};font-weight:bold"
-_RULE = "border-top:1px solid var(--lnb-border,#d0d7de)"
+_EQUAL = f"color:{OK.css()}"
+_UNEQUAL = f"color:{HAZARD.css()};font-weight:bold"
+_RULE = f"border-top:1px solid {BORDER.css()}"
 _CELL = "padding:2px 8px;text-align:right;font-family:monospace"
-_THEME_END = "/* End of the theme block. */"
 SHOWN_ELEMENTS = 4
 """How many leading elements the HTML view shows of an array equal everywhere."""
 
@@ -134,19 +129,5 @@ def _hazards_html(run: Run) -> str:
     if not hazards:
         return "no hazards"
     return ", ".join(
-        f"<span style='{_kind_style(h.kind)}'><b>{escape(h.kind.value)}</b></span> "
-        f"(#{', #'.join(map(str, h.command_ids))})"
-        for h in hazards
+        f"{hazard_kind(h.kind.value)} (#{', #'.join(map(str, h.command_ids))})" for h in hazards
     )
-
-
-def _kind_style(kind: HazardKind) -> str:
-    return f"color:{kind_colour(kind)};font-weight:bold"
-
-
-@cache
-def theme_style() -> str:
-    """A ``<style>`` element with the widgets' theme properties (``--lnb-*``, from the head
-    of their stylesheet), so HTML outside the widgets follows JupyterLab's theme too."""
-    text = stylesheet()
-    return f"<style>{text[: text.index(_THEME_END)]}</style>"

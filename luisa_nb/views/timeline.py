@@ -1,8 +1,10 @@
 """The view data of a trace: columnar arrays packed into one binary buffer, plus small
-JSON summaries (lanes, kinds, colours, hazards, command texts).
+JSON summaries (lanes, kinds, colours, hazards, command texts). The timeline, command
+table and hazard list widgets hold it as their state (``summary``, ``data``, ``hazards``).
 
-The live widgets and the static HTML page read the same :class:`TimelineModel`, so a
-notebook, a saved report and a headless browser draw the same picture. Reads a
+The live widgets, the static HTML page and the static picture read the same
+:class:`TimelineData`, so a notebook, a saved report and a headless browser draw the
+same picture. Reads a
 :class:`~luisa_nb.recording.Trace` and analysis results only; never the runtime.
 
 Per record the buffer holds 44 bytes, one column after another (each padded to 8 bytes):
@@ -35,7 +37,7 @@ status      u1     index into ``summary["statuses"]``
 
 Rows are sorted by start time (then issue order). Over the bars the timeline draws
 ``summary["ranges"]``, ``["lists"]``, ``["links"]`` and ``["host_activity"]``
-(:mod:`luisa_nb.widgets.overlays`); ``summary["errors"]`` maps the id of each failed
+(:mod:`luisa_nb.views.overlays`); ``summary["errors"]`` maps the id of each failed
 record to its error.
 """
 
@@ -59,30 +61,17 @@ from luisa_nb.recording.naming import (
     stream_name,
 )
 from luisa_nb.recording.ranges import innermost_ranges
-from luisa_nb.widgets.overlays import (
+from luisa_nb.views.overlays import (
     event_links,
     host_activity,
     list_summaries,
     range_summaries,
 )
+from luisa_nb.views.theme import KIND_COLOURS
 
-#: Record kinds in code order, with their colours (commands first, then sync points).
-KINDS: tuple[tuple[str, str], ...] = (
-    ("upload", "#4e79a7"),
-    ("download", "#59a14f"),
-    ("copy", "#f28e2b"),
-    ("fill", "#9c755f"),
-    ("dispatch", "#b07aa1"),
-    ("synchronize", "#8c8c8c"),
-    ("signal", "#edc948"),
-    ("wait", "#76b7b2"),
-    ("event_synchronize", "#bab0ac"),
-    ("callback", "#ff9da7"),
-)
-KIND_CODES = {name: code for code, (name, _) in enumerate(KINDS)}
+KIND_CODES = {name: code for code, (name, _) in enumerate(KIND_COLOURS)}
 STATUSES = tuple(status.value for status in Status)
 STATUS_CODES = {name: code for code, name in enumerate(STATUSES)}
-HAZARD_COLOR = "#d62728"
 HOST_LANE = 0
 DETAILS_INLINE_LIMIT = 20_000
 """Up to this many records, the summary holds every command's device and host ranges."""
@@ -146,7 +135,7 @@ class Analysis:
 
 
 @dataclass
-class TimelineModel:
+class TimelineData:
     """Columns and summaries of every record of a trace, ready to pack or draw."""
 
     columns: dict[str, np.ndarray]
@@ -189,10 +178,9 @@ class TimelineModel:
             "count": self.count,
             "layout": self.layout(),
             "lanes": self.lanes,
-            "kinds": [{"name": name, "color": color} for name, color in KINDS],
+            "kinds": [{"name": name, "color": color} for name, color in KIND_COLOURS],
             "statuses": list(STATUSES),
             "texts": self.texts,
-            "hazard_color": HAZARD_COLOR,
             "meta": self.meta,
             "ranges": self.overlays.get("ranges", []),
             "lists": self.overlays.get("lists", []),
@@ -203,14 +191,14 @@ class TimelineModel:
         }
 
     def description(self, record_id: int) -> str:
-        """``#3 download z -> z_data`` for any record in the model."""
+        """``#3 download z -> z_data`` for any record in the view data."""
         rows = np.flatnonzero(self.columns["id"] == record_id)
         if not rows.size:
             raise RecordNotFoundError(f"no record #{record_id} in this trace")
         return f"#{record_id} {self.texts[int(self.columns['text'][rows[0]])]}"
 
 
-def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineModel:
+def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineData:
     """The view data of ``trace`` (hazards from ``analysis``, computed when not given)."""
     analysis = analysis if analysis is not None else Analysis.of(trace)
     records = sorted(trace.records, key=lambda record: record.seq)
@@ -324,7 +312,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineMo
         "details": details.texts if details is not None else [""],
         "errors": errors,
     }
-    return TimelineModel(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
+    return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
 
 
 class _Details:

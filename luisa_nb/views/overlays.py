@@ -1,8 +1,8 @@
 """What the timeline draws over its bars, as JSON: user ranges, command-list brackets,
 event arrows and what the host did between the records (compiles, the user's Python).
 
-Times are µs from the model's origin, lanes are indices into ``summary["lanes"]``.
-Everything here is worked out with numpy over the model's columns, so a trace of 100k
+Times are µs from the view data's origin, lanes are indices into ``summary["lanes"]``.
+Everything here is worked out with numpy over the view data's columns, so a trace of 100k
 records costs milliseconds; the number of items follows the number of ranges, command
 lists of several commands, waits and gaps, not of records.
 """
