@@ -14,6 +14,10 @@ from luisa_nb.seed import run_seed
 
 
 def _seed(staging: str) -> SimpleNamespace:
+    """The seed traced with its kernel compiled already: a cold compile inside the trace
+    would stretch it to tens of milliseconds, and the views' opening zoom would squeeze
+    the commands into overlapping slivers, depending on which test ran first."""
+    run_seed(lnb.create_device("cpu", staging=staging))
     trace = run_seed(lnb.create_device("cpu", staging=staging)).trace
     first_upload, dispatch, download, upload, copy = (c.id for c in trace.commands)
     assert [c.kind for c in trace.commands] == [

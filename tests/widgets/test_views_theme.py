@@ -10,8 +10,8 @@ from luisa_nb.views import theme
 from luisa_nb.views.html import theme_style
 from luisa_nb.widgets.html_page import STATIC, stylesheet
 
-PROPERTY = re.compile(r"--lnb-[a-z-]+")
-DEFINITION = re.compile(r"(--lnb-[a-z-]+):\s*([^;]+);")
+PROPERTY = re.compile(r"--lnb-[a-z0-9-]+")
+DEFINITION = re.compile(r"(--lnb-[a-z0-9-]+):\s*([^;]+);")
 
 
 def _definitions(css: str) -> list[tuple[str, str]]:
@@ -52,7 +52,7 @@ def test_the_stylesheet_defines_no_property_of_its_own_and_uses_only_the_themes(
     assert stylesheet().startswith(theme.theme_css())
     defined = {colour.property for colour in theme.COLOURS}
     used = set(PROPERTY.findall(own))
-    for script in STATIC.glob("*.js"):
+    for script in (STATIC / "src").rglob("*.js"):
         used |= {name for name in PROPERTY.findall(script.read_text(encoding="utf-8"))}
     assert used and used <= defined, used - defined
     assert theme_style() == f"<style>{theme.theme_css()}</style>"
