@@ -219,10 +219,10 @@ def reduction_seconds(name: str, sizes: Sizes) -> tuple[float, np.ndarray]:
 def check_sources() -> dict[str, str]:
     """The CUDA source of every kernel here by name, typed and emitted without a GPU or
     a C compiler (what ``--check`` runs)."""
-    from luisa_nb.kernels.captures import CaptureResolver
-    from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.cuda.emitter import CudaEmitter
+    from luisa_nb.kernels.frontend.captures import CaptureResolver
     from luisa_nb.kernels.type_system import BufferType, ScalarType
-    from luisa_nb.kernels.typer import KernelTyper
+    from luisa_nb.kernels.typing.typer import KernelTyper
 
     f32, i32 = BufferType(ScalarType.FLOAT32), BufferType(ScalarType.INT32)
     integer = ScalarType.INT32
@@ -245,7 +245,7 @@ def check_sources() -> dict[str, str]:
 def nvrtc_check(sources: dict[str, str]) -> str:
     """Each source compiled by NVRTC for ``sm_90`` (no GPU needed), or why it was not;
     NVRTC rejecting one raises KernelBuildError."""
-    from luisa_nb.kernels.nvrtc import compile_cuda, nvrtc_version
+    from luisa_nb.kernels.cuda.nvrtc import compile_cuda, nvrtc_version
 
     try:
         major, minor = nvrtc_version()

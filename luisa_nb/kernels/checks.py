@@ -22,14 +22,14 @@ from luisa_nb.errors import (
 CHECK_SETTINGS = (True, False, "nan")
 DEVICE_DEFAULT = None
 
-# Status codes of a launch, shared with the generated C (see c_checks.LAUNCH_PRELUDE).
+# Status codes of a launch, shared with the generated C (see c.checks.LAUNCH_PRELUDE).
 STATUS_OK = 0
 STATUS_INDEX_ERROR = 1
 STATUS_NON_FINITE = 2
 STATUS_CANCELLED = 3
 STATUS_INVALID_SIZE = 4
 STATUS_DIVERGED_BARRIERS = 5  # threads of a block paused at different barriers
-STATUS_FAULT = 6  # a memory fault (see kernels/fault_guard.py)
+STATUS_FAULT = 6  # a memory fault (see kernels/c/fault_guard.py)
 
 
 def check_setting(value: object, *, allow_default: bool = False) -> bool | str | None:

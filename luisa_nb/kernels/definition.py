@@ -16,14 +16,20 @@ from luisa_nb.errors import (
     LuisaNbWarning,
 )
 from luisa_nb.kernels import ir
-from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.c.executable import CExecutable
+from luisa_nb.kernels.c.toolchain import compiler_available
 from luisa_nb.kernels.checks import check_setting
-from luisa_nb.kernels.executable import CExecutable, Executable
-from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH, call_with_room, deepest_expression
-from luisa_nb.kernels.python_mode import PythonExecutable
+from luisa_nb.kernels.executable import Executable
+from luisa_nb.kernels.frontend.captures import CaptureResolver
+from luisa_nb.kernels.frontend.nesting import (
+    MAX_EXPRESSION_DEPTH,
+    call_with_room,
+    deepest_expression,
+)
+from luisa_nb.kernels.frontend.source import KernelSource
+from luisa_nb.kernels.frontend.validation import SyntaxValidator
+from luisa_nb.kernels.python.executable import PythonExecutable
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
-from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.toolchain import compiler_available
 from luisa_nb.kernels.type_system import (
     BindlessType,
     BufferType,
@@ -34,8 +40,7 @@ from luisa_nb.kernels.type_system import (
     is_aggregate_type,
     is_bindless_like,
 )
-from luisa_nb.kernels.typer import KernelTyper
-from luisa_nb.kernels.validation import SyntaxValidator
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 MODES = ("auto", "c", "python")
 _fallback_warning_lock = threading.Lock()

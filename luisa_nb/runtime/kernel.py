@@ -17,9 +17,9 @@ import numpy as np
 
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
+from luisa_nb.kernels.c.toolchain import compiler_runs
 from luisa_nb.kernels.checks import check_setting
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
-from luisa_nb.kernels.toolchain import compiler_runs
 from luisa_nb.kernels.type_system import is_bindless_like, is_indirect_like
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import active_recorder

@@ -16,6 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.cuda import needs_nvrtc
+from helpers.cuda_emulation import (
+    EmulationError,
+    build_unit,
+    emulate,
+    emulation_failure_function,
+    emulation_unit,
+    find_cxx_compiler,
+)
 
 from luisa_nb.conformance import kernels as conformance_kernels
 from luisa_nb.errors import KernelBarrierError, KernelIndexError, UnsupportedFeatureError
@@ -33,23 +41,15 @@ from luisa_nb.kernels import (
     pow,
     set_block_size,
 )
-from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
-from luisa_nb.kernels.cuda_emulation import (
-    EmulationError,
-    build_unit,
-    emulate,
-    emulation_failure_function,
-    emulation_unit,
-    find_cxx_compiler,
-)
-from luisa_nb.kernels.executable import run_launch
-from luisa_nb.kernels.matrices import float3x3
-from luisa_nb.kernels.nvrtc import NvrtcWarning, compile_cuda
+from luisa_nb.kernels.c.executable import run_launch
+from luisa_nb.kernels.c.toolchain import load_launch_function
+from luisa_nb.kernels.cuda.emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.cuda.nvrtc import NvrtcWarning, compile_cuda
+from luisa_nb.kernels.lang.matrices import float3x3
+from luisa_nb.kernels.lang.scalar_names import uint
+from luisa_nb.kernels.lang.vectors import float2, float3, int2, uint3
 from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
-from luisa_nb.kernels.scalar_names import uint
-from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.type_system import resource_kind_of
-from luisa_nb.kernels.vectors import float2, float3, int2, uint3
 from luisa_nb.runtime import kernel
 
 from . import (

@@ -16,11 +16,11 @@ from luisa_nb.kernels import (
     ScalarType,
     compiler_available,
 )
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.c.toolchain import compiler_flags, find_compiler
+from luisa_nb.kernels.frontend.captures import CaptureResolver
 from luisa_nb.kernels.type_system import BindlessType, ImageType
-from luisa_nb.kernels.typer import KernelTyper
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 from . import sample_kernels
 

@@ -9,11 +9,11 @@ import pytest
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, argument_type
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.frontend.captures import CaptureResolver
+from luisa_nb.kernels.lang.vectors import float2, float3
 from luisa_nb.kernels.type_system import BindlessType, ImageType, Sampler
-from luisa_nb.kernels.typer import KernelTyper
-from luisa_nb.kernels.vectors import float2, float3
+from luisa_nb.kernels.typing.typer import KernelTyper
 from luisa_nb.runtime import BindlessArray, create_device
 
 F32 = BufferType(ScalarType.FLOAT32)

@@ -9,11 +9,11 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, compiler_available
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.streaming import streamed_buffers
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.c.streaming import streamed_buffers
+from luisa_nb.kernels.frontend.captures import CaptureResolver
 from luisa_nb.kernels.type_system import MatrixType, VectorType
-from luisa_nb.kernels.typer import KernelTyper
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 from . import streaming_kernels
 from .helpers import FakeBuffer, run

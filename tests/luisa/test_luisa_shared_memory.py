@@ -171,7 +171,7 @@ def test_a_shared_array_is_made_once(fresh_session):
 
 def test_the_cuda_emitter_gives_shared_memory_and_barriers(fresh_session):
     from luisa_nb.kernels import argument_type
-    from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.cuda.emitter import CudaEmitter
     from luisa_nb.kernels.definition import KernelDefinition
 
     luisa.init("cpu")
