@@ -219,6 +219,7 @@ def reduction_seconds(name: str, sizes: Sizes) -> tuple[float, np.ndarray]:
 def check_sources() -> dict[str, str]:
     """The CUDA source of every kernel here by name, typed and emitted without a GPU or
     a C compiler (what ``--check`` runs)."""
+    from luisa_nb.kernels.checks import KernelChecks
     from luisa_nb.kernels.cuda.emitter import CudaEmitter
     from luisa_nb.kernels.frontend.captures import CaptureResolver
     from luisa_nb.kernels.type_system import BufferType, ScalarType
@@ -238,7 +239,7 @@ def check_sources() -> dict[str, str]:
         typer = KernelTyper(
             definition.kernel_source, types, CaptureResolver(definition.function), "c"
         )
-        sources[definition.function.__name__] = CudaEmitter(typer.run(), True).emit()
+        sources[definition.function.__name__] = CudaEmitter(typer.run(), KernelChecks.BOUNDS).emit()
     return sources
 
 

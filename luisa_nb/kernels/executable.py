@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.lang.aggregates import to_bytes
 from luisa_nb.kernels.type_system import MatrixType, is_aggregate_type
@@ -111,7 +112,7 @@ class Executable:
     mode: str
     source: str
 
-    def __init__(self, kernel: ir.KernelIR, source: KernelSource, checks: bool | str) -> None:
+    def __init__(self, kernel: ir.KernelIR, source: KernelSource, checks: KernelChecks) -> None:
         self.name = kernel.name
         self.kernel = kernel
         self.checks = checks

@@ -914,6 +914,7 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
     import cupy
 
     from luisa_nb.kernels import KernelDefinition, argument_type
+    from luisa_nb.kernels.checks import KernelChecks
     from luisa_nb.kernels.cuda.emitter import CudaEmitter
     from luisa_nb.kernels.cuda.nvrtc import OPTIONS
 
@@ -923,7 +924,7 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
         executable = KernelDefinition(case.function, rules=case.rules).executable(
             types, case.checks
         )
-        for checks in {case.checks, False}:
+        for checks in {case.checks, KernelChecks.OFF}:
             emitter = CudaEmitter(executable.kernel, checks)
             module = cupy.RawModule(code=emitter.emit(), options=OPTIONS)
             module.get_function(emitter.entry_name).compile()

@@ -130,7 +130,7 @@ class AggregateEmission:
         """What every callable takes first: the thread's context, by name."""
         buffers = range(len(self.kernel.buffers))
         names = ["dispatch_id", "dispatch_size", *(self.buffer_name(i) for i in buffers)]
-        if self.checks:
+        if self.checks.bounds:
             names += [self.count_name(i) for i in buffers]
         return [*names, "lnb_state"]
 
@@ -138,7 +138,7 @@ class AggregateEmission:
         buffers = range(len(self.kernel.buffers))
         parameters = ["lnb_int3 dispatch_id", "lnb_int3 dispatch_size"]
         parameters += [self.buffer_declaration(i) for i in buffers]
-        if self.checks:
+        if self.checks.bounds:
             parameters += [f"uint64_t {self.count_name(i)}" for i in buffers]
         return [*parameters, "lnb_thread *lnb_state"]
 

@@ -84,7 +84,7 @@ class AtomicEmission:
         index = self.expression(expression.index)
         values = [self.expression(value) for value in expression.arguments]
         helper = self.atomic_helper(expression.operation, expression.type)
-        if not self.checks:
+        if not self.checks.bounds:
             return f"{helper}(&{buffer}[{index}], {', '.join(values)})"
         element = self.kernel.buffers[expression.buffer].element
         access = f"atomic_{expression.operation}"

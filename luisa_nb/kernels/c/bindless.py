@@ -74,9 +74,7 @@ class BindlessEmission:
             return name
         coordinates = AXES[: len(image.size)]
         int_n = VectorType(ScalarType.INT32, len(coordinates))
-        checks, self.checks = self.checks, False
-        read = self.image_helper("read", image, int_n)
-        self.checks = checks
+        read = self.image_helper("read", image, int_n, checked=False)
         self.helper_names.add(name)
         self.image_helper_texts.append(
             FETCH.format(
@@ -203,7 +201,7 @@ class BindlessEmission:
             for position, (heap_slot, _) in enumerate(call.slots)
         ]
         default = ""
-        if self.checks:
+        if self.checks.bounds:
             self.notes_checks = True
             default = (
                 f"lnb_note(lnb_state, 0, LNB_INDEX_ERROR, {call.line}, {-2 - site}, 0, "

@@ -29,6 +29,7 @@ from luisa_nb.kernels.c.matrices import MatrixEmission
 from luisa_nb.kernels.c.prelude import c_prelude
 from luisa_nb.kernels.c.toolchain import SIMD_LOOPS, THREAD_BY_THREAD
 from luisa_nb.kernels.c.vectors import VectorEmission
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import (
     ImageType,
     KernelType,
@@ -61,7 +62,7 @@ STRUCT_CODES = {
 }
 
 
-def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
+def argument_struct(kernel: ir.KernelIR, checks: KernelChecks) -> struct.Struct:
     """Packs (dims x3, buffer addresses, scalars, and with checks one int64 element count
     per buffer) exactly like the C argument struct. A vector scalar takes its components,
     padded as the C struct pads it; a matrix, struct or array its bytes."""
@@ -78,7 +79,7 @@ def argument_struct(kernel: ir.KernelIR, checks: bool | str) -> struct.Struct:
         layout += "x" * (-struct.calcsize(layout) % kind.alignment)
         padding = "x" * (kind.alignment - kind.length * kind.element.dtype.itemsize)
         layout += STRUCT_CODES[kind.element] * kind.length + padding
-    counts = "q" * len(kernel.buffers) if checks else ""
+    counts = "q" * len(kernel.buffers) if checks.bounds else ""
     return struct.Struct(f"{layout}{counts}0q")
 
 
@@ -99,7 +100,8 @@ class CEmitter(
 ):
     """Emits one kernel as C11 for the host compiler.
 
-    ``checks`` (True, False or "nan") decides whether buffer accesses are checked; see
+    ``checks`` decides whether buffer accesses are checked (``checks.bounds``) and whether
+    values written to float buffers must be finite (``checks.finite_writes``); see
     ``c.checks`` for how checks stay branch-free.
     """
 
@@ -133,7 +135,7 @@ class CEmitter(
     streaming_bytes = 8 << 20
     tile_threads = 128
 
-    def __init__(self, kernel: ir.KernelIR, checks: bool | str = True) -> None:
+    def __init__(self, kernel: ir.KernelIR, checks: KernelChecks = KernelChecks.BOUNDS) -> None:
         self.kernel = kernel
         self.checks = checks
         self.access = kernel.buffer_access()
@@ -192,7 +194,11 @@ class CEmitter(
             self.access_definition(access, element, index)
             for access, element, index in self.access_helpers
         ]
-        checks = {True: "indices", False: "off", "nan": "indices and finite writes"}
+        checks = {
+            KernelChecks.BOUNDS: "indices",
+            KernelChecks.OFF: "off",
+            KernelChecks.BOUNDS_AND_FINITE: "indices and finite writes",
+        }
         rules = "" if self.kernel.rules == "python" else f"; {self.kernel.rules} rules"
         parts = [
             f"/* luisa_nb kernel {self.kernel.name!r}: generated code; checks: "
@@ -205,7 +211,7 @@ class CEmitter(
             *self.helper_texts,
             *(
                 (self.note_function,)
-                if self.access_helpers or (self.checks and images) or self.notes_checks
+                if self.access_helpers or (self.checks.bounds and images) or self.notes_checks
                 else ()
             ),
             *accesses,
@@ -297,7 +303,7 @@ class CEmitter(
             f"    {self.type_name(slot.type)} {self.scalar_field_name(slot.name)};"
             for slot in self.kernel.scalars
         ]
-        if self.checks:
+        if self.checks.bounds:
             fields += [f"    int64_t {self.count_name(i)};" for i in buffers]
         return "typedef struct {\n" + "\n".join(fields) + f"\n}} {self.entry_name}_arguments;"
 
@@ -323,7 +329,7 @@ class CEmitter(
         buffers = range(len(self.kernel.buffers))
         parameters = ["lnb_int3 dispatch_id", "lnb_int3 dispatch_size"]
         parameters += [self.buffer_declaration(i) for i in buffers]
-        if self.checks:
+        if self.checks.bounds:
             parameters += [f"uint64_t {self.count_name(i)}" for i in buffers]
         parameters += [
             f"{self.type_name(slot.type)} {self.variable_name(slot.name)}"
@@ -335,7 +341,7 @@ class CEmitter(
         """The thread function's parameters after id and size, by name (without state)."""
         buffers = range(len(self.kernel.buffers))
         names = [self.buffer_name(i) for i in buffers]
-        if self.checks:
+        if self.checks.bounds:
             names += [self.count_name(i) for i in buffers]
         return names + [self.variable_name(slot.name) for slot in self.kernel.scalars]
 
@@ -458,10 +464,10 @@ class CEmitter(
         slot = self.kernel.buffers[statement.buffer]
         buffer = self.buffer_name(statement.buffer)
         index, value = self.expression(statement.index), self.expression(statement.value)
-        if not self.checks:
+        if not self.checks.bounds:
             return f"{buffer}[{index}] = {value}"
         finite = not is_aggregate_type(slot.element) and element_of(slot.element).is_float
-        access = "write_finite" if self.checks == "nan" and finite else "write"
+        access = "write_finite" if self.checks.finite_writes and finite else "write"
         function = self.use_access_helper(access, slot.element, statement.index.type)
         count = self.count_name(statement.buffer)
         site = f"{statement.line}, {statement.buffer}"
@@ -537,7 +543,7 @@ class CEmitter(
     def expression_bufferread(self, expression: ir.BufferRead) -> str:
         buffer = self.buffer_name(expression.buffer)
         index = self.expression(expression.index)
-        if not self.checks:
+        if not self.checks.bounds:
             return f"{buffer}[{index}]"
         element = self.kernel.buffers[expression.buffer].element
         function = self.use_access_helper("read", element, expression.index.type)

@@ -26,6 +26,7 @@ from luisa_nb.kernels.checks import (
     STATUS_INDEX_ERROR,
     STATUS_INVALID_SIZE,
     STATUS_NON_FINITE,
+    KernelChecks,
     LaunchRecord,
     diverged_barriers_error,
     fault_error,
@@ -66,11 +67,11 @@ class CExecutable(Executable):
         self,
         kernel: ir.KernelIR,
         source: KernelSource,
-        checks: bool | str,
+        checks: KernelChecks,
         emitter_class: type[CEmitter] = CEmitter,
     ) -> None:
         super().__init__(kernel, source, checks)
-        if checks:
+        if checks.bounds:
             self.parameters += count_parameters(kernel)
         emitter = emitter_class(kernel, checks)
         self.source = emitter.emit()
@@ -132,7 +133,7 @@ class CExecutable(Executable):
         thread = tuple(record.thread)
         if record.status == STATUS_FAULT:
             address = record.index % 2**64
-            return fault_error(self.name, thread, record.value, address, bool(self.checks))
+            return fault_error(self.name, thread, record.value, address, self.checks.bounds)
         if record.status == STATUS_DIVERGED_BARRIERS:
             lines = (record.line, record.index)
             where = self.kernel_source.where

@@ -64,10 +64,13 @@ def image_label(image: ImageType) -> str:
 class ImageEmission:
     """Mixin of :class:`CEmitter` for :class:`ir.ImageRead` and :class:`ir.ImageWrite`."""
 
-    def image_helper(self: CEmitter, access: str, image: ImageType, coord: VectorType) -> str:
+    def image_helper(
+        self: CEmitter, access: str, image: ImageType, coord: VectorType, *, checked: bool
+    ) -> str:
         """The helper reading or writing one texel, defined on first use (after the
-        checked buffer accesses, since it notes failures as they do)."""
-        checked = "checked_" if self.checks else ""
+        checked buffer accesses, since it notes failures as they do); ``checked``: whether
+        it checks the coordinate."""
+        checked = "checked_" if checked else ""
         name = f"lnb_{checked}image_{access}_{image_label(image)}_{coord}"
         if name in self.helper_names:
             return name
@@ -86,7 +89,7 @@ class ImageEmission:
             "z": ", z = coord.z" if image.depth else "",
             "row": f"(z * {image.height} + y)" if image.depth else "y",
         }
-        if self.checks:
+        if checked:
             fields["check_parameters"] = ", int32_t line, int32_t slot, lnb_thread *state"
             fields["check"] = CHECK.format(
                 width=image.width,
@@ -128,20 +131,20 @@ class ImageEmission:
 
     def expression_imageread(self: CEmitter, expression: ir.ImageRead) -> str:
         image = self.kernel.buffers[expression.buffer].element
-        helper = self.image_helper("read", image, expression.coord.type)
+        helper = self.image_helper("read", image, expression.coord.type, checked=self.checks.bounds)
         arguments = [self.buffer_name(expression.buffer), self.expression(expression.coord)]
-        if self.checks:
+        if self.checks.bounds:
             arguments += [str(expression.line), str(expression.buffer), "lnb_state"]
         return f"{helper}({', '.join(arguments)})"
 
     def image_write(self: CEmitter, statement: ir.ImageWrite) -> str:
         image = self.kernel.buffers[statement.buffer].element
-        helper = self.image_helper("write", image, statement.coord.type)
+        helper = self.image_helper("write", image, statement.coord.type, checked=self.checks.bounds)
         arguments = [
             self.buffer_name(statement.buffer),
             self.expression(statement.coord),
             self.expression(statement.value),
         ]
-        if self.checks:
+        if self.checks.bounds:
             arguments += [str(statement.line), str(statement.buffer), "lnb_state"]
         return f"{helper}({', '.join(arguments)})"

@@ -76,7 +76,7 @@ class LaunchEmission:
         ``omp simd`` loop are not hoisted, and stop it from vectorizing."""
         buffers = range(len(self.kernel.buffers))
         lines = [f"    {self.buffer_declaration(i)} = a->{self.buffer_name(i)};" for i in buffers]
-        if self.checks:
+        if self.checks.bounds:
             lines += [
                 f"    const uint64_t {self.count_name(i)} = (uint64_t)a->{self.count_name(i)};"
                 for i in buffers
@@ -225,7 +225,7 @@ class LaunchEmission:
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "cancel"])
         if self.kernel.has_control_flow:
             return self.first_failure_loop(skip_writes=False)
-        if not self.checks:
+        if not self.checks.bounds:
             simd_loop = f"""\
 #pragma omp simd
     for (int32_t x = start; x < end; ++x) {{

@@ -15,13 +15,14 @@ on its stack and streams the tile out (see :mod:`luisa_nb.kernels.c.launch`).
 from __future__ import annotations
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import INTEGER_TYPES
 
 LARGEST_STREAMED_ELEMENT = 16
 """Bytes: a block's tile of larger elements would take too much of a thread's stack."""
 
 
-def streamed_buffers(kernel: ir.KernelIR, checks: bool | str) -> tuple[int, ...]:
+def streamed_buffers(kernel: ir.KernelIR, checks: KernelChecks) -> tuple[int, ...]:
     """The buffer slots of ``kernel`` written only by top-level
     ``buffer.write(dispatch_id().x, value)`` statements and never read, whose elements
     take at most :data:`LARGEST_STREAMED_ELEMENT` bytes.
@@ -30,7 +31,7 @@ def streamed_buffers(kernel: ir.KernelIR, checks: bool | str) -> tuple[int, ...]
     checked vecadd ran slower with streaming stores on one thread and beside a busy
     process (see "Streaming stores" in docs/kernels.md).
     """
-    if kernel.has_control_flow or checks:
+    if kernel.has_control_flow or checks.bounds:
         return ()
     at_thread_x = writes_at_thread_x(kernel.body)
     written = {statement.buffer for statement in at_thread_x}

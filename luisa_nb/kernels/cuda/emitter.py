@@ -294,7 +294,7 @@ class CudaEmitter(CEmitter):
         """The kernel's buffers, element counts and scalars as locals of the entry."""
         buffers = range(len(self.kernel.buffers))
         locals = [f"    {self.buffer_declaration(i)} = a.{self.buffer_name(i)};" for i in buffers]
-        if self.checks:
+        if self.checks.bounds:
             locals += [
                 f"    const uint64_t {self.count_name(i)} = (uint64_t)a.{self.count_name(i)};"
                 for i in buffers

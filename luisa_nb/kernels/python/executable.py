@@ -19,7 +19,7 @@ import numpy as np
 
 from luisa_nb.errors import KernelCancelledError, KernelIndexError, KernelNonFiniteError
 from luisa_nb.kernels import ir
-from luisa_nb.kernels.checks import index_error, non_finite_error, texel_error
+from luisa_nb.kernels.checks import KernelChecks, index_error, non_finite_error, texel_error
 from luisa_nb.kernels.executable import CancelFlag, Executable
 from luisa_nb.kernels.frontend.captures import CaptureResolver
 from luisa_nb.kernels.frontend.source import KernelSource
@@ -61,7 +61,7 @@ class BufferShim:
         """Give the shim the array of this launch (kernels hold captured shims, so a
         shim is bound again, never replaced)."""
         self.array = array
-        self.check_finite = self.executable.checks == "nan" and array.dtype.kind == "f"
+        self.check_finite = self.executable.checks.finite_writes and array.dtype.kind == "f"
         return self
 
     def _index_error(self, index: Any, access: str, depth: int = 2) -> KernelIndexError:
@@ -148,7 +148,7 @@ class CompositeBufferShim(BufferShim):
         kind = BufferType.of_dtype(array.dtype).element
         self.value_type = composite_class(kind)
         self.components = self.value_type.component_view(array)
-        self.check_finite = self.executable.checks == "nan" and kind.element.is_float
+        self.check_finite = self.executable.checks.finite_writes and kind.element.is_float
         return self
 
     def read(self, index: Any) -> Any:
@@ -296,7 +296,7 @@ class PythonExecutable(Executable):
         kernel: ir.KernelIR,
         captures: CaptureResolver,
         source: KernelSource,
-        checks: bool | str,
+        checks: KernelChecks,
         rules: KernelRules = PYTHON_RULES,
     ) -> None:
         super().__init__(kernel, source, checks)
