@@ -70,8 +70,8 @@ class ImageEmission:
         """The helper reading or writing one texel, defined on first use (after the
         checked buffer accesses, since it notes failures as they do); ``checked``: whether
         it checks the coordinate."""
-        checked = "checked_" if checked else ""
-        name = f"lnb_{checked}image_{access}_{image_label(image)}_{coord}"
+        helper = "checked_image" if checked else "image"
+        name = f"lnb_{helper}_{access}_{image_label(image)}_{coord}"
         if name in self.helper_names:
             return name
         self.helper_names.add(name)
