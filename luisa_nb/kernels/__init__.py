@@ -1,5 +1,9 @@
 """The kernel compiler: Python kernel functions -> typed IR -> C (or per-thread Python).
 
+One sub-package per stage: ``lang`` (what kernels are written with) -> ``frontend`` ->
+``typing`` -> ``ir`` -> ``c``, ``cuda``, ``python`` (docs/kernels.md, "Where the compiler
+lives").
+
 The runtime uses :class:`KernelDefinition` (parse once), :func:`argument_type` and
 ``definition.executable(types, checks).launch(dims, buffers, scalars, cancel)`` (see
 docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported here
