@@ -74,6 +74,12 @@ class KernelChecks(Enum):
         """Every value written to a float buffer must be finite (besides :attr:`bounds`)."""
         return self is KernelChecks.BOUNDS_AND_FINITE
 
+    def __bool__(self) -> bool:
+        """Refused: ``OFF`` would be true, so ask :attr:`bounds` or :attr:`finite_writes`."""
+        raise TypeError(
+            "KernelChecks has no truth value; ask checks.bounds or checks.finite_writes"
+        )
+
     def __repr__(self) -> str:
         """``'nan'``, ``True``: messages show ``checks='nan'``, as the user wrote it."""
         return repr(self.value)

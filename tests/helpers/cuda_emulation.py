@@ -35,6 +35,7 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.c.emitter import argument_struct
 from luisa_nb.kernels.c.executable import CExecutable
 from luisa_nb.kernels.c.toolchain import cached_build, load_launch_function
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.cuda.emitter import MAX_GRID_YZ, CudaEmitter
 from luisa_nb.kernels.executable import CancelFlag, Executable, count_parameters
 from luisa_nb.kernels.frontend.source import KernelSource
@@ -306,7 +307,7 @@ class EmulatedCudaExecutable(CExecutable):
         self,
         kernel: ir.KernelIR,
         source: KernelSource,
-        checks: bool | str,
+        checks: KernelChecks,
         cuda_source: str,
         unit: str,
         library: Path,
@@ -314,7 +315,7 @@ class EmulatedCudaExecutable(CExecutable):
         bindless_sites: list[ir.BindlessCall],
     ) -> None:
         Executable.__init__(self, kernel, source, checks)
-        if checks:
+        if checks.bounds:
             self.parameters += count_parameters(kernel)
         self.cuda_source = cuda_source
         self.source = unit
@@ -364,7 +365,7 @@ def emulation_failure_function(library: Path) -> Callable[[], bytes | None]:
 
 
 def emulate(
-    kernels: Sequence[tuple[ir.KernelIR, KernelSource, bool | str]],
+    kernels: Sequence[tuple[ir.KernelIR, KernelSource, KernelChecks]],
 ) -> list[EmulatedCudaExecutable]:
     """Executables of the CUDA source of each (IR, source, checks), built as one
     translation unit. Kernel names must differ (their ``__global__`` functions are
