@@ -219,10 +219,11 @@ def reduction_seconds(name: str, sizes: Sizes) -> tuple[float, np.ndarray]:
 def check_sources() -> dict[str, str]:
     """The CUDA source of every kernel here by name, typed and emitted without a GPU or
     a C compiler (what ``--check`` runs)."""
-    from luisa_nb.kernels.captures import CaptureResolver
-    from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.checks import KernelChecks
+    from luisa_nb.kernels.cuda.emitter import CudaEmitter
+    from luisa_nb.kernels.frontend.captures import CaptureResolver
     from luisa_nb.kernels.type_system import BufferType, ScalarType
-    from luisa_nb.kernels.typer import KernelTyper
+    from luisa_nb.kernels.typing.typer import KernelTyper
 
     f32, i32 = BufferType(ScalarType.FLOAT32), BufferType(ScalarType.INT32)
     integer = ScalarType.INT32
@@ -238,14 +239,14 @@ def check_sources() -> dict[str, str]:
         typer = KernelTyper(
             definition.kernel_source, types, CaptureResolver(definition.function), "c"
         )
-        sources[definition.function.__name__] = CudaEmitter(typer.run(), True).emit()
+        sources[definition.function.__name__] = CudaEmitter(typer.run(), KernelChecks.BOUNDS).emit()
     return sources
 
 
 def nvrtc_check(sources: dict[str, str]) -> str:
     """Each source compiled by NVRTC for ``sm_90`` (no GPU needed), or why it was not;
     NVRTC rejecting one raises KernelBuildError."""
-    from luisa_nb.kernels.nvrtc import compile_cuda, nvrtc_version
+    from luisa_nb.kernels.cuda.nvrtc import compile_cuda, nvrtc_version
 
     try:
         major, minor = nvrtc_version()

@@ -31,8 +31,8 @@ from timing import print_table
 
 import luisa_nb as lnb
 from luisa_nb.backends.base import aligned_empty
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.c.toolchain import compiler_flags, find_compiler
 
 VECADD_SIZE = 1 << 24
 MANDELBROT_SIDE = 1024

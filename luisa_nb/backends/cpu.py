@@ -16,8 +16,8 @@ from luisa_nb.backends.base import (
     aligned_empty,
     copy_bytes,
 )
+from luisa_nb.kernels.c.launch_runs import PreparedLaunch, run_launches
 from luisa_nb.kernels.executable import CancelFlag
-from luisa_nb.kernels.launch_runs import PreparedLaunch, run_launches
 
 
 class CpuAllocation(Allocation):

@@ -39,11 +39,11 @@ from luisa_nb.backends.base import (
     OperationFailed,
 )
 from luisa_nb.errors import BackendUnavailableError, KernelBuildError
-from luisa_nb.kernels.c_emitter import argument_struct
+from luisa_nb.kernels.c.emitter import argument_struct
 from luisa_nb.kernels.checks import LaunchRecord
-from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.cuda.emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.cuda.nvrtc import INSTALL_HINT, OPTIONS, nvrtc_version, signal_handling_kept
 from luisa_nb.kernels.executable import flatten_scalars
-from luisa_nb.kernels.nvrtc import INSTALL_HINT, OPTIONS, nvrtc_version, signal_handling_kept
 from luisa_nb.kernels.type_system import ScalarType
 
 try:

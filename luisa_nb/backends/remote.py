@@ -33,9 +33,9 @@ from luisa_nb.backends.base import (
     OperationFailed,
 )
 from luisa_nb.errors import ConfigurationError, RemoteError
-from luisa_nb.kernels.aggregates import alignment_of, to_bytes
-from luisa_nb.kernels.c_emitter import c_identifier
+from luisa_nb.kernels.c.emitter import c_identifier
 from luisa_nb.kernels.checks import LaunchRecord
+from luisa_nb.kernels.lang.aggregates import alignment_of, to_bytes
 from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.remote.channel import LaunchStopped
 from luisa_nb.remote.client import Connection

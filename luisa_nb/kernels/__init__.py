@@ -1,13 +1,20 @@
 """The kernel compiler: Python kernel functions -> typed IR -> C (or per-thread Python).
 
+One sub-package per stage: ``lang`` (what kernels are written with) -> ``frontend`` ->
+``typing`` -> ``ir`` -> ``c``, ``cuda``, ``python`` (docs/kernels.md, "Where the compiler
+lives").
+
 The runtime uses :class:`KernelDefinition` (parse once), :func:`argument_type` and
 ``definition.executable(types, checks).launch(dims, buffers, scalars, cancel)`` (see
 docs/kernels.md, "API used by the runtime"). Kernels call the builtins exported here
 (``dispatch_id()``, ``sqrt``, ...).
 """
 
-from luisa_nb.kernels.aggregates import ArrayType, StructType
-from luisa_nb.kernels.builtins import (
+from luisa_nb.kernels.c.toolchain import compiler_available
+from luisa_nb.kernels.definition import KernelDefinition
+from luisa_nb.kernels.executable import Executable, Parameter
+from luisa_nb.kernels.lang.aggregates import ArrayType, StructType
+from luisa_nb.kernels.lang.builtins import (
     block_id,
     dispatch_id,
     dispatch_size,
@@ -16,9 +23,7 @@ from luisa_nb.kernels.builtins import (
     sync_block,
     thread_id,
 )
-from luisa_nb.kernels.definition import KernelDefinition
-from luisa_nb.kernels.executable import Executable, Parameter
-from luisa_nb.kernels.math_builtins import (
+from luisa_nb.kernels.lang.math_builtins import (
     abs,
     acos,
     acosh,
@@ -77,7 +82,7 @@ from luisa_nb.kernels.math_builtins import (
     tanh,
     trunc,
 )
-from luisa_nb.kernels.matrices import (
+from luisa_nb.kernels.lang.matrices import (
     determinant,
     float2x2,
     float3x3,
@@ -88,16 +93,8 @@ from luisa_nb.kernels.matrices import (
     make_float4x4,
     transpose,
 )
-from luisa_nb.kernels.shared import SharedArrayType
-from luisa_nb.kernels.toolchain import compiler_available
-from luisa_nb.kernels.type_system import (
-    BufferType,
-    MatrixType,
-    ScalarType,
-    VectorType,
-    argument_type,
-)
-from luisa_nb.kernels.vectors import (
+from luisa_nb.kernels.lang.shared import SharedArrayType
+from luisa_nb.kernels.lang.vectors import (
     bool2,
     bool3,
     bool4,
@@ -123,6 +120,13 @@ from luisa_nb.kernels.vectors import (
     uint2,
     uint3,
     uint4,
+)
+from luisa_nb.kernels.type_system import (
+    BufferType,
+    MatrixType,
+    ScalarType,
+    VectorType,
+    argument_type,
 )
 
 __all__ = [

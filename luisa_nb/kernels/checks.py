@@ -1,8 +1,6 @@
-"""Checked kernels: the ``checks`` setting, the launch record compiled C fills in when a
-dispatch stops early, and the errors raised from it (in C and in Python mode alike).
-
-``checks=True`` checks every buffer index; ``"nan"`` also checks that every value written
-to a float buffer is finite; ``False`` checks nothing. ``None`` means the device's default.
+"""Checked kernels: what a kernel checks (:class:`KernelChecks`), the launch record
+compiled C fills in when a dispatch stops early, and the errors raised from it (in C and
+in Python mode alike).
 """
 
 from __future__ import annotations
@@ -10,6 +8,7 @@ from __future__ import annotations
 import ctypes
 import signal
 from collections.abc import Callable
+from enum import Enum
 
 from luisa_nb.errors import (
     ConfigurationError,
@@ -19,31 +18,71 @@ from luisa_nb.errors import (
     KernelNonFiniteError,
 )
 
-CHECK_SETTINGS = (True, False, "nan")
-DEVICE_DEFAULT = None
-
-# Status codes of a launch, shared with the generated C (see c_checks.LAUNCH_PRELUDE).
+# Status codes of a launch, shared with the generated C (see c.checks.LAUNCH_PRELUDE).
 STATUS_OK = 0
 STATUS_INDEX_ERROR = 1
 STATUS_NON_FINITE = 2
 STATUS_CANCELLED = 3
 STATUS_INVALID_SIZE = 4
 STATUS_DIVERGED_BARRIERS = 5  # threads of a block paused at different barriers
-STATUS_FAULT = 6  # a memory fault (see kernels/fault_guard.py)
+STATUS_FAULT = 6  # a memory fault (see kernels/c/fault_guard.py)
 
 
-def check_setting(value: object, *, allow_default: bool = False) -> bool | str | None:
-    """``value`` if it is a valid ``checks`` setting, else :class:`ConfigurationError`."""
-    if value is DEVICE_DEFAULT and allow_default:
-        return value
-    if type(value) in (bool, str) and value in CHECK_SETTINGS:
-        return value
-    default = "None (the device's default), " if allow_default else ""
-    raise ConfigurationError(
-        f"checks={value!r} is not a kernel-check setting; use {default}True (every buffer "
-        f"index checked), False (no checks) or 'nan' (indices, and every value written to "
-        f"a float buffer must be finite)"
-    )
+class KernelChecks(Enum):
+    """What a compiled kernel checks; each member's value is the ``checks=`` setting a
+    user writes for it (``True``, ``False``, ``"nan"``).
+
+    Settings are parsed where a user gives them (``@kernel(checks=)``,
+    ``create_device(checks=)``); a dispatch takes its kernel's member, else its device's
+    (``device.kernel_checks``), and the executable built for it passes that member to the
+    emitters and Python mode, which ask :attr:`bounds` and :attr:`finite_writes`. Members
+    hash by identity, so a compile cache keyed by one costs no more than one keyed by a
+    bool.
+    """
+
+    OFF = False
+    BOUNDS = True
+    BOUNDS_AND_FINITE = "nan"
+
+    __hash__ = object.__hash__
+
+    @classmethod
+    def parse(cls, setting: object, *, allow_default: bool = False) -> KernelChecks | None:
+        """``setting`` (``True``, ``False``, ``"nan"``, a member, or with ``allow_default``
+        ``None`` for the device's default) as a member; else :class:`ConfigurationError`."""
+        if isinstance(setting, cls):
+            return setting
+        if setting is None and allow_default:
+            return None
+        if type(setting) in (bool, str) and setting in (True, False, "nan"):
+            return cls(setting)
+        default = "None (the device's default), " if allow_default else ""
+        raise ConfigurationError(
+            f"checks={setting!r} is not a kernel-check setting; use {default}True (every "
+            f"buffer index checked), False (no checks) or 'nan' (indices, and every value "
+            f"written to a float buffer must be finite)"
+        )
+
+    @property
+    def bounds(self) -> bool:
+        """Every buffer index, texel coordinate, bindless slot and indirect entry is checked
+        to lie inside what it addresses."""
+        return self is not KernelChecks.OFF
+
+    @property
+    def finite_writes(self) -> bool:
+        """Every value written to a float buffer must be finite (besides :attr:`bounds`)."""
+        return self is KernelChecks.BOUNDS_AND_FINITE
+
+    def __bool__(self) -> bool:
+        """Refused: ``OFF`` would be true, so ask :attr:`bounds` or :attr:`finite_writes`."""
+        raise TypeError(
+            "KernelChecks has no truth value; ask checks.bounds or checks.finite_writes"
+        )
+
+    def __repr__(self) -> str:
+        """``'nan'``, ``True``: messages show ``checks='nan'``, as the user wrote it."""
+        return repr(self.value)
 
 
 class LaunchRecord(ctypes.Structure):

@@ -16,14 +16,20 @@ from luisa_nb.errors import (
     LuisaNbWarning,
 )
 from luisa_nb.kernels import ir
-from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.checks import check_setting
-from luisa_nb.kernels.executable import CExecutable, Executable
-from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH, call_with_room, deepest_expression
-from luisa_nb.kernels.python_mode import PythonExecutable
+from luisa_nb.kernels.c.executable import CExecutable
+from luisa_nb.kernels.c.toolchain import compiler_available
+from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.kernels.executable import Executable
+from luisa_nb.kernels.frontend.captures import CaptureResolver
+from luisa_nb.kernels.frontend.nesting import (
+    MAX_EXPRESSION_DEPTH,
+    call_with_room,
+    deepest_expression,
+)
+from luisa_nb.kernels.frontend.source import KernelSource
+from luisa_nb.kernels.frontend.validation import SyntaxValidator
+from luisa_nb.kernels.python.executable import PythonExecutable
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
-from luisa_nb.kernels.source import KernelSource
-from luisa_nb.kernels.toolchain import compiler_available
 from luisa_nb.kernels.type_system import (
     BindlessType,
     BufferType,
@@ -34,8 +40,7 @@ from luisa_nb.kernels.type_system import (
     is_aggregate_type,
     is_bindless_like,
 )
-from luisa_nb.kernels.typer import KernelTyper
-from luisa_nb.kernels.validation import SyntaxValidator
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 MODES = ("auto", "c", "python")
 _fallback_warning_lock = threading.Lock()
@@ -133,16 +138,17 @@ class KernelDefinition:
         return depth
 
     def executable(
-        self, argument_types: Sequence[KernelType | BufferType], checks: bool | str = True
+        self,
+        argument_types: Sequence[KernelType | BufferType],
+        checks: KernelChecks = KernelChecks.BOUNDS,
     ) -> Executable:
-        """The executable for these argument types and ``checks`` setting (True, False or
-        "nan"), compiled on first use and cached."""
+        """The executable for these argument types and ``checks``, compiled on first use
+        and cached."""
         types = tuple(argument_types)
         key = (*types, checks, self.rules, self.capture_state())
         executable = self._executables.get(key)
         if executable is not None:
             return executable
-        check_setting(checks)
         with self._lock:
             executable = self._executables.get(key)
             if executable is None:
@@ -210,7 +216,7 @@ class KernelDefinition:
         _warn_fallback_once(self.name)
         return "python"
 
-    def _build(self, target: str, kernel: ir.KernelIR, checks: bool | str) -> Executable:
+    def _build(self, target: str, kernel: ir.KernelIR, checks: KernelChecks) -> Executable:
         if target == "c":
             return CExecutable(kernel, self.kernel_source, checks)
         return PythonExecutable(kernel, self._captures, self.kernel_source, checks, self.rules)

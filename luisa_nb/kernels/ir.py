@@ -95,7 +95,7 @@ class ImageRead(Expression):
 class BindlessCall(Expression):
     """A method of bindless array ``heap`` (an index into ``KernelIR.heaps``):
     ``buffer_read(dtype, slot, index)``, ``buffer_size(slot)`` or a ``texture2d_*`` or
-    ``texture3d_*`` method (``bindless_typing.BINDLESS_METHODS``). ``slots`` are
+    ``texture3d_*`` method (``typing.bindless.BINDLESS_METHODS``). ``slots`` are
     the ``(bindless slot, buffer slot)`` pairs whose resource suits the call; any other
     slot fails the call's check."""
 

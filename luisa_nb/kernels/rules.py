@@ -72,7 +72,7 @@ class KernelRules:
 
     @property
     def rewrites_python(self) -> bool:
-        """Whether Python mode runs a rewritten copy of the function (see ``python_rules``)."""
+        """Whether Python mode runs a rewritten copy of the function (see ``python.rules``)."""
         return (
             self.truncated_division
             or self.loop_end_values

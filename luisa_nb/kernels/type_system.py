@@ -174,7 +174,7 @@ SAMPLER_ADDRESSES = ("edge", "repeat", "mirror", "zero")
 @dataclass(frozen=True)
 class Sampler:
     """How a bindless array's slot samples its image: ``filter`` "point" or "linear",
-    ``address`` "edge", "repeat", "mirror" or "zero" (see ``c_bindless``)."""
+    ``address`` "edge", "repeat", "mirror" or "zero" (see ``c.bindless``)."""
 
     filter: str = "linear"
     address: str = "repeat"

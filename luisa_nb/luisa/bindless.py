@@ -7,7 +7,7 @@ methods (each of which takes out only its kind) change the array's pending table
 ``update()`` makes it the one later dispatches see. In kernels: ``heap.buffer_read(dtype, slot,
 index)``, ``heap.buffer_size(slot)`` and the ``texture2d_*``/``texture3d_*`` methods
 (``_read``, ``_sample``, ``_sample_mip``, ``_sample_grad``, ``_sample_grad_level``,
-``_size``, ``_size_mip``; see ``kernels/bindless_typing.py``).
+``_size``, ``_size_mip``; see ``kernels/typing/bindless.py``).
 """
 
 from __future__ import annotations

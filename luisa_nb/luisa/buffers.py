@@ -23,7 +23,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     LuisaNbError,
 )
-from luisa_nb.kernels.aggregates import to_record
+from luisa_nb.kernels.lang.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
 from luisa_nb.kernels.type_system import ScalarType
 from luisa_nb.luisa import session

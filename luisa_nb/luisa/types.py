@@ -15,7 +15,7 @@ import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels import dtype_of
-from luisa_nb.kernels.scalar_names import long, uint, ulong
+from luisa_nb.kernels.lang.scalar_names import long, uint, ulong
 from luisa_nb.luisa import mathtypes
 from luisa_nb.luisa.missing import MISSING, Missing
 from luisa_nb.runtime.device import buffer_dtype

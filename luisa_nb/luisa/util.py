@@ -4,7 +4,7 @@
 
 Field and element types may be luisa-python's names (``int``, ``float``, ``uint``,
 ``float3``, another struct ...); they become the kernel types of
-:mod:`luisa_nb.kernels.aggregates`, whose dtypes are those of buffers of them.
+:mod:`luisa_nb.kernels.lang.aggregates`, whose dtypes are those of buffers of them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from luisa_nb import kernels
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.kernels.aggregates import Array, Struct
+from luisa_nb.kernels.lang.aggregates import Array, Struct
 from luisa_nb.luisa.functions import func
 from luisa_nb.luisa.types import element_dtype, element_type_of
 

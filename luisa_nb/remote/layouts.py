@@ -13,7 +13,7 @@ server and checks everything (types, names, ranges, depth, size) before numpy se
 a malformed one is a :class:`ProtocolError`. A kernel's scalar parameters are described
 by :func:`describe_scalar`: a plain type's name, or a dtype with its alignment for a value
 that travels as the hex of its bytes (vectors, matrices, structs, arrays). The argument
-struct is laid out as ``c_emitter.argument_struct`` lays it out on the client.
+struct is laid out as ``kernels.c.emitter.argument_struct`` lays it out on the client.
 """
 
 from __future__ import annotations

@@ -34,9 +34,10 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.kernels.c.executable import run_launch
+from luisa_nb.kernels.c.toolchain import build_library, load_launch_function
 from luisa_nb.kernels.checks import LaunchRecord
-from luisa_nb.kernels.executable import CancelFlag, run_launch
-from luisa_nb.kernels.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.remote.cancellation import session_cancel_flag
 from luisa_nb.remote.layouts import check_definition, dtype_from
 from luisa_nb.remote.lifeline import exit_with_server

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError
-from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.runtime.staging import StagingPolicy
 
 if TYPE_CHECKING:
@@ -27,12 +27,13 @@ CUDA_PREFIX = "cuda:"
 
 @dataclass(frozen=True)
 class DeviceConfig:
-    """A backend, a staging policy (``None``: the backend's default), the default kernel
-    checks, and options for the backend (``options``, as sorted key/value pairs)."""
+    """A backend, a staging policy (``None``: the backend's default), the checks of the
+    device's kernels that set none, and options for the backend (``options``, as sorted
+    key/value pairs)."""
 
     backend: str
     staging: StagingPolicy | None = None
-    checks: bool | str = True
+    checks: KernelChecks = KernelChecks.BOUNDS
     options: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
@@ -61,7 +62,7 @@ class DeviceConfig:
         return cls(
             config.backend,
             config.staging if staging is None else StagingPolicy.parse(staging),
-            config.checks if checks is None else check_setting(checks),
+            config.checks if checks is None else KernelChecks.parse(checks),
             tuple(sorted(merged.items())),
         )._checked_options()
 
@@ -93,7 +94,7 @@ class DeviceConfig:
             )
         if not text:
             raise ConfigurationError("a device name is empty; use e.g. 'cpu' or 'cpu:submit'")
-        return cls(text, staging, True, tuple(sorted(options.items())))
+        return cls(text, staging, options=tuple(sorted(options.items())))
 
     def _checked_options(self) -> DeviceConfig:
         backend_class = load_backend(self.backend)

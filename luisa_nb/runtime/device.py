@@ -13,7 +13,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
-from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.callbacks import in_callback, wait_in_callback
@@ -84,21 +84,20 @@ class Device:
     and remote backends); ``"execute"`` reads host memory when the upload runs, in stream
     order. ``None`` takes the backend's default.
 
-    ``checks`` is the default of kernels dispatched here that do not set their own:
-    ``True`` (every buffer index checked), ``False`` or ``"nan"`` (indices, and every
-    value written must be finite).
+    ``checks`` is what kernels dispatched here that do not set their own check
+    (``kernel_checks``; :meth:`DeviceConfig.parse` parses a user's setting).
     """
 
     def __init__(
         self,
         backend: Backend,
         staging: str | StagingPolicy | None = None,
-        checks: bool | str = True,
+        checks: KernelChecks = KernelChecks.BOUNDS,
     ) -> None:
         policy = StagingPolicy.parse(backend.default_staging if staging is None else staging)
         self.backend = backend
         self.staging = policy
-        self.kernel_checks = check_setting(checks)
+        self.kernel_checks = checks
         capacity = backend.staging_capacity
         heap = None if capacity is None else StagingHeap(capacity)
         self.transfers = Staging.create(policy, heap, backend.snapshot_memory)
@@ -216,14 +215,15 @@ def create_device(
     name: str = "cpu",
     *,
     staging: str | StagingPolicy | None = None,
-    checks: bool | str = True,
+    checks: bool | str | None = None,
     **options: Any,
 ) -> Device:
     """A device on backend ``name``: ``"cpu"``, ``"dx"``, ``"metal"``, ``"remote"`` (a local
     server started for it) or ``"remote://HOST:PORT"`` (a running server; pass ``token=``),
     or a backend another package registered. ``name`` may carry a staging policy, as in
-    ``"cpu:submit"`` (see :class:`DeviceConfig`). ``checks`` is the default index checking
-    of kernels; ``options`` go to the backend."""
+    ``"cpu:submit"`` (see :class:`DeviceConfig`). ``checks`` (True, False or "nan"; None:
+    True) is what kernels that set no ``checks`` of their own check; ``options`` go to the
+    backend."""
     return DeviceConfig.parse(name, staging=staging, checks=checks, **options).create()
 
 

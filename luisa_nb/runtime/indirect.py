@@ -31,7 +31,7 @@ from luisa_nb.kernels.indirect import (
     word_count,
 )
 from luisa_nb.kernels.type_system import INT32_RANGE
-from luisa_nb.kernels.typer import MAX_BLOCK_THREADS
+from luisa_nb.kernels.typing.typer import MAX_BLOCK_THREADS
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import TraceFields
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange

@@ -17,9 +17,9 @@ import numpy as np
 
 from luisa_nb.errors import DeviceMismatchError, KernelArgumentError
 from luisa_nb.kernels import KernelDefinition, argument_type
-from luisa_nb.kernels.checks import check_setting
+from luisa_nb.kernels.c.toolchain import compiler_runs
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
-from luisa_nb.kernels.toolchain import compiler_runs
 from luisa_nb.kernels.type_system import is_bindless_like, is_indirect_like
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import active_recorder
@@ -151,7 +151,7 @@ _ACCESSES = {
 
 class _LatestCall:
     """A kernel's latest dispatch whose arguments are all buffer views: weak references to
-    them, the checks setting and plan it ran with, the memo its arguments share, and
+    them, the checks and plan it ran with, the memo its arguments share, and
     (weakly) those arguments while a command holds them. Nothing here keeps a buffer, its
     device memory or its device alive."""
 
@@ -160,7 +160,7 @@ class _LatestCall:
     def __init__(
         self,
         call: tuple[BufferView, ...],
-        checks: bool | str,
+        checks: KernelChecks,
         plan: _DispatchPlan,
         arguments: DispatchArguments,
     ) -> None:
@@ -205,7 +205,7 @@ class Kernel:
         checks: bool | str | None = None,
         rules: KernelRules = PYTHON_RULES,
     ) -> None:
-        self.checks = check_setting(checks, allow_default=True)
+        self.checks = KernelChecks.parse(checks, allow_default=True)
         self._definition = KernelDefinition(function, mode=mode, rules=rules)
         self._plans: dict[tuple[Any, ...], _DispatchPlan] = {}
         self._latest: _LatestCall | None = None
@@ -218,12 +218,12 @@ class Kernel:
         """Called inside another kernel, a kernel is a callable of this definition."""
         return self._definition
 
-    def _checks_for(self, args: tuple[Any, ...]) -> bool | str:
-        """The checks setting of a dispatch with ``args``."""
+    def _checks_for(self, args: tuple[Any, ...]) -> KernelChecks:
+        """The checks of a dispatch with ``args``: the kernel's own, else its device's."""
         checks = self.checks
         return self._device_of(args).kernel_checks if checks is None else checks
 
-    def _plan(self, args: tuple[Any, ...], checks: bool | str) -> _DispatchPlan:
+    def _plan(self, args: tuple[Any, ...], checks: KernelChecks) -> _DispatchPlan:
         key = (
             *[
                 a.dtype
@@ -349,7 +349,7 @@ class Kernel:
         ):
             return None
         checks = self.checks
-        if (args[0].device.kernel_checks if checks is None else checks) != latest.checks:
+        if (args[0].device.kernel_checks if checks is None else checks) is not latest.checks:
             return None
         arguments = latest.arguments()
         if arguments is None:

@@ -28,6 +28,12 @@ import pytest
 from helpers.callback_waits import WAITS as CALLBACK_WAITS
 from helpers.callback_waits import check_wait_in_callback_fails
 from helpers.cuda import nvrtc_library_not_found
+from helpers.cuda_emulation import (
+    build_unit,
+    emulation_failure_function,
+    emulation_unit,
+    find_cxx_compiler,
+)
 from helpers.interrupts import ctrl_c_stops_a_wait, interrupt_main_thread_after, needs_main_thread
 
 import luisa_nb.backends
@@ -44,13 +50,7 @@ from luisa_nb.kernels import (
     set_block_size,
     uint3,
 )
-from luisa_nb.kernels.cuda_emulation import (
-    build_unit,
-    emulation_failure_function,
-    emulation_unit,
-    find_cxx_compiler,
-)
-from luisa_nb.kernels.scalar_names import uint
+from luisa_nb.kernels.lang.scalar_names import uint
 from luisa_nb.recording.records import Status
 from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import BindlessArray, create_device, kernel
@@ -265,7 +265,7 @@ class _Function:
 
     def compile(self) -> None:
         """What an NVRTC compile does to the process's signal handling, which the
-        backend must undo (see ``luisa_nb.kernels.nvrtc``)."""
+        backend must undo (see ``luisa_nb.kernels.cuda.nvrtc``)."""
         signal.siginterrupt(signal.SIGINT, False)
 
     def __call__(self, grid, block, arguments, stream=None) -> None:
@@ -914,8 +914,9 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
     import cupy
 
     from luisa_nb.kernels import KernelDefinition, argument_type
-    from luisa_nb.kernels.cuda_emitter import CudaEmitter
-    from luisa_nb.kernels.nvrtc import OPTIONS
+    from luisa_nb.kernels.checks import KernelChecks
+    from luisa_nb.kernels.cuda.emitter import CudaEmitter
+    from luisa_nb.kernels.cuda.nvrtc import OPTIONS
 
     codegen = _codegen_tests()
     for case in codegen.CASES:
@@ -923,7 +924,7 @@ def test_gpu_nvrtc_compiles_every_codegen_case_with_and_without_checks():
         executable = KernelDefinition(case.function, rules=case.rules).executable(
             types, case.checks
         )
-        for checks in {case.checks, False}:
+        for checks in {case.checks, KernelChecks.OFF}:
             emitter = CudaEmitter(executable.kernel, checks)
             module = cupy.RawModule(code=emitter.emit(), options=OPTIONS)
             module.get_function(emitter.entry_name).compile()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from luisa_nb.errors import BackendUnavailableError
-from luisa_nb.kernels.nvrtc import nvrtc_version
+from luisa_nb.kernels.cuda.nvrtc import nvrtc_version
 
 
 def nvrtc_missing() -> str | None:

@@ -27,7 +27,7 @@ def ctrl_c_stops_a_wait(wait_seconds: float = 2.0) -> bool:
     ``wait_seconds`` (call from the main thread). The wait has no timeout, as
     ``synchronize()``'s has not: a timed wait returns to Python on SIGINT either way, an
     untimed one only while system calls are not restarted after it (an NVRTC compile
-    makes them restart unless luisa_nb undoes it; see ``luisa_nb.kernels.nvrtc``)."""
+    makes them restart unless luisa_nb undoes it; see ``luisa_nb.kernels.cuda.nvrtc``)."""
     event = threading.Event()
     release = threading.Timer(wait_seconds, event.set)
     started = time.perf_counter()

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from luisa_nb.kernels import Executable, KernelDefinition, argument_type
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.indirect import word_count
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -48,13 +49,14 @@ def run(
     definition: KernelDefinition,
     size: int | tuple[int, ...],
     *arguments: Any,
-    checks: bool | str = True,
+    checks: KernelChecks | bool | str = True,
     cancel: Any = None,
 ) -> Executable:
     """Launch like the runtime: argument buffers, then captured ones; scalars in order,
     the kernel id 0 of a direct dispatch if the kernel reads it, then the element count of
     each buffer for checked C kernels."""
-    executable = definition.executable(tuple(argument_type(a) for a in arguments), checks)
+    types = tuple(argument_type(a) for a in arguments)
+    executable = definition.executable(types, KernelChecks.parse(checks))
     buffer_arguments = iter(a for a in arguments if isinstance(a, FakeBuffer))
     buffers = [
         next(buffer_arguments) if p.capture is None else p.capture

@@ -5,8 +5,8 @@ import math
 import numpy as np
 
 import luisa_nb as lnb
-from luisa_nb.kernels import math_builtins as kb
-from luisa_nb.kernels.builtins import dispatch_id
+from luisa_nb.kernels.lang import math_builtins as kb
+from luisa_nb.kernels.lang.builtins import dispatch_id
 
 from .helpers import FakeBuffer
 

@@ -1,7 +1,7 @@
 """Kernels for the streaming-store tests: which buffers a block writes through a tile."""
 
 import luisa_nb as lnb
-from luisa_nb.kernels.builtins import dispatch_id
+from luisa_nb.kernels.lang.builtins import dispatch_id
 
 
 def vecadd(a, b, out):

@@ -16,6 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.cuda import needs_nvrtc
+from helpers.cuda_emulation import (
+    EmulationError,
+    build_unit,
+    emulate,
+    emulation_failure_function,
+    emulation_unit,
+    find_cxx_compiler,
+)
 
 from luisa_nb.conformance import kernels as conformance_kernels
 from luisa_nb.errors import KernelBarrierError, KernelIndexError, UnsupportedFeatureError
@@ -33,23 +41,16 @@ from luisa_nb.kernels import (
     pow,
     set_block_size,
 )
-from luisa_nb.kernels.cuda_emitter import CudaEmitter, grid_of
-from luisa_nb.kernels.cuda_emulation import (
-    EmulationError,
-    build_unit,
-    emulate,
-    emulation_failure_function,
-    emulation_unit,
-    find_cxx_compiler,
-)
-from luisa_nb.kernels.executable import run_launch
-from luisa_nb.kernels.matrices import float3x3
-from luisa_nb.kernels.nvrtc import NvrtcWarning, compile_cuda
+from luisa_nb.kernels.c.executable import run_launch
+from luisa_nb.kernels.c.toolchain import load_launch_function
+from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.kernels.cuda.emitter import CudaEmitter, grid_of
+from luisa_nb.kernels.cuda.nvrtc import NvrtcWarning, compile_cuda
+from luisa_nb.kernels.lang.matrices import float3x3
+from luisa_nb.kernels.lang.scalar_names import uint
+from luisa_nb.kernels.lang.vectors import float2, float3, int2, uint3
 from luisa_nb.kernels.rules import LUISA_RULES, PYTHON_RULES, KernelRules
-from luisa_nb.kernels.scalar_names import uint
-from luisa_nb.kernels.toolchain import load_launch_function
 from luisa_nb.kernels.type_system import resource_kind_of
-from luisa_nb.kernels.vectors import float2, float3, int2, uint3
 from luisa_nb.runtime import kernel
 
 from . import (
@@ -80,7 +81,7 @@ class Case:
     function: Callable[..., None]
     size: int | tuple[int, ...]
     arguments: Callable[[np.random.Generator], list[Any]]
-    checks: bool | str = True
+    checks: KernelChecks = KernelChecks.BOUNDS
     rules: KernelRules = PYTHON_RULES
 
 
@@ -260,7 +261,7 @@ CASES = [
     Case("saxpy", sample_kernels.saxpy, 1000, lambda r: [
         F32(1.5), _floats(r, 1000), _floats(r, 1000), FakeBuffer(np.zeros(1000, F32))]),
     Case("vecadd_unchecked", conformance_kernels.vecadd.__wrapped__, 777, lambda r: [
-        FakeBuffer(np.zeros(777, F32)), _floats(r, 777), _floats(r, 777)], checks=False),
+        FakeBuffer(np.zeros(777, F32)), _floats(r, 777), _floats(r, 777)], checks=KernelChecks.OFF),
     Case("mandelbrot", sample_kernels.mandelbrot, (64, 48), lambda r: [
         FakeBuffer(np.zeros(64 * 48, np.int32)), 64, 48, 200]),
     Case("luisa_rules", luisa_rules, 64, lambda r: [
@@ -343,7 +344,7 @@ CASES = [
         FakeBuffer(r.integers(-64, 64, 1024).astype(F32) * F32(0.25)),
         FakeBuffer(np.zeros(16, F32))]),
     Case("block_reduction_unchecked", block_kernels.block_reduction, 640, lambda r: [
-        _floats(r, 640), FakeBuffer(np.zeros(10, F32))], checks=False),
+        _floats(r, 640), FakeBuffer(np.zeros(10, F32))], checks=KernelChecks.OFF),
     Case("prefix_scan", block_kernels.prefix_scan, 70, lambda r: [
         _floats(r, 70), FakeBuffer(np.zeros(70, F32)), 5]),
     Case("stencil", block_kernels.stencil, 1000, lambda r: [
@@ -357,7 +358,7 @@ CASES = [
     Case("bindless_mix", block_kernels.bindless_mix, 40, lambda r: [
         _heap(r), FakeBuffer(np.zeros(320, F32))]),
     Case("bindless_mix_unchecked", block_kernels.bindless_mix, 24, lambda r: [
-        _heap(r), FakeBuffer(np.zeros(192, F32))], checks=False),
+        _heap(r), FakeBuffer(np.zeros(192, F32))], checks=KernelChecks.OFF),
     Case("bindless_gather", sample_kernels.bindless_gather, 16, lambda r: [
         FakeHeap({0: _floats(r, 16), 1: _image(r, FakeImage(4, 2, 4, "float", np.uint8))}),
         FakeBuffer(np.zeros(16, F32))]),
@@ -370,7 +371,7 @@ CASES = [
         FakeIndirect(5), FakeBuffer(np.zeros(5, np.uint32))]),
     Case("nan_checked_saxpy", sample_kernels.saxpy, 100, lambda r: [
         F32(2.0), _floats(r, 100), _floats(r, 100), FakeBuffer(np.zeros(100, F32))],
-        checks="nan"),
+        checks=KernelChecks.BOUNDS_AND_FINITE),
 ]  # fmt: skip
 
 
@@ -455,7 +456,7 @@ def _written_by_the_kernel(warning: NvrtcWarning) -> bool:
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_nvrtc_builds_the_cuda_source_with_no_warning_about_its_own_code(built, case):
     c_executable, _ = built[case.name]
-    for checks in {case.checks, False}:
+    for checks in {case.checks, KernelChecks.OFF}:
         source = CudaEmitter(c_executable.kernel, checks).emit()
         build = compile_cuda(source, case.name, NVRTC_ARCH)
         assert build.binary.startswith(b"\x7fELF"), "NVRTC gave no cubin"
@@ -484,8 +485,8 @@ def test_vecadd_values_are_the_sums(built):
 def test_a_failed_check_names_the_same_thread_and_index_as_c(built):
     trap = conformance_kernels.trap.__wrapped__
     values = FakeBuffer(np.zeros(8, F32))
-    c_executable = KernelDefinition(trap).executable((argument_type(values),), True)
-    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, True)])
+    c_executable = KernelDefinition(trap).executable((argument_type(values),), KernelChecks.BOUNDS)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, KernelChecks.BOUNDS)])
     messages = []
     for executable in (c_executable, cuda):
         with pytest.raises(KernelIndexError) as caught:
@@ -498,8 +499,8 @@ def test_a_failed_check_names_the_same_thread_and_index_as_c(built):
 def test_threads_at_different_barriers_stop_the_launch_as_in_c():
     out = FakeBuffer(np.zeros(8, F32))
     definition = KernelDefinition(block_kernels.diverging_barriers)
-    c_executable = definition.executable((argument_type(out),), True)
-    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, True)])
+    c_executable = definition.executable((argument_type(out),), KernelChecks.BOUNDS)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, KernelChecks.BOUNDS)])
     errors = []
     for executable in (c_executable, cuda):
         with pytest.raises(KernelBarrierError) as caught:
@@ -563,8 +564,10 @@ def _reduction_emulation(source_edit: Callable[[str], str]) -> np.ndarray:
     values = FakeBuffer(np.arange(128, dtype=F32))
     sums = FakeBuffer(np.zeros(2, F32))
     types = (argument_type(values), argument_type(sums))
-    c_executable = KernelDefinition(block_kernels.block_reduction).executable(types, False)
-    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, False)])
+    c_executable = KernelDefinition(block_kernels.block_reduction).executable(
+        types, KernelChecks.OFF
+    )
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, KernelChecks.OFF)])
     library = build_unit(emulation_unit([(
         source_edit(cuda.cuda_source), "lnb_block_reduction", (64, 1, 1)
     )]))  # fmt: skip
@@ -600,7 +603,7 @@ def test_cuda_limits_are_errors_that_say_what_to_change(tmp_path):
     tall = load_function(tmp_path, TALL_BLOCKS, stem="tall_blocks")
     executable = KernelDefinition(tall).executable((argument_type(FakeBuffer(np.zeros(1))),))
     with pytest.raises(UnsupportedFeatureError, match="at most 64 along z; put the threads"):
-        CudaEmitter(executable.kernel, True).emit()
+        CudaEmitter(executable.kernel, KernelChecks.BOUNDS).emit()
 
 
 TALL_BLOCKS = """
@@ -617,8 +620,8 @@ def test_tall_dispatches_step_over_the_grid_along_y():
     """Rows past CUDA's 65535-block limit along y are run by the same blocks, in turn."""
     definition = KernelDefinition(sample_kernels.grid)
     out = FakeBuffer(np.zeros(2 * 65537, np.int32))
-    c_executable = definition.executable((argument_type(out),), False)
-    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, False)])
+    c_executable = definition.executable((argument_type(out),), KernelChecks.OFF)
+    [cuda] = emulate([(c_executable.kernel, c_executable.kernel_source, KernelChecks.OFF)])
     cuda.launch((2, 65537, 1), [out.array.ctypes.data], [])
     ids = np.arange(out.array.size)
     np.testing.assert_array_equal(out.array, ids % 2 + 10 * (ids // 2))
@@ -629,4 +632,4 @@ def test_cuda_emitter_keeps_the_c_emitter_output(built):
     c_executable, _ = built["matrix_arguments"]
     assert "_Alignas(16)" in c_executable.source and "alignas(16)" not in c_executable.source
     assert "__global__" not in c_executable.source
-    assert isinstance(CudaEmitter(c_executable.kernel, True).emit(), str)
+    assert isinstance(CudaEmitter(c_executable.kernel, KernelChecks.BOUNDS).emit(), str)

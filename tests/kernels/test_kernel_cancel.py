@@ -11,6 +11,7 @@ import pytest
 
 from luisa_nb.errors import KernelCancelledError, KernelError
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, compiler_available
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.executable import CancelFlag
 
 from . import checked_kernels
@@ -109,7 +110,9 @@ HUGE = (2**20, 2**20, 2**20)  # 2**60 threads: years of work, whatever the kerne
 def test_a_huge_launch_stops_soon_after_the_flag_is_set(mode: str, name: str, checks: bool) -> None:
     out = FakeBuffer(np.zeros(4, np.float32))
     definition = KernelDefinition(getattr(checked_kernels, name), mode=mode)
-    definition.executable((BufferType(ScalarType.FLOAT32),), checks)  # built before timing
+    definition.executable(
+        (BufferType(ScalarType.FLOAT32),), KernelChecks.parse(checks)
+    )  # built before timing
     flag = CancelFlag()
     outcome: dict[str, BaseException] = {}
 

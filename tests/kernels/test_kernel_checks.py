@@ -20,6 +20,7 @@ from luisa_nb.errors import (
     KernelNonFiniteError,
 )
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, compiler_available
+from luisa_nb.kernels.checks import KernelChecks
 
 from . import checked_kernels
 from .helpers import FakeBuffer, run
@@ -176,8 +177,8 @@ def test_unchecked_kernel_has_plain_accesses() -> None:
     unchecked = run(definition, 16, floats(16, 5.0), out, 0, checks=False)
     np.testing.assert_array_equal(out.array, 5.0)
     types = (F32, F32, ScalarType.INT32)
-    checked = definition.executable(types, True)
-    assert definition.executable(types, False) is unchecked
+    checked = definition.executable(types, KernelChecks.BOUNDS)
+    assert definition.executable(types, KernelChecks.OFF) is unchecked
     assert checked is not unchecked
     assert "lnb_read_" not in unchecked.source and "lnb_read_float32_int32" in checked.source
     assert [p.count_of for p in checked.scalar_parameters] == [None, 0, 1]
@@ -186,15 +187,14 @@ def test_unchecked_kernel_has_plain_accesses() -> None:
 
 @pytest.mark.parametrize("checks", [1, "NaN", "index", None, 0.5])
 def test_checks_setting_is_validated(checks: object) -> None:
-    definition = KernelDefinition(checked_kernels.shifted_copy, mode="python")
     with pytest.raises(ConfigurationError, match="checks="):
-        definition.executable((F32, F32, ScalarType.INT32), checks)
+        KernelChecks.parse(checks)
 
 
 @needs_compiler
 def test_c_entry_rejects_sizes_it_cannot_represent() -> None:
     executable = KernelDefinition(checked_kernels.shifted_copy, mode="c").executable(
-        (F32, F32, ScalarType.INT32), False
+        (F32, F32, ScalarType.INT32), KernelChecks.OFF
     )
     with pytest.raises(KernelArgumentError, match="2\\*\\*31"):
         executable.launch((2**31, 1, 1), [0, 0], [0])

@@ -16,11 +16,12 @@ from luisa_nb.kernels import (
     ScalarType,
     compiler_available,
 )
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.toolchain import compiler_flags, find_compiler
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.c.toolchain import compiler_flags, find_compiler
+from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.kernels.frontend.captures import CaptureResolver
 from luisa_nb.kernels.type_system import BindlessType, ImageType
-from luisa_nb.kernels.typer import KernelTyper
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 from . import sample_kernels
 
@@ -53,7 +54,7 @@ def emitter_of(name: str, argument_types: tuple, checks: bool | str = True) -> C
     kernel = KernelTyper(
         definition.kernel_source, argument_types, CaptureResolver(function), "c"
     ).run()
-    return CEmitter(kernel, checks)
+    return CEmitter(kernel, KernelChecks.parse(checks))
 
 
 def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> str:

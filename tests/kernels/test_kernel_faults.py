@@ -93,7 +93,7 @@ OUTSIDE_KERNELS = """
 import ctypes, os, signal, sys
 import numpy as np
 import luisa_nb as lnb
-from luisa_nb.kernels.fault_guard import guard_address
+from luisa_nb.kernels.c.fault_guard import guard_address
 from tests.kernels import checked_kernels
 
 device = lnb.create_device("cpu")

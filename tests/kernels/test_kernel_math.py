@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from luisa_nb.kernels import KernelDefinition, compiler_available
-from luisa_nb.kernels import math_builtins as mb
-from luisa_nb.kernels import vectors as vt
+from luisa_nb.kernels.lang import math_builtins as mb
+from luisa_nb.kernels.lang import vectors as vt
 
 from . import vector_kernels
 from .helpers import FakeBuffer, load_function, run

@@ -25,7 +25,7 @@ from luisa_nb.kernels import (
     make_float2x2,
     transpose,
 )
-from luisa_nb.kernels.vectors import VectorIndexError
+from luisa_nb.kernels.lang.vectors import VectorIndexError
 
 from . import matrix_kernels
 from .helpers import FakeBuffer, load_function, run

@@ -9,7 +9,7 @@ import pytest
 
 from luisa_nb.errors import KernelCompileError
 from luisa_nb.kernels import KernelDefinition, compiler_available
-from luisa_nb.kernels.nesting import MAX_EXPRESSION_DEPTH
+from luisa_nb.kernels.frontend.nesting import MAX_EXPRESSION_DEPTH
 
 from .helpers import FakeBuffer, load_function, run
 

@@ -9,11 +9,12 @@ import pytest
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, argument_type
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.kernels.frontend.captures import CaptureResolver
+from luisa_nb.kernels.lang.vectors import float2, float3
 from luisa_nb.kernels.type_system import BindlessType, ImageType, Sampler
-from luisa_nb.kernels.typer import KernelTyper
-from luisa_nb.kernels.vectors import float2, float3
+from luisa_nb.kernels.typing.typer import KernelTyper
 from luisa_nb.runtime import BindlessArray, create_device
 
 F32 = BufferType(ScalarType.FLOAT32)
@@ -34,7 +35,7 @@ def emitted_c(heap: BindlessType) -> str:
     kernel = KernelTyper(
         definition.kernel_source, (heap, F32), CaptureResolver(sample_both), "c"
     ).run()
-    return CEmitter(kernel, True).emit()
+    return CEmitter(kernel, KernelChecks.BOUNDS).emit()
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,12 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb.kernels import BufferType, KernelDefinition, ScalarType, compiler_available
-from luisa_nb.kernels.c_emitter import CEmitter
-from luisa_nb.kernels.captures import CaptureResolver
-from luisa_nb.kernels.streaming import streamed_buffers
+from luisa_nb.kernels.c.emitter import CEmitter
+from luisa_nb.kernels.c.streaming import streamed_buffers
+from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.kernels.frontend.captures import CaptureResolver
 from luisa_nb.kernels.type_system import MatrixType, VectorType
-from luisa_nb.kernels.typer import KernelTyper
+from luisa_nb.kernels.typing.typer import KernelTyper
 
 from . import streaming_kernels
 from .helpers import FakeBuffer, run
@@ -27,7 +28,7 @@ def streamed(name: str, types: tuple, checks: bool | str = False) -> tuple[int, 
     function = getattr(streaming_kernels, name)
     definition = KernelDefinition(function, mode="c")
     kernel = KernelTyper(definition.kernel_source, types, CaptureResolver(function), "c").run()
-    return streamed_buffers(kernel, checks)
+    return streamed_buffers(kernel, KernelChecks.parse(checks))
 
 
 @pytest.mark.parametrize(

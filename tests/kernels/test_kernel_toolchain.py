@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import KernelBuildError, LuisaNbWarning
-from luisa_nb.kernels import KernelDefinition, compiler_available, definition, toolchain
+from luisa_nb.kernels import KernelDefinition, compiler_available, definition
+from luisa_nb.kernels.c import toolchain
 
 from . import sample_kernels
 from .helpers import FakeBuffer, run

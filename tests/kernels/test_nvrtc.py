@@ -1,4 +1,4 @@
-"""``luisa_nb.kernels.nvrtc``: NVRTC compiling CUDA source with no GPU, what it says
+"""``luisa_nb.kernels.cuda.nvrtc``: NVRTC compiling CUDA source with no GPU, what it says
 when it is missing, and keeping Ctrl-C working after it ran. The generated source of
 every codegen case goes through it in ``test_cuda_codegen.py``."""
 
@@ -14,7 +14,7 @@ from helpers.cuda import needs_nvrtc, nvrtc_library_not_found
 from helpers.interrupts import ctrl_c_stops_a_wait, needs_main_thread
 
 from luisa_nb.errors import BackendUnavailableError, KernelBuildError
-from luisa_nb.kernels.nvrtc import NvrtcWarning, compile_cuda, signal_handling_kept
+from luisa_nb.kernels.cuda.nvrtc import NvrtcWarning, compile_cuda, signal_handling_kept
 
 UNUSED_VARIABLE = 'extern "C" __global__ void k(float *x) {\n    int unused = 1;\n}\n'
 

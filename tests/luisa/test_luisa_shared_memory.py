@@ -171,13 +171,14 @@ def test_a_shared_array_is_made_once(fresh_session):
 
 def test_the_cuda_emitter_gives_shared_memory_and_barriers(fresh_session):
     from luisa_nb.kernels import argument_type
-    from luisa_nb.kernels.cuda_emitter import CudaEmitter
+    from luisa_nb.kernels.checks import KernelChecks
+    from luisa_nb.kernels.cuda.emitter import CudaEmitter
     from luisa_nb.kernels.definition import KernelDefinition
 
     luisa.init("cpu")
     buffers = [luisa.Buffer(64, float) for _ in range(2)]
     types = tuple(argument_type(b) for b in buffers)
-    executable = KernelDefinition(rotate, mode="c").executable(types, True)
-    source = CudaEmitter(executable.kernel, True).emit()
+    executable = KernelDefinition(rotate, mode="c").executable(types, KernelChecks.BOUNDS)
+    source = CudaEmitter(executable.kernel, KernelChecks.BOUNDS).emit()
     assert "__shared__ lnb_rotate_shared lnb_shared;" in source
     assert "__syncthreads();" in source

@@ -21,7 +21,7 @@ from xxhash import xxh3_128_digest
 import luisa_nb as lnb
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.runner import run_program
-from luisa_nb.kernels.vectors import dtype_of, float3
+from luisa_nb.kernels.lang.vectors import dtype_of, float3
 from luisa_nb.recording import recorder_core
 from luisa_nb.recording import trace as trace_module
 from luisa_nb.recording.recorder import PythonTraceRecorder, TraceRecorder, active_recorder

@@ -19,6 +19,7 @@ from luisa_nb.kernels import (
     float3x3,
     int2,
 )
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import MATRIX_TYPES, VECTOR_TYPES, ScalarType
 from luisa_nb.remote.layouts import check_definition, describe_dtype, dtype_from
 from luisa_nb.remote.protocol import ProtocolError
@@ -56,7 +57,9 @@ def test_the_server_packs_arguments_as_the_clients_executable(checks):
     value = Outer(v=float3(1, 2, 3), m=float3x3(4))
     scalars = [float3(0.5, 1.5, 2.5), float3x3(2), value, np.int64(-7), True]
     types = tuple(argument_type(a) for a in (out, *scalars))
-    executable = KernelDefinition(arguments_kernel, mode="c").executable(types, checks)
+    executable = KernelDefinition(arguments_kernel, mode="c").executable(
+        types, KernelChecks.parse(checks)
+    )
     served = ServedDefinition(executable)
     dtypes, layout = check_definition(served.definition)
     assert dtypes == [np.dtype(np.float32)]

@@ -23,7 +23,7 @@ from luisa_nb.kernels import (
     set_block_size,
     uint3,
 )
-from luisa_nb.kernels.scalar_names import uint
+from luisa_nb.kernels.lang.scalar_names import uint
 from luisa_nb.runtime import BindlessArray
 from tests.kernels import block_kernels
 

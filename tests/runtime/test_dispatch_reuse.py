@@ -9,6 +9,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb import errors
+from luisa_nb.kernels.checks import KernelChecks
 
 
 @lnb.kernel
@@ -70,11 +71,11 @@ def test_a_changed_checks_setting_gets_a_new_executable():
     device = lnb.create_device("cpu", checks=True)
     buffer = device.create_buffer(8, np.float32)
     checked = increment.dispatch_async(8, buffer)
-    device.kernel_checks = False
+    device.kernel_checks = KernelChecks.OFF
     unchecked = increment.dispatch_async(8, buffer)
     assert unchecked.arguments is not checked.arguments
-    assert checked.arguments.executable.checks is True
-    assert unchecked.arguments.executable.checks is False
+    assert checked.arguments.executable.checks is KernelChecks.BOUNDS
+    assert unchecked.arguments.executable.checks is KernelChecks.OFF
 
 
 def test_the_kernel_never_keeps_buffers_alive(device):

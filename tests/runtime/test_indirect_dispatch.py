@@ -28,7 +28,7 @@ from luisa_nb.kernels import (
     sync_block,
     uint3,
 )
-from luisa_nb.kernels.scalar_names import uint
+from luisa_nb.kernels.lang.scalar_names import uint
 from luisa_nb.recording.records import Access, CommandKind, Status
 from luisa_nb.runtime.indirect import finish
 

@@ -5,6 +5,7 @@ import pytest
 
 import luisa_nb as lnb
 from luisa_nb import errors
+from luisa_nb.kernels.checks import KernelChecks
 
 
 @pytest.fixture(params=["c", "python"])
@@ -236,7 +237,7 @@ def test_checks_setting_is_validated_when_the_kernel_is_declared():
 def test_kernel_checks_default_to_the_device(
     device, monkeypatch, kernel_checks, device_checks, checked
 ):
-    monkeypatch.setattr(device, "kernel_checks", device_checks)
+    monkeypatch.setattr(device, "kernel_checks", KernelChecks.parse(device_checks))
     buffer = device.create_buffer(4, np.float32)
     buffer.fill(1.0)
 

@@ -106,7 +106,7 @@ static int lnb_valid_size(const int64_t size[3], lnb_launch *launch) {
    stops, and stores the number of each block in `running` before running it. */
 typedef void (*lnb_run_function)(void *blocks, lnb_launch *launch, volatile int64_t *running);
 
-/* The fault guard's entry (luisa_nb.kernels.fault_guard): calls `run`; a memory fault in it
+/* The fault guard's entry (luisa_nb.kernels.c.fault_guard): calls `run`; a memory fault in it
    stops the launch with LNB_FAULT, instead of the process. Returns 1 if it recorded a fault
    in the launch record (all but where: the caller knows its blocks). */
 typedef int (*lnb_guard)(lnb_run_function run, void *blocks, lnb_launch *launch,
