@@ -7,7 +7,7 @@ import os
 
 from luisa_nb.errors import NotInitializedError
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
-from luisa_nb.runtime.device import forget_default_device
+from luisa_nb.runtime.defaults import forget_default_device
 from luisa_nb.runtime.stream import check_stream
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"

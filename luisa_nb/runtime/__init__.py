@@ -10,13 +10,9 @@ from luisa_nb.runtime.commands import (
     FillCommand,
     UploadCommand,
 )
-from luisa_nb.runtime.config import DeviceConfig
-from luisa_nb.runtime.device import (
-    Device,
-    create_device,
-    default_device,
-    set_default_device,
-)
+from luisa_nb.runtime.config import DeviceConfig, create_device
+from luisa_nb.runtime.defaults import default_device, set_default_device
+from luisa_nb.runtime.device import Device
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer, IndirectDispatchCommand
 from luisa_nb.runtime.kernel_objects import Kernel, kernel

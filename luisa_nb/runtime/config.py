@@ -11,15 +11,13 @@ from __future__ import annotations
 import difflib
 import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError
 from luisa_nb.kernels.checks import KernelChecks
+from luisa_nb.runtime.device import Device
 from luisa_nb.runtime.staging import StagingPolicy
-
-if TYPE_CHECKING:
-    from luisa_nb.runtime.device import Device
 
 REMOTE_PREFIX = "remote://"
 CUDA_PREFIX = "cuda:"
@@ -124,10 +122,24 @@ class DeviceConfig:
 
     def create(self) -> Device:
         """A new device of this configuration."""
-        from luisa_nb.runtime.device import Device
-
         backend = load_backend(self.backend)(**self.option_dict)
         return Device(backend, self.staging, self.checks)
 
     def __str__(self) -> str:
         return self.label
+
+
+def create_device(
+    name: str = "cpu",
+    *,
+    staging: str | StagingPolicy | None = None,
+    checks: bool | str | None = None,
+    **options: Any,
+) -> Device:
+    """A device on backend ``name``: ``"cpu"``, ``"dx"``, ``"metal"``, ``"remote"`` (a local
+    server started for it) or ``"remote://HOST:PORT"`` (a running server; pass ``token=``),
+    or a backend another package registered. ``name`` may carry a staging policy, as in
+    ``"cpu:submit"`` (see :class:`DeviceConfig`). ``checks`` (True, False or "nan"; None:
+    True) is what kernels that set no ``checks`` of their own check; ``options`` go to the
+    backend."""
+    return DeviceConfig.parse(name, staging=staging, checks=checks, **options).create()

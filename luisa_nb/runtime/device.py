@@ -17,7 +17,6 @@ from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.callbacks import in_callback, wait_in_callback
-from luisa_nb.runtime.config import DeviceConfig
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer
 from luisa_nb.runtime.staging import Staging, StagingHeap, StagingPolicy
@@ -85,7 +84,7 @@ class Device:
     order. ``None`` takes the backend's default.
 
     ``checks`` is what kernels dispatched here that do not set their own check
-    (``kernel_checks``; :meth:`DeviceConfig.parse` parses a user's setting).
+    (``kernel_checks``; ``DeviceConfig.parse`` parses a user's setting).
     """
 
     def __init__(
@@ -209,48 +208,3 @@ class Device:
 
     def __repr__(self) -> str:
         return f"<Device {self.name!r} staging={self.staging.value!r}>"
-
-
-def create_device(
-    name: str = "cpu",
-    *,
-    staging: str | StagingPolicy | None = None,
-    checks: bool | str | None = None,
-    **options: Any,
-) -> Device:
-    """A device on backend ``name``: ``"cpu"``, ``"dx"``, ``"metal"``, ``"remote"`` (a local
-    server started for it) or ``"remote://HOST:PORT"`` (a running server; pass ``token=``),
-    or a backend another package registered. ``name`` may carry a staging policy, as in
-    ``"cpu:submit"`` (see :class:`DeviceConfig`). ``checks`` (True, False or "nan"; None:
-    True) is what kernels that set no ``checks`` of their own check; ``options`` go to the
-    backend."""
-    return DeviceConfig.parse(name, staging=staging, checks=checks, **options).create()
-
-
-_default_device: Device | None = None
-
-
-def default_device() -> Device:
-    """The session's default device: ``cpu`` unless :func:`set_default_device` chose one."""
-    global _default_device
-    if _default_device is None:
-        _default_device = create_device("cpu")
-    return _default_device
-
-
-def set_default_device(device: Device) -> None:
-    if not isinstance(device, Device):
-        raise InvalidArgumentError(
-            f"set_default_device needs a Device (from lnb.create_device), got "
-            f"{type(device).__name__}"
-        )
-    global _default_device
-    _default_device = device
-
-
-def forget_default_device(device: Device) -> None:
-    """If ``device`` is the default device, drop it: the next :func:`default_device` call
-    makes a new ``cpu`` device. For code that closes a device it made the default."""
-    global _default_device
-    if _default_device is device:
-        _default_device = None

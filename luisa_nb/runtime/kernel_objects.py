@@ -26,7 +26,7 @@ from luisa_nb.recording.recorder import active_recorder
 from luisa_nb.recording.records import Access
 from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.commands import DispatchArguments, DispatchCommand
-from luisa_nb.runtime.device import default_device
+from luisa_nb.runtime.defaults import default_device
 from luisa_nb.runtime.indirect import (
     IndirectDispatchBuffer,
     IndirectDispatchCommand,

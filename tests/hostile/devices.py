@@ -21,7 +21,7 @@ from luisa_nb.errors import CommandFailedError, LuisaNbError
 from luisa_nb.luisa import session
 from luisa_nb.recording import recorder
 from luisa_nb.runtime import Device, default_device
-from luisa_nb.runtime.device import forget_default_device
+from luisa_nb.runtime.defaults import forget_default_device
 
 from .outcomes import OracleFailure, first_line
 
