@@ -16,11 +16,10 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import CAPTURE_FIELD, TraceFields, active_recorder
-from luisa_nb.recording.recorder_core import set_command_types
+from luisa_nb.recording.recorder import CAPTURE_FIELD, Recorder, TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.trace import now
-from luisa_nb.runtime.host import array_memo, host_range, recalled
+from luisa_nb.runtime.host import array_memo, host_range
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend
@@ -38,6 +37,20 @@ metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call t
 def next_id() -> int:
     """A process-unique id for a command or sync point."""
     return next(_ids)
+
+
+def report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
+    """Tell ``recorder``, which is recording, that ``commands`` were submitted to ``stream``,
+    in the plain values its ``submitted`` hook takes: each command's id, enqueue time and
+    trace fields."""
+    if len(commands) == 1:  # the common case, without a list's loops
+        (command,) = commands
+        ids, enqueued, fields = (command.id,), (command.enqueued,), (command.trace_fields(),)
+    else:
+        ids = [command.id for command in commands]
+        enqueued = [command.enqueued for command in commands]
+        fields = [command.trace_fields() for command in commands]
+    recorder.submitted(stream.id, ids, enqueued, fields, stream, commands)
 
 
 class Command:
@@ -109,9 +122,15 @@ class UploadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, capture, target = self.host, self.enqueue_capture, self.target
-        fields = recalled(target.upload_fields, host)
-        if fields is not None and fields[CAPTURE_FIELD] is capture:
-            return fields
+        memo = target.upload_fields  # recalled(), written out: one Python call per upload
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+            and memo[3][CAPTURE_FIELD] is capture
+        ):
+            return memo[3]
         fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
         target.upload_fields = array_memo(host, fields)
         return fields
@@ -147,9 +166,14 @@ class DownloadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, source = self.host, self.source
-        fields = recalled(source.download_fields, host)
-        if fields is not None:
-            return fields
+        memo = source.download_fields  # recalled(), written out: one Python call per download
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+        ):
+            return memo[3]
         fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
         source.download_fields = array_memo(host, fields)
         return fields
@@ -332,6 +356,9 @@ class DispatchCommand(Command):
         return self.arguments.device_ranges()
 
     def trace_fields(self) -> TraceFields:
+        known = self.arguments.memo.described  # the fast path of DispatchArguments.trace_fields
+        if known is not None and known[0] == self.dims and known[1] == self.name:
+            return known[2]
         return self.arguments.trace_fields(self.name, self.dims)
 
     def describe(self) -> str:
@@ -356,6 +383,3 @@ class DispatchCommand(Command):
         return transfers.backend.dispatch(
             arguments.executable, self.dims, arguments.buffers, arguments.scalars
         )
-
-
-set_command_types(UploadCommand, DownloadCommand, DispatchCommand)
