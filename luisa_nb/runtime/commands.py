@@ -9,6 +9,7 @@ transfers go through :mod:`luisa_nb.runtime.staging`.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -18,6 +19,7 @@ from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import CAPTURE_FIELD, Recorder, TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
+from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.recording.trace import now
 from luisa_nb.runtime.host import array_memo, host_range
 
@@ -39,10 +41,10 @@ def next_id() -> int:
     return next(_ids)
 
 
-def report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
+def python_report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
     """Tell ``recorder``, which is recording, that ``commands`` were submitted to ``stream``,
     in the plain values its ``submitted`` hook takes: each command's id, enqueue time and
-    trace fields."""
+    trace fields. :data:`report_submitted` is this, or the same in C."""
     if len(commands) == 1:  # the common case, without a list's loops
         (command,) = commands
         ids, enqueued, fields = (command.id,), (command.enqueued,), (command.trace_fields(),)
@@ -51,6 +53,12 @@ def report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -
         enqueued = [command.enqueued for command in commands]
         fields = [command.trace_fields() for command in commands]
     recorder.submitted(stream.id, ids, enqueued, fields, stream, commands)
+
+
+def python_command_ids(commands: Sequence[Any]) -> list[int]:
+    """The ``id`` of each of ``commands``, what a recorder's ``run_timer`` takes.
+    :data:`command_ids` is this, or the same in C."""
+    return [command.id for command in commands]
 
 
 class Command:
@@ -383,3 +391,24 @@ class DispatchCommand(Command):
         return transfers.backend.dispatch(
             arguments.executable, self.dims, arguments.buffers, arguments.scalars
         )
+
+
+report_submitted, command_ids = python_report_submitted, python_command_ids
+"""Tell a recording recorder of a submission (:func:`python_report_submitted`), and gather
+a run's command ids (:func:`python_command_ids`): in C, with the memo checks of the
+``trace_fields()`` above, where the extension ``_submission_fields`` was built and the
+recorder's Python hooks are not asked for (``LUISA_NB_PYTHON_RECORDER``)."""
+if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
+    try:
+        from luisa_nb.runtime._submission_fields import (
+            command_ids,  # noqa: F401 (what execution.py and real_luisa.py import)
+            report_submitted,
+            use_command_types,
+        )
+    except ImportError:  # not built (no C compiler or Python headers at install)
+        pass
+    else:
+        use_command_types(UploadCommand, DownloadCommand, DispatchCommand, CAPTURE_FIELD)
+
+NATIVE = report_submitted is not python_report_submitted
+"""Whether submissions are reported in C."""
