@@ -1,22 +1,29 @@
-"""Builds the recorder's C core (luisa_nb/recording/_recorder_core.c) where a C compiler,
-Python's headers and numpy's (a build requirement) exist; without them luisa_nb installs
-and runs with the same hooks in Python (luisa_nb/recording/recorder_core.py). Everything
-else is in pyproject.toml."""
+"""Builds the trace recorder's row appender (luisa_nb/recording/_row_appender.c) and the
+runtime's report of a submission (luisa_nb/runtime/_submission_fields.c) in C where a C
+compiler, Python's headers and numpy's (a build requirement) exist; without them luisa_nb
+installs and runs with the same code in Python (luisa_nb/recording/row_appender.py,
+report_submitted in luisa_nb/runtime/commands.py). Everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
 try:
     import numpy
-except ImportError:  # built without build isolation, where numpy is missing: no C core
+except ImportError:  # built without build isolation, where numpy is missing: no C code
     extensions = []
 else:
     extensions = [
         Extension(
-            "luisa_nb.recording._recorder_core",
-            ["luisa_nb/recording/_recorder_core.c"],
+            "luisa_nb.recording._row_appender",
+            ["luisa_nb/recording/_row_appender.c"],
             include_dirs=[numpy.get_include()],
             optional=True,
-        )
+        ),
+        Extension(
+            "luisa_nb.runtime._submission_fields",
+            ["luisa_nb/runtime/_submission_fields.c"],
+            include_dirs=[numpy.get_include()],
+            optional=True,
+        ),
     ]
 
 setup(ext_modules=extensions)

@@ -40,7 +40,7 @@ import numpy as np
 from timing import load_average, print_table, timings
 
 import luisa_nb as lnb
-from luisa_nb.recording import recorder_core
+from luisa_nb.recording import row_appender
 
 UPLOAD_BYTES = 4096
 
@@ -174,7 +174,7 @@ def main() -> None:
     rows.append([*reference, "", "", ""])
     print_table(
         f"cost per command over {count:,} commands, median of {repeats}, recorder hooks in "
-        f"{'C' if recorder_core.NATIVE else 'Python'} ({load_average()})",
+        f"{'C' if row_appender.NATIVE else 'Python'} ({load_average()})",
         [
             "loop",
             "µs untraced",

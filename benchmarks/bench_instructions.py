@@ -105,7 +105,7 @@ def main() -> None:
         sys.exit("needs valgrind and a C compiler (Debian: apt-get install valgrind gcc)")
     from bench_commands import loops
 
-    from luisa_nb.recording import recorder_core
+    from luisa_nb.recording import row_appender
 
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
@@ -126,7 +126,7 @@ def main() -> None:
                          traced / untraced])  # fmt: skip
     print_table(
         f"instructions per command (callgrind, {COUNTS[1]:,} minus {COUNTS[0]:,} commands, "
-        f"both threads), recorder hooks in {'C' if recorder_core.NATIVE else 'Python'} "
+        f"both threads), recorder hooks in {'C' if row_appender.NATIVE else 'Python'} "
         f"({load_average()})",
         ["loop", "untraced", "traced", "traced/untraced"],
         rows,

@@ -2,11 +2,14 @@
 
 The runtime always reports to :func:`active_recorder`. With no trace active that is
 :data:`NULL_RECORDER`, whose hooks do nothing, so an untraced program pays one call per
-hook and takes the same locks, in the same order, as a traced one.
+hook and takes the same locks, in the same order, as a traced one. The runtime hands
+the per-command hooks plain values (ids, times, host bytes, trace fields); working out
+those of ``submitted`` and ``run_timer`` costs time, so it calls those two only while
+the recorder is ``recording``.
 
 A :class:`TraceRecorder` appends what it hears to logs of numbers: rows per command, per
 host read or write, per run and per tick of its worker, whose hooks run in C where that
-was built (:mod:`luisa_nb.recording.recorder_core`), and rows per sync point; no Python
+was built (:mod:`luisa_nb.recording.row_appender`), and rows per sync point; no Python
 object is kept per command, run or sync point. :mod:`luisa_nb.recording.table` turns the
 logs into columns and records when the trace is read.
 """
@@ -35,16 +38,6 @@ from luisa_nb.recording.naming import (
     owners,
     user_frame,
 )
-from luisa_nb.recording.recorder_core import (
-    ACCESS_COLUMNS,
-    RUN_COLUMNS,
-    SEQ_COLUMN,
-    SUBMISSION_COLUMNS,
-    TICK_COLUMNS,
-    LogSnapshot,
-    PythonRecorderCore,
-    RecorderCore,
-)
 from luisa_nb.recording.records import (
     BufferInfo,
     Capture,
@@ -58,6 +51,16 @@ from luisa_nb.recording.records import (
     StreamInfo,
     SyncKind,
     value_layout,
+)
+from luisa_nb.recording.row_appender import (
+    ACCESS_COLUMNS,
+    RUN_COLUMNS,
+    SEQ_COLUMN,
+    SUBMISSION_COLUMNS,
+    TICK_COLUMNS,
+    LogSnapshot,
+    PythonRowAppender,
+    RowAppender,
 )
 from luisa_nb.recording.synthetic_addresses import cluster_names
 
@@ -100,7 +103,7 @@ UNNAMED_LIMIT = 8
 
 
 class RunTimer:
-    """The null timer of one run. A trace's timer (:class:`~.recorder_core.RunLog`) has
+    """The null timer of one run. A trace's timer (:class:`~.row_appender.RunLog`) has
     ``times``, which the worker ticks (``times.tick()``) before each step and once after
     the last (steps run by one call elsewhere, in C, append theirs there with
     ``times.frombytes``); ``None``: nothing is timed."""
@@ -131,11 +134,11 @@ class LoggedRuns(NamedTuple):
     """A snapshot of a recorder's runs (:meth:`TraceRecorderBase.run_log`)."""
 
     runs: LogSnapshot
-    """A row per run (:data:`~.recorder_core.RUN_COLUMNS`)."""
+    """A row per run (:data:`~.row_appender.RUN_COLUMNS`)."""
     steps: LogSnapshot
     """The command ``id`` of each step, run after run."""
     ticks: LogSnapshot
-    """A row per tick (:data:`~.recorder_core.TICK_COLUMNS`)."""
+    """A row per tick (:data:`~.row_appender.TICK_COLUMNS`)."""
     failures: dict[int, tuple[int, Status, str, int]]
     ends: dict[int, int]
     spans: dict[int, Sequence[tuple[int, Any]]]
@@ -146,7 +149,8 @@ class Recorder:
 
     Hooks, in the order the runtime calls them: ``upload_enqueued`` and
     ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
-    submitted; ``run_timer`` when a worker starts a run;
+    submitted and ``run_timer`` when a worker starts a run, both only while
+    :attr:`recording`;
     ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
     ``sync_issued`` and ``sync_completed`` around sync points; ``range_opened`` and
     ``range_closed`` around a user range; ``compiled`` after a kernel was prepared.
@@ -163,10 +167,22 @@ class Recorder:
         """A download into ``host`` was made."""
         return None
 
-    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
+    def submitted(
+        self,
+        stream_id: int,
+        ids: Sequence[int],
+        enqueued: Sequence[int],
+        fields: Sequence[TraceFields],
+        stream: Any,
+        commands: Sequence[Any],
+    ) -> None:
+        """A list of commands was submitted to stream ``stream_id``: their ``ids``, enqueue
+        times and trace fields, in order. ``stream`` and ``commands`` are what the recorder
+        notes of a stream or trace fields it has not seen (:meth:`TraceRecorderBase._describe`)."""
         return None
 
-    def run_timer(self, steps: Sequence[Any]) -> RunTimer:
+    def run_timer(self, ids: Sequence[int]) -> RunTimer:
+        """A worker starts a run of the commands with ``ids``, in order; returns its timer."""
         return NULL_TIMER
 
     def host_read(
@@ -204,11 +220,11 @@ NULL_RECORDER = Recorder()
 
 class TraceRecorderBase(Recorder):
     """What a trace's recorder does in Python: the hooks called once per sync point, range
-    or compile, what the per-command hooks of its core (:mod:`.recorder_core`) call
-    for the cases they leave to Python, and reading the logs. A recorder class puts a core
-    before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
+    or compile, what the per-command hooks of its row appender (:mod:`.row_appender`)
+    call for the cases they leave to Python, and reading the logs. A recorder class puts a
+    row appender before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 
-    The core's logs hold numbers; what they name is kept here once: a submission names
+    The row appender's logs hold numbers; what they name is kept here once: a submission names
     its commands' trace fields by their position in :attr:`described`, a host access its
     bytes by digest (in the trace's captures). The few runs that failed, ended early or
     report device spans say so in :attr:`run_failures`, :attr:`run_ends` and
@@ -232,7 +248,7 @@ class TraceRecorderBase(Recorder):
         """By run that ended early: how many of its steps it ran (the others ran later)."""
         self.run_spans: dict[int, Sequence[tuple[int, Any]]] = {}
         """By run: ``(position, DeviceSpan)`` of the steps the device timed."""
-        log_type = type(self.submissions)  # the core's kind of log
+        log_type = type(self.submissions)  # the row appender's kind of log
         self.syncs = log_type(len(SYNC_COLUMNS))
         self.sync_completions = log_type(len(COMPLETION_COLUMNS))
         self.sync_errors: list[str] = []
@@ -342,14 +358,14 @@ class TraceRecorderBase(Recorder):
             if host.name is None:
                 host.name = name
 
-    def _describe(self, fields: TraceFields, command: Any, device: Any) -> int:
-        """Keep the trace fields of ``command`` (on ``device``), not logged before, and note
-        its buffers and host array; returns their position. Commands with the same fields
-        touch the same buffers and host array: a loop's commands mostly share theirs (a
-        kernel's dispatches on the same arguments, the uploads of one array into one view),
-        so this runs once for them. Two threads may keep the same fields twice; either
-        position names them."""
-        buffers = self.trace.buffers
+    def _describe(self, fields: TraceFields, command: Any, stream: Any) -> int:
+        """Keep the trace fields of ``command`` (submitted to ``stream``), not logged
+        before, and note its buffers and host array; returns their position. Commands with
+        the same fields touch the same buffers and host array: a loop's commands mostly
+        share theirs (a kernel's dispatches on the same arguments, the uploads of one array
+        into one view), so this runs once for them. Two threads may keep the same fields
+        twice; either position names them."""
+        buffers, device = self.trace.buffers, stream.device
         for view in command.views:
             if view.buffer.id not in buffers:
                 self._first_use(view.buffer, device)
@@ -384,13 +400,13 @@ class TraceRecorderBase(Recorder):
 
     def command_log(self) -> tuple[LogSnapshot, list[TraceFields]]:
         """The commands logged so far: a row per command
-        (:data:`~.recorder_core.SUBMISSION_COLUMNS`), and the trace fields the rows name."""
+        (:data:`~.row_appender.SUBMISSION_COLUMNS`), and the trace fields the rows name."""
         rows = LogSnapshot(self.submissions, SUBMISSION_COLUMNS)
         return rows, self.described[:]  # holds every position that `rows` names
 
     def access_log(self) -> LogSnapshot:
         """The host reads and writes logged so far: a row per access
-        (:data:`~.recorder_core.ACCESS_COLUMNS`)."""
+        (:data:`~.row_appender.ACCESS_COLUMNS`)."""
         return LogSnapshot(self.accesses, ACCESS_COLUMNS)
 
     def run_log(self) -> LoggedRuns:
@@ -498,15 +514,15 @@ def _or_missing(value: int | None) -> int:
     return MISSING if value is None else value
 
 
-class TraceRecorder(RecorderCore, TraceRecorderBase):
+class TraceRecorder(RowAppender, TraceRecorderBase):
     """Appends to the logs of one :class:`~luisa_nb.recording.trace.Trace`; its
-    per-command hooks are :data:`~.recorder_core.RecorderCore`'s (in C where it was
+    per-command hooks are :data:`~.row_appender.RowAppender`'s (in C where it was
     built)."""
 
 
-class PythonTraceRecorder(PythonRecorderCore, TraceRecorderBase):
+class PythonTraceRecorder(PythonRowAppender, TraceRecorderBase):
     """A :class:`TraceRecorder` whose per-command hooks run in Python (what a trace uses
-    where the C core was not built; the tests run both)."""
+    where the C appender was not built; the tests run both)."""
 
 
 _active: Recorder = NULL_RECORDER

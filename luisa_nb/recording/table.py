@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.recording.recorder import DESCRIBED, MISSING, STATUSES, SYNC_COLUMNS, SYNC_KINDS
-from luisa_nb.recording.recorder_core import HOST_READ, LogSnapshot
 from luisa_nb.recording.records import (
     Capture,
     CommandKind,
@@ -25,6 +24,7 @@ from luisa_nb.recording.records import (
     Status,
     SyncRecord,
 )
+from luisa_nb.recording.row_appender import HOST_READ, LogSnapshot
 
 if TYPE_CHECKING:
     from luisa_nb.recording.recorder import LoggedRuns, TraceRecorderBase

@@ -85,7 +85,7 @@ class BufferView:
         "size",
         "start",
         "upload_fields",
-    )  # a traced transfer's hook reads upload_fields (a slot is read at its offset in C)
+    )
     device: Device
     dtype: np.dtype
 
@@ -102,8 +102,7 @@ class BufferView:
         self.upload_fields: ArrayMemo | None = None
         """The trace fields of the latest upload into this view, remembered with the host
         array it read (the uploads of a loop that sends one array's unchanged bytes share
-        them; the recorder's C core reads them too, see ``set_command_types``); likewise
-        ``download_fields``."""
+        them); likewise ``download_fields``."""
         self.download_fields: ArrayMemo | None = None
         self._kernel_buffer: KernelBuffer | None = None
 

@@ -9,6 +9,7 @@ transfers go through :mod:`luisa_nb.runtime.staging`.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,11 +17,11 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import CAPTURE_FIELD, TraceFields, active_recorder
-from luisa_nb.recording.recorder_core import set_command_types
+from luisa_nb.recording.recorder import CAPTURE_FIELD, Recorder, TraceFields, active_recorder
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
+from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.recording.trace import now
-from luisa_nb.runtime.host import array_memo, host_range, recalled
+from luisa_nb.runtime.host import array_memo, host_range
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend
@@ -38,6 +39,26 @@ metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call t
 def next_id() -> int:
     """A process-unique id for a command or sync point."""
     return next(_ids)
+
+
+def python_report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
+    """Tell ``recorder``, which is recording, that ``commands`` were submitted to ``stream``,
+    in the plain values its ``submitted`` hook takes: each command's id, enqueue time and
+    trace fields. :data:`report_submitted` is this, or the same in C."""
+    if len(commands) == 1:  # the common case, without a list's loops
+        (command,) = commands
+        ids, enqueued, fields = (command.id,), (command.enqueued,), (command.trace_fields(),)
+    else:
+        ids = [command.id for command in commands]
+        enqueued = [command.enqueued for command in commands]
+        fields = [command.trace_fields() for command in commands]
+    recorder.submitted(stream.id, ids, enqueued, fields, stream, commands)
+
+
+def python_command_ids(commands: Sequence[Any]) -> list[int]:
+    """The ``id`` of each of ``commands``, what a recorder's ``run_timer`` takes.
+    :data:`command_ids` is this, or the same in C."""
+    return [command.id for command in commands]
 
 
 class Command:
@@ -109,9 +130,15 @@ class UploadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, capture, target = self.host, self.enqueue_capture, self.target
-        fields = recalled(target.upload_fields, host)
-        if fields is not None and fields[CAPTURE_FIELD] is capture:
-            return fields
+        memo = target.upload_fields  # recalled(), written out: one Python call per upload
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+            and memo[3][CAPTURE_FIELD] is capture
+        ):
+            return memo[3]
         fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
         target.upload_fields = array_memo(host, fields)
         return fields
@@ -147,9 +174,14 @@ class DownloadCommand(Command):
 
     def trace_fields(self) -> TraceFields:
         host, source = self.host, self.source
-        fields = recalled(source.download_fields, host)
-        if fields is not None:
-            return fields
+        memo = source.download_fields  # recalled(), written out: one Python call per download
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+        ):
+            return memo[3]
         fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
         source.download_fields = array_memo(host, fields)
         return fields
@@ -332,6 +364,9 @@ class DispatchCommand(Command):
         return self.arguments.device_ranges()
 
     def trace_fields(self) -> TraceFields:
+        known = self.arguments.memo.described  # the fast path of DispatchArguments.trace_fields
+        if known is not None and known[0] == self.dims and known[1] == self.name:
+            return known[2]
         return self.arguments.trace_fields(self.name, self.dims)
 
     def describe(self) -> str:
@@ -358,4 +393,22 @@ class DispatchCommand(Command):
         )
 
 
-set_command_types(UploadCommand, DownloadCommand, DispatchCommand)
+report_submitted, command_ids = python_report_submitted, python_command_ids
+"""Tell a recording recorder of a submission (:func:`python_report_submitted`), and gather
+a run's command ids (:func:`python_command_ids`): in C, with the memo checks of the
+``trace_fields()`` above, where the extension ``_submission_fields`` was built and the
+recorder's Python hooks are not asked for (``LUISA_NB_PYTHON_RECORDER``)."""
+if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
+    try:
+        from luisa_nb.runtime._submission_fields import (
+            command_ids,  # noqa: F401 (what execution.py and real_luisa.py import)
+            report_submitted,
+            use_command_types,
+        )
+    except ImportError:  # not built (no C compiler or Python headers at install)
+        pass
+    else:
+        use_command_types(UploadCommand, DownloadCommand, DispatchCommand, CAPTURE_FIELD)
+
+NATIVE = report_submitted is not python_report_submitted
+"""Whether submissions are reported in C."""

@@ -101,8 +101,7 @@ def plain_array(array: np.ndarray, what: str, writes: bool) -> np.ndarray:
 ArrayMemo = tuple[weakref.ref, tuple[int, ...], np.dtype, Any]
 """A value worked out from a host array, kept with the array (weakly) and the shape and
 dtype it had: the value holds while the same live array keeps that shape and dtype (its
-own shape: a record dtype's range has an axis more). The recorder's C core makes the
-same check of the memos a view keeps of its latest transfer (``moved_as_now``)."""
+own shape: a record dtype's range has an axis more)."""
 
 
 def array_memo(array: np.ndarray, value: Any, reference: weakref.ref | None = None) -> ArrayMemo:

@@ -35,7 +35,7 @@ from luisa_nb.recording.naming import user_namespaces, variable_name
 from luisa_nb.recording.recorder import Recorder, TraceFields, active_recorder, register_namer
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange, HostRange, Status, SyncKind
 from luisa_nb.runtime.buffer import next_buffer_id
-from luisa_nb.runtime.commands import next_id
+from luisa_nb.runtime.commands import command_ids, next_id, report_submitted
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.staging import StagingPolicy
@@ -228,7 +228,7 @@ class Instrumentation:
         recorder = active_recorder()
         if not commands or not recorder.recording:
             return
-        recorder.submitted(luisa_stream, commands)
+        report_submitted(recorder, luisa_stream, commands)
         for command in commands:
             if command.kind is CommandKind.UPLOAD and command.sent is None:
                 command.sent = _bytes_of(command.host).copy()
@@ -240,7 +240,7 @@ class Instrumentation:
         lists, luisa_stream.in_flight = luisa_stream.in_flight, []
         writes = _write_times(lists, done)
         for commands, submitted, recorder in lists:
-            log = recorder.run_timer(commands)
+            log = recorder.run_timer(command_ids(commands))
             for _ in commands:
                 log.tick_at(submitted)
             log.tick_at(done)

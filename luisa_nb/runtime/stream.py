@@ -35,7 +35,7 @@ from luisa_nb.errors import (
 from luisa_nb.recording.recorder import Recorder, active_recorder
 from luisa_nb.recording.records import Status, SyncKind
 from luisa_nb.runtime.callbacks import callback_thread, in_callback, wait_in_callback
-from luisa_nb.runtime.commands import Command, next_id
+from luisa_nb.runtime.commands import Command, next_id, report_submitted
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
 
 if TYPE_CHECKING:
@@ -278,7 +278,8 @@ class Stream:
 
     def _submit(self, commands: Sequence[Command]) -> None:
         recorder = active_recorder()
-        recorder.submitted(self, commands)
+        if recorder.recording:
+            report_submitted(recorder, self, commands)
         if self._worker is None:
             self._start_worker()
         self._transfers_submit(commands, recorder, self._items.put)

@@ -1,14 +1,17 @@
-"""The recorder's hot paths: the hooks the runtime calls once per command, and the logs
-they append to.
+"""A trace recorder's rows: the hooks the runtime calls once per command, which append
+the plain values it hands them (ids, times, host bytes, trace fields), and the logs they
+append to.
 
 A trace's recorder (:class:`~luisa_nb.recording.recorder.TraceRecorder`) takes the hooks
-``submitted``, ``host_read``, ``host_write`` and ``upload_enqueued`` from
-:data:`RecorderCore`: the C extension ``_recorder_core`` where it was built (installing
-luisa_nb builds it when a C compiler and Python's headers are there), else
-:class:`PythonRecorderCore`, which does the same in Python. Each hook handles the common
-case itself and calls the recorder's Python methods for the rest: ``_first_submission_of``
-(a stream's first submission), ``_describe`` (trace fields not seen before),
-``_note_array`` (a host array not named yet) and ``_capture`` (bytes not seen before).
+``submitted``, ``host_read``, ``host_write``, ``upload_enqueued``, ``stamp_sync`` and
+``run_timer`` from :data:`RowAppender`: the C extension ``_row_appender`` where it was
+built (installing luisa_nb builds it when a C compiler and Python's headers are there),
+else :class:`PythonRowAppender`, which does the same in Python. Neither reads an
+attribute of a runtime object. Each hook handles the common case itself and calls the
+recorder's Python methods for the rest: ``_first_submission_of`` (a stream's first
+submission), ``_describe`` (trace fields not seen before), ``_note_array`` (a host array
+not named yet) and ``_capture`` (bytes not seen before); the stream and commands these
+get are the ones the runtime handed ``submitted``, passed on unread.
 
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
 per command or run in them (with a tuple per submission, the garbage collector's passes
@@ -24,8 +27,8 @@ over young objects cost as much as the rest of the hook):
   ``steps``: the command id of each step of every run, run after run.
 - ``ticks``: a row per tick of a run's worker (:data:`TICK_COLUMNS`): the time before each
   step and after the last. Workers of several streams tick at once, so each row names
-  its run. ``run_timer(steps)`` logs a run and returns its :class:`RunLog`, which the
-  worker ticks.
+  its run. ``run_timer(ids)`` logs a run of the steps with those command ids and
+  returns its :class:`RunLog`, which the worker ticks.
 
 Seqs number a trace's commands and sync points in the order the host issued them, from
 1 in each trace. ``submitted`` and ``stamp_sync`` draw seqs and the time and append in
@@ -68,8 +71,6 @@ _SUBMISSION_ROW = struct.Struct(f"={SUBMISSION_WIDTH}q")
 _ACCESS_HEAD = struct.Struct("=4q")
 """The values of an access row before its digest, as native int64 bytes."""
 _TICK = struct.Struct(f"={TICK_WIDTH}q")
-_id = operator.attrgetter("id")
-_enqueued = operator.attrgetter("enqueued")
 
 
 class PythonLog:
@@ -166,8 +167,8 @@ def digests_of(rows: np.ndarray) -> list[bytes]:
     return [packed[start : start + DIGEST_BYTES] for start in range(0, len(packed), DIGEST_BYTES)]
 
 
-class PythonRecorderCore:
-    """The hooks of the C ``RecorderCore``, in Python. The logs and the dicts the hooks look
+class PythonRowAppender:
+    """The hooks of the C ``RowAppender``, in Python. The logs and the dicts the hooks look
     things up in are made with the object (as the C type makes them), so a recorder's
     ``__init__`` finds them there."""
 
@@ -187,41 +188,56 @@ class PythonRecorderCore:
         self._stamp_lock = threading.Lock()
         return self
 
-    def submitted(self, stream: Any, commands: Sequence[Any]) -> None:
-        stream_id = stream.id
+    def submitted(
+        self,
+        stream_id: int,
+        ids: Sequence[int],
+        enqueued: Sequence[int],
+        fields: Sequence[Any],
+        stream: Any,
+        commands: Sequence[Any],
+    ) -> None:
+        """A list was submitted to stream ``stream_id``: a row per command, given by its
+        id, enqueue time and trace fields. ``stream`` and ``commands`` are passed on to
+        ``_first_submission_of`` and ``_describe``, unread."""
+        count = len(fields)
+        if len(ids) != count or len(enqueued) != count:
+            raise ValueError(f"submitted(): {len(ids)} ids and {len(enqueued)} times "
+                             f"for {count} commands")  # fmt: skip
+        if count == 1:  # ints now, as the C hook reads them: no seq is drawn for bad values
+            ids, enqueued = (operator.index(ids[0]),), (operator.index(enqueued[0]),)
+        else:
+            ids, enqueued = list(map(operator.index, ids)), list(map(operator.index, enqueued))
+        stream_id = operator.index(stream_id)
         if stream_id not in self._policies:
             self._first_submission_of(stream)
         described_at = self._described_at
-        if len(commands) == 1:  # the common case, without the list's loop
-            (command,) = commands
-            fields = command.trace_fields()
-            position = described_at.get(id(fields))
+        if count == 1:  # the common case, without the list's loop
+            (described,) = fields
+            position = described_at.get(id(described))
             if position is None:
-                position = self._describe(fields, command, stream.device)
-            command_id, enqueued = command.id, command.enqueued
+                position = self._describe(described, commands[0], stream)
+            command_id, enqueue_time = ids[0], enqueued[0]
             append, lock = self.submissions._values.frombytes, self._stamp_lock
             lock.acquire()  # not `with`: two bound methods fewer
             try:
                 seq = self._last_seq = self._last_seq + 1
                 append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq,
-                                            command_id, enqueued, position))  # fmt: skip
+                                            command_id, enqueue_time, position))  # fmt: skip
             finally:
                 lock.release()
             return
         positions = []
         previous = position = None
-        for command in commands:
-            fields = command.trace_fields()
-            if fields is not previous:  # a list's commands mostly share their fields
-                previous = fields
-                position = described_at.get(id(fields))
+        for position_in_list, described in enumerate(fields):
+            if described is not previous:  # a list's commands mostly share their fields
+                previous = described
+                position = described_at.get(id(described))
                 if position is None:
-                    position = self._describe(fields, command, stream.device)
+                    position = self._describe(described, commands[position_in_list], stream)
             positions.append(position)
-        count = len(positions)
         if not count:
             return
-        ids, enqueued = list(map(_id, commands)), list(map(_enqueued, commands))
         with self._stamp_lock:
             first, number, submitted = self._last_seq + 1, next(self._numbers), now()
             self._last_seq += count
@@ -254,9 +270,9 @@ class PythonRecorderCore:
         captured = self._captured.get(digest)
         return self._capture(data, digest) if captured is None else captured
 
-    def run_timer(self, steps: Sequence[Any]) -> PythonRunLog:
-        """Log a run of ``steps`` (their ids, in order); returns its timer."""
-        ids = array("q", [step.id for step in steps])
+    def run_timer(self, ids: Sequence[int]) -> PythonRunLog:
+        """Log a run of the steps with command ids ``ids``, in order; returns its timer."""
+        ids = array("q", ids)
         with self._stamp_lock:
             run, first = len(self.runs), len(self.steps)
             self.steps._values.extend(ids)  # first: a run logged has its steps
@@ -280,10 +296,10 @@ class PythonRunLog:
     ``_run_failed``, ``_run_ended`` and ``_run_spans``. Its ``times``, which the worker and
     the backends tick, is itself."""
 
-    __slots__ = ("_core", "run")
+    __slots__ = ("_appender", "run")
 
-    def __init__(self, core: PythonRecorderCore, run: int) -> None:
-        self._core = core
+    def __init__(self, appender: PythonRowAppender, run: int) -> None:
+        self._appender = appender
         self.run = run
 
     @property
@@ -291,48 +307,41 @@ class PythonRunLog:
         return self
 
     def tick(self) -> None:
-        self._core.ticks._values.extend((self.run, now()))  # in one call: never half a row
+        self._appender.ticks._values.extend((self.run, now()))  # in one call: never half a row
 
     def append(self, time: int) -> None:
-        self._core.ticks._values.extend((self.run, time))
+        self._appender.ticks._values.extend((self.run, time))
 
     tick_at = append
 
     def frombytes(self, data: bytes | memoryview) -> None:
         times = memoryview(data).cast("B").cast("q")
-        self._core.ticks._values.frombytes(b"".join([_TICK.pack(self.run, time) for time in times]))
+        self._appender.ticks._values.frombytes(
+            b"".join([_TICK.pack(self.run, time) for time in times])
+        )
 
     def failed(self, position: int, status: Any, error: str) -> None:
-        self._core._run_failed(self.run, position, status, error)
+        self._appender._run_failed(self.run, position, status, error)
 
     def end_at(self, count: int) -> None:
-        self._core._run_ended(self.run, count)
+        self._appender._run_ended(self.run, count)
 
     def spans(self, spans: Sequence[tuple[int, Any]]) -> None:
         if spans:
-            self._core._run_spans(self.run, spans)
+            self._appender._run_spans(self.run, spans)
 
 
 PYTHON_HOOKS_VARIABLE = "LUISA_NB_PYTHON_RECORDER"
-"""Set (to anything but empty or 0), traces use the Python hooks even where the C core
-was built: to measure them, or to rule the C core out when something looks wrong."""
-
-
-def python_set_command_types(upload: type, download: type, dispatch: type) -> None:
-    """Name the runtime's upload, download and dispatch command classes, whose trace
-    fields the C ``submitted`` looks for in the memos the runtime keeps (a view's latest
-    transfer, a dispatch's arguments), as each class's ``trace_fields()`` does first: a
-    Python call per command costs more than the rest of the hook. The Python hooks call
-    ``trace_fields()`` anyway, so there is nothing to keep here."""
+"""Set (to anything but empty or 0), traces use the Python hooks even where the C appender
+was built: to measure them, or to rule the C appender out when something looks wrong."""
 
 
 try:
     if os.environ.get(PYTHON_HOOKS_VARIABLE, "") not in ("", "0"):
         raise ImportError(f"{PYTHON_HOOKS_VARIABLE} is set")
-    from luisa_nb.recording._recorder_core import Log, RecorderCore, RunLog, set_command_types
+    from luisa_nb.recording._row_appender import Log, RowAppender, RunLog
 except ImportError:  # not built (no C compiler or Python headers at install), or not wanted
-    Log, RecorderCore, RunLog = PythonLog, PythonRecorderCore, PythonRunLog
-    set_command_types = python_set_command_types
+    Log, RowAppender, RunLog = PythonLog, PythonRowAppender, PythonRunLog
 
-NATIVE = RecorderCore is not PythonRecorderCore
+NATIVE = RowAppender is not PythonRowAppender
 """Whether the hooks run in C."""

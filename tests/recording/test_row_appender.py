@@ -1,6 +1,7 @@
-"""The recorder's per-command hooks and logs (``recording.recorder_core``): the C core and
-its Python twin log the same rows, traces made with either read the same, and the rows
-are in one order with their seqs and times."""
+"""A trace recorder's per-command hooks and logs (``recording.row_appender``): the C
+appender and its Python twin log the same rows from the plain values the runtime hands
+them, traces made with either read the same, and the rows are in one order with their
+seqs and times."""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ import luisa_nb as lnb
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.runner import run_program
 from luisa_nb.kernels.lang.vectors import dtype_of, float3
-from luisa_nb.recording import recorder_core
+from luisa_nb.recording import row_appender
 from luisa_nb.recording import trace as trace_module
 from luisa_nb.recording.recorder import PythonTraceRecorder, TraceRecorder, active_recorder
-from luisa_nb.recording.recorder_core import (
+from luisa_nb.recording.row_appender import (
     ACCESS_WIDTH,
     SUBMISSION_COLUMNS,
     SUBMISSION_WIDTH,
@@ -35,13 +36,13 @@ from luisa_nb.recording.recorder_core import (
 )
 from luisa_nb.runtime.commands import DispatchCommand
 
-NATIVE_MISSING = "the C recorder core was not built (no C compiler or Python headers at install)"
-needs_native = pytest.mark.skipif(not recorder_core.NATIVE, reason=NATIVE_MISSING)
+NATIVE_MISSING = "the C row appender was not built (no C compiler or Python headers at install)"
+needs_native = pytest.mark.skipif(not row_appender.NATIVE, reason=NATIVE_MISSING)
 
 LOGS = [pytest.param(PythonLog, id="python")]
 RECORDERS = [pytest.param(PythonTraceRecorder, id="python")]
-if recorder_core.NATIVE:
-    LOGS.append(pytest.param(recorder_core.Log, id="c"))
+if row_appender.NATIVE:
+    LOGS.append(pytest.param(row_appender.Log, id="c"))
     RECORDERS.append(pytest.param(TraceRecorder, id="c"))
 
 
@@ -58,19 +59,34 @@ def recorder_class(request, monkeypatch):
     return request.param
 
 
-def test_the_c_core_is_built_where_ci_asks_for_it():
+def test_the_c_appender_is_built_where_ci_asks_for_it():
     """CI sets LUISA_NB_REQUIRE_NATIVE: a build that silently fell back to Python fails it."""
     if not os.environ.get("LUISA_NB_REQUIRE_NATIVE"):
         pytest.skip("LUISA_NB_REQUIRE_NATIVE is not set")
-    assert recorder_core.NATIVE, NATIVE_MISSING
+    assert row_appender.NATIVE, NATIVE_MISSING
 
 
 @needs_native
-def test_both_cores_agree_on_the_row_layout():
-    from luisa_nb.recording import _recorder_core
+def test_both_appenders_agree_on_the_row_layout():
+    from luisa_nb.recording import _row_appender
 
-    assert _recorder_core.SUBMISSION_WIDTH == SUBMISSION_WIDTH == len(SUBMISSION_COLUMNS)
-    assert _recorder_core.ACCESS_WIDTH == ACCESS_WIDTH
+    assert _row_appender.SUBMISSION_WIDTH == SUBMISSION_WIDTH == len(SUBMISSION_COLUMNS)
+    assert _row_appender.ACCESS_WIDTH == ACCESS_WIDTH
+
+
+@pytest.mark.parametrize("log_class", LOGS)
+def test_a_tick_reads_the_clock_time_perf_counter_ns_reads(log_class):
+    """Rows from C and from Python are compared on one timeline: each tick lies between
+    the ``time.perf_counter_ns()`` readings around it, in both directions."""
+    log = log_class(1)
+    readings = []
+    for _ in range(2000):
+        readings.append(time.perf_counter_ns())
+        log.tick()
+    readings.append(time.perf_counter_ns())
+    ticks = rows_of(log)[:, 0]
+    assert (np.asarray(readings[:-1]) <= ticks).all()
+    assert (ticks <= np.asarray(readings[1:])).all()
 
 
 @pytest.mark.parametrize("log_class", LOGS)
@@ -130,18 +146,18 @@ def _program_rows(run):
 
 
 RACE_ATTEMPTS = 6
-"""Runs of each core a program may take to show the same outcome as the other core."""
+"""Runs of each appender a program may take to show the same outcome as the other."""
 
 
 @needs_native
 @pytest.mark.parametrize("backend", ["cpu", "dx"])
-def test_traces_of_both_cores_read_the_same(backend, monkeypatch):
+def test_traces_of_both_appenders_read_the_same(backend, monkeypatch):
     """Every fixed conformance program, traced with the C hooks and with the Python ones:
     the same rows, sync points, captures and hazards. Some programs race on purpose (a
     download and an upload of one host array with no host synchronize between them), and
     which way the race goes depends on timing: with numpy 1.26, 3-6% of runs on ``dx`` went
-    the other way, with either core. So each core runs a program until one of its traces
-    reads the same as one of the other core's; a core that records differently never
+    the other way, with either appender. So each appender runs a program until one of its
+    traces reads the same as one of the other's; an appender that records differently never
     does."""
 
     def trace_with(recorder_class):
@@ -171,11 +187,11 @@ def scale(target, factor):
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # numpy >= 2.5: shape/dtype set in place
 def test_each_command_is_logged_with_the_fields_trace_fields_gives(recorder_class):
-    """The C core finds an upload's, a download's and a dispatch's trace fields in the
-    runtime's memos without calling ``trace_fields()``: after every change that makes the
-    memo stale (new bytes, an array reshaped or given another dtype object in place,
-    another array, another size or kernel), the fields logged are the ones
-    ``trace_fields()`` gives."""
+    """The runtime hands each command's trace fields, which it keeps in memos (an
+    upload's and a download's in their view, a dispatch's in its arguments): after every
+    change that makes the memo stale (new bytes, an array reshaped or given another dtype
+    object in place, another array, another size or kernel), the fields logged are the
+    ones ``trace_fields()`` gives, and a fresh memo's are shared."""
     point = dtype_of(float3)
     device = lnb.create_device("cpu")
     stream = device.default_stream
@@ -228,36 +244,32 @@ def test_each_command_is_logged_with_the_fields_trace_fields_gives(recorder_clas
     assert commands[8][1] is commands[7][1] and commands[10][1] is not commands[9][1]
 
 
-class _SlotStep:
-    __slots__ = ("id",)
+class _Index:
+    """An int the hooks convert through ``__index__``."""
 
-    def __init__(self, step_id):
-        self.id = step_id
+    def __init__(self, value):
+        self.value = value
 
-
-class _PropertyStep:
-    @property
-    def id(self):
-        return 2**40 + 7
+    def __index__(self):
+        return self.value
 
 
 def test_a_run_logs_its_step_ids_ticks_and_where_it_ended(recorder_class):
-    """A run's ids are read from slots and properties alike, in order, after the runs
-    before it; its ticks, however the worker or a backend gives them, are rows naming the
-    run; a run that ended early says after how many steps; a step without an id is an
-    error, and no run is logged."""
+    """A run's ids are logged in order, after the runs before it; its ticks, however the
+    worker or a backend gives them, are rows naming the run; a run that ended early says
+    after how many steps; an id that is no int is an error, and no run is logged."""
     with lnb.trace():
         recorder = active_recorder()
-        steps = [_SlotStep(3), _PropertyStep(), _SlotStep(-1)] * 700
-        timer = recorder.run_timer(steps)
+        ids = [3, 2**40 + 7, _Index(-1)] * 700
+        timer = recorder.run_timer(ids)
         empty = recorder.run_timer(())
         timer.times.tick()
         timer.times.append(5)
         timer.times.frombytes(np.array([7, 8], np.int64).tobytes())
         empty.tick_at(9)
         timer.end_at(2)
-        with pytest.raises(AttributeError):
-            recorder.run_timer([_SlotStep(1), object()])
+        with pytest.raises(TypeError):
+            recorder.run_timer([1, object()])
         logged = recorder.run_log()
     firsts, sizes = logged.runs["first_step"].tolist(), logged.runs["steps"].tolist()
     first, count = firsts[timer.run], sizes[timer.run]
@@ -268,6 +280,47 @@ def test_a_run_logs_its_step_ids_ticks_and_where_it_ended(recorder_class):
     runs, times = logged.ticks["run"].tolist(), logged.ticks["time"].tolist()
     assert runs == [timer.run] * 4 + [empty.run]
     assert times[0] > 9 and times[1:] == [5, 7, 8, 9]
+
+
+def test_submitted_logs_plain_values_and_reads_nothing_of_what_it_passes_on(recorder_class):
+    """``submitted`` takes each command's id, enqueue time and trace fields as values; the
+    stream and commands it gets only go, unread, to the recorder's ``_first_submission_of``
+    (once per stream) and ``_describe`` (once per trace fields not seen before). Values
+    that do not match the commands are an error, and no row is logged."""
+    stream, commands = object(), [object(), object(), object()]
+    first, second = ("first",), ("second",)
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        noted, described = [], []
+
+        def first_submission_of(stream):
+            noted.append(stream)
+            recorder._policies[7] = "execute"
+
+        recorder._first_submission_of = first_submission_of
+
+        def describe(fields, command, stream):
+            described.append((fields, command, stream))
+            position = recorder._described_at[id(fields)] = len(described) + 40
+            return position
+
+        recorder._describe = describe
+        recorder.submitted(7, [11, 12, 13], (21, 22, _Index(23)), [first, first, second],
+                           stream, commands)  # fmt: skip
+        recorder.submitted(7, (14,), (24,), (second,), stream, commands[:1])
+        with pytest.raises(ValueError):
+            recorder.submitted(7, [15, 16], [25], [first, first], stream, commands)
+        with pytest.raises(TypeError):
+            recorder.submitted(7, [15], ["25"], [first], stream, commands)
+        rows, _ = recorder.command_log()
+    assert noted == [stream]
+    assert described == [(first, commands[0], stream), (second, commands[2], stream)]
+    assert rows["id"].tolist() == [11, 12, 13, 14]
+    assert rows["enqueued"].tolist() == [21, 22, 23, 24]
+    assert rows["described"].tolist() == [41, 41, 42, 42]
+    assert rows["stream"].tolist() == [7] * 4
+    assert rows["submission"].tolist() == [1, 1, 1, 2]
+    assert rows["seq"].tolist() == [1, 2, 3, 4]
 
 
 def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
@@ -294,7 +347,7 @@ def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
 
 @pytest.mark.parametrize("nbytes", [0, 1, 4096, 64 * 1024, 64 * 1024 + 1])
 def test_each_access_keeps_the_digest_of_its_bytes(recorder_class, nbytes):
-    """The C core compares bytes equal to the last ones it hashed instead of hashing them
+    """The C appender compares bytes equal to the last ones it hashed instead of hashing them
     again: bytes changed in place, in the first or last byte, still get their own digest."""
     data = np.arange(nbytes, dtype=np.uint64).astype(np.uint8)
     seen = []
@@ -314,7 +367,7 @@ def test_each_access_keeps_the_digest_of_its_bytes(recorder_class, nbytes):
 def test_rows_are_in_seq_order_with_times_from_the_trace_clock(recorder_class):
     """Two threads submit to their own streams at once: rows, seqs and submission times
     are in one order, and a submission's time lies between the clock readings around
-    it (the C core reads the clock ``time.perf_counter_ns`` reads)."""
+    it (the C appender reads the clock ``time.perf_counter_ns`` reads)."""
     device = lnb.create_device("cpu")
     buffers = [device.create_buffer(4, np.float32) for _ in range(2)]
     streams = [device.create_stream(f"s{i}") for i in range(2)]
@@ -397,7 +450,7 @@ def test_a_long_traced_loop_keeps_little_memory_per_command(recorder_class):
     """A loop of 6,667 iterations (20,001 commands, 6,667 sync points) leaves its trace
     holding at most 500 bytes per command, as tracemalloc counts them: the sizes of the
     allocations still alive, the same in every run. (A log of ids and one of times per
-    run, each reserving 8 KiB when first written, made the C core keep 5.8 KB.)"""
+    run, each reserving 8 KiB when first written, made the C appender keep 5.8 KB.)"""
     iterations = 6_667
     device = lnb.create_device("cpu")  # staging="submit" would count its staging memory too
     _simulate(device, 100)  # the kernel's build, and what the runtime allocates once
@@ -430,7 +483,7 @@ def _traced_program() -> tuple[weakref.ref, weakref.ref, lnb.Device]:
 
 def test_a_stopped_trace_is_freed(recorder_class):
     """Once the user lets go of a stopped trace, the garbage collector frees it and its
-    recorder (which hold each other), while the device and its stream live on: the C core
+    recorder (which hold each other), while the device and its stream live on: the C appender
     says what it holds, and a stream's worker keeps no recorder between runs. (Made in a
     function: a frame whose ``f_locals`` the trace read keeps its variables until it
     returns.)"""
@@ -440,25 +493,25 @@ def test_a_stopped_trace_is_freed(recorder_class):
     assert device.default_stream is not None
 
 
-def test_the_python_hooks_can_be_chosen_where_the_c_core_was_built():
-    code = "from luisa_nb.recording import recorder_core as c; print(c.NATIVE, c.RecorderCore)"
-    environment = {**os.environ, recorder_core.PYTHON_HOOKS_VARIABLE: "1"}
+def test_the_python_hooks_can_be_chosen_where_the_c_appender_was_built():
+    code = "from luisa_nb.recording import row_appender as a; print(a.NATIVE, a.RowAppender)"
+    environment = {**os.environ, row_appender.PYTHON_HOOKS_VARIABLE: "1"}
     chosen = subprocess.run(
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
     )
-    assert chosen.stdout.split()[0] == "False" and "PythonRecorderCore" in chosen.stdout
-    environment[recorder_core.PYTHON_HOOKS_VARIABLE] = "0"
+    assert chosen.stdout.split()[0] == "False" and "PythonRowAppender" in chosen.stdout
+    environment[row_appender.PYTHON_HOOKS_VARIABLE] = "0"
     default = subprocess.run(
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
     )
-    assert default.stdout.split()[0] == str(recorder_core.NATIVE)
+    assert default.stdout.split()[0] == str(row_appender.NATIVE)
 
 
 def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(recorder_class):
     """Host memory may change while a hook runs Python code (another thread, or real
     LuisaCompute's own threads, writing it). Here the bytes change while they are being
     captured: the next read of the changed bytes still gets their own digest, not the
-    digest of the bytes before the change (the C core keeps the bytes it hashed, copied
+    digest of the bytes before the change (the C appender keeps the bytes it hashed, copied
     before hashing)."""
     data = np.zeros(4096, np.uint8)
     with lnb.trace() as trace:
@@ -482,7 +535,7 @@ def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(re
 @needs_native
 def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes():
     """Capturing new bytes runs Python code, while which another thread may write the host
-    memory. The C core captures the copy it hashed, so the capture's blob holds the bytes
+    memory. The C appender captures the copy it hashed, so the capture's blob holds the bytes
     its digest names, not the bytes written meanwhile."""
     data = np.zeros(4096, np.uint8)
     with lnb.trace() as trace:
@@ -505,7 +558,7 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
 def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):
     """A hook's allocation may start a garbage collection, which may run Python code, and
     with it another thread's hook: here a collection callback reads other bytes in the
-    middle of each read. Every access still keeps the digest of its own bytes (the C core
+    middle of each read. Every access still keeps the digest of its own bytes (the C appender
     hashes a copy that no other hook writes)."""
     first = np.full(4096, 1, np.uint8)
     second = np.full(4096, 2, np.uint8)

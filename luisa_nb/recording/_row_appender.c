@@ -1,7 +1,10 @@
-/* The recorder's hot paths in C: the hooks the runtime calls once per command, and the
- * logs they append to. luisa_nb/recording/recorder_core.py holds the same code in Python
- * (used where this module was not built) and documents what each part does; the two
- * are tested against each other.
+/* A trace recorder's rows, in C: the hooks the runtime calls once per command append
+ * the plain values it hands them (ids, times, host bytes, trace fields) to logs of int64
+ * rows. luisa_nb/recording/row_appender.py holds the same code in Python (used where this
+ * module was not built) and documents what each part does; the two are tested against
+ * each other. Nothing here reads an attribute of a runtime object: objects the runtime
+ * hands for the recorder's own slow paths (a stream's first submission, trace fields not
+ * seen before) are passed on to the recorder's Python methods unread.
  *
  * Each hook runs with the GIL held. The part of a hook that draws a seq and a time and
  * appends its row runs no Python code (it allocates no Python object), so no other
@@ -15,6 +18,14 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#if PY_VERSION_HEX >= 0x030D0000
+#elif defined(_WIN32)
+#include <windows.h>
+#elif defined(__APPLE__)
+#include <mach/mach_time.h>
+#else
+#include <time.h>
+#endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
 #include <numpy/arrayobject.h>
@@ -26,26 +37,63 @@
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
-#define CAPTURE_FIELD 4 /* the enqueue capture's position in a command's trace fields */
 #define REMEMBERED_BYTES (64 * 1024) /* the most bytes `capture_of` keeps to compare with */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
-static PyObject *str_device, *str_trace_fields, *str_first_submission_of, *str_describe,
-    *str_note_array, *str_capture_method, *str_run_failed, *str_run_ended, *str_run_spans;
-static PyTypeObject *upload_type, *download_type, *dispatch_type; /* set_command_types */
+static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
+    *str_run_failed, *str_run_ended, *str_run_spans;
 
-/* time.perf_counter_ns(), without making an int object */
+/* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
+ * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
+ * on Windows, mach_absolute_time on macOS, CLOCK_MONOTONIC elsewhere). */
+#if PY_VERSION_HEX < 0x030D0000 && defined(_WIN32)
+static LARGE_INTEGER clock_frequency;
+#elif PY_VERSION_HEX < 0x030D0000 && defined(__APPLE__)
+static mach_timebase_info_data_t clock_timebase;
+#endif
+
+#if PY_VERSION_HEX < 0x030D0000 && (defined(_WIN32) || defined(__APPLE__))
+/* ticks * multiplier / divisor without overflow, rounded as Python rounds it */
+static inline int64_t scale_ticks(int64_t ticks, int64_t multiplier, int64_t divisor)
+{
+    return ticks / divisor * multiplier + ticks % divisor * multiplier / divisor;
+}
+#endif
+
+static int clock_init(void)
+{
+#if PY_VERSION_HEX < 0x030D0000 && defined(_WIN32)
+    if (!QueryPerformanceFrequency(&clock_frequency) || clock_frequency.QuadPart <= 0) {
+        PyErr_SetString(PyExc_OSError, "QueryPerformanceFrequency failed");
+        return -1;
+    }
+#elif PY_VERSION_HEX < 0x030D0000 && defined(__APPLE__)
+    if (mach_timebase_info(&clock_timebase) != KERN_SUCCESS || clock_timebase.denom == 0) {
+        PyErr_SetString(PyExc_OSError, "mach_timebase_info failed");
+        return -1;
+    }
+#endif
+    return 0;
+}
+
 static inline int64_t clock_now(void)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     PyTime_t now;
     (void)PyTime_PerfCounterRaw(&now);
     return (int64_t)now;
+#elif defined(_WIN32)
+    LARGE_INTEGER now;
+    QueryPerformanceCounter(&now);
+    return scale_ticks((int64_t)now.QuadPart, 1000000000, (int64_t)clock_frequency.QuadPart);
+#elif defined(__APPLE__)
+    return scale_ticks((int64_t)mach_absolute_time(), clock_timebase.numer, clock_timebase.denom);
 #else
-    return (int64_t)_PyTime_GetPerfCounter();
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 #endif
 }
-
 /* Whether a call got other than `expected` arguments (then a TypeError names `signature`). */
 static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *signature)
 {
@@ -53,70 +101,6 @@ static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *si
         return 0;
     PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, not %zd", signature, expected, nargs);
     return 1;
-}
-
-/* An attribute the hooks read per command, read where it is a slot (commands, their
- * arguments and those arguments' memo have __slots__) at the slot's offset: looking its
- * name up costs about as much as the rest of a hook. The offsets are kept for the last
- * few types seen (a list mixes commands of several types); a class's slots stay as the
- * class was made. */
-#define ATTRIBUTE_TYPES 4
-typedef struct {
-    PyObject *name; /* interned */
-    PyTypeObject *types[ATTRIBUTE_TYPES]; /* strong references, or NULL */
-    Py_ssize_t offsets[ATTRIBUTE_TYPES];  /* of the slot in objects of `types[i]`; 0: none */
-    int replace;                          /* the entry a type not kept replaces */
-} Attribute;
-
-static Attribute attribute_id, attribute_enqueued, attribute_target, attribute_source,
-    attribute_host, attribute_enqueue_capture, attribute_upload_fields, attribute_download_fields,
-    attribute_arguments, attribute_memo, attribute_described, attribute_dims, attribute_name;
-
-/* The offset of `type`'s slot named `name`, or 0 where the name is not a slot of it. */
-static int slot_offset(PyTypeObject *type, PyObject *name, Py_ssize_t *offset)
-{
-    *offset = 0;
-    PyObject *descriptor = PyObject_GetAttr((PyObject *)type, name);
-    if (descriptor == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return -1;
-        PyErr_Clear(); /* an instance's own attribute, or none */
-        return 0;
-    }
-    if (Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if (member->type == T_OBJECT_EX)
-            *offset = member->offset;
-    }
-    Py_DECREF(descriptor);
-    return 0;
-}
-
-/* getattr(object, attribute's name), a new reference */
-static PyObject *read_attribute(Attribute *attribute, PyObject *object)
-{
-    PyTypeObject *type = Py_TYPE(object);
-    int entry = 0;
-    while (entry < ATTRIBUTE_TYPES && attribute->types[entry] != type)
-        entry++;
-    if (entry == ATTRIBUTE_TYPES) {
-        Py_ssize_t offset;
-        if (slot_offset(type, attribute->name, &offset) < 0)
-            return NULL;
-        entry = attribute->replace;
-        attribute->replace = (entry + 1) % ATTRIBUTE_TYPES;
-        Py_INCREF(type);
-        Py_XSETREF(attribute->types[entry], type);
-        attribute->offsets[entry] = offset;
-    }
-    if (attribute->offsets[entry]) {
-        PyObject *value = *(PyObject **)((char *)object + attribute->offsets[entry]);
-        if (value != NULL) {
-            Py_INCREF(value);
-            return value;
-        }
-    }
-    return PyObject_GetAttr(object, attribute->name); /* an unset slot raises there */
 }
 
 /* -- Log ---------------------------------------------------------------------------- */
@@ -459,7 +443,7 @@ static PyGetSetDef log_getset[] = {{"width", (getter)log_get_width, NULL, "value
 static PySequenceMethods log_as_sequence = {.sq_length = (lenfunc)log_length};
 
 static PyTypeObject LogType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.Log",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._row_appender.Log",
     .tp_doc = "Rows of `width` int64 values, appended to, read as bytes.",
     .tp_basicsize = sizeof(LogObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -470,7 +454,7 @@ static PyTypeObject LogType = {
     .tp_getset = log_getset,
 };
 
-/* -- RecorderCore --------------------------------------------------------------------- */
+/* -- RowAppender ---------------------------------------------------------------------- */
 
 typedef struct {
     PyObject_HEAD
@@ -492,88 +476,67 @@ typedef struct {
     int64_t last_stream;      /* the id of the stream last submitted to */
     int64_t submission_count;
     int64_t sequence;
-} CoreObject;
+} AppenderObject;
 
-static PyObject *core_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    CoreObject *core = (CoreObject *)type->tp_alloc(type, 0);
-    if (core == NULL)
+    AppenderObject *appender = (AppenderObject *)type->tp_alloc(type, 0);
+    if (appender == NULL)
         return NULL;
-    core->submissions = make_log(SUBMISSION_WIDTH);
-    core->accesses = make_log(ACCESS_WIDTH);
-    core->steps = make_log(1);
-    core->runs = make_log(RUN_WIDTH);
-    core->ticks = make_log(TICK_WIDTH);
-    core->described_at = PyDict_New();
-    core->policies = PyDict_New();
-    core->array_names = PyDict_New();
-    core->captured = PyDict_New();
-    core->last_stream = INT64_MIN;
-    if (!core->submissions || !core->accesses || !core->steps || !core->runs || !core->ticks ||
-        !core->described_at || !core->policies || !core->array_names || !core->captured) {
-        Py_DECREF(core);
+    appender->submissions = make_log(SUBMISSION_WIDTH);
+    appender->accesses = make_log(ACCESS_WIDTH);
+    appender->steps = make_log(1);
+    appender->runs = make_log(RUN_WIDTH);
+    appender->ticks = make_log(TICK_WIDTH);
+    appender->described_at = PyDict_New();
+    appender->policies = PyDict_New();
+    appender->array_names = PyDict_New();
+    appender->captured = PyDict_New();
+    appender->last_stream = INT64_MIN;
+    if (!appender->submissions || !appender->accesses || !appender->steps || !appender->runs || !appender->ticks ||
+        !appender->described_at || !appender->policies || !appender->array_names || !appender->captured) {
+        Py_DECREF(appender);
         return NULL;
     }
-    return (PyObject *)core;
+    return (PyObject *)appender;
 }
 
-static int core_traverse(CoreObject *core, visitproc visit, void *arg)
+static int appender_traverse(AppenderObject *appender, visitproc visit, void *arg)
 {
-    Py_VISIT(core->described_at);
-    Py_VISIT(core->policies);
-    Py_VISIT(core->array_names);
-    Py_VISIT(core->captured);
-    Py_VISIT(core->last_named);
-    Py_VISIT(core->last_capture);
-    Py_VISIT(core->last_kept);
-    Py_VISIT(core->last_fields);
+    Py_VISIT(appender->described_at);
+    Py_VISIT(appender->policies);
+    Py_VISIT(appender->array_names);
+    Py_VISIT(appender->captured);
+    Py_VISIT(appender->last_named);
+    Py_VISIT(appender->last_capture);
+    Py_VISIT(appender->last_kept);
+    Py_VISIT(appender->last_fields);
     return 0;
 }
 
-static int core_clear(CoreObject *core)
+static int appender_clear(AppenderObject *appender)
 {
-    Py_CLEAR(core->described_at);
-    Py_CLEAR(core->policies);
-    Py_CLEAR(core->array_names);
-    Py_CLEAR(core->captured);
-    Py_CLEAR(core->last_named);
-    Py_CLEAR(core->last_capture);
-    Py_CLEAR(core->last_kept);
-    Py_CLEAR(core->last_fields);
+    Py_CLEAR(appender->described_at);
+    Py_CLEAR(appender->policies);
+    Py_CLEAR(appender->array_names);
+    Py_CLEAR(appender->captured);
+    Py_CLEAR(appender->last_named);
+    Py_CLEAR(appender->last_capture);
+    Py_CLEAR(appender->last_kept);
+    Py_CLEAR(appender->last_fields);
     return 0;
 }
 
-static void core_dealloc(CoreObject *core)
+static void appender_dealloc(AppenderObject *appender)
 {
-    PyObject_GC_UnTrack(core);
-    core_clear(core);
-    Py_CLEAR(core->submissions);
-    Py_CLEAR(core->accesses);
-    Py_CLEAR(core->steps);
-    Py_CLEAR(core->runs);
-    Py_CLEAR(core->ticks);
-    Py_TYPE(core)->tp_free((PyObject *)core);
-}
-
-static int attribute_int64(PyObject *object, Attribute *attribute, int64_t *out)
-{
-    PyObject *value = read_attribute(attribute, object);
-    if (value == NULL)
-        return -1;
-    int result = as_int64(value, out);
-    Py_DECREF(value);
-    return result;
-}
-
-/* getattr(getattr(object, first), second), a new reference */
-static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attribute *second)
-{
-    PyObject *middle = read_attribute(first, object);
-    if (middle == NULL)
-        return NULL;
-    PyObject *value = read_attribute(second, middle);
-    Py_DECREF(middle);
-    return value;
+    PyObject_GC_UnTrack(appender);
+    appender_clear(appender);
+    Py_CLEAR(appender->submissions);
+    Py_CLEAR(appender->accesses);
+    Py_CLEAR(appender->steps);
+    Py_CLEAR(appender->runs);
+    Py_CLEAR(appender->ticks);
+    Py_TYPE(appender)->tp_free((PyObject *)appender);
 }
 
 /* Whether `ref` is a weak reference to `object` (alive); -1: an error. */
@@ -592,136 +555,27 @@ static int refers_to(PyObject *ref, PyObject *object)
 #endif
 }
 
-/* Whether `latest`, a view's (weakref, shape, dtype, fields) entry of its latest transfer
- * (runtime/host.py, array_memo), moved `host` as `host` is now; -1: an error. */
-static int moved_as_now(PyObject *latest, PyObject *host)
-{
-    if (!PyTuple_Check(latest) || PyTuple_GET_SIZE(latest) != 4 || !PyArray_Check(host))
-        return 0;
-    PyArrayObject *array = (PyArrayObject *)host;
-    PyObject *shape = PyTuple_GET_ITEM(latest, 1);
-    if (PyTuple_GET_ITEM(latest, 2) != (PyObject *)PyArray_DESCR(array) || !PyTuple_Check(shape) ||
-        PyTuple_GET_SIZE(shape) != PyArray_NDIM(array))
-        return 0;
-    const npy_intp *dims = PyArray_DIMS(array);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
-        Py_ssize_t extent = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-        if (extent == -1 && PyErr_Occurred())
-            return -1;
-        if (extent != dims[i])
-            return 0;
-    }
-    return refers_to(PyTuple_GET_ITEM(latest, 0), host);
-}
-
-/* The trace fields of a transfer (`command`) whose view (its attribute `view`) keeps its
- * latest transfer's in `latest`, if that one moved the same host array (an upload: with
- * the same capture). */
-static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *latest_name,
-                                 int upload)
-{
-    PyObject *latest = attribute_of_attribute(command, view, latest_name);
-    if (latest == NULL)
-        return NULL;
-    PyObject *host = read_attribute(&attribute_host, command), *fields = NULL, *capture = NULL;
-    int moved = host == NULL ? -1 : moved_as_now(latest, host);
-    if (moved == 1) {
-        fields = PyTuple_GET_ITEM(latest, 3);
-        if (upload && (capture = read_attribute(&attribute_enqueue_capture, command)) == NULL)
-            fields = NULL;
-        else if (upload && (!PyTuple_Check(fields) || PyTuple_GET_SIZE(fields) <= CAPTURE_FIELD ||
-                            PyTuple_GET_ITEM(fields, CAPTURE_FIELD) != capture))
-            fields = NULL;
-        Py_XINCREF(fields);
-    }
-    Py_XDECREF(capture);
-    Py_XDECREF(host);
-    Py_DECREF(latest);
-    return fields;
-}
-
-/* a == b for two dispatch sizes, tuples of small ints, compared item by item: comparing the
- * two tuples themselves cost a tenth of a traced dispatch's hook. */
-static int same_dims(PyObject *a, PyObject *b)
-{
-    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
-        return PyObject_RichCompareBool(a, b, Py_EQ);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
-        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i), Py_EQ);
-        if (same != 1)
-            return same;
-    }
-    return 1;
-}
-
-/* The trace fields of a dispatch (`command`) whose arguments' memo holds them for its size
- * and kernel name. */
-static PyObject *dispatch_fields(PyObject *command)
-{
-    PyObject *memo = attribute_of_attribute(command, &attribute_arguments, &attribute_memo);
-    if (memo == NULL)
-        return NULL;
-    PyObject *known = read_attribute(&attribute_described, memo), *fields = NULL;
-    Py_DECREF(memo);
-    if (known == NULL)
-        return NULL;
-    if (PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 3) {
-        PyObject *dims = read_attribute(&attribute_dims, command);
-        PyObject *name = dims == NULL ? NULL : read_attribute(&attribute_name, command);
-        int same = name == NULL ? -1 : same_dims(PyTuple_GET_ITEM(known, 0), dims);
-        if (same == 1)
-            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), name, Py_EQ);
-        if (same == 1) {
-            fields = PyTuple_GET_ITEM(known, 2);
-            Py_INCREF(fields);
-        }
-        Py_XDECREF(dims);
-        Py_XDECREF(name);
-    }
-    Py_DECREF(known);
-    return fields;
-}
-
-/* `command`'s trace fields (a new reference). For the command types the runtime names
- * (set_command_types) they are first looked for where the runtime memoizes them, with
- * the checks of the fast path of each type's trace_fields() (runtime/commands.py), as
- * that costs a Python call per command; otherwise, and where the memo does not hold
- * them, trace_fields() works them out. */
-static PyObject *trace_fields_of(PyObject *command)
-{
-    PyTypeObject *type = Py_TYPE(command);
-    PyObject *fields = NULL;
-    if (type == upload_type)
-        fields = transfer_fields(command, &attribute_target, &attribute_upload_fields, 1);
-    else if (type == download_type)
-        fields = transfer_fields(command, &attribute_source, &attribute_download_fields, 0);
-    else if (type == dispatch_type)
-        fields = dispatch_fields(command);
-    if (fields != NULL || PyErr_Occurred())
-        return fields;
-    return PyObject_CallMethodNoArgs(command, str_trace_fields);
-}
-
 /* The position of `fields` (a command's trace fields) in the recorder's `described`
- * list, from `described_at` or, for fields not seen before, from `_describe`. */
-static int fields_position(CoreObject *core, PyObject *fields, PyObject *command, PyObject *stream,
-                           int64_t *out)
+ * list, from `described_at` or, for fields not seen before, from `_describe`, which gets
+ * the command and its stream as the runtime handed them. */
+static int fields_position(AppenderObject *appender, PyObject *fields, PyObject *commands,
+                           Py_ssize_t index, PyObject *stream, int64_t *out)
 {
     PyObject *key = PyLong_FromVoidPtr(fields);
     if (key == NULL)
         return -1;
-    PyObject *position = PyDict_GetItemWithError(core->described_at, key);
+    PyObject *position = PyDict_GetItemWithError(appender->described_at, key);
     Py_DECREF(key);
     if (position != NULL)
         return as_int64(position, out);
     if (PyErr_Occurred())
         return -1;
-    PyObject *device = PyObject_GetAttr(stream, str_device);
-    if (device == NULL)
+    PyObject *command = PySequence_GetItem(commands, index);
+    if (command == NULL)
         return -1;
-    position = PyObject_CallMethodObjArgs((PyObject *)core, str_describe, fields, command, device,
-                                          NULL);
-    Py_DECREF(device);
+    position = PyObject_CallMethodObjArgs((PyObject *)appender, str_describe, fields, command,
+                                          stream, NULL);
+    Py_DECREF(command);
     if (position == NULL)
         return -1;
     int result = as_int64(position, out);
@@ -729,69 +583,93 @@ static int fields_position(CoreObject *core, PyObject *fields, PyObject *command
     return result;
 }
 
-/* submitted(stream, commands): a row per command, one submission number */
-static PyObject *core_submitted(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+/* The int64 values of the sequence `values` into `out`, which has room for `count`; -1
+ * (an error) where it holds another number of them. (Converting an int subclass may run
+ * Python code, which may shorten a list: its length is read again for every item.) */
+static int int64_values(PyObject *values, Py_ssize_t count, int64_t *out, const char *what)
 {
-    if (wrong_arguments(nargs, 2, "submitted(stream, commands)"))
-        return NULL;
-    PyObject *stream = args[0];
-    /* a tuple (a list's copy): the Python code called below may change a list */
-    PyObject *commands = PySequence_Tuple(args[1]);
-    if (commands == NULL)
-        return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(commands);
-    PyObject *stream_id = NULL, *result = NULL;
-    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], position = core->last_position;
-    if ((stream_id = read_attribute(&attribute_id, stream)) == NULL ||
-        as_int64(stream_id, &row[1]) < 0)
-        goto done;
-    int known = row[1] == core->last_stream ? 1 : PyDict_Contains(core->policies, stream_id);
-    if (known < 0)
-        goto done;
-    if (!known) {
-        PyObject *noted = PyObject_CallMethodOneArg((PyObject *)core, str_first_submission_of, stream);
-        if (noted == NULL)
-            goto done;
-        Py_DECREF(noted);
+    PyObject *fast = PySequence_Fast(values, what);
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t i = 0;
+    int failed = 0;
+    for (; !failed && i < count && i < PySequence_Fast_GET_SIZE(fast); i++) {
+        PyObject *value = PySequence_Fast_GET_ITEM(fast, i);
+        Py_INCREF(value);
+        failed = as_int64(value, &out[i]) < 0;
+        Py_DECREF(value);
     }
-    core->last_stream = row[1];
+    if (!failed && (i != count || PySequence_Fast_GET_SIZE(fast) != count)) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd values, not %zd", what,
+                     PySequence_Fast_GET_SIZE(fast), count);
+        failed = 1;
+    }
+    Py_DECREF(fast);
+    return failed ? -1 : 0;
+}
+
+/* submitted(stream_id, ids, enqueued, fields, stream, commands): a row per command, one
+ * submission number. `ids`, `enqueued` and `fields` hold each command's id, enqueue time
+ * and trace fields; `stream` and `commands` are only passed on, to the recorder's
+ * `_first_submission_of` and `_describe`. */
+static PyObject *appender_submitted(AppenderObject *appender, PyObject *const *args,
+                                    Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 6, "submitted(stream_id, ids, enqueued, fields, stream, commands)"))
+        return NULL;
+    PyObject *stream_id = args[0], *stream = args[4], *commands = args[5];
+    /* a tuple (a list's copy): the Python code called below may change a list */
+    PyObject *fields = PySequence_Tuple(args[3]);
+    if (fields == NULL)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(fields);
+    PyObject *result = NULL;
+    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], position = appender->last_position;
+    if (as_int64(stream_id, &row[1]) < 0)
+        goto done;
     if (count > 1 && (values = PyMem_Malloc((size_t)(3 * count) * sizeof(int64_t))) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     /* values: ids, then enqueue times, then positions of trace fields */
-    for (Py_ssize_t j = 0; j < count; j++) {
-        PyObject *command = PyTuple_GET_ITEM(commands, j);
-        PyObject *fields = trace_fields_of(command);
-        if (fields == NULL)
+    if (int64_values(args[1], count, values, "submitted(): ids") < 0 ||
+        int64_values(args[2], count, values + count, "submitted(): enqueued") < 0)
+        goto done;
+    int known = row[1] == appender->last_stream ? 1 : PyDict_Contains(appender->policies, stream_id);
+    if (known < 0)
+        goto done;
+    if (!known) {
+        PyObject *noted =
+            PyObject_CallMethodOneArg((PyObject *)appender, str_first_submission_of, stream);
+        if (noted == NULL)
             goto done;
-        if (fields == core->last_fields) { /* a loop's commands mostly share their fields */
-            position = core->last_position;
-            Py_DECREF(fields);
+        Py_DECREF(noted);
+    }
+    appender->last_stream = row[1];
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *described = PyTuple_GET_ITEM(fields, j);
+        if (described == appender->last_fields) { /* a loop's commands mostly share theirs */
+            position = appender->last_position;
         } else {
-            if (fields_position(core, fields, command, stream, &position) < 0) {
-                Py_DECREF(fields);
+            if (fields_position(appender, described, commands, j, stream, &position) < 0)
                 goto done;
-            }
-            core->last_position = position;
-            Py_XSETREF(core->last_fields, fields);
+            appender->last_position = position;
+            Py_INCREF(described);
+            Py_XSETREF(appender->last_fields, described);
         }
         values[2 * count + j] = position;
-        if (attribute_int64(command, &attribute_id, &values[j]) < 0 ||
-            attribute_int64(command, &attribute_enqueued, &values[count + j]) < 0)
-            goto done;
     }
     /* no Python code from here to the last append */
-    if (count == 0 || log_reserve(core->submissions, count) < 0)
+    if (count == 0 || log_reserve(appender->submissions, count) < 0)
         goto succeeded;
-    row[0] = ++core->submission_count;
+    row[0] = ++appender->submission_count;
     row[2] = clock_now();
     for (Py_ssize_t j = 0; j < count; j++) {
-        row[3] = ++core->sequence;
+        row[3] = ++appender->sequence;
         row[4] = values[j];
         row[5] = values[count + j];
         row[6] = values[2 * count + j];
-        log_append(core->submissions, row);
+        log_append(appender->submissions, row);
     }
 succeeded:
     if (!PyErr_Occurred()) {
@@ -799,8 +677,7 @@ succeeded:
         Py_INCREF(result);
     }
 done:
-    Py_DECREF(commands);
-    Py_XDECREF(stream_id);
+    Py_DECREF(fields);
     if (values != one)
         PyMem_Free(values);
     return result;
@@ -851,21 +728,21 @@ static void release_bytes(Bytes *bytes)
  * call: capturing runs Python code, an allocation may start a garbage collection that
  * does, and the digest function lets them run while it hashes a large input. So the host
  * memory may change meanwhile (another thread's download writes it), and so may what
- * this core keeps (another thread's hook replaces it). A digest, its capture's bytes and
+ * this appender keeps (another thread's hook replaces it). A digest, its capture's bytes and
  * the bytes later ones are compared with are thus always the same bytes. The kept copy,
  * its digest and its capture are replaced together, with no Python code in between. The
- * Python core hashes every time; the digests are the same. */
-static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
+ * Python appender hashes every time; the digests are the same. */
+static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *digest)
 {
     Bytes bytes;
     if (bytes_of(data, &bytes) < 0)
         return NULL;
     PyObject *capture = NULL, *hashed = NULL, *copy = NULL;
-    PyArrayObject *kept = (PyArrayObject *)core->last_kept;
+    PyArrayObject *kept = (PyArrayObject *)appender->last_kept;
     if (kept != NULL && bytes.len == PyArray_NBYTES(kept) &&
         memcmp(bytes.start, PyArray_BYTES(kept), (size_t)bytes.len) == 0) {
-        memcpy(digest, core->last_digest, DIGEST_BYTES);
-        capture = core->last_capture;
+        memcpy(digest, appender->last_digest, DIGEST_BYTES);
+        capture = appender->last_capture;
         goto done;
     }
     if (bytes.len <= REMEMBERED_BYTES) {
@@ -882,24 +759,24 @@ static PyObject *capture_of(CoreObject *core, PyObject *data, char *digest)
         PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
         goto done;
     }
-    capture = PyDict_GetItemWithError(core->captured, hashed);
+    capture = PyDict_GetItemWithError(appender->captured, hashed);
     if (capture == NULL && !PyErr_Occurred()) {
-        PyObject *made = PyObject_CallMethodObjArgs((PyObject *)core, str_capture_method,
+        PyObject *made = PyObject_CallMethodObjArgs((PyObject *)appender, str_capture_method,
                                                     hashed_bytes, hashed, NULL);
         Py_XDECREF(made); /* the trace's captures hold it */
-        capture = made == NULL ? NULL : PyDict_GetItemWithError(core->captured, hashed);
+        capture = made == NULL ? NULL : PyDict_GetItemWithError(appender->captured, hashed);
         if (capture == NULL && !PyErr_Occurred())
             PyErr_SetString(PyExc_RuntimeError, "the trace did not keep the capture it made");
     }
     if (capture != NULL) {
         memcpy(digest, PyBytes_AS_STRING(hashed), DIGEST_BYTES);
         if (copy != NULL) {
-            PyObject *old_kept = core->last_kept, *old_capture = core->last_capture;
-            memcpy(core->last_digest, digest, DIGEST_BYTES);
-            core->last_kept = copy;
+            PyObject *old_kept = appender->last_kept, *old_capture = appender->last_capture;
+            memcpy(appender->last_digest, digest, DIGEST_BYTES);
+            appender->last_kept = copy;
             copy = NULL;
             Py_INCREF(capture);
-            core->last_capture = capture;
+            appender->last_capture = capture;
             Py_XDECREF(old_kept);
             Py_XDECREF(old_capture);
         }
@@ -911,7 +788,7 @@ done:
     return capture;
 }
 
-static PyObject *host_access(CoreObject *core, int64_t kind, PyObject *command_id, PyObject *offset,
+static PyObject *host_access(AppenderObject *appender, int64_t kind, PyObject *command_id, PyObject *offset,
                              PyObject *data, PyObject *at)
 {
     int64_t row[ACCESS_WIDTH];
@@ -923,7 +800,7 @@ static PyObject *host_access(CoreObject *core, int64_t kind, PyObject *command_i
         return NULL;
     if (as_int64(command_id, &row[0]) < 0 || (offset != NULL && as_int64(offset, &row[2]) < 0))
         return NULL;
-    if (capture_of(core, data, (char *)&row[4]) == NULL || log_append(core->accesses, row) < 0)
+    if (capture_of(appender, data, (char *)&row[4]) == NULL || log_append(appender->accesses, row) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -947,25 +824,25 @@ static int positional_and_at(const char *name, PyObject *const *args, Py_ssize_t
 }
 
 /* host_read(command_id, offset, data, at=None) */
-static PyObject *core_host_read(CoreObject *core, PyObject *const *args, size_t nargsf,
+static PyObject *appender_host_read(AppenderObject *appender, PyObject *const *args, size_t nargsf,
                                 PyObject *kwnames)
 {
     PyObject *values[4] = {NULL};
     if (positional_and_at("host_read(command_id, offset, data, at=None)", args,
                           PyVectorcall_NARGS(nargsf), kwnames, 3, values) < 0)
         return NULL;
-    return host_access(core, HOST_READ, values[0], values[1], values[2], values[3]);
+    return host_access(appender, HOST_READ, values[0], values[1], values[2], values[3]);
 }
 
 /* host_write(command_id, data, at=None) */
-static PyObject *core_host_write(CoreObject *core, PyObject *const *args, size_t nargsf,
+static PyObject *appender_host_write(AppenderObject *appender, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames)
 {
     PyObject *values[3] = {NULL};
     if (positional_and_at("host_write(command_id, data, at=None)", args,
                           PyVectorcall_NARGS(nargsf), kwnames, 2, values) < 0)
         return NULL;
-    return host_access(core, HOST_WRITE, values[0], NULL, values[1], values[2]);
+    return host_access(appender, HOST_WRITE, values[0], NULL, values[1], values[2]);
 }
 
 /* Whether `known` is the (weakref, name) entry of `host`, alive; -1: an error. */
@@ -977,35 +854,35 @@ static int names_array(PyObject *known, PyObject *host)
 }
 
 /* upload_enqueued(host, data) */
-static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
 {
     if (wrong_arguments(nargs, 2, "upload_enqueued(host, data)"))
         return NULL;
     PyObject *host = args[0], *data = args[1];
-    int named = names_array(core->last_named, host); /* a loop uploads one array again */
+    int named = names_array(appender->last_named, host); /* a loop uploads one array again */
     if (named == 0) {
         PyObject *key = PyLong_FromVoidPtr(host);
         if (key == NULL)
             return NULL;
-        PyObject *known = PyDict_GetItemWithError(core->array_names, key); /* borrowed */
+        PyObject *known = PyDict_GetItemWithError(appender->array_names, key); /* borrowed */
         Py_DECREF(key);
         if (known == NULL && PyErr_Occurred())
             return NULL;
         if ((named = names_array(known, host)) == 1) {
             Py_INCREF(known);
-            Py_XSETREF(core->last_named, known);
+            Py_XSETREF(appender->last_named, known);
         }
     }
     if (named < 0)
         return NULL;
     if (!named) {
-        PyObject *noted = PyObject_CallMethodOneArg((PyObject *)core, str_note_array, host);
+        PyObject *noted = PyObject_CallMethodOneArg((PyObject *)appender, str_note_array, host);
         if (noted == NULL)
             return NULL;
         Py_DECREF(noted);
     }
     char digest[DIGEST_BYTES];
-    PyObject *capture = capture_of(core, data, digest);
+    PyObject *capture = capture_of(appender, data, digest);
     Py_XINCREF(capture);
     return capture;
 }
@@ -1013,7 +890,7 @@ static PyObject *core_upload_enqueued(CoreObject *core, PyObject *const *args, P
 /* stamp_sync(stream_id, stop): a sync point's seq and time, the index of the last
  * submission row of stream `stream_id` (None: no stream) from row `stop` on (-1: none),
  * and the number of rows then */
-static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *appender_stamp_sync(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
 {
     if (wrong_arguments(nargs, 2, "stamp_sync(stream_id, stop)"))
         return NULL;
@@ -1022,20 +899,20 @@ static PyObject *core_stamp_sync(CoreObject *core, PyObject *const *args, Py_ssi
     if ((args[0] != Py_None && as_int64(args[0], &stream_id) < 0) ||
         ((stop = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()))
         return NULL;
-    Py_ssize_t last = args[0] == Py_None ? -1 : log_last_where(core->submissions, 1, stream_id, stop);
-    int64_t seq = ++core->sequence;
+    Py_ssize_t last = args[0] == Py_None ? -1 : log_last_where(appender->submissions, 1, stream_id, stop);
+    int64_t seq = ++appender->sequence;
     return Py_BuildValue("LLnn", (long long)seq, (long long)clock_now(), last,
-                         core->submissions->rows);
+                         appender->submissions->rows);
 }
 
 /* -- RunLog: the timer of one run ------------------------------------------------------ */
 
-/* What a run's worker reports: each tick goes to the core's `ticks` log as a row (run,
+/* What a run's worker reports: each tick goes to the appender's `ticks` log as a row (run,
  * time), so a run leaves no object behind; its rare events (a failure, an early end,
  * device spans) go to the recorder's Python methods. A run's `times` is the run itself. */
 typedef struct {
     PyObject_HEAD
-    CoreObject *core;
+    AppenderObject *appender;
     int64_t run;
 } RunLogObject;
 
@@ -1044,7 +921,7 @@ static PyTypeObject RunLogType;
 static PyObject *run_tick_at_time(RunLogObject *run, int64_t time)
 {
     int64_t row[TICK_WIDTH] = {run->run, time};
-    if (log_append(run->core->ticks, row) < 0)
+    if (log_append(run->appender->ticks, row) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -1071,7 +948,7 @@ static PyObject *run_frombytes(RunLogObject *run, PyObject *data)
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Py_ssize_t count = view.len / (Py_ssize_t)sizeof(int64_t);
-    LogObject *ticks = run->core->ticks;
+    LogObject *ticks = run->appender->ticks;
     int failed = 0;
     if (view.len % (Py_ssize_t)sizeof(int64_t)) {
         PyErr_Format(PyExc_ValueError, "%zd bytes are not whole int64 values", view.len);
@@ -1089,14 +966,14 @@ static PyObject *run_frombytes(RunLogObject *run, PyObject *data)
     Py_RETURN_NONE;
 }
 
-/* core.<method>(run, *arguments): the recorder notes a run's failure, end or spans */
-static PyObject *tell_core(RunLogObject *run, PyObject *method, PyObject *first, PyObject *second,
+/* appender.<method>(run, *arguments): the recorder notes a run's failure, end or spans */
+static PyObject *tell_recorder(RunLogObject *run, PyObject *method, PyObject *first, PyObject *second,
                            PyObject *third)
 {
     PyObject *number = PyLong_FromLongLong(run->run);
     if (number == NULL)
         return NULL;
-    PyObject *result = PyObject_CallMethodObjArgs((PyObject *)run->core, method, number, first,
+    PyObject *result = PyObject_CallMethodObjArgs((PyObject *)run->appender, method, number, first,
                                                   second, third, NULL);
     Py_DECREF(number);
     return result;
@@ -1107,13 +984,13 @@ static PyObject *run_failed(RunLogObject *run, PyObject *const *args, Py_ssize_t
 {
     if (wrong_arguments(nargs, 3, "failed(position, status, error)"))
         return NULL;
-    return tell_core(run, str_run_failed, args[0], args[1], args[2]);
+    return tell_recorder(run, str_run_failed, args[0], args[1], args[2]);
 }
 
 /* end_at(count) */
 static PyObject *run_end_at(RunLogObject *run, PyObject *count)
 {
-    return tell_core(run, str_run_ended, count, NULL, NULL);
+    return tell_recorder(run, str_run_ended, count, NULL, NULL);
 }
 
 /* spans(spans): kept where there are any */
@@ -1124,7 +1001,7 @@ static PyObject *run_spans(RunLogObject *run, PyObject *spans)
         return NULL;
     if (!any)
         Py_RETURN_NONE;
-    return tell_core(run, str_run_spans, spans, NULL, NULL);
+    return tell_recorder(run, str_run_spans, spans, NULL, NULL);
 }
 
 static PyObject *run_get_times(RunLogObject *run, void *closure)
@@ -1135,7 +1012,7 @@ static PyObject *run_get_times(RunLogObject *run, void *closure)
 
 static void run_dealloc(RunLogObject *run)
 {
-    Py_XDECREF(run->core);
+    Py_XDECREF(run->appender);
     Py_TYPE(run)->tp_free((PyObject *)run);
 }
 
@@ -1161,7 +1038,7 @@ static PyGetSetDef run_getset[] = {
     {"times", (getter)run_get_times, NULL, "where the worker ticks: the run itself"}, {NULL}};
 
 static PyTypeObject RunLogType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.RunLog",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._row_appender.RunLog",
     .tp_doc = "The timer of one traced run: appends its ticks to its recorder's logs.",
     .tp_basicsize = sizeof(RunLogObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -1171,58 +1048,54 @@ static PyTypeObject RunLogType = {
     .tp_getset = run_getset,
 };
 
-/* run_timer(steps): a RunLog for a run of `steps`, whose ids go to `steps` and whose row
- * (first step, steps) to `runs` */
-static PyObject *core_run_timer(CoreObject *core, PyObject *steps)
+/* run_timer(ids): a RunLog for a run of the steps with command ids `ids`, which go to
+ * `steps`, and whose row (first step, steps) goes to `runs` */
+static PyObject *appender_run_timer(AppenderObject *appender, PyObject *ids_object)
 {
-    /* a tuple (a list's copy): reading an id may run Python code, which may change a list */
-    PyObject *items = PySequence_Tuple(steps);
-    if (items == NULL)
+    Py_ssize_t count = PyObject_Length(ids_object);
+    if (count < 0)
         return NULL;
-    Py_ssize_t count = PyTuple_GET_SIZE(items);
     int64_t one, *ids = count > 1 ? PyMem_Malloc((size_t)count * sizeof(int64_t)) : &one;
     RunLogObject *run = NULL;
     if (ids == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return NULL;
     }
-    for (Py_ssize_t i = 0; i < count; i++)
-        if (attribute_int64(PyTuple_GET_ITEM(items, i), &attribute_id, &ids[i]) < 0)
-            goto done;
+    if (int64_values(ids_object, count, ids, "run_timer(ids)") < 0)
+        goto done;
     if ((run = PyObject_New(RunLogObject, &RunLogType)) == NULL)
         goto done;
-    Py_INCREF(core);
-    run->core = core;
+    Py_INCREF(appender);
+    run->appender = appender;
     /* no Python code from here to the last append: the run's number, row and ids agree */
-    if (log_reserve(core->steps, count) < 0 || log_reserve(core->runs, 1) < 0) {
+    if (log_reserve(appender->steps, count) < 0 || log_reserve(appender->runs, 1) < 0) {
         Py_CLEAR(run);
         goto done;
     }
-    int64_t row[RUN_WIDTH] = {core->steps->rows, count};
-    run->run = core->runs->rows;
-    log_append(core->runs, row);
-    log_extend(core->steps, ids, count);
+    int64_t row[RUN_WIDTH] = {appender->steps->rows, count};
+    run->run = appender->runs->rows;
+    log_append(appender->runs, row);
+    log_extend(appender->steps, ids, count);
 done:
     if (ids != &one)
         PyMem_Free(ids);
-    Py_DECREF(items);
     return (PyObject *)run;
 }
 
-static PyMethodDef core_methods[] = {
-    {"submitted", (PyCFunction)(void (*)(void))core_submitted, METH_FASTCALL, NULL},
-    {"host_read", (PyCFunction)(void (*)(void))core_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
-    {"host_write", (PyCFunction)(void (*)(void))core_host_write, METH_FASTCALL | METH_KEYWORDS,
+static PyMethodDef appender_methods[] = {
+    {"submitted", (PyCFunction)(void (*)(void))appender_submitted, METH_FASTCALL, NULL},
+    {"host_read", (PyCFunction)(void (*)(void))appender_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"host_write", (PyCFunction)(void (*)(void))appender_host_write, METH_FASTCALL | METH_KEYWORDS,
      NULL},
-    {"upload_enqueued", (PyCFunction)(void (*)(void))core_upload_enqueued, METH_FASTCALL, NULL},
-    {"stamp_sync", (PyCFunction)(void (*)(void))core_stamp_sync, METH_FASTCALL, NULL},
-    {"run_timer", (PyCFunction)core_run_timer, METH_O, NULL},
+    {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},
+    {"stamp_sync", (PyCFunction)(void (*)(void))appender_stamp_sync, METH_FASTCALL, NULL},
+    {"run_timer", (PyCFunction)appender_run_timer, METH_O, NULL},
     {NULL}};
 
 #define CORE_MEMBER(name, field)                                                                   \
-    {name, T_OBJECT_EX, offsetof(CoreObject, field), READONLY, NULL}
+    {name, T_OBJECT_EX, offsetof(AppenderObject, field), READONLY, NULL}
 
-static PyMemberDef core_members[] = {
+static PyMemberDef appender_members[] = {
     CORE_MEMBER("submissions", submissions),
     CORE_MEMBER("accesses", accesses),
     CORE_MEMBER("steps", steps),
@@ -1233,79 +1106,54 @@ static PyMemberDef core_members[] = {
     CORE_MEMBER("_array_names", array_names),
     {NULL}};
 
-static PyObject *core_get_captured(CoreObject *core, void *closure)
+static PyObject *appender_get_captured(AppenderObject *appender, void *closure)
 {
-    if (core->captured == NULL) {
+    if (appender->captured == NULL) {
         PyErr_SetString(PyExc_AttributeError, "_captured");
         return NULL;
     }
-    Py_INCREF(core->captured);
-    return core->captured;
+    Py_INCREF(appender->captured);
+    return appender->captured;
 }
 
-static int core_set_captured(CoreObject *core, PyObject *value, void *closure)
+static int appender_set_captured(AppenderObject *appender, PyObject *value, void *closure)
 {
     if (value == NULL || !PyDict_Check(value)) {
         PyErr_SetString(PyExc_TypeError, "_captured is a dict (the trace's captures)");
         return -1;
     }
     Py_INCREF(value);
-    Py_SETREF(core->captured, value);
+    Py_SETREF(appender->captured, value);
     return 0;
 }
 
-static PyGetSetDef core_getset[] = {
-    {"_captured", (getter)core_get_captured, (setter)core_set_captured,
+static PyGetSetDef appender_getset[] = {
+    {"_captured", (getter)appender_get_captured, (setter)appender_set_captured,
      "the trace's captures, by binary digest"},
     {NULL}};
 
-static PyTypeObject CoreType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._recorder_core.RecorderCore",
-    .tp_doc = "The hooks a trace recorder runs per command (see recorder_core.py).",
-    .tp_basicsize = sizeof(CoreObject),
+static PyTypeObject AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "luisa_nb.recording._row_appender.RowAppender",
+    .tp_doc = "The rows of a trace recorder and the hooks that append to them (see row_appender.py).",
+    .tp_basicsize = sizeof(AppenderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
-    .tp_new = core_new,
-    .tp_dealloc = (destructor)core_dealloc,
-    .tp_traverse = (traverseproc)core_traverse,
-    .tp_clear = (inquiry)core_clear,
-    .tp_methods = core_methods,
-    .tp_members = core_members,
-    .tp_getset = core_getset,
+    .tp_new = appender_new,
+    .tp_dealloc = (destructor)appender_dealloc,
+    .tp_traverse = (traverseproc)appender_traverse,
+    .tp_clear = (inquiry)appender_clear,
+    .tp_methods = appender_methods,
+    .tp_members = appender_members,
+    .tp_getset = appender_getset,
 };
 
 /* -- module ------------------------------------------------------------------------------ */
 
-/* set_command_types(upload, download, dispatch) */
-static PyObject *set_command_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (wrong_arguments(nargs, 3, "set_command_types(upload, download, dispatch)"))
-        return NULL;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        if (!PyType_Check(args[i])) {
-            PyErr_Format(PyExc_TypeError, "set_command_types takes classes, not %.100s",
-                         Py_TYPE(args[i])->tp_name);
-            return NULL;
-        }
-    PyTypeObject **types[] = {&upload_type, &download_type, &dispatch_type};
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        Py_INCREF(args[i]);
-        Py_XSETREF(*types[i], (PyTypeObject *)args[i]);
-    }
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef module_methods[] = {
-    {"set_command_types", (PyCFunction)(void (*)(void))set_command_types, METH_FASTCALL,
-     "set_command_types(upload, download, dispatch): the command classes whose trace fields "
-     "the core looks for in the runtime's memos before calling trace_fields()."},
-    {NULL}};
-
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "luisa_nb.recording._recorder_core",
-    .m_doc = "The recorder's hot paths in C (see recorder_core.py).",
+    .m_name = "luisa_nb.recording._row_appender",
+    .m_doc = "A trace recorder's rows and the hooks that append to them, in C (see "
+             "row_appender.py).",
     .m_size = -1,
-    .m_methods = module_methods,
 };
 
 static int intern(PyObject **slot, const char *text)
@@ -1314,25 +1162,13 @@ static int intern(PyObject **slot, const char *text)
     return *slot == NULL ? -1 : 0;
 }
 
-PyMODINIT_FUNC PyInit__recorder_core(void)
+PyMODINIT_FUNC PyInit__row_appender(void)
 {
-    if (intern(&attribute_id.name, "id") < 0 || intern(&attribute_enqueued.name, "enqueued") < 0 ||
-        intern(&str_device, "device") < 0 || intern(&str_trace_fields, "trace_fields") < 0 ||
-        intern(&str_first_submission_of, "_first_submission_of") < 0 ||
+    if (intern(&str_first_submission_of, "_first_submission_of") < 0 ||
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
-        intern(&str_run_spans, "_run_spans") < 0 ||
-        intern(&attribute_target.name, "target") < 0 ||
-        intern(&attribute_source.name, "source") < 0 ||
-        intern(&attribute_host.name, "host") < 0 ||
-        intern(&attribute_enqueue_capture.name, "enqueue_capture") < 0 ||
-        intern(&attribute_upload_fields.name, "upload_fields") < 0 ||
-        intern(&attribute_download_fields.name, "download_fields") < 0 ||
-        intern(&attribute_arguments.name, "arguments") < 0 ||
-        intern(&attribute_memo.name, "memo") < 0 ||
-        intern(&attribute_described.name, "described") < 0 ||
-        intern(&attribute_dims.name, "dims") < 0 || intern(&attribute_name.name, "name") < 0)
+        intern(&str_run_spans, "_run_spans") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");
@@ -1340,20 +1176,19 @@ PyMODINIT_FUNC PyInit__recorder_core(void)
         return NULL;
     digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
     Py_DECREF(xxhash);
-    if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&CoreType) < 0 ||
+    if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&AppenderType) < 0 ||
         PyType_Ready(&RunLogType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "Log", (PyObject *)&LogType) < 0 ||
-        PyModule_AddObjectRef(m, "RecorderCore", (PyObject *)&CoreType) < 0 ||
+        PyModule_AddObjectRef(m, "RowAppender", (PyObject *)&AppenderType) < 0 ||
         PyModule_AddObjectRef(m, "RunLog", (PyObject *)&RunLogType) < 0 ||
         PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "RUN_WIDTH", RUN_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "CAPTURE_FIELD", CAPTURE_FIELD) < 0) {
+        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0) {
         Py_DECREF(m);
         return NULL;
     }

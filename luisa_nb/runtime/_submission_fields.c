@@ -1,0 +1,382 @@
+/* The runtime's report of a submission to a recording trace, in C: report_submitted()
+ * of luisa_nb/runtime/commands.py (used where this module was not built), which gathers
+ * each command's id, enqueue time and trace fields and hands them to the recorder's
+ * `submitted` hook. This is runtime code: it reads the runtime's commands by their slot
+ * layout, and does the memo checks of the fast paths of UploadCommand, DownloadCommand
+ * and DispatchCommand.trace_fields() (a Python call each cost as much as the rest of a
+ * traced command). Where a memo does not hold a command's fields, and for every other
+ * command, its trace_fields() works them out. command_ids() gathers the ids of a run for
+ * the recorder's `run_timer`. The two paths are tested against each other.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+static PyObject *str_submitted, *str_trace_fields;
+
+/* The command types whose memos are read here (use_command_types), strong references. */
+static PyTypeObject *upload_type, *download_type, *dispatch_type;
+static Py_ssize_t capture_field; /* the index of the enqueue capture in trace fields */
+
+/* An attribute read where it is a slot (commands, views, dispatch arguments and their
+ * memo have __slots__) at the slot's offset: looking its name up costs about as much as
+ * the rest of a report. The offsets are kept for the last few types seen (a list mixes
+ * commands of several types); a class's slots stay as the class was made. */
+#define ATTRIBUTE_TYPES 4
+typedef struct {
+    const char *text;
+    PyObject *name; /* interned */
+    PyTypeObject *types[ATTRIBUTE_TYPES]; /* strong references, or NULL */
+    Py_ssize_t offsets[ATTRIBUTE_TYPES];  /* of the slot in objects of `types[i]`; 0: none */
+    int replace;                          /* the entry a type not kept replaces */
+} Attribute;
+
+static Attribute attribute_id = {"id"}, attribute_enqueued = {"enqueued"},
+                 attribute_target = {"target"}, attribute_source = {"source"},
+                 attribute_host = {"host"}, attribute_enqueue_capture = {"enqueue_capture"},
+                 attribute_upload_fields = {"upload_fields"},
+                 attribute_download_fields = {"download_fields"},
+                 attribute_arguments = {"arguments"}, attribute_memo = {"memo"},
+                 attribute_described = {"described"}, attribute_dims = {"dims"},
+                 attribute_name = {"name"};
+
+static Attribute *attributes[] = {
+    &attribute_id,        &attribute_enqueued,        &attribute_target,
+    &attribute_source,    &attribute_host,            &attribute_enqueue_capture,
+    &attribute_upload_fields, &attribute_download_fields, &attribute_arguments,
+    &attribute_memo,      &attribute_described,       &attribute_dims,
+    &attribute_name,
+};
+
+/* The offset of `type`'s slot named `name`, or 0 where the name is not a slot of it. */
+static int slot_offset(PyTypeObject *type, PyObject *name, Py_ssize_t *offset)
+{
+    *offset = 0;
+    PyObject *descriptor = PyObject_GetAttr((PyObject *)type, name);
+    if (descriptor == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear(); /* an instance's own attribute, or none */
+        return 0;
+    }
+    if (Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type == T_OBJECT_EX)
+            *offset = member->offset;
+    }
+    Py_DECREF(descriptor);
+    return 0;
+}
+
+/* getattr(object, attribute's name), a new reference */
+static PyObject *read_attribute(Attribute *attribute, PyObject *object)
+{
+    PyTypeObject *type = Py_TYPE(object);
+    int entry = 0;
+    while (entry < ATTRIBUTE_TYPES && attribute->types[entry] != type)
+        entry++;
+    if (entry == ATTRIBUTE_TYPES) {
+        Py_ssize_t offset;
+        if (slot_offset(type, attribute->name, &offset) < 0)
+            return NULL;
+        entry = attribute->replace;
+        attribute->replace = (entry + 1) % ATTRIBUTE_TYPES;
+        Py_INCREF(type);
+        Py_XSETREF(attribute->types[entry], type);
+        attribute->offsets[entry] = offset;
+    }
+    if (attribute->offsets[entry]) {
+        PyObject *value = *(PyObject **)((char *)object + attribute->offsets[entry]);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(object, attribute->name); /* an unset slot raises there */
+}
+
+/* getattr(getattr(object, first), second), a new reference */
+static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attribute *second)
+{
+    PyObject *middle = read_attribute(first, object);
+    if (middle == NULL)
+        return NULL;
+    PyObject *value = read_attribute(second, middle);
+    Py_DECREF(middle);
+    return value;
+}
+
+/* Whether `ref` is a weak reference to `object` (alive); -1: an error. */
+static int refers_to(PyObject *ref, PyObject *object)
+{
+    if (!PyWeakref_Check(ref))
+        return 0;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *referent;
+    if (PyWeakref_GetRef(ref, &referent) < 0)
+        return -1;
+    Py_XDECREF(referent);
+    return referent == object;
+#else
+    return PyWeakref_GET_OBJECT(ref) == object;
+#endif
+}
+
+/* Whether `memo`, a view's (weakref, shape, dtype, fields) of its latest transfer
+ * (runtime/host.py, array_memo), was made for `host` as `host` is now; -1: an error. */
+static int made_for(PyObject *memo, PyObject *host)
+{
+    if (!PyTuple_CheckExact(memo) || PyTuple_GET_SIZE(memo) != 4 || !PyArray_Check(host))
+        return 0;
+    PyArrayObject *array = (PyArrayObject *)host;
+    PyObject *shape = PyTuple_GET_ITEM(memo, 1);
+    if (PyTuple_GET_ITEM(memo, 2) != (PyObject *)PyArray_DESCR(array) ||
+        !PyTuple_CheckExact(shape) || PyTuple_GET_SIZE(shape) != PyArray_NDIM(array))
+        return 0;
+    const npy_intp *dims = PyArray_DIMS(array);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        PyObject *extent = PyTuple_GET_ITEM(shape, i);
+        if (!PyLong_CheckExact(extent))
+            return 0;
+        Py_ssize_t value = PyLong_AsSsize_t(extent);
+        if (value == -1 && PyErr_Occurred())
+            return -1;
+        if (value != dims[i])
+            return 0;
+    }
+    return refers_to(PyTuple_GET_ITEM(memo, 0), host);
+}
+
+/* The trace fields of a transfer (`command`) whose view (its attribute `view`) keeps its
+ * latest transfer's in `memo_name`, if that memo holds (an upload's: with the same capture);
+ * NULL without an error where it does not. */
+static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *memo_name,
+                                 int upload)
+{
+    PyObject *memo = attribute_of_attribute(command, view, memo_name);
+    if (memo == NULL)
+        return NULL;
+    PyObject *host = read_attribute(&attribute_host, command), *fields = NULL, *capture = NULL;
+    int holds = host == NULL ? -1 : made_for(memo, host);
+    if (holds == 1) {
+        fields = PyTuple_GET_ITEM(memo, 3);
+        if (upload && (capture = read_attribute(&attribute_enqueue_capture, command)) == NULL)
+            fields = NULL;
+        else if (upload && (!PyTuple_CheckExact(fields) ||
+                            PyTuple_GET_SIZE(fields) <= capture_field ||
+                            PyTuple_GET_ITEM(fields, capture_field) != capture))
+            fields = NULL;
+        Py_XINCREF(fields);
+    }
+    Py_XDECREF(capture);
+    Py_XDECREF(host);
+    Py_DECREF(memo);
+    return fields;
+}
+
+/* a == b for two dispatch sizes, tuples of small ints, compared item by item: comparing the
+ * two tuples themselves costs a tenth of a traced dispatch's report. */
+static int same_dims(PyObject *a, PyObject *b)
+{
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b))
+        return PyObject_RichCompareBool(a, b, Py_EQ);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(a, i), PyTuple_GET_ITEM(b, i), Py_EQ);
+        if (same != 1)
+            return same;
+    }
+    return 1;
+}
+
+/* The trace fields of a dispatch (`command`) if its arguments' memo holds them for its
+ * size and kernel name; NULL without an error where it does not. */
+static PyObject *dispatch_fields(PyObject *command)
+{
+    PyObject *memo = attribute_of_attribute(command, &attribute_arguments, &attribute_memo);
+    if (memo == NULL)
+        return NULL;
+    PyObject *known = read_attribute(&attribute_described, memo), *fields = NULL;
+    Py_DECREF(memo);
+    if (known == NULL)
+        return NULL;
+    if (PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 3) {
+        PyObject *dims = read_attribute(&attribute_dims, command);
+        PyObject *name = dims == NULL ? NULL : read_attribute(&attribute_name, command);
+        int same = name == NULL ? -1 : same_dims(PyTuple_GET_ITEM(known, 0), dims);
+        if (same == 1)
+            same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), name, Py_EQ);
+        if (same == 1) {
+            fields = PyTuple_GET_ITEM(known, 2);
+            Py_INCREF(fields);
+        }
+        Py_XDECREF(dims);
+        Py_XDECREF(name);
+    }
+    Py_DECREF(known);
+    return fields;
+}
+
+/* `command`'s trace fields (a new reference): from its memo where that holds, else from
+ * its trace_fields(). */
+static PyObject *trace_fields_of(PyObject *command)
+{
+    PyTypeObject *type = Py_TYPE(command);
+    PyObject *fields = NULL;
+    if (type == upload_type)
+        fields = transfer_fields(command, &attribute_target, &attribute_upload_fields, 1);
+    else if (type == download_type)
+        fields = transfer_fields(command, &attribute_source, &attribute_download_fields, 0);
+    else if (type == dispatch_type)
+        fields = dispatch_fields(command);
+    if (fields != NULL || PyErr_Occurred())
+        return fields;
+    return PyObject_CallMethodNoArgs(command, str_trace_fields);
+}
+
+PyDoc_STRVAR(report_submitted_doc,
+             "report_submitted(recorder, stream, commands)\n--\n\n"
+             "Tell `recorder`, which is recording, that `commands` (a sequence) were "
+             "submitted to `stream`: calls its `submitted` hook with the stream's id and each "
+             "command's id, enqueue time and trace fields.");
+
+static PyObject *report_submitted(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "report_submitted(recorder, stream, commands) takes 3 "
+                                      "arguments, not %zd", nargs);
+        return NULL;
+    }
+    PyObject *recorder = args[0], *stream = args[1];
+    PyObject *commands = PySequence_Fast(args[2], "report_submitted(): commands must be a sequence");
+    if (commands == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
+    PyObject *stream_id = read_attribute(&attribute_id, stream), *result = NULL;
+    PyObject *ids = PyTuple_New(count), *enqueued = PyTuple_New(count), *fields = PyTuple_New(count);
+    if (stream_id == NULL || ids == NULL || enqueued == NULL || fields == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* a trace_fields() call may change a list of commands */
+        if (i >= PySequence_Fast_GET_SIZE(commands)) {
+            PyErr_SetString(PyExc_RuntimeError, "report_submitted(): the commands changed");
+            goto done;
+        }
+        PyObject *command = PySequence_Fast_GET_ITEM(commands, i);
+        Py_INCREF(command);
+        PyObject *id = read_attribute(&attribute_id, command);
+        PyObject *time = id == NULL ? NULL : read_attribute(&attribute_enqueued, command);
+        PyObject *described = time == NULL ? NULL : trace_fields_of(command);
+        Py_DECREF(command);
+        if (described == NULL) {
+            Py_XDECREF(id);
+            Py_XDECREF(time);
+            goto done;
+        }
+        PyTuple_SET_ITEM(ids, i, id);
+        PyTuple_SET_ITEM(enqueued, i, time);
+        PyTuple_SET_ITEM(fields, i, described);
+    }
+    PyObject *call[7] = {recorder, stream_id, ids, enqueued, fields, stream, args[2]};
+    result = PyObject_VectorcallMethod(str_submitted, call, 7, NULL);
+done:
+    Py_DECREF(commands);
+    Py_XDECREF(stream_id);
+    Py_XDECREF(ids);
+    Py_XDECREF(enqueued);
+    Py_XDECREF(fields);
+    return result;
+}
+
+PyDoc_STRVAR(command_ids_doc,
+             "command_ids(commands)\n--\n\n"
+             "The `id` of each of `commands` (a sequence), in a list: what a recorder's "
+             "`run_timer` hook takes.");
+
+static PyObject *command_ids(PyObject *module, PyObject *sequence)
+{
+    PyObject *commands = PySequence_Fast(sequence, "command_ids(): commands must be a sequence");
+    if (commands == NULL)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
+    PyObject *ids = PyList_New(count);
+    for (Py_ssize_t i = 0; ids != NULL && i < count; i++) {
+        /* reading an attribute that is no slot may run Python code, which may change a list */
+        PyObject *id = NULL;
+        if (i >= PySequence_Fast_GET_SIZE(commands)) {
+            PyErr_SetString(PyExc_RuntimeError, "command_ids(): the commands changed");
+        } else {
+            PyObject *command = PySequence_Fast_GET_ITEM(commands, i);
+            Py_INCREF(command);
+            id = read_attribute(&attribute_id, command);
+            Py_DECREF(command);
+        }
+        if (id == NULL)
+            Py_CLEAR(ids);
+        else
+            PyList_SET_ITEM(ids, i, id);
+    }
+    Py_DECREF(commands);
+    return ids;
+}
+
+PyDoc_STRVAR(use_command_types_doc,
+             "use_command_types(upload, download, dispatch, capture_field)\n--\n\n"
+             "The command types whose memos report_submitted reads, and the index of the "
+             "enqueue capture in trace fields.");
+
+static PyObject *use_command_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "use_command_types(upload, download, dispatch, "
+                                      "capture_field) takes 4 arguments, not %zd", nargs);
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++)
+        if (!PyType_Check(args[i])) {
+            PyErr_SetString(PyExc_TypeError, "use_command_types(): a command type is not a type");
+            return NULL;
+        }
+    Py_ssize_t index = PyLong_AsSsize_t(args[3]);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    capture_field = index;
+    PyTypeObject **types[3] = {&upload_type, &download_type, &dispatch_type};
+    for (int i = 0; i < 3; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*types[i], (PyTypeObject *)args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"report_submitted", (PyCFunction)(void (*)(void))report_submitted, METH_FASTCALL,
+     report_submitted_doc},
+    {"command_ids", (PyCFunction)command_ids, METH_O, command_ids_doc},
+    {"use_command_types", (PyCFunction)(void (*)(void))use_command_types, METH_FASTCALL,
+     use_command_types_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "luisa_nb.runtime._submission_fields",
+    .m_doc = "The runtime's report of a submission to a recording trace, in C (see "
+             "report_submitted in commands.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC PyInit__submission_fields(void)
+{
+    if ((str_submitted = PyUnicode_InternFromString("submitted")) == NULL ||
+        (str_trace_fields = PyUnicode_InternFromString("trace_fields")) == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(attributes) / sizeof(attributes[0]); i++)
+        if ((attributes[i]->name = PyUnicode_InternFromString(attributes[i]->text)) == NULL)
+            return NULL;
+    import_array1(NULL);
+    return PyModule_Create(&module);
+}
