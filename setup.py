@@ -16,12 +16,14 @@ else:
             "luisa_nb.recording._row_appender",
             ["luisa_nb/recording/_row_appender.c"],
             include_dirs=[numpy.get_include()],
+            depends=["luisa_nb/recording/weak_references.h"],
             optional=True,
         ),
         Extension(
             "luisa_nb.runtime._submission_fields",
             ["luisa_nb/runtime/_submission_fields.c"],
             include_dirs=[numpy.get_include()],
+            depends=["luisa_nb/recording/weak_references.h"],
             optional=True,
         ),
     ]

@@ -30,6 +30,8 @@
 #define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
 #include <numpy/arrayobject.h>
 
+#include "weak_references.h"
+
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
 #define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
 #define RUN_WIDTH 2        /* first step, steps */
@@ -537,22 +539,6 @@ static void appender_dealloc(AppenderObject *appender)
     Py_CLEAR(appender->runs);
     Py_CLEAR(appender->ticks);
     Py_TYPE(appender)->tp_free((PyObject *)appender);
-}
-
-/* Whether `ref` is a weak reference to `object` (alive); -1: an error. */
-static int refers_to(PyObject *ref, PyObject *object)
-{
-    if (!PyWeakref_Check(ref))
-        return 0;
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *referent;
-    if (PyWeakref_GetRef(ref, &referent) < 0)
-        return -1;
-    Py_XDECREF(referent);
-    return referent == object;
-#else
-    return PyWeakref_GET_OBJECT(ref) == object;
-#endif
 }
 
 /* The position of `fields` (a command's trace fields) in the recorder's `described`

@@ -15,6 +15,8 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include "../recording/weak_references.h"
+
 static PyObject *str_submitted, *str_trace_fields;
 
 /* The command types whose memos are read here (use_command_types), strong references. */
@@ -107,22 +109,6 @@ static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attr
     PyObject *value = read_attribute(second, middle);
     Py_DECREF(middle);
     return value;
-}
-
-/* Whether `ref` is a weak reference to `object` (alive); -1: an error. */
-static int refers_to(PyObject *ref, PyObject *object)
-{
-    if (!PyWeakref_Check(ref))
-        return 0;
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *referent;
-    if (PyWeakref_GetRef(ref, &referent) < 0)
-        return -1;
-    Py_XDECREF(referent);
-    return referent == object;
-#else
-    return PyWeakref_GET_OBJECT(ref) == object;
-#endif
 }
 
 /* Whether `memo`, a view's (weakref, shape, dtype, fields) of its latest transfer
