@@ -12,6 +12,7 @@ import pytest
 import xxhash
 
 import luisa_nb as lnb
+from luisa_nb.conformance.program import Download, Program, Submit, Synchronize, Upload
 from luisa_nb.conformance.programs import FIXED_PROGRAMS
 from luisa_nb.conformance.runner import run_program
 from luisa_nb.recording import recorder as recorder_module
@@ -44,8 +45,35 @@ class HostAccessProbe:
 
         return probe
 
-    def per_thread(self) -> dict[str, list[HostAccess]]:
-        return {name.split(" ", 1)[-1]: list(found) for name, found in self.accesses.items()}
+    def per_thread(self, with_bytes: bool = True) -> dict[str, list[HostAccess]]:
+        """Each thread's accesses; without ``with_bytes``, without the bytes' digests."""
+        return {
+            name.split(" ", 1)[-1]: [access if with_bytes else access[:3] for access in found]
+            for name, found in self.accesses.items()
+        }
+
+
+def stages_during_a_download(program: Program) -> bool:
+    """Whether, under ``staging="submit"``, a submission stages a host array that a download
+    of a list the host has not synchronized with may be writing at that moment. Which
+    bytes such an upload reads depends on timing, traced or not (the race the analysis
+    calls racy), so only the shape of the host accesses can be compared."""
+    downloading: dict[str, set[str]] = {}
+    for step in program.steps:
+        if isinstance(step, Synchronize):
+            for stream in [step.stream] if step.stream else list(downloading):
+                downloading.pop(stream, None)
+        elif isinstance(step, Submit):
+            written = set().union(*downloading.values())
+            if any(
+                isinstance(command, Upload) and command.source.array in written
+                for command in step.commands
+            ):
+                return True
+            downloading.setdefault(step.stream, set()).update(
+                command.target.array for command in step.commands if isinstance(command, Download)
+            )
+    return False
 
 
 def _run(monkeypatch, backend: str, staging: str, program, traced: bool):
@@ -55,6 +83,11 @@ def _run(monkeypatch, backend: str, staging: str, program, traced: bool):
     assert recorder_module.active_recorder() is recorder_module.NULL_RECORDER
     monkeypatch.undo()
     return probe, run
+
+
+def test_only_programs_that_stage_during_a_download_are_compared_without_bytes():
+    racy = {make.__name__ for make in FIXED_PROGRAMS if stages_during_a_download(make())}
+    assert racy == {"copy_only_separate_lists", "two_streams_host_handoff"}
 
 
 @pytest.mark.parametrize("staging", ["execute", "submit"])
@@ -68,7 +101,8 @@ def test_traced_and_untraced_runs_touch_host_memory_alike(
     traced, recorded = _run(monkeypatch, backend, staging, program, traced=True)
     assert plain.trace is None and recorded.trace is not None
     assert untraced.unlocked == [] and traced.unlocked == []
-    assert untraced.per_thread() == traced.per_thread()
+    with_bytes = staging == "execute" or not stages_during_a_download(program)
+    assert untraced.per_thread(with_bytes) == traced.per_thread(with_bytes)
     host_commands = sum(command.host is not None for command in recorded.trace.commands)
     assert sum(map(len, traced.per_thread().values())) > host_commands > 0
     if len(program.streams) == 1:

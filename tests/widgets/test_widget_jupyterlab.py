@@ -30,6 +30,7 @@ def lab(tmp_path, seed):
 
 
 def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -48,7 +49,12 @@ def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
             page.locator(".jp-Dialog .jp-mod-accept").first.click()
         page.click(".jp-Notebook .jp-Cell .cm-content")
         page.keyboard.press("Shift+Enter")
-        page.wait_for_selector(".lnb-timeline[data-draws]", timeout=60_000)
+        try:  # a loaded machine can take a while to start the kernel and import numpy
+            page.wait_for_selector(".lnb-timeline[data-draws]", timeout=120_000)
+        except PlaywrightTimeout:
+            prompt = page.locator(".jp-Cell .jp-InputPrompt").first.inner_text()
+            output = page.locator(".jp-Cell .jp-OutputArea").first.inner_text()
+            pytest.fail(f"no timeline drawn; the cell's prompt reads {prompt!r}, output {output!r}")
         timeline = page.locator(".lnb-timeline")
         assert timeline.get_attribute("data-lane-records") == "[1,5]"
         assert timeline.get_attribute("data-arrows") == "1"
