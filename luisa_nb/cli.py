@@ -6,6 +6,8 @@ rows the issue prints, the hazards found, and where staged and expected bytes di
 ``luisa-nb report TRACE -o report.html`` writes the trace viewer of a saved trace as one
 self-contained page. ``luisa-nb run PROGRAM.py`` runs an unchanged luisa-python program on
 luisa_nb (``import luisa`` gives ``luisa_nb.luisa``) under a trace and prints its hazards.
+``luisa-nb export TRACE... --parquet FOLDER`` writes saved traces as a Parquet dataset;
+``--perfetto PATH`` and ``--chrome PATH`` write one trace for Perfetto's UI.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from luisa_nb.analysis import HazardKind
-from luisa_nb.errors import LuisaNbError, RemoteError, user_traceback
+from luisa_nb.errors import ConfigurationError, LuisaNbError, RemoteError, user_traceback
 from luisa_nb.remote.options import add_serve_options
 from luisa_nb.runtime import DeviceConfig, StagingPolicy
 from luisa_nb.seed import expected_rows, run_seed
@@ -189,6 +191,38 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
 
 
+def export(arguments: argparse.Namespace) -> int:
+    from luisa_nb.analysis.datasets import export_parquet
+    from luisa_nb.viewable_trace import load_trace
+
+    if not (arguments.parquet or arguments.perfetto or arguments.chrome):
+        raise ConfigurationError(
+            "say what to write: --parquet FOLDER, --perfetto PATH or --chrome PATH"
+        )
+    if (arguments.perfetto or arguments.chrome) and len(arguments.traces) != 1:
+        raise ConfigurationError(
+            f"--perfetto and --chrome write one trace, got {len(arguments.traces)}; "
+            "run export once per trace, or use --parquet for many"
+        )
+    stems = [Path(path).stem for path in arguments.traces]
+    if len(set(stems)) != len(stems):
+        raise ConfigurationError(
+            f"traces with the same file name ({', '.join(sorted(stems))}) would overwrite each "
+            "other's tables; rename them"
+        )
+    traces = {stem: load_trace(path) for stem, path in zip(stems, arguments.traces, strict=True)}
+    if arguments.parquet:
+        written = export_parquet(traces, arguments.parquet)
+        print(f"wrote {len(written)} Parquet files under {arguments.parquet}")
+    trace = next(iter(traces.values()))  # the only one, where --perfetto or --chrome is given
+    if arguments.perfetto:
+        print(f"wrote {trace.save_perfetto(arguments.perfetto)}")
+    if arguments.chrome:
+        trace.to_chrome_trace(arguments.chrome)
+        print(f"wrote {arguments.chrome}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="luisa-nb", description="Make host-memory staging bugs of GPU runtimes visible."
@@ -254,6 +288,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report_parser.add_argument("--title", help="the page's title")
     report_parser.set_defaults(run=report)
+    export_parser = commands.add_parser(
+        "export",
+        help="export saved traces: a Parquet dataset of many, or one in Perfetto's or "
+        "Chrome's format",
+    )
+    export_parser.add_argument(
+        "traces", nargs="+", metavar="TRACE", help="traces saved with trace.save()"
+    )
+    export_parser.add_argument(
+        "--parquet",
+        metavar="FOLDER",
+        help="write FOLDER/commands/NAME.parquet and FOLDER/findings/NAME.parquet for each "
+        "TRACE, NAME being its file's stem (needs luisa_nb[data])",
+    )
+    export_parser.add_argument(
+        "--perfetto", metavar="PATH", help="write the one TRACE in Perfetto's protobuf format"
+    )
+    export_parser.add_argument(
+        "--chrome", metavar="PATH", help="write the one TRACE as Chrome Trace Event JSON"
+    )
+    export_parser.set_defaults(run=export)
     return parser
 
 

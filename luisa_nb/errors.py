@@ -334,5 +334,10 @@ class NotInitializedError(LuisaNbError, RuntimeError):
     """``luisa_nb.luisa`` was used before ``luisa.init()``."""
 
 
+class MissingDependencyError(LuisaNbError, ImportError):
+    """A feature needs an optional package that is not installed; the message names the
+    extra to install."""
+
+
 class LuisaNbWarning(UserWarning):
     """Warnings from luisa_nb, e.g. falling back to the per-thread Python kernel mode."""

@@ -4,8 +4,10 @@ never the runtime."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
@@ -13,6 +15,10 @@ from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
 from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
 
 __all__ = [
     "AnalyzedTrace",
@@ -51,6 +57,26 @@ class AnalyzedTrace(Trace):
             if check.command_id == command_id:
                 return check
         raise RecordNotFoundError(f"#{command_id} is not an upload with a host array in this trace")
+
+    def findings_to_arrow(self) -> pyarrow.Table:
+        """:attr:`hazards` as an Arrow table, a row each, linked to :meth:`to_arrow` by
+        command id (docs/data.md); needs ``luisa_nb[data]``."""
+        from luisa_nb.analysis.frames import findings_arrow
+
+        return findings_arrow(self, self.hazards)
+
+    def findings_to_pandas(self) -> pandas.DataFrame:
+        """:meth:`findings_to_arrow` as a pandas DataFrame."""
+        from luisa_nb.analysis.frames import findings_pandas
+
+        return findings_pandas(self, self.hazards)
+
+    def save_perfetto(self, path: str | os.PathLike[str]) -> Path:
+        """Write the trace and its findings in Perfetto's protobuf format (opens in
+        ui.perfetto.dev; smaller than :meth:`to_chrome_trace`); needs ``luisa_nb[data]``."""
+        from luisa_nb.analysis.perfetto import save_perfetto
+
+        return save_perfetto(self, self.hazards, path)
 
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (self.counts, self.metadata.stopped)

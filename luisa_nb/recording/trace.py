@@ -7,7 +7,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xxhash
@@ -31,6 +31,10 @@ from luisa_nb.recording.records import (
     TraceMetadata,
 )
 from luisa_nb.recording.table import CommandTable, sync_records
+
+if TYPE_CHECKING:
+    import pandas
+    import pyarrow
 
 __all__ = ["CAPTURE_POLICIES", "DEFAULT_CAPTURE_BYTES", "Trace", "digest_bytes", "now"]
 
@@ -313,6 +317,19 @@ class Trace:
         from luisa_nb.recording.storage import load_trace
 
         return load_trace(path, cls)
+
+    def to_arrow(self) -> pyarrow.Table:
+        """A row per command and per sync point as an Arrow table (docs/data.md lists the
+        columns); needs ``luisa_nb[data]``."""
+        from luisa_nb.recording.frames import trace_arrow
+
+        return trace_arrow(self)
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """:meth:`to_arrow` as a pandas DataFrame; needs ``luisa_nb[data]``."""
+        from luisa_nb.recording.frames import trace_pandas
+
+        return trace_pandas(self)
 
     def to_chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Chrome Trace Event JSON (opens in Perfetto); written to ``path`` if given."""
