@@ -17,7 +17,7 @@ import numpy as np
 from luisa_nb.errors import MissingDependencyError
 from luisa_nb.recording.ranges import NO_RANGE, innermost_ranges
 from luisa_nb.recording.recorder import MISSING, STATUSES
-from luisa_nb.recording.records import DeviceRange, RangeRecord, SyncRecord
+from luisa_nb.recording.records import RangeRecord, SyncRecord
 from luisa_nb.recording.table import KINDS, POLICIES
 
 if TYPE_CHECKING:
@@ -54,17 +54,20 @@ def trace_arrow(trace: Trace) -> pyarrow.Table:
     """The commands and sync points of ``trace`` as one Arrow table, commands first (in
     submission order), then sync points (in the order the host issued them)."""
     pa = needed("pyarrow", "a trace as an Arrow table")
-    commands = _command_columns(trace)
     sync_records = trace.syncs
     issued = np.array([sync.issued for sync in sync_records], np.int64)
     moments = np.concatenate([trace.table.numbers["enqueued"], issued])
     paths = _range_paths(trace, trace.ranges, moments)
+    commands = _command_columns(trace, pa)
     syncs = _sync_columns(trace, sync_records)
-    command_count = len(commands["id"])
-    commands["range_path"], syncs["range_path"] = paths[:command_count], paths[command_count:]
+    command_count = len(trace.table)
+    commands["range_path"] = pa.array(paths[:command_count], pa.string())
+    syncs["range_path"] = paths[command_count:]
     columns = {
-        name: pa.array([*commands[name], *syncs[name]], type=_COLUMN_TYPES[name](pa))
-        for name in commands
+        name: pa.chunked_array(
+            [column, pa.array(syncs[name], column.type)], type=_COLUMN_TYPES[name](pa)
+        )
+        for name, column in commands.items()
     }
     return pa.table(columns)
 
@@ -84,49 +87,81 @@ def nullable_pandas_types(arrow_type: Any) -> Any:
     return None
 
 
-def _command_columns(trace: Trace) -> dict[str, list[Any]]:
+def _command_columns(trace: Trace, pa: ModuleType) -> dict[str, pyarrow.Array]:
+    """The command rows, a column at a time from the table's numpy columns: rows share
+    their description objects, so each distinct one is converted once."""
     table = trace.table
     numbers = table.numbers
     count = len(table)
     origin = trace.metadata.started
+    streams, stream_rows = np.unique(numbers["stream"], return_inverse=True)
+    stream_rows = stream_rows.reshape(-1)
 
-    def times(name: str) -> list[int | None]:
+    def coded(names: Sequence[Any], codes: np.ndarray) -> pyarrow.Array:
+        return pa.array(np.array(names, object)[codes], pa.string())
+
+    def time(name: str) -> pyarrow.Array:
         column = numbers[name]
-        shifted = (column - origin).tolist()
-        return [
-            None if raw == MISSING else value
-            for raw, value in zip(column.tolist(), shifted, strict=True)
-        ]
+        return pa.array(column - origin, pa.int64(), mask=column == MISSING)
 
-    devices = _device_range_columns(trace, table.objects["device_ranges"])
-    hosts = table.objects["host"]
-    nothing = [None] * count
-    return {
-        "record": ["command"] * count,
-        "id": numbers["id"].tolist(),
-        "seq": numbers["seq"].tolist(),
-        "kind": [KINDS[code].value for code in numbers["kind"].tolist()],
-        "stream": numbers["stream"].tolist(),
-        "stream_name": _stream_names(trace, numbers["stream"].tolist()),
-        "backend": _stream_devices(trace, numbers["stream"].tolist()),
-        "submission": numbers["submission"].tolist(),
-        "index": numbers["index"].tolist(),
-        "label": list(table.objects["label"]),
-        "policy": [POLICIES[code] for code in numbers["staging"].tolist()],
-        "status": [STATUSES[code].value for code in numbers["status"].tolist()],
-        "error": list(table.objects["error"]),
-        **{name: times(name) for name in TIME_COLUMNS[:6]},
+    nothing = pa.nulls(count, pa.int64())
+    columns = {
+        "record": pa.array(np.full(count, "command", object), pa.string()),
+        **{name: pa.array(numbers[name]) for name in ("id", "seq")},
+        "kind": coded([kind.value for kind in KINDS], numbers["kind"]),
+        "stream": pa.array(numbers["stream"]),
+        "stream_name": coded(_stream_names(trace, streams.tolist()), stream_rows),
+        "backend": coded(_stream_devices(trace, streams.tolist()), stream_rows),
+        **{name: pa.array(numbers[name]) for name in ("submission", "index")},
+        "label": pa.array(table.objects["label"], pa.string()),
+        "policy": coded(POLICIES, numbers["staging"]),
+        "status": coded([status.value for status in STATUSES], numbers["status"]),
+        "error": pa.array(table.objects["error"], pa.string()),
+        **{name: time(name) for name in TIME_COLUMNS[:6]},
         "issued": nothing,
         "completed": nothing,
-        **devices,
-        "host_name": [None if host is None else host.name for host in hosts],
-        "host_address": [None if host is None else host.address for host in hosts],
-        "host_nbytes": [None if host is None else host.nbytes for host in hosts],
-        "host_dtype": [None if host is None else host.dtype for host in hosts],
-        "host_shape": [None if host is None else list(host.shape) for host in hosts],
-        "event": nothing,
-        "covers": nothing,
     }
+    device_ranges, range_rows = _distinct(table.objects["device_ranges"])
+    names = {buffer: info.name for buffer, info in trace.buffers.items()}
+    for name, field in (
+        ("buffers", lambda r: r.buffer),
+        ("buffer_names", lambda r: names.get(r.buffer)),
+        ("offsets", lambda r: r.offset),
+        ("nbytes", lambda r: r.nbytes),
+        ("accesses", lambda r: r.access.value),
+    ):
+        lists = [[field(r) for r in ranges] for ranges in device_ranges]
+        columns[name] = _taken(pa.array(lists, _COLUMN_TYPES[name](pa)), range_rows, pa)
+    hosts, host_rows = _distinct(table.objects["host"])
+    for name, field in (
+        ("host_name", lambda host: host.name),
+        ("host_address", lambda host: host.address),
+        ("host_nbytes", lambda host: host.nbytes),
+        ("host_dtype", lambda host: host.dtype),
+        ("host_shape", lambda host: list(host.shape)),
+    ):
+        values = [None if host is None else field(host) for host in hosts]
+        columns[name] = _taken(pa.array(values, _COLUMN_TYPES[name](pa)), host_rows, pa)
+    columns["event"] = columns["covers"] = nothing
+    return columns
+
+
+def _distinct(objects: Sequence[Any]) -> tuple[list[Any], np.ndarray]:
+    """The distinct objects (by identity) and each row's position among them."""
+    positions: dict[int, int] = {}
+    distinct: list[Any] = []
+    rows = np.empty(len(objects), np.int64)
+    for row, value in enumerate(objects):
+        position = positions.get(id(value))
+        if position is None:
+            position = positions[id(value)] = len(distinct)
+            distinct.append(value)
+        rows[row] = position
+    return distinct, rows
+
+
+def _taken(values: pyarrow.Array, rows: np.ndarray, pa: ModuleType) -> pyarrow.Array:
+    return values.take(pa.array(rows)) if len(rows) else values.slice(0, 0)
 
 
 def _sync_columns(trace: Trace, syncs: Sequence[SyncRecord]) -> dict[str, list[Any]]:
@@ -160,28 +195,6 @@ def _sync_columns(trace: Trace, syncs: Sequence[SyncRecord]) -> dict[str, list[A
 
 _DEVICE_COLUMNS = ("buffers", "buffer_names", "offsets", "nbytes", "accesses")
 _HOST_COLUMNS = ("host_name", "host_address", "host_nbytes", "host_dtype", "host_shape")
-
-
-def _device_range_columns(
-    trace: Trace, device_ranges: Sequence[tuple[DeviceRange, ...]]
-) -> dict[str, list[Any]]:
-    """One list per row for each device-range field; rows share their range tuples, so
-    each distinct tuple is converted once."""
-    names = {buffer: info.name for buffer, info in trace.buffers.items()}
-    converted: dict[int, tuple[list, ...]] = {}
-    rows = []
-    for ranges in device_ranges:
-        found = converted.get(id(ranges))
-        if found is None:
-            found = converted[id(ranges)] = (
-                [r.buffer for r in ranges],
-                [names.get(r.buffer) for r in ranges],
-                [r.offset for r in ranges],
-                [r.nbytes for r in ranges],
-                [r.access.value for r in ranges],
-            )
-        rows.append(found)
-    return {name: [row[field] for row in rows] for field, name in enumerate(_DEVICE_COLUMNS)}
 
 
 def _stream_names(trace: Trace, streams: Sequence[int | None]) -> list[str | None]:
