@@ -29,6 +29,20 @@ def lab(tmp_path, seed):
         yield server.url("lab/tree/viewer.ipynb")
 
 
+def run_cell(page, tries: int = 3) -> None:
+    """Shift+Enter in the cell until its prompt shows it queued or ran: a key pressed
+    while JupyterLab is still wiring up the editor is lost on a loaded machine."""
+    prompt = page.locator(".jp-Cell .jp-InputPrompt").first
+    for _ in range(tries):
+        page.click(".jp-Notebook .jp-Cell .cm-content")
+        page.keyboard.press("Shift+Enter")
+        for _ in range(40):
+            if prompt.inner_text().strip() not in ("[ ]:", ""):
+                return
+            page.wait_for_timeout(250)
+    pytest.fail(f"the cell did not run after {tries} presses of Shift+Enter")
+
+
 def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -47,8 +61,7 @@ def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
             if not page.locator(".jp-Dialog").count():
                 break
             page.locator(".jp-Dialog .jp-mod-accept").first.click()
-        page.click(".jp-Notebook .jp-Cell .cm-content")
-        page.keyboard.press("Shift+Enter")
+        run_cell(page)
         try:  # a loaded machine can take a while to start the kernel and import numpy
             page.wait_for_selector(".lnb-timeline[data-draws]", timeout=120_000)
         except PlaywrightTimeout:
