@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 import types
@@ -204,13 +205,8 @@ def export(arguments: argparse.Namespace) -> int:
             f"--perfetto and --chrome write one trace, got {len(arguments.traces)}; "
             "run export once per trace, or use --parquet for many"
         )
-    stems = [Path(path).stem for path in arguments.traces]
-    if len(set(stems)) != len(stems):
-        raise ConfigurationError(
-            f"traces with the same file name ({', '.join(sorted(stems))}) would overwrite each "
-            "other's tables; rename them"
-        )
-    traces = {stem: load_trace(path) for stem, path in zip(stems, arguments.traces, strict=True)}
+    names = _trace_names([Path(path) for path in arguments.traces])
+    traces = {name: load_trace(path) for name, path in zip(names, arguments.traces, strict=True)}
     if arguments.parquet:
         written = export_parquet(traces, arguments.parquet)
         print(f"wrote {len(written)} Parquet files under {arguments.parquet}")
@@ -221,6 +217,21 @@ def export(arguments: argparse.Namespace) -> int:
         trace.to_chrome_trace(arguments.chrome)
         print(f"wrote {arguments.chrome}")
     return 0
+
+
+def _trace_names(paths: list[Path]) -> list[str]:
+    """Each trace's name in a dataset: its file's stem, or, where stems repeat (the
+    pytest plugin saves every test's trace as luisa-trace.lnbtrace in a folder of its
+    own), its path from the folder all share, without the suffix, ``/`` made ``-``."""
+    stems = [path.stem for path in paths]
+    if len(set(stems)) == len(stems):
+        return stems
+    resolved = [path.resolve() for path in paths]
+    common = Path(os.path.commonpath([path.parent for path in resolved]))
+    names = ["-".join(path.relative_to(common).with_suffix("").parts) for path in resolved]
+    if len(set(names)) != len(names):
+        raise ConfigurationError("the same trace is named twice; name each trace once")
+    return names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -300,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--parquet",
         metavar="FOLDER",
         help="write FOLDER/commands/NAME.parquet and FOLDER/findings/NAME.parquet for each "
-        "TRACE, NAME being its file's stem (needs luisa_nb[data])",
+        "TRACE, NAME being its file's stem, or its path from the folder all share where "
+        "stems repeat (needs luisa_nb[data])",
     )
     export_parser.add_argument(
         "--perfetto", metavar="PATH", help="write the one TRACE in Perfetto's protobuf format"

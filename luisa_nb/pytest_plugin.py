@@ -21,6 +21,8 @@ The hooks and fixtures here are thin; what they keep and do lives in
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -61,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="staging policy of luisa_device: execute or submit; repeat for both "
         "(default: execute and submit, or the ini option luisa_staging)",
     )
+    group.addoption(
+        "--luisa-trace-dir",
+        dest="luisa_trace_dir",
+        metavar="DIR",
+        help="write the traces of failed tests into DIR, one file per test (default: the "
+        "session's temporary directory). Under pytest-xdist, workers, also on other "
+        "machines, send each trace back and the controller writes it there",
+    )
     parser.addini("luisa_backends", type="args", help="default of --luisa-backend")
     parser.addini("luisa_staging", type="args", help="default of --luisa-staging")
 
@@ -87,6 +97,8 @@ def _devices(config: pytest.Config) -> SessionDevices:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.has_plugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(TraceReceiver(config.getoption("luisa_trace_dir")))
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*kinds, kinds=None): fail the test if its luisa_nb trace has hazards "
@@ -157,7 +169,13 @@ def luisa_trace(
     name = re.sub(r"\W", "_", request.node.name)[:40]
     devices = request.config.stash.get(DEVICES_KEY, None)
     real = None if devices is None else devices.selection.real_luisa
-    traced = TracedTest(lambda: tmp_path_factory.mktemp(f"luisa-{name}", numbered=True), real)
+    chosen = request.config.getoption("luisa_trace_dir")
+    if chosen and not hasattr(request.config, "workerinput"):
+        from luisa_nb.testing.returned_traces import test_folder
+
+        traced = TracedTest(lambda: test_folder(Path(chosen), request.node.nodeid), real)
+    else:
+        traced = TracedTest(lambda: tmp_path_factory.mktemp(f"luisa-{name}", numbered=True), real)
     traced.start()
     request.node.stash[TRACED_KEY] = traced
     yield traced.trace
@@ -209,16 +227,39 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
     traced = item.stash.get(TRACED_KEY, None)
     if traced is not None and report.when == "call" and report.failed:
+        from luisa_nb.testing import returned_traces
+
         try:
             path = traced.save()
+            if hasattr(item.config, "workerinput"):  # an xdist worker: send the bytes too
+                returned_traces.attach(report, path)
         except Exception as error:  # the report must still be made
-            report.sections.append(("luisa_nb trace", f"could not save the trace: {error}"))
+            report.sections.append((returned_traces.SECTION, f"could not save the trace: {error}"))
         else:
-            report.user_properties.append(("luisa_trace", str(path)))
+            report.user_properties.append((returned_traces.PATH_PROPERTY, str(path)))
             report.sections.append(
-                ("luisa_nb trace", f"trace saved to {path}\nopen it with luisa_nb.load_trace(path)")
+                (
+                    returned_traces.SECTION,
+                    f"trace saved to {path}\nopen it with luisa_nb.load_trace(path)",
+                )
             )
     return report
+
+
+class TraceReceiver:
+    """On a pytest-xdist controller: writes each trace a worker sent back into the trace
+    folder (``--luisa-trace-dir``, else a new temporary folder)."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.folder = Path(folder) if folder else None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from luisa_nb.testing import returned_traces
+
+        if returned_traces.sent(report):
+            if self.folder is None:
+                self.folder = Path(tempfile.mkdtemp(prefix="luisa-traces-"))
+            returned_traces.receive(report, self.folder)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
