@@ -147,6 +147,26 @@ Reproduces = Callable[[ReproProgram], bool]
 """Runs a candidate: whether it fails as the finding says and passes with the fix."""
 
 
+def choose_finding(hazards: Sequence[Hazard], number: int | None = None) -> Hazard:
+    """Finding ``number`` (1-based, in the order ``trace.hazards`` lists them), or the
+    first stale upload (else the first latent one) when ``number`` is None."""
+    if number is not None:
+        if not 1 <= number <= len(hazards):
+            raise ReproducerError(
+                f"finding {number} does not exist: the trace has {len(hazards)} "
+                f"finding(s), numbered from 1"
+            )
+        return hazards[number - 1]
+    for kind in REPRODUCIBLE:
+        for hazard in hazards:
+            if hazard.kind is kind:
+                return hazard
+    raise ReproducerError(
+        f"the trace has no stale-upload finding to reproduce ({len(hazards)} finding(s) "
+        "of other kinds)"
+    )
+
+
 def dependency_slice(trace: Trace, finding: Hazard) -> ReproProgram:
     """The program of the commands ``finding``'s upload depends on (see the module
     docstring); raises :class:`ReproducerError` for findings it cannot reproduce."""
@@ -272,9 +292,18 @@ class _Builder:
         self.upload = upload
         self.resources: dict[tuple[int, int, int], Resource] = {}
         self.names: set[str] = set()
+        self.private: set[int] = set()
 
     def program(self, kept: list[CommandRecord]) -> ReproProgram:
-        hosts = self._hosts(kept)
+        downloads = [_host_span(c) for c in kept if c.kind is CommandKind.DOWNLOAD and c.host]
+        self.private = {
+            command.id
+            for command in kept
+            if command.kind is CommandKind.UPLOAD
+            and command.id != self.upload.id
+            and not (command.host and _meets(_host_span(command), downloads))
+        }
+        hosts = self._hosts([command for command in kept if command.id not in self.private])
         host_fill = hosts[self._host_of(hosts, self.upload)[0]].initial
         written = self._written_values(host_fill)
         source = self._resource(_key(self.download))
@@ -308,7 +337,8 @@ class _Builder:
         self, command: CommandRecord, hosts: dict[str, HostArray], written: Fill
     ) -> list[Step]:
         pinned = command.id in (self.download.id, self.upload.id)
-        if command.kind in (CommandKind.UPLOAD, CommandKind.DOWNLOAD) and command.host:
+        transfer = command.kind in (CommandKind.UPLOAD, CommandKind.DOWNLOAD)
+        if transfer and command.host and command.id not in self.private:
             host, start, stop = self._host_of(hosts, command)
             resource = self._resource(_key(command))
             kind = command.kind.value
@@ -319,6 +349,10 @@ class _Builder:
                 continue
             key = (touched.buffer, touched.offset, touched.nbytes)
             values = written if key == _key(self.download) else Fill("index")
+            if command.id in self.private and command.host is not None:
+                host = command.host
+                own = _pattern(self.trace, command.data_capture, host.nbytes, host.dtype)
+                values = own if own is not None and key != _key(self.download) else values
             resource = self._resource(key)
             note = command.label or command.kind.value
             steps.append(Step("write", command.id, resource.name, values=values, note=note))
