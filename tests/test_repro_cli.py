@@ -1,0 +1,91 @@
+"""``luisa-nb repro``: for the seed, notebook 06's renderer and a stale upload buried in
+5,000 commands, a program of at most 25 lines that fails on real luisa-python and passes
+with the fix (``--confirm``; skipped where luisa-python cannot run)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import luisa_nb as lnb
+from luisa_nb.cli import main
+from luisa_nb.seed import run_seed
+from luisa_nb.testing.reproducers import real_luisa_missing
+from tests.helpers.buried import buried_stale_upload
+
+ROOT = Path(__file__).resolve().parents[1]
+RENDERER = ROOT / "notebooks" / "06_luisa_renderer.ipynb"
+MOST_LINES = 25
+RUNS = 2
+
+needs_real_luisa = pytest.mark.skipif(
+    real_luisa_missing() is not None, reason=f"{real_luisa_missing()}"
+)
+
+
+@pytest.fixture(scope="module")
+def device():
+    made = lnb.create_device("cpu:submit")
+    yield made
+    made.close()
+
+
+def renderer_program(path: Path) -> Path:
+    """Notebook 06's renderer as a luisa-python program: its code cells up to the traced
+    render loop, without the IPython lines."""
+    cells = [c for c in json.loads(RENDERER.read_text())["cells"] if c["cell_type"] == "code"]
+    lines = [
+        line
+        for cell in cells[:3]
+        for line in "".join(cell["source"]).splitlines()
+        if not line.startswith("%")
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def traces(device, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("traces")
+    seed = run_seed(device).trace.save(folder / "seed.lnbtrace")
+    buried = buried_stale_upload(device).save(folder / "buried.lnbtrace")
+    renderer = folder / "renderer.lnbtrace"
+    program = renderer_program(folder / "renderer.py")
+    command = [sys.executable, "-m", "luisa_nb.cli", "run", "--trace", str(renderer), str(program)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "STALE_UPLOAD" in done.stdout
+    return {"seed": seed, "renderer": renderer, "buried": buried}
+
+
+@pytest.mark.parametrize("name", ["seed", "renderer", "buried"])
+def test_repro_writes_a_short_program(name, traces, tmp_path, capsys):
+    output = tmp_path / "repro.py"
+    assert main(["repro", str(traces[name]), "-o", str(output)]) == 0
+    text = output.read_text()
+    assert len(text.splitlines()) <= MOST_LINES
+    assert text.count("copy_to(") == 1 and "sync=False" in text
+    assert "import luisa\n" in text
+    assert re.search(r"reproducer written to .*: STALE_UPLOAD #\d+ <- #\d+", capsys.readouterr().out)
+
+
+@needs_real_luisa
+@pytest.mark.parametrize("name", ["seed", "renderer", "buried"])
+def test_repro_confirm_fails_on_real_luisa_and_passes_with_the_fix(name, traces, capsys):
+    runs = str(RUNS)
+    assert main(["repro", str(traces[name]), "--confirm", "--runs", runs]) == 0
+    out = capsys.readouterr().out
+    assert f"real luisa-python: stale in all {RUNS} runs" in out
+    assert "with the fix it passes" in out
+
+
+def test_repro_prints_the_lnb_program_and_names_a_bad_finding(traces, capsys):
+    assert main(["repro", str(traces["seed"]), "--api", "lnb"]) == 0
+    assert 'lnb.create_device("cpu:submit")' in capsys.readouterr().out
+    assert main(["repro", str(traces["seed"]), "--finding", "99"]) == 2
+    assert "finding 99 does not exist" in capsys.readouterr().err
