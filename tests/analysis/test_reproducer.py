@@ -162,3 +162,24 @@ def test_the_notebook_view_offers_the_reproducer_text(device):
     assert found.text.startswith('"""STALE_UPLOAD')
     assert found._repr_markdown_().startswith("```python\n")
     assert "previous.copy_from(history)" in found.text
+
+
+def test_a_finding_in_one_list_is_stale_and_across_lists_racy(device, seed_trace):
+    from luisa_nb.analysis.outcomes import finding_outcome, trace_outcome
+
+    same_list = finding_outcome(seed_trace, stale(seed_trace)[0])
+    assert same_list.outcome == "stale"
+    assert "stale on every backend that stages at submit" in same_list.reason
+    source = device.create_buffer(64, np.float32)
+    target = device.create_buffer(64, np.float32)
+    host = np.zeros(64, np.float32)
+    stream = device.create_stream()
+    with lnb.trace() as trace:
+        stream.submit([source.copy_from_async(np.ones(64, np.float32)), source.copy_to_async(host)])
+        stream.submit([target.copy_from_async(host)])
+        stream.synchronize()
+    (finding,) = trace.hazards
+    across = trace_outcome(trace, trace.hazards)
+    assert across.outcome == "racy"
+    assert across.reason.startswith("racy: depends on whether list")
+    assert trace_outcome(trace, []).outcome == "correct"
