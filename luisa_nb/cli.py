@@ -5,8 +5,9 @@ rows the issue prints, the hazards found, and where staged and expected bytes di
 ``luisa-nb serve`` serves a local backend to ``create_device("remote://HOST:PORT")``.
 ``luisa-nb report TRACE -o report.html`` writes the trace viewer of a saved trace as one
 self-contained page. ``luisa-nb repro TRACE`` writes the smallest program that shows a
-stale upload of a saved trace (docs/reproducers.md). ``luisa-nb run PROGRAM.py`` runs an unchanged luisa-python program on
-luisa_nb (``import luisa`` gives ``luisa_nb.luisa``) under a trace and prints its hazards.
+stale upload of a saved trace (docs/reproducers.md). ``luisa-nb run PROGRAM.py`` runs an
+unchanged luisa-python program on luisa_nb (``import luisa`` gives ``luisa_nb.luisa``)
+under a trace and prints its hazards.
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ class _LnbWriter(_Writer):
     def text(self, fixed: bool) -> str:
         program = self.program
         lines = [*self.header(), "import numpy as np", "", "import luisa_nb as lnb", ""]
-        lines.append(f"device = lnb.create_device(\"{program.device}\")")
+        lines.append(f'device = lnb.create_device("{program.device}")')
         lines.append("stream = device.default_stream")
         lines += [self.declare(resource) for resource in program.resources]
         lines += [_host_line(host) for host in program.hosts]

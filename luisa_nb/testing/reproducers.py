@@ -36,7 +36,7 @@ def run_text(text: str) -> str:
         exec(compile(text, "<reproducer>", "exec"), namespace)
     except AssertionError:
         return "failed"
-    except Exception:  # noqa: BLE001 - a candidate that breaks does not reproduce
+    except Exception:  # a candidate that breaks does not reproduce
         return "error"
     finally:
         for value in namespace.values():
@@ -104,7 +104,10 @@ def confirm(found: Reproducer, runs: int = CONFIRM_RUNS, timeout: float = 300.0)
     text, fixed = (
         (found.text, found.fixed_text)
         if found.api == "luisa"
-        else (program_text(found.program, "luisa"), program_text(found.program, "luisa", fixed=True))
+        else (
+            program_text(found.program, "luisa"),
+            program_text(found.program, "luisa", fixed=True),
+        )
     )
     stale = sum(_fails_on_real_luisa(text, timeout) for _ in range(runs))
     fixed_passed = not any(_fails_on_real_luisa(fixed, timeout) for _ in range(runs))
