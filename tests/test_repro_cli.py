@@ -91,3 +91,22 @@ def test_repro_prints_the_lnb_program_and_names_a_bad_finding(traces, capsys):
     assert 'lnb.create_device("cpu:submit")' in capsys.readouterr().out
     assert main(["repro", str(traces["seed"]), "--finding", "99"]) == 2
     assert "finding 99 does not exist" in capsys.readouterr().err
+
+
+@needs_real_luisa
+def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix(device):
+    from luisa_nb.analysis import HazardKind
+    from luisa_nb.conformance.generator import random_program
+    from luisa_nb.conformance.runner import run_program
+    from luisa_nb.testing.reproducers import confirm, reproducer
+
+    confirmed = []
+    for index in range(60):
+        trace = run_program(device, random_program(index), traced=True).trace
+        findings = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+        if findings:
+            confirmed.append(confirm(reproducer(trace, findings[-1]), runs=1))
+        if len(confirmed) == 4:
+            break
+    assert len(confirmed) == 4
+    assert all(each.outcome == "stale" and each.fixed_passed for each in confirmed), confirmed

@@ -106,7 +106,7 @@ class Step:
 class ReproProgram:
     """A reproducer as data: resources, host arrays and steps in issue order, lists ended by
     ``end`` steps. It checks that ``upload``'s resource ends equal to the host elements it
-    read; the fix synchronizes right after ``download``."""
+    read; the fix synchronizes right before ``upload``."""
 
     kind: HazardKind
     download: int
@@ -136,6 +136,17 @@ class ReproProgram:
             resources=tuple(r for r in self.resources if r.name in used),
             hosts=tuple(h for h in self.hosts if h.name in hosts),
         )
+
+    def well_defined(self) -> bool:
+        """Whether every download reads a resource that a step before it wrote (a new
+        buffer's contents differ between runtimes)."""
+        written: set[str | None] = set()
+        for step in self.steps:
+            if step.kind == "download" and step.resource not in written:
+                return False
+            if step.kind in ("write", "upload"):
+                written.add(step.resource)
+        return True
 
     def removable(self) -> list[int]:
         """Positions of the steps shrinking may leave out (the last list's end stays)."""
@@ -190,7 +201,8 @@ def dependency_slice(trace: Trace, finding: Hazard) -> ReproProgram:
 def shrink(program: ReproProgram, reproduces: Reproduces) -> tuple[ReproProgram, int]:
     """The smallest program found by removing steps (delta debugging, Zeller's ddmin over
     :meth:`ReproProgram.removable`) for which ``reproduces`` holds, and the number of
-    candidates run. ``program`` itself must reproduce."""
+    candidates run. Candidates where a download reads a resource nothing wrote are not
+    run. ``program`` itself must reproduce."""
     runs = 1
     if not reproduces(program):
         raise ReproducerError(
@@ -198,9 +210,10 @@ def shrink(program: ReproProgram, reproduces: Reproduces) -> tuple[ReproProgram,
             f"<- #{program.download} on {program.device}; nothing to shrink"
         )
     bare = program.without(set(program.removable()))
-    runs += 1
-    if reproduces(bare):
-        return bare, runs
+    if bare.well_defined():
+        runs += 1
+        if reproduces(bare):
+            return bare, runs
     chunks = 2
     while True:
         removable = program.removable()
@@ -211,6 +224,8 @@ def shrink(program: ReproProgram, reproduces: Reproduces) -> tuple[ReproProgram,
         parts = [removable[i : i + size] for i in range(0, len(removable), size)]
         for part in parts:
             candidate = program.without(set(part))
+            if not candidate.well_defined():
+                continue
             runs += 1
             if reproduces(candidate):
                 program = candidate
@@ -308,6 +323,14 @@ class _Builder:
         written = self._written_values(host_fill)
         source = self._resource(_key(self.download))
         steps = [Step("write", resource=source.name, values=written, note="setup", pinned=True)]
+        for command in kept:
+            key = _key(command)
+            if command.kind is CommandKind.DOWNLOAD and key != _key(self.download):
+                other = self._resource(key)
+                if all(step.resource != other.name for step in steps):
+                    steps.append(
+                        Step("write", resource=other.name, values=Fill("index"), note="setup")
+                    )
         submission = None
         for command in kept:
             if submission is not None and command.submission != submission:
@@ -359,26 +382,22 @@ class _Builder:
         return steps
 
     def _hosts(self, kept: list[CommandRecord]) -> dict[str, HostArray]:
-        """Host arrays: overlapping host ranges of the kept commands merged into one."""
-        spans: list[list] = []
-        for command in kept:
-            span = _host_span(command)
-            if span is None:
-                continue
-            for merged in spans:
-                if span[0] < merged[1] and merged[0] < span[1]:
-                    merged[0], merged[1] = min(merged[0], span[0]), max(merged[1], span[1])
-                    merged[2].append(command)
-                    break
+        """Host arrays: the kept commands' host ranges, overlapping ones merged into one."""
+        spans: list[tuple[int, int, list[CommandRecord]]] = []
+        for command in sorted((c for c in kept if c.host), key=lambda c: c.host.address):
+            start, end = _host_span(command)
+            if spans and start < spans[-1][1]:
+                first, last, commands = spans[-1]
+                spans[-1] = (first, max(last, end), [*commands, command])
             else:
-                spans.append([span[0], span[1], [command]])
+                spans.append((start, end, [command]))
         hosts = {}
         for start, end, commands in spans:
             first = commands[0].host
             itemsize = np.dtype(first.dtype).itemsize
             exact = [c.host for c in commands if c.host.address == start and c.host.end == end]
             shape = exact[0].shape if exact else ((end - start) // itemsize,)
-            name = self._name(first.name or "host")
+            name = self._name((first.name or "host").split("[")[0])
             initial = self._host_initial(commands, start, end)
             hosts[name] = HostArray(name, np.dtype(first.dtype).name, tuple(shape), initial, start)
         return hosts

@@ -2,8 +2,9 @@
 for real luisa-python (``api="luisa"``) or for luisa_nb (``api="lnb"``).
 
 The program ends with an ``assert`` that the upload's resource holds the host elements it
-read: it fails while the upload goes stale and passes once the program synchronizes right
-after the download (``fixed=True`` writes that program, the line marked ``# the fix``).
+read: it fails while the upload goes stale and passes once the program synchronizes after
+the download, right before the upload (``fixed=True`` writes that program, the line marked
+``# the fix``), which also covers any other download into those elements in between.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def write_reproducer(
 
 
 def program_text(program: ReproProgram, api: str = "luisa", *, fixed: bool = False) -> str:
-    """The program's source; ``fixed`` adds a synchronize right after the download."""
+    """The program's source; ``fixed`` adds a synchronize right before the upload."""
     if api not in APIS:
         raise ReproducerError(f"api={api!r} is not one of {APIS}; use 'luisa' or 'lnb'")
     writer = _LuisaWriter(program) if api == "luisa" else _LnbWriter(program)
@@ -166,9 +167,9 @@ class _LuisaWriter(_Writer):
             if step.kind == "end":
                 lines.append("luisa.synchronize()" if index == last else "luisa.execute()")
                 continue
-            lines.append(self.command(step) + self.comment(step))
-            if fixed and step.command_id == program.download:
+            if fixed and step.command_id == program.upload:
                 lines.append("luisa.synchronize()  # the fix")
+            lines.append(self.command(step) + self.comment(step))
         lines.append(self.check(program.download))
         return "\n".join(lines) + "\n"
 
@@ -207,9 +208,9 @@ class _LnbWriter(_Writer):
                 lines.append("])")
                 lines.append("stream.synchronize()" if index == last else "stream.submit([")
                 continue
-            lines.append(f"    {self.command(step)},{self.comment(step)}")
-            if fixed and step.command_id == program.download:
+            if fixed and step.command_id == program.upload:
                 lines += ["])", "stream.synchronize()  # the fix", "stream.submit(["]
+            lines.append(f"    {self.command(step)},{self.comment(step)}")
         lines.append(self.check(program.download))
         return "\n".join(lines) + "\n"
 

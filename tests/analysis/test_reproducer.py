@@ -181,3 +181,48 @@ def test_a_finding_in_one_list_is_stale_and_across_lists_racy(device, seed_trace
     assert across.outcome == "racy"
     assert across.reason.startswith("racy: depends on whether list")
     assert trace_outcome(trace, []).outcome == "correct"
+
+
+def random_findings(device, count):
+    from luisa_nb.conformance.generator import random_program
+    from luisa_nb.conformance.runner import run_program
+
+    for index in range(count):
+        trace = run_program(device, random_program(index), traced=True).trace
+        yield from ((trace, finding) for finding in stale(trace))
+
+
+def test_every_stale_upload_of_random_programs_gets_a_reproducer(device):
+    """Views, slices, reshaped host arrays and several lists: each reproducer fails on
+    luisa_nb, passes with the fix, and reads no buffer that nothing wrote."""
+    found = [reproducer(trace, finding) for trace, finding in random_findings(device, 60)]
+    assert len(found) > 30
+    for each in found:
+        assert each.program.well_defined()
+        assert reproduces_on_luisa_nb(each.program)
+        assert each.lines <= MOST_LINES
+
+
+def test_a_download_in_an_earlier_list_shrinks_to_one_list(device):
+    source = device.create_buffer(64, np.float32, name="source")
+    target = device.create_buffer(64, np.float32, name="target")
+    host = np.zeros(64, np.float32)
+    stream = device.default_stream
+    with lnb.trace() as trace:
+        stream.submit([source.copy_from_async(np.ones(64, np.float32))])
+        stream.submit([source.copy_to_async(host)])
+        stream.submit([target.copy_from_async(host)])
+        stream.synchronize()
+    (finding,) = trace.hazards
+    sliced = dependency_slice(trace, finding)
+    assert [step.kind for step in sliced.steps].count("end") == 3
+    found = trace.reproducer(finding)
+    assert [step.kind for step in found.program.steps].count("end") == 1
+    assert "luisa.execute()" not in found.text
+
+
+def test_a_download_of_a_buffer_nothing_wrote_is_not_well_defined(seed_trace):
+    program = dependency_slice(seed_trace, stale(seed_trace)[0])
+    assert program.well_defined()
+    download = next(i for i, step in enumerate(program.steps) if step.kind == "download")
+    assert not program.without(set(range(download))).well_defined()
