@@ -188,7 +188,8 @@ def report(arguments: argparse.Namespace) -> int:
 
 def repro(arguments: argparse.Namespace) -> int:
     """Write finding ``--finding``'s reproducer to ``-o`` (else print it); with
-    ``--confirm``, run it on real luisa-python and say what the real runtime did."""
+    ``--confirm``, run it on real luisa-python and say what the real runtime did: status 1
+    when it showed no bug or the fix did not pass."""
     from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.analysis.reproducer import choose_finding
     from luisa_nb.testing.reproducers import confirm, reproducer
@@ -207,9 +208,12 @@ def repro(arguments: argparse.Namespace) -> int:
     else:
         print(found.text, end="")
         print(f"# {summary}", file=sys.stderr)
-    if arguments.confirm:
-        print(f"real luisa-python: {confirm(found, runs=arguments.runs).reason}")
-    return 0
+    if not arguments.confirm:
+        return 0
+    confirmation = confirm(found, runs=arguments.runs)
+    print(f"real luisa-python: {confirmation.reason}")
+    shown = confirmation.outcome != "correct" and confirmation.fixed_passed
+    return 0 if shown else 1
 
 
 def _add_output_options(parser: argparse.ArgumentParser) -> None:

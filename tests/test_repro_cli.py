@@ -15,17 +15,13 @@ import pytest
 import luisa_nb as lnb
 from luisa_nb.cli import main
 from luisa_nb.seed import run_seed
-from luisa_nb.testing.reproducers import real_luisa_missing
 from tests.helpers.buried import buried_stale_upload
+from tests.luisa.running import require_real_luisa, run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 RENDERER = ROOT / "notebooks" / "06_luisa_renderer.ipynb"
 MOST_LINES = 25
 RUNS = 2
-
-needs_real_luisa = pytest.mark.skipif(
-    real_luisa_missing() is not None, reason=f"{real_luisa_missing()}"
-)
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +72,9 @@ def test_repro_writes_a_short_program(name, traces, tmp_path, capsys):
     )
 
 
-@needs_real_luisa
 @pytest.mark.parametrize("name", ["seed", "renderer", "buried"])
 def test_repro_confirm_fails_on_real_luisa_and_passes_with_the_fix(name, traces, capsys):
+    require_real_luisa()
     runs = str(RUNS)
     assert main(["repro", str(traces[name]), "--confirm", "--runs", runs]) == 0
     out = capsys.readouterr().out
@@ -93,8 +89,8 @@ def test_repro_prints_the_lnb_program_and_names_a_bad_finding(traces, capsys):
     assert "finding 99 does not exist" in capsys.readouterr().err
 
 
-@needs_real_luisa
 def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix(device):
+    require_real_luisa()
     from luisa_nb.analysis import HazardKind
     from luisa_nb.conformance.generator import random_program
     from luisa_nb.conformance.runner import run_program
@@ -110,3 +106,37 @@ def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix
             break
     assert len(confirmed) == 4
     assert all(each.outcome == "stale" and each.fixed_passed for each in confirmed), confirmed
+
+
+TRACED_ON_REAL_LUISA = """
+import sys
+import numpy as np
+import luisa
+import luisa_nb as lnb
+
+lnb.instrument_luisa()
+luisa.init("cpu", support_gui=False)
+frame = luisa.Buffer(512, float)
+previous = luisa.Buffer(512, float)
+history = np.zeros(512, np.float32)
+with lnb.trace() as trace:
+    for value in (1.0, 2.0, 3.0):
+        frame.copy_from(np.full(512, value, np.float32))
+        frame.copy_to(history, sync=False)
+        luisa.execute()
+        previous.copy_from(history)
+    luisa.synchronize()
+trace.save(sys.argv[1])
+"""
+
+
+def test_a_trace_of_real_luisa_gives_a_reproducer_for_real_luisa(tmp_path, capsys):
+    """A trace recorded on real luisa-python (instrumented), with the download and the
+    upload in different lists: the reproducer merges them into one list."""
+    require_real_luisa()
+    path = tmp_path / "real.lnbtrace"
+    run_python("-c", TRACED_ON_REAL_LUISA, str(path))
+    assert main(["repro", str(path), "--confirm", "--runs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "luisa.execute()" not in out
+    assert "stale in all 2 runs" in out and "with the fix it passes" in out

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 from pathlib import Path
+from typing import Any
 
 from luisa_nb.analysis.hazards import Hazard
 from luisa_nb.analysis.reproducer import (
@@ -53,6 +54,21 @@ class Reproducer:
         path = Path(path)
         path.write_text(self.text, encoding="utf-8")
         return path
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: what a view needs to show the reproducer beside its finding."""
+        program = self.program
+        return {
+            "kind": program.kind.value,
+            "command_ids": [program.download, program.upload],
+            "device": program.device,
+            "api": self.api,
+            "text": self.text,
+            "fixed_text": self.fixed_text,
+            "lines": self.lines,
+            "sliced_steps": self.sliced_steps,
+            "candidates_run": self.candidates_run,
+        }
 
     def _repr_markdown_(self) -> str:
         return f"```python\n{self.text}```"

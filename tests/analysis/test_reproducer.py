@@ -226,3 +226,14 @@ def test_a_download_of_a_buffer_nothing_wrote_is_not_well_defined(seed_trace):
     assert program.well_defined()
     download = next(i for i, step in enumerate(program.steps) if step.kind == "download")
     assert not program.without(set(range(download))).well_defined()
+
+
+def test_to_dict_carries_what_a_view_shows(seed_trace):
+    import json
+
+    found = reproducer(seed_trace, stale(seed_trace)[0])
+    data = json.loads(json.dumps(found.to_dict()))
+    assert data["kind"] == "STALE_UPLOAD"
+    assert data["command_ids"] == [found.program.download, found.program.upload]
+    assert data["text"] == found.text and data["lines"] == found.lines
+    assert data["device"] == "cpu:submit"
