@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-import luisa_nb as lnb
 from luisa_nb.cli import main
 from luisa_nb.seed import run_seed
 from tests.helpers.buried import buried_stale_upload
@@ -22,13 +21,6 @@ ROOT = Path(__file__).resolve().parents[1]
 RENDERER = ROOT / "notebooks" / "06_luisa_renderer.ipynb"
 MOST_LINES = 25
 RUNS = 2
-
-
-@pytest.fixture(scope="module")
-def device():
-    made = lnb.create_device("cpu:submit")
-    yield made
-    made.close()
 
 
 def renderer_program(path: Path) -> Path:
@@ -46,10 +38,10 @@ def renderer_program(path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def traces(device, tmp_path_factory):
+def traces(submit_device, tmp_path_factory):
     folder = tmp_path_factory.mktemp("traces")
-    seed = run_seed(device).trace.save(folder / "seed.lnbtrace")
-    buried = buried_stale_upload(device).save(folder / "buried.lnbtrace")
+    seed = run_seed(submit_device).trace.save(folder / "seed.lnbtrace")
+    buried = buried_stale_upload(submit_device).save(folder / "buried.lnbtrace")
     renderer = folder / "renderer.lnbtrace"
     program = renderer_program(folder / "renderer.py")
     command = [sys.executable, "-m", "luisa_nb.cli", "run", "--trace", str(renderer), str(program)]
@@ -89,7 +81,7 @@ def test_repro_prints_the_lnb_program_and_names_a_bad_finding(traces, capsys):
     assert "finding 99 does not exist" in capsys.readouterr().err
 
 
-def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix(device):
+def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix(submit_device):
     require_real_luisa()
     from luisa_nb.analysis import HazardKind
     from luisa_nb.conformance.generator import random_program
@@ -98,7 +90,7 @@ def test_reproducers_of_random_programs_fail_on_real_luisa_and_pass_with_the_fix
 
     confirmed = []
     for index in range(60):
-        trace = run_program(device, random_program(index), traced=True).trace
+        trace = run_program(submit_device, random_program(index), traced=True).trace
         findings = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
         if findings:
             confirmed.append(confirm(reproducer(trace, findings[-1]), runs=1))

@@ -128,6 +128,10 @@ def _fill(values: Fill, shape: tuple[int, ...], dtype: str) -> str:
 
 
 class _Writer:
+    commands: dict[str, str]
+    """The line of each kind of step, given its ``resource`` and ``source`` (the values
+    of a write, else the host elements)."""
+
     def __init__(self, program: ReproProgram) -> None:
         self.program = program
         self.resources = {resource.name: resource for resource in program.resources}
@@ -138,6 +142,10 @@ class _Writer:
         if step.start == 0 and step.stop == prod(array.shape):
             return array.name
         return f"{array.name}.reshape(-1)[{step.start}:{step.stop}]"
+
+    def command(self, step: Step) -> str:
+        source = self.values(step) if step.kind == "write" else self.host(step)
+        return self.commands[step.kind].format(resource=step.resource, source=source)
 
     def values(self, step: Step) -> str:
         resource = self.resources[step.resource]
@@ -172,6 +180,12 @@ class _Writer:
 
 
 class _LuisaWriter(_Writer):
+    commands = {
+        "write": "{resource}.copy_from({source})",
+        "upload": "{resource}.copy_from({source})",
+        "download": "{resource}.copy_to({source}, sync=False)",
+    }
+
     def text(self, fixed: bool) -> str:
         program = self.program
         lines = [*self.header(), "import numpy as np", "", "import luisa", ""]
@@ -201,15 +215,14 @@ class _LuisaWriter(_Writer):
             return f"{resource.name} = luisa.Image2D({width}, {height}, {channels}, {kind})"
         return f"{resource.name} = luisa.Buffer({resource.count}, {kind})"
 
-    def command(self, step: Step) -> str:
-        if step.kind == "write":
-            return f"{step.resource}.copy_from({self.values(step)})"
-        if step.kind == "upload":
-            return f"{step.resource}.copy_from({self.host(step)})"
-        return f"{step.resource}.copy_to({self.host(step)}, sync=False)"
-
 
 class _LnbWriter(_Writer):
+    commands = {
+        "write": "{resource}.copy_from_async({source})",
+        "upload": "{resource}.copy_from_async({source})",
+        "download": "{resource}.copy_to_async({source})",
+    }
+
     def text(self, fixed: bool) -> str:
         program = self.program
         lines = [*self.header(), "import numpy as np", "", "import luisa_nb as lnb", ""]
@@ -241,13 +254,6 @@ class _LnbWriter(_Writer):
             f"{resource.name} = device.create_buffer({resource.count}, np.{resource.dtype}, "
             f'name="{resource.name}")'
         )
-
-    def command(self, step: Step) -> str:
-        if step.kind == "write":
-            return f"{step.resource}.copy_from_async({self.values(step)})"
-        if step.kind == "upload":
-            return f"{step.resource}.copy_from_async({self.host(step)})"
-        return f"{step.resource}.copy_to_async({self.host(step)})"
 
 
 def _host_line(host: HostArray) -> str:

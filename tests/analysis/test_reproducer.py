@@ -25,20 +25,13 @@ MOST_LINES = 25
 
 
 @pytest.fixture(scope="module")
-def device():
-    made = lnb.create_device("cpu:submit")
-    yield made
-    made.close()
+def seed_trace(submit_device):
+    return run_seed(submit_device).trace
 
 
 @pytest.fixture(scope="module")
-def seed_trace(device):
-    return run_seed(device).trace
-
-
-@pytest.fixture(scope="module")
-def buried_trace(device):
-    return buried_stale_upload(device)
+def buried_trace(submit_device):
+    return buried_stale_upload(submit_device)
 
 
 def stale(trace):
@@ -143,35 +136,35 @@ def test_fills_write_what_their_text_says():
         assert np.array_equal(eval(text, namespace), fill.values((4, 8), "float32")), text
 
 
-def test_the_notebook_view_offers_the_reproducer_text(device):
+def test_the_notebook_view_offers_the_reproducer_text(submit_device):
     history = np.zeros(64, np.float32)
-    frame = device.create_buffer(64, np.float32, name="frame")
-    previous = device.create_buffer(64, np.float32, name="previous")
+    frame = submit_device.create_buffer(64, np.float32, name="frame")
+    previous = submit_device.create_buffer(64, np.float32, name="previous")
     with lnb.trace() as trace:
-        device.default_stream.submit(
+        submit_device.default_stream.submit(
             [
                 frame.copy_from_async(np.ones(64, np.float32)),
                 frame.copy_to_async(history),
                 previous.copy_from_async(history),
             ]
         )
-        device.default_stream.synchronize()
+        submit_device.default_stream.synchronize()
     found = trace.reproducer()
     assert found.text.startswith('"""STALE_UPLOAD')
     assert found._repr_markdown_().startswith("```python\n")
     assert "previous.copy_from(history)" in found.text
 
 
-def test_a_finding_in_one_list_is_stale_and_across_lists_racy(device, seed_trace):
+def test_a_finding_in_one_list_is_stale_and_across_lists_racy(submit_device, seed_trace):
     from luisa_nb.analysis.outcomes import finding_outcome, trace_outcome
 
     same_list = finding_outcome(seed_trace, stale(seed_trace)[0])
     assert same_list.outcome == "stale"
     assert "stale on every backend that stages at submit" in same_list.reason
-    source = device.create_buffer(64, np.float32)
-    target = device.create_buffer(64, np.float32)
+    source = submit_device.create_buffer(64, np.float32)
+    target = submit_device.create_buffer(64, np.float32)
     host = np.zeros(64, np.float32)
-    stream = device.create_stream()
+    stream = submit_device.create_stream()
     with lnb.trace() as trace:
         stream.submit([source.copy_from_async(np.ones(64, np.float32)), source.copy_to_async(host)])
         stream.submit([target.copy_from_async(host)])
@@ -183,19 +176,19 @@ def test_a_finding_in_one_list_is_stale_and_across_lists_racy(device, seed_trace
     assert trace_outcome(trace, []).outcome == "correct"
 
 
-def random_findings(device, count):
+def random_findings(submit_device, count):
     from luisa_nb.conformance.generator import random_program
     from luisa_nb.conformance.runner import run_program
 
     for index in range(count):
-        trace = run_program(device, random_program(index), traced=True).trace
+        trace = run_program(submit_device, random_program(index), traced=True).trace
         yield from ((trace, finding) for finding in stale(trace))
 
 
-def test_every_stale_upload_of_random_programs_gets_a_reproducer(device):
+def test_every_stale_upload_of_random_programs_gets_a_reproducer(submit_device):
     """Views, slices, reshaped host arrays and several lists: each reproducer fails on
     luisa_nb, passes with the fix, and reads no buffer that nothing wrote."""
-    found = [reproducer(trace, finding) for trace, finding in random_findings(device, 60)]
+    found = [reproducer(trace, finding) for trace, finding in random_findings(submit_device, 60)]
     assert len(found) > 30
     for each in found:
         assert each.program.well_defined()
@@ -203,11 +196,11 @@ def test_every_stale_upload_of_random_programs_gets_a_reproducer(device):
         assert each.lines <= MOST_LINES
 
 
-def test_a_download_in_an_earlier_list_shrinks_to_one_list(device):
-    source = device.create_buffer(64, np.float32, name="source")
-    target = device.create_buffer(64, np.float32, name="target")
+def test_a_download_in_an_earlier_list_shrinks_to_one_list(submit_device):
+    source = submit_device.create_buffer(64, np.float32, name="source")
+    target = submit_device.create_buffer(64, np.float32, name="target")
     host = np.zeros(64, np.float32)
-    stream = device.default_stream
+    stream = submit_device.default_stream
     with lnb.trace() as trace:
         stream.submit([source.copy_from_async(np.ones(64, np.float32))])
         stream.submit([source.copy_to_async(host)])
