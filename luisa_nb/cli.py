@@ -191,6 +191,7 @@ def repro(arguments: argparse.Namespace) -> int:
     ``--confirm``, run it on real luisa-python and say what the real runtime did: status 1
     when it showed no bug or the fix did not pass."""
     from luisa_nb.analysis import AnalyzedTrace
+    from luisa_nb.analysis.outcomes import finding_outcome
     from luisa_nb.analysis.reproducer import choose_finding
     from luisa_nb.testing.reproducers import confirm, reproducer
 
@@ -200,7 +201,8 @@ def repro(arguments: argparse.Namespace) -> int:
     summary = (
         f"{finding.kind.value} #{found.program.upload} <- #{found.program.download}: "
         f"{found.lines} lines, from {found.sliced_steps} steps of the dependency slice "
-        f"({found.candidates_run} candidates run on {found.program.device})"
+        f"({found.candidates_run} candidates run on {found.program.device}); in the trace, "
+        f"{finding_outcome(trace, finding)}"
     )
     if arguments.output:
         found.save(arguments.output)

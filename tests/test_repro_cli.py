@@ -59,9 +59,9 @@ def test_repro_writes_a_short_program(name, traces, tmp_path, capsys):
     assert len(text.splitlines()) <= MOST_LINES
     assert text.count("copy_to(") == 1 and "sync=False" in text
     assert "import luisa\n" in text
-    assert re.search(
-        r"reproducer written to .*: STALE_UPLOAD #\d+ <- #\d+", capsys.readouterr().out
-    )
+    out = capsys.readouterr().out
+    assert re.search(r"reproducer written to .*: STALE_UPLOAD #\d+ <- #\d+", out)
+    assert "in the trace, stale: stale on every backend that stages at submit" in out
 
 
 @pytest.mark.parametrize("name", ["seed", "renderer", "buried"])
