@@ -215,7 +215,9 @@ def shrink(program: ReproProgram, reproduces: Reproduces) -> tuple[ReproProgram,
     if runs > 1 and not reproduces(program):
         raise ReproducerError(
             f"the program sliced from the trace does not reproduce #{program.upload} "
-            f"<- #{program.download} on {program.device}; nothing to shrink"
+            f"<- #{program.download} on {program.device}, even with its lists merged; the "
+            "upload's bytes may depend on what the trace does not hold (another stream, a "
+            "callback writing host memory): write the program by hand from the finding"
         )
     bare = program.without(set(program.removable()))
     if bare.well_defined():
