@@ -4,10 +4,12 @@
 rows the issue prints, the hazards found, and where staged and expected bytes differ.
 ``luisa-nb serve`` serves a local backend to ``create_device("remote://HOST:PORT")``.
 ``luisa-nb report TRACE -o report.html`` writes the trace viewer of a saved trace as one
-self-contained page. ``luisa-nb run PROGRAM.py`` runs an unchanged luisa-python program on
-luisa_nb (``import luisa`` gives ``luisa_nb.luisa``) under a trace and prints its hazards.
-``luisa-nb export TRACE... --parquet FOLDER`` writes saved traces as a Parquet dataset;
-``--perfetto PATH`` and ``--chrome PATH`` write one trace for Perfetto's UI.
+self-contained page. ``luisa-nb repro TRACE`` writes the smallest program that shows a
+stale upload of a saved trace (docs/reproducers.md). ``luisa-nb run PROGRAM.py`` runs an
+unchanged luisa-python program on luisa_nb (``import luisa`` gives ``luisa_nb.luisa``)
+under a trace and prints its hazards. ``luisa-nb export TRACE... --parquet FOLDER``
+writes saved traces as a Parquet dataset; ``--perfetto PATH`` and ``--chrome PATH`` write
+one trace for Perfetto's UI.
 """
 
 from __future__ import annotations
@@ -187,6 +189,38 @@ def report(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def repro(arguments: argparse.Namespace) -> int:
+    """Write finding ``--finding``'s reproducer to ``-o`` (else print it); with
+    ``--confirm``, run it on real luisa-python and say what the real runtime did: status 1
+    when it showed no bug or the fix did not pass."""
+    from luisa_nb.analysis import AnalyzedTrace
+    from luisa_nb.analysis.outcomes import finding_outcome
+    from luisa_nb.analysis.reproducer import choose_finding
+    from luisa_nb.testing.reproducers import confirm, reproducer
+
+    trace = AnalyzedTrace.load(arguments.trace)
+    finding = choose_finding(trace.hazards, arguments.finding)
+    found = reproducer(trace, finding, api=arguments.api)
+    summary = (
+        f"{finding.kind.value} #{found.program.upload} <- #{found.program.download}: "
+        f"{found.lines} lines, from {found.sliced_steps} steps of the dependency slice "
+        f"({found.candidates_run} candidates run on {found.program.device}); in the trace, "
+        f"{finding_outcome(trace, finding)}"
+    )
+    if arguments.output:
+        found.save(arguments.output)
+        print(f"reproducer written to {arguments.output}: {summary}")
+    else:
+        print(found.text, end="")
+        print(f"# {summary}", file=sys.stderr)
+    if not arguments.confirm:
+        return 0
+    confirmation = confirm(found, runs=arguments.runs)
+    print(f"real luisa-python: {confirmation.reason}")
+    shown = confirmation.outcome != "correct" and confirmation.fixed_passed
+    return 0 if shown else 1
+
+
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
     parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
@@ -321,6 +355,35 @@ def build_parser() -> argparse.ArgumentParser:
         "--chrome", metavar="PATH", help="write the one TRACE as Chrome Trace Event JSON"
     )
     export_parser.set_defaults(run=export)
+    repro_parser = commands.add_parser(
+        "repro", help="write the smallest program that shows a stale upload of a saved trace"
+    )
+    repro_parser.add_argument("trace", metavar="TRACE", help="a trace saved with trace.save()")
+    repro_parser.add_argument(
+        "--finding",
+        type=int,
+        metavar="N",
+        help="the finding to reproduce, numbered from 1 as trace.hazards lists them "
+        "(default: the first stale upload)",
+    )
+    repro_parser.add_argument(
+        "-o", "--output", metavar="PATH", help="write the program to PATH (default: print it)"
+    )
+    repro_parser.add_argument(
+        "--api",
+        choices=["luisa", "lnb"],
+        default="luisa",
+        help="write for real luisa-python (luisa) or for luisa_nb (lnb) (default: luisa)",
+    )
+    repro_parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="run the program and its fix on real luisa-python and say what it did",
+    )
+    repro_parser.add_argument(
+        "--runs", type=int, default=5, help="runs of each with --confirm (default: 5)"
+    )
+    repro_parser.set_defaults(run=repro)
     return parser
 
 

@@ -330,6 +330,11 @@ class UnsupportedFeatureError(LuisaNbError, NotImplementedError):
     """A luisa-python feature that luisa_nb does not have (ray tracing, autodiff, GUI)."""
 
 
+class ReproducerError(LuisaNbError, ValueError):
+    """A finding the reproducer cannot write a program for, or a program that does not
+    reproduce it."""
+
+
 class NotInitializedError(LuisaNbError, RuntimeError):
     """``luisa_nb.luisa`` was used before ``luisa.init()``."""
 

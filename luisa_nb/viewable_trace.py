@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from luisa_nb.analysis import AnalyzedTrace
+from luisa_nb.analysis import AnalyzedTrace, Hazard
+from luisa_nb.analysis.reproducer_text import Reproducer
 from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
 
 
@@ -26,6 +27,17 @@ class ViewableTrace(AnalyzedTrace):
         from luisa_nb.widgets import show
 
         show(self)
+
+    def reproducer(self, finding: Hazard | int | None = None, api: str = "luisa") -> Reproducer:
+        """The smallest program that shows ``finding`` (a hazard of this trace, its number
+        from 1, or None: the first stale upload), shrunk by running candidates on luisa_nb.
+        Its ``text`` is ready to copy into a bug report (docs/reproducers.md)."""
+        from luisa_nb.analysis.reproducer import choose_finding
+        from luisa_nb.testing.reproducers import reproducer
+
+        if not isinstance(finding, Hazard):
+            finding = choose_finding(self.hazards, finding)
+        return reproducer(self, finding, api)
 
 
 def trace(capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> ViewableTrace:

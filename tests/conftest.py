@@ -24,3 +24,13 @@ def browser():
         chromium = launch_chromium(playwright)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def submit_device():
+    """A ``cpu:submit`` device, shared by a module's tests: uploads read the host at submit."""
+    import luisa_nb as lnb
+
+    made = lnb.create_device("cpu:submit")
+    yield made
+    made.close()
