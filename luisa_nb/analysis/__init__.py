@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
+from luisa_nb.analysis.replay import ReplayEngine, ReplayState
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import Trace
@@ -18,6 +19,8 @@ __all__ = [
     "AnalyzedTrace",
     "Hazard",
     "HazardKind",
+    "ReplayEngine",
+    "ReplayState",
     "Source",
     "UploadCheck",
     "check_uploads",
@@ -51,6 +54,11 @@ class AnalyzedTrace(Trace):
             if check.command_id == command_id:
                 return check
         raise RecordNotFoundError(f"#{command_id} is not an upload with a host array in this trace")
+
+    def replay(self, to: int | None = None) -> ReplayState:
+        """Every buffer and host array as they stood right after command ``#to`` (``None``:
+        after the last); see :mod:`luisa_nb.analysis.replay`."""
+        return self._cached("replay", ReplayEngine).state(to)
 
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (self.counts, self.metadata.stopped)
