@@ -392,11 +392,12 @@ class TraceRecorderBase(Recorder):
         the kernel, its scalars, size and buffers); two different launches with the same
         key are kept as ``None``: replay then says it cannot tell them apart."""
         arguments = getattr(command, "arguments", None)
-        if arguments is None or not hasattr(arguments.executable, "launch"):
+        dims = getattr(command, "dims", None)
+        if dims is None or arguments is None or not hasattr(arguments.executable, "launch"):
             return  # an indirect dispatch, or a runtime whose kernels replay cannot run
         launch = KernelLaunch(
             arguments.executable,
-            tuple(command.dims),
+            tuple(dims),
             tuple(
                 (view.buffer.id, view.offset_bytes, view.nbytes, view.dtype)
                 for view in arguments.views
