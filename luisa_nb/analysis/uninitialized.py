@@ -15,9 +15,13 @@ from __future__ import annotations
 from luisa_nb.analysis.device_writes import DeviceWrites, reads_of, walk
 from luisa_nb.analysis.findings import Hazard, HazardKind
 from luisa_nb.analysis.formatting import device_slice
-from luisa_nb.recording import Access, DeviceRange, Trace
+from luisa_nb.recording import Access, CommandKind, DeviceRange, Trace
 from luisa_nb.recording.naming import describe
+from luisa_nb.recording.table import KIND_CODES
 
+_COPY = KIND_CODES[CommandKind.COPY]
+"""A copy is not a read that counts: like a ``memcpy`` under initcheck, it carries the
+unwritten bytes to its target, where the read that finds them is reported."""
 _SHOWN_RANGES = 3
 """Unwritten ranges of one buffer a message lists before it counts the rest."""
 
@@ -46,7 +50,7 @@ def find_uninitialized_reads(trace: Trace) -> list[Hazard]:
     for row, command_id, kind, ranges in walk(trace):
         if not any(r.buffer in fresh for r in ranges):
             continue
-        for device in reads_of(ranges):
+        for device in () if kind == _COPY else reads_of(ranges):
             if device.buffer in fresh and device.buffer not in complete:
                 gaps = writes.unwritten(device)
                 if gaps:
