@@ -13,6 +13,7 @@ so the ratio should stay near 1 there; a small one is a ``memset`` from the heap
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import numpy as np
 from timing import best_of, load_average, print_table
@@ -38,12 +39,12 @@ def main() -> None:
     rows = []
     for nbytes in SIZES:
         count = max(1, (64 << 20) // nbytes)
-        empty = best_of(lambda: allocate(aligned_empty, nbytes, count), args.repeats) / count
-        zeros = best_of(lambda: allocate(aligned_zeros, nbytes, count), args.repeats) / count
+        empty = best_of(partial(allocate, aligned_empty, nbytes, count), args.repeats) / count
+        zeros = best_of(partial(allocate, aligned_zeros, nbytes, count), args.repeats) / count
         rows.append((f"{nbytes:,}", "allocate", empty * 1e6, zeros * 1e6, zeros / empty))
         source = np.ones(nbytes, np.uint8)
-        empty = best_of(lambda: allocate_and_write(aligned_empty, nbytes, source), args.repeats)
-        zeros = best_of(lambda: allocate_and_write(aligned_zeros, nbytes, source), args.repeats)
+        empty = best_of(partial(allocate_and_write, aligned_empty, nbytes, source), args.repeats)
+        zeros = best_of(partial(allocate_and_write, aligned_zeros, nbytes, source), args.repeats)
         rows.append((f"{nbytes:,}", "allocate + write", empty * 1e6, zeros * 1e6, zeros / empty))
     header = ("bytes", "what", "empty µs", "zeros µs", "zeros/empty")
     print_table(f"new buffer memory, best of {args.repeats} ({load_average()})", header, rows)

@@ -195,7 +195,7 @@ def test_replay_dumps_each_buffer_after_a_command_and_names_what_it_cannot(capsy
         z.copy_to_buffer(x)
         z.fill(7.0)
         device.synchronize()
-    upload, copy, fill = (r.id for r in trace.commands)
+    _, copy, _ = (r.id for r in trace.commands)
     trace_path = trace.save(tmp_path / "trace.lnbtrace")
     assert main(["replay", str(trace_path), "--to", str(copy), "--dump", str(tmp_path / "d")]) == 0
     assert f"buffers right after #{copy}:" in capsys.readouterr().out
