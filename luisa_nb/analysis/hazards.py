@@ -419,7 +419,8 @@ class _Finder:
         message = (
             f"{describe(self.trace, first)} on {streams[0]} and {describe(self.trace, second)} on "
             f"{streams[1]} touch {device_slice(self.trace, overlap)} ({verb}) with no event "
-            "ordering them"
+            "ordering them; a replay of this trace shows the order they ran in, one of those "
+            "possible"
         )
         fix = (
             f"signal an event on {streams[0]} after #{first.id} and wait for it on {streams[1]} "
