@@ -99,7 +99,8 @@ class ReplayState:
 
     def host(self, name: str) -> np.ndarray:
         """The host array called ``name`` as stream order leaves it: the bytes the last
-        command that touched it read (an upload) or wrote (a download)."""
+        command that touched it read (an upload) or wrote (a download); of an array touched
+        in slices, the slice touched last."""
         found = [entry for entry in self._memory.host.values() if entry[2].name == name]
         if not found:
             names = sorted({h.name for h in self.trace.host_ranges() if h.name})
@@ -245,19 +246,18 @@ class ReplayEngine:
             return
         _write(memory, target, data)
         if host is not None:
-            memory.host[(host.address, host.nbytes)] = (data, None, host)
+            _touch_host(memory, host, data, None)
 
     def _download(self, memory: _Memory, row: int, source: DeviceRange) -> None:
         host = self.trace.table.objects["host"][row]
         if host is None:
             return
         unknown = memory.unknown[source.buffer].query(source.offset, source.offset + source.nbytes)
-        key = (host.address, host.nbytes)
         if unknown:
-            memory.host[key] = (None, unknown[0][2], host)
+            _touch_host(memory, host, None, unknown[0][2])
         else:
             data = memory.device[source.buffer][source.offset : source.offset + source.nbytes]
-            memory.host[key] = (data.copy(), None, host)
+            _touch_host(memory, host, data.copy(), None)
 
     def _copy(self, memory: _Memory, source: DeviceRange, target: DeviceRange) -> None:
         data = memory.device[source.buffer][source.offset : source.offset + source.nbytes].copy()
@@ -322,6 +322,16 @@ class ReplayEngine:
         launch.executable.launch(launch.dims, buffers, launch.scalars)
         for device in written:
             memory.unknown[device.buffer].clear(device.offset, device.offset + device.nbytes)
+
+
+def _touch_host(
+    memory: _Memory, host: HostRange, data: np.ndarray | None, reason: str | None
+) -> None:
+    """Note the bytes a command left in ``host``, as the latest host memory touched (the
+    dict's order is the order of the last touch)."""
+    key = (host.address, host.nbytes)
+    memory.host.pop(key, None)
+    memory.host[key] = (data, reason, host)
 
 
 def _write(memory: _Memory, target: DeviceRange, data: np.ndarray) -> None:
