@@ -34,7 +34,7 @@ def scaled(source, target):
 def record(commands: int) -> lnb.AnalyzedTrace:
     device = lnb.create_device("cpu")
     kernel = lnb.kernel(scaled)
-    host = np.arange(SIZE, dtype=np.float32)
+    hosts = [np.full(SIZE, value, np.float32) for value in range(8)]  # never written in flight
     out = np.zeros(SIZE, np.float32)
     with lnb.trace(capture="full") as trace:
         buffers = [device.create_buffer(SIZE, np.float32, name=f"b{i}") for i in range(4)]
@@ -44,8 +44,7 @@ def record(commands: int) -> lnb.AnalyzedTrace:
             first, second = buffers[index % 4], buffers[(index + 1) % 4]
             step = index % 5
             if step == 0:
-                host[0] = index
-                batch.append(first.copy_from_async(host))
+                batch.append(first.copy_from_async(hosts[index % 8]))
             elif step == 1:
                 batch.append(second.fill_async(float(index)))
             elif step in (2, 3):

@@ -12,7 +12,7 @@ carries uninitialized bytes through a copy.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -45,12 +45,21 @@ def reads_of(ranges: tuple[DeviceRange, ...]) -> Iterator[DeviceRange]:
     return (r for r in ranges if r.access in _READS and r.nbytes)
 
 
+BEFORE_TRACE = 0
+"""The writer of the bytes of a buffer made before the trace that no traced command wrote
+(command ids start at 1)."""
+
+
 class DeviceWrites:
     """Per buffer, an interval map of byte offsets to the id of the command that wrote them
-    last; bytes no command wrote are in no piece."""
+    last; bytes no command wrote are in no piece. ``before``: ``(buffer id, nbytes)`` of
+    the buffers made before the trace, whose bytes count as written (by
+    :data:`BEFORE_TRACE`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, before: Iterable[tuple[int, int]] = ()) -> None:
         self._buffers: dict[int, IntervalMap[int]] = {}
+        for buffer, nbytes in before:
+            self._map(buffer).assign(0, nbytes, BEFORE_TRACE)
 
     def _map(self, buffer: int) -> IntervalMap[int]:
         found = self._buffers.get(buffer)
@@ -59,7 +68,8 @@ class DeviceWrites:
         return found
 
     def writers(self, device: DeviceRange) -> list[tuple[int, int, int]]:
-        """``(start, end, command id)`` of the written pieces of ``device``."""
+        """``(start, end, command id)`` of the written pieces of ``device`` (the id
+        :data:`BEFORE_TRACE` for bytes written before the trace)."""
         end = device.offset + device.nbytes
         return self._map(device.buffer).query(device.offset, end)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from luisa_nb.analysis.device_writes import DeviceWrites, run_order
+from luisa_nb.analysis.device_writes import BEFORE_TRACE, DeviceWrites, run_order
 from luisa_nb.analysis.intervals import IntervalMap
 from luisa_nb.analysis.uninitialized import fresh_buffers
 from luisa_nb.errors import RecordNotFoundError, ReplayDataMissingError
@@ -93,9 +93,10 @@ class ReplayState:
 
     def writers(self, name_or_id: str | int) -> list[tuple[int, int, int]]:
         """``(start, end, command id)``: which command wrote each byte range of the buffer
-        last; ranges no traced command wrote are left out."""
+        last; ranges no traced command wrote (before the trace, or never) are left out."""
         info = self._info(name_or_id)
-        return self._memory.writes.writers(DeviceRange(info.id, 0, info.nbytes, Access.READ))
+        whole = DeviceRange(info.id, 0, info.nbytes, Access.READ)
+        return [piece for piece in self._memory.writes.writers(whole) if piece[2] != BEFORE_TRACE]
 
     def host(self, name: str) -> np.ndarray:
         """The host array called ``name`` as stream order leaves it: the bytes the last
@@ -216,7 +217,8 @@ class ReplayEngine:
                 f"{_buffer_name(info)} was made before the trace started and {why}; or start "
                 "the trace before making the buffer",
             )
-        return _Memory(device, unknown, DeviceWrites(), {})
+        before = [(info.id, info.nbytes) for info in trace.buffers.values() if info.id not in fresh]
+        return _Memory(device, unknown, DeviceWrites(before), {})
 
     def _apply(self, memory: _Memory, position: int) -> None:
         table = self.trace.table

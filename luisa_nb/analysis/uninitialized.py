@@ -42,14 +42,17 @@ def find_uninitialized_reads(trace: Trace) -> list[Hazard]:
     fresh = fresh_buffers(trace)
     if not fresh:
         return []
-    writes = DeviceWrites()
+    writes = DeviceWrites(
+        (info.id, info.nbytes) for info in trace.buffers.values() if info.id not in fresh
+    )
     complete: set[int] = set()
     """Fresh buffers every byte of which some command has written."""
     sizes = {buffer: trace.buffers[buffer].nbytes for buffer in fresh}
     hazards: list[Hazard] = []
+    pending = fresh  # the fresh buffers some byte of which no command has written yet
     for row, command_id, kind, ranges in walk(trace):
-        if not any(r.buffer in fresh for r in ranges):
-            continue
+        if not any(r.buffer in pending for r in ranges):
+            continue  # writes to written buffers leave them written; a copy is seen below
         for device in () if kind == _COPY else reads_of(ranges):
             if device.buffer in fresh and device.buffer not in complete:
                 gaps = writes.unwritten(device)
@@ -64,6 +67,7 @@ def find_uninitialized_reads(trace: Trace) -> list[Hazard]:
                     complete.discard(buffer)
                 else:
                     complete.add(buffer)
+        pending = fresh - complete
     return hazards
 
 

@@ -132,11 +132,14 @@ def test_uploads_fills_copies_and_kernels_that_write_first_are_not_reported(devi
     np.testing.assert_array_equal(results[3], np.full(8, 4.0))
 
 
-def test_a_buffer_made_before_the_trace_is_not_checked():
+def test_a_buffer_made_before_the_trace_is_not_checked_and_counts_as_written():
     device = lnb.create_device("cpu")
     before = device.create_buffer(8, np.float32)
     with lnb.trace() as trace:
         before.numpy()
+        fresh = device.create_buffer(8, np.float32)
+        before.copy_to_buffer(fresh)
+        fresh.numpy()
     assert findings(trace) == []
 
 
