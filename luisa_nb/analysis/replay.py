@@ -21,7 +21,7 @@ Stepping is interactive on long traces: the state is checkpointed every
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,6 +52,14 @@ class _Memory:
     unknown: dict[int, IntervalMap[str]]
     writes: DeviceWrites
     host: dict[tuple[int, int], tuple[np.ndarray | None, str | None, HostRange]]
+    addresses: dict[int, int] = field(default_factory=dict)
+    """Each buffer's address in this process, as a compiled kernel takes it (made once)."""
+
+    def address(self, buffer: int) -> int:
+        found = self.addresses.get(buffer)
+        if found is None:
+            found = self.addresses[buffer] = self.device[buffer].ctypes.data
+        return found
 
     def copy(self) -> _Memory:
         return _Memory(
@@ -161,15 +169,24 @@ class ReplayEngine:
         self.trace = trace
         self.every = every
         table = trace.table
-        self._rows = run_order(trace)
-        ids = table.numbers["id"][self._rows].tolist()
+        self._objects = table.objects
+        rows = run_order(trace)
+        ids = table.numbers["id"][rows].tolist()
+        ranges = self._objects["device_ranges"]
+        self._steps = [
+            (row, command_id, kind, ranges[row])
+            for row, command_id, kind in zip(
+                rows.tolist(), ids, table.numbers["kind"][rows].tolist(), strict=True
+            )
+        ]
+        """``(row, command id, kind code, device ranges)`` of each command, in run order."""
         self._position = {command_id: index for index, command_id in enumerate(ids)}
         self._checkpoints: list[_Memory] = [self._initial()]
 
     def state(self, to: int | None = None) -> ReplayState:
         """The state right after command ``to`` (``None``: after the last)."""
         if to is None:
-            end = len(self._rows)
+            end = len(self._steps)
         else:
             position = self._position.get(to)
             if position is None:
@@ -221,11 +238,7 @@ class ReplayEngine:
         return _Memory(device, unknown, DeviceWrites(before), {})
 
     def _apply(self, memory: _Memory, position: int) -> None:
-        table = self.trace.table
-        row = int(self._rows[position])
-        command_id = int(table.numbers["id"][row])
-        kind = int(table.numbers["kind"][row])
-        ranges = table.objects["device_ranges"][row]
+        row, command_id, kind, ranges = self._steps[position]
         if kind == _UPLOAD:
             self._upload(memory, row, command_id, ranges)
         elif kind == _DOWNLOAD:
@@ -239,8 +252,7 @@ class ReplayEngine:
         memory.writes.apply(command_id, kind, ranges)
 
     def _upload(self, memory: _Memory, row: int, command_id: int, ranges: tuple) -> None:
-        objects = self.trace.table.objects
-        capture, host = objects["data_capture"][row], objects["host"][row]
+        capture, host = self._objects["data_capture"][row], self._objects["host"][row]
         data = _complete_bytes(self.trace, capture)
         target = ranges[0]
         if data is None or data.nbytes != target.nbytes:
@@ -251,7 +263,7 @@ class ReplayEngine:
             _touch_host(memory, host, data, None)
 
     def _download(self, memory: _Memory, row: int, source: DeviceRange) -> None:
-        host = self.trace.table.objects["host"][row]
+        host = self._objects["host"][row]
         if host is None:
             return
         unknown = memory.unknown[source.buffer].query(source.offset, source.offset + source.nbytes)
@@ -271,17 +283,18 @@ class ReplayEngine:
             memory.unknown[target.buffer].assign(start + shift, end + shift, reason)
 
     def _fill(self, memory: _Memory, row: int, command_id: int, ranges: tuple) -> None:
-        capture = self.trace.table.objects["enqueue_capture"][row]
+        capture = self._objects["enqueue_capture"][row]
         element = _complete_bytes(self.trace, capture)
         target = ranges[0]
         if element is None or not element.nbytes or target.nbytes % element.nbytes:
             _forget(memory, target, f"fill #{command_id}: {_partial(capture, 'value')}")
             return
-        _write(memory, target, np.tile(element, target.nbytes // element.nbytes))
+        end = target.offset + target.nbytes
+        memory.device[target.buffer][target.offset : end].reshape(-1, element.nbytes)[:] = element
+        memory.unknown[target.buffer].clear(target.offset, end)
 
     def _dispatch(self, memory: _Memory, row: int, command_id: int, ranges: tuple) -> None:
-        objects = self.trace.table.objects
-        key = (objects["label"][row], ranges)
+        key = (self._objects["label"][row], ranges)
         written = [r for r in ranges if r.access.writes and r.nbytes]
         launch = self.trace.launches.get(key)
         reason = None
@@ -314,8 +327,8 @@ class ReplayEngine:
                 _forget(memory, device, reason)
             return
         if launch.executable.mode == "c":
-            base = memory.device
-            buffers = [base[buffer].ctypes.data + offset for buffer, offset, _, _ in launch.buffers]
+            address = memory.address
+            buffers = [address(buffer) + offset for buffer, offset, _, _ in launch.buffers]
         else:
             buffers = [
                 memory.device[buffer][offset : offset + nbytes].view(dtype)
