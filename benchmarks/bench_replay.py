@@ -75,15 +75,15 @@ def main() -> None:
     recorded = time.perf_counter() - started
     ids = [record.id for record in trace.commands]
     engine = ReplayEngine(trace)
-    first = seconds(lambda: engine.state(ids[-1]).buffer("b0"))
+    first = seconds(lambda: engine.state(ids[-1]).buffer("b0").numpy())
     picker = random.Random(1)
     clicks, arrows = [], []
     for _ in range(args.steps):
         position = picker.randrange(len(ids) - 1)
-        clicks.append(seconds(lambda p=position: engine.state(ids[p]).buffer("b1")))
-        arrows.append(seconds(lambda p=position: engine.state(ids[p + 1]).buffer("b1")))
+        clicks.append(seconds(lambda p=position: engine.state(ids[p]).buffer("b1").numpy()))
+        arrows.append(seconds(lambda p=position: engine.state(ids[p + 1]).buffer("b1").numpy()))
     unchecked = ReplayEngine(trace, every=len(ids) + 1)
-    reference = seconds(lambda: unchecked.state(ids[len(ids) // 2]).buffer("b1"))
+    reference = seconds(lambda: unchecked.state(ids[len(ids) // 2]).buffer("b1").numpy())
     rows = [
         ("record the trace", recorded * 1e3, recorded / reference),
         ("from the start, no checkpoints (reference)", reference * 1e3, 1.0),

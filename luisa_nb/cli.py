@@ -205,7 +205,11 @@ def replay(arguments: argparse.Namespace) -> int:
         plain = info.name is not None and info.name.isidentifier() and names.count(info.name) == 1
         path = folder / f"{info.name if plain else f'buffer{info.id}'}.npy"
         try:
-            values = state.image(info.id) if info.image is not None else state.buffer(info.id)
+            values = (
+                state.image(info.id).numpy()
+                if info.image is not None
+                else state.buffer(info.id).numpy()
+            )
         except ReplayDataMissingError as error:
             print(f"  not written: {error}")
             missing += 1

@@ -70,6 +70,34 @@ class _Memory:
         )
 
 
+class ReplayedBuffer:
+    """One buffer or image of a :class:`ReplayState`; ``info`` is the trace's
+    :class:`BufferInfo` of it."""
+
+    def __init__(self, state: ReplayState, info: BufferInfo, image: bool) -> None:
+        self.state = state
+        self.info = info
+        self._image = image
+
+    def __repr__(self) -> str:
+        return f"<ReplayedBuffer {_buffer_name(self.info)} {self.state!r}>"
+
+    def numpy(self) -> np.ndarray:
+        """A new read-only array of the contents; raises :class:`ReplayDataMissingError`
+        naming what the trace lacks where some bytes are not known."""
+        info = self.info
+        whole = DeviceRange(info.id, 0, info.nbytes, Access.READ)
+        values = self.state._bytes(info, whole).view(np.dtype(info.dtype))
+        return values.reshape(info.image) if self._image else values
+
+    def writers(self) -> list[tuple[int, int, int]]:
+        """``(start, end, command id)``: which command wrote each byte range last; ranges
+        no traced command wrote (before the trace, or never) are left out."""
+        whole = DeviceRange(self.info.id, 0, self.info.nbytes, Access.READ)
+        writers = self.state._memory.writes.writers(whole)
+        return [piece for piece in writers if piece[2] != BEFORE_TRACE]
+
+
 class ReplayState:
     """Every buffer and host array right after command ``command_id`` (``None``: before the
     first). Read-only: each call returns a new read-only array."""
@@ -83,28 +111,25 @@ class ReplayState:
         at = "before the first command" if self.command_id is None else f"after #{self.command_id}"
         return f"<ReplayState {at}: {len(self._memory.device)} buffers>"
 
-    def buffer(self, name_or_id: str | int) -> np.ndarray:
-        """The buffer's elements as the trace records them (``BufferInfo.dtype``, flat)."""
-        info = self._info(name_or_id)
-        return self._bytes(info, DeviceRange(info.id, 0, info.nbytes, Access.READ)).view(
-            np.dtype(info.dtype)
-        )
+    def buffer(self, name_or_id: str | int) -> ReplayedBuffer:
+        """A buffer (by name or id) as it stood: ``.numpy()`` its elements as the trace
+        records them (``BufferInfo.dtype``, flat), ``.writers()`` who wrote them."""
+        return ReplayedBuffer(self, self._info(name_or_id), image=False)
 
-    def image(self, name_or_id: str | int) -> np.ndarray:
-        """An image's texels, ``(height, width, channels)`` (a 3D image: depth first)."""
+    def image(self, name_or_id: str | int) -> ReplayedBuffer:
+        """An image as it stood: ``.numpy()`` its texels, ``(height, width, channels)`` (a 3D
+        image: depth first)."""
         info = self._info(name_or_id)
         if info.image is None:
             raise RecordNotFoundError(
                 f"{_buffer_name(info)} is a buffer, not an image; use state.buffer(...)"
             )
-        return self.buffer(info.id).reshape(info.image)
+        return ReplayedBuffer(self, info, image=True)
 
     def writers(self, name_or_id: str | int) -> list[tuple[int, int, int]]:
         """``(start, end, command id)``: which command wrote each byte range of the buffer
         last; ranges no traced command wrote (before the trace, or never) are left out."""
-        info = self._info(name_or_id)
-        whole = DeviceRange(info.id, 0, info.nbytes, Access.READ)
-        return [piece for piece in self._memory.writes.writers(whole) if piece[2] != BEFORE_TRACE]
+        return self.buffer(name_or_id).writers()
 
     def host(self, name: str) -> np.ndarray:
         """The host array called ``name`` as stream order leaves it: the bytes the last

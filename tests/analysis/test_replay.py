@@ -29,7 +29,7 @@ KERNELS = {"c": doubled, "python": lnb.kernel(doubled_values, mode="python")}
 
 
 def device_bytes(state, device_range) -> np.ndarray:
-    whole = state.buffer(device_range.buffer).view(np.uint8)
+    whole = state.buffer(device_range.buffer).numpy().view(np.uint8)
     return whole[device_range.offset : device_range.offset + device_range.nbytes]
 
 
@@ -53,15 +53,20 @@ def test_the_seed_replays_the_sum_and_the_stale_bytes_of_its_backend(backend):
     run = run_seed(lnb.create_device(backend), capture="full")
     trace = run.trace
     upload, dispatch, download, reupload, copy = (r.id for r in trace.commands)
-    x, y = trace.replay(to=dispatch).buffer("x"), trace.replay(to=dispatch).buffer("y")
-    np.testing.assert_array_equal(trace.replay(to=upload).buffer("z"), np.full(1024, SEED_FILL))
-    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("z"), x + y)
-    after_reupload = trace.replay(to=reupload).buffer("z")
+    x, y = (
+        trace.replay(to=dispatch).buffer("x").numpy(),
+        trace.replay(to=dispatch).buffer("y").numpy(),
+    )
+    np.testing.assert_array_equal(
+        trace.replay(to=upload).buffer("z").numpy(), np.full(1024, SEED_FILL)
+    )
+    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("z").numpy(), x + y)
+    after_reupload = trace.replay(to=reupload).buffer("z").numpy()
     if backend == "cpu":  # staging="execute": the upload sends the downloaded sum
         np.testing.assert_array_equal(after_reupload, x + y)
     else:  # staging="submit": the bytes at submit, as on real LuisaCompute
         np.testing.assert_array_equal(after_reupload, np.full(1024, SEED_FILL))
-    np.testing.assert_array_equal(trace.replay(to=copy).buffer("x"), run.x)
+    np.testing.assert_array_equal(trace.replay(to=copy).buffer("x").numpy(), run.x)
     np.testing.assert_array_equal(trace.replay(to=download).host("z_data"), x + y)
     np.testing.assert_array_equal(trace.replay(to=reupload).staged(reupload), after_reupload)
     assert check_downloads(trace) == 1
@@ -82,7 +87,7 @@ def test_random_programs_replay_what_their_downloads_saw(index):
     names = {info.name: info.id for info in run.trace.buffers.values()}
     for name, live in run.buffers.items():  # the buffers the trace saw, as the program left them
         if name in names:
-            replayed = last.buffer(names[name]).view(np.uint8)
+            replayed = last.buffer(names[name]).numpy().view(np.uint8)
             np.testing.assert_array_equal(replayed, live.reshape(-1).view(np.uint8))
 
 
@@ -101,18 +106,18 @@ def test_every_command_kind_and_a_host_array(mode):
         copied.copy_to(host)
     fill, upload, dispatch, copy, download = (r.id for r in trace.commands)
     expected = np.array([1.5, 1.5, 7, 8, 1.5, 1.5, 1.5, 1.5], np.float32)
-    np.testing.assert_array_equal(trace.replay(to=fill).buffer("source"), np.full(8, 1.5))
-    np.testing.assert_array_equal(trace.replay(to=upload).buffer("source"), expected)
-    np.testing.assert_array_equal(trace.replay(to=upload).buffer("target"), np.zeros(8))
-    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("target"), expected * 2)
-    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("copied"), np.zeros(8))
-    np.testing.assert_array_equal(trace.replay(to=copy).buffer("copied"), expected * 2)
+    np.testing.assert_array_equal(trace.replay(to=fill).buffer("source").numpy(), np.full(8, 1.5))
+    np.testing.assert_array_equal(trace.replay(to=upload).buffer("source").numpy(), expected)
+    np.testing.assert_array_equal(trace.replay(to=upload).buffer("target").numpy(), np.zeros(8))
+    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("target").numpy(), expected * 2)
+    np.testing.assert_array_equal(trace.replay(to=dispatch).buffer("copied").numpy(), np.zeros(8))
+    np.testing.assert_array_equal(trace.replay(to=copy).buffer("copied").numpy(), expected * 2)
     state = trace.replay(to=download)
     np.testing.assert_array_equal(state.host("host"), host)
     assert state.writers("copied") == [(0, 32, copy)]
     assert state.writers("source") == [(0, 8, fill), (8, 16, upload), (16, 32, fill)]
     with pytest.raises(ValueError):
-        state.buffer("source")[0] = 0  # read-only
+        state.buffer("source").numpy()[0] = 0  # read-only
 
 
 def test_images_and_bindless_programs_replay_what_their_downloads_saw():
@@ -127,7 +132,7 @@ def test_images_and_bindless_programs_replay_what_their_downloads_saw():
         assert check_downloads(trace) > 0, program
         if program == "bindless3d.py":
             images = [info for info in trace.buffers.values() if info.image is not None]
-            assert images and trace.replay().image(images[0].id).shape == images[0].image
+            assert images and trace.replay().image(images[0].id).numpy().shape == images[0].image
 
 
 def test_two_streams_replay_in_the_order_they_ran():
@@ -144,7 +149,7 @@ def test_two_streams_replay_in_the_order_they_ran():
         side.submit([doubled.dispatch_async(16, shared, doubled_values)])
         side.submit([doubled_values.copy_to_async(host)])
         side.synchronize()
-    np.testing.assert_array_equal(trace.replay().buffer("doubled"), np.arange(16) * 2.0)
+    np.testing.assert_array_equal(trace.replay().buffer("doubled").numpy(), np.arange(16) * 2.0)
     assert check_downloads(trace) == 1
 
 
@@ -155,7 +160,7 @@ def test_what_replay_lacks_is_named_with_the_setting_that_keeps_it(tmp_path):
         partial.copy_from(np.arange(16, dtype=np.float32))
         device.synchronize()
     with pytest.raises(ReplayDataMissingError, match=r"capture='full'"):
-        trace.replay().buffer("partial")
+        trace.replay().buffer("partial").numpy()
 
     with lnb.trace(capture="full") as trace:
         source = device.create_buffer(4, np.float32, name="source")
@@ -165,12 +170,12 @@ def test_what_replay_lacks_is_named_with_the_setting_that_keeps_it(tmp_path):
         device.synchronize()
     loaded = lnb.load_trace(trace.save(tmp_path / "trace.lnbtrace"))
     upload, dispatch = (r.id for r in loaded.commands)
-    np.testing.assert_array_equal(loaded.replay(to=upload).buffer("source"), np.ones(4))
-    np.testing.assert_array_equal(loaded.replay().buffer("source"), np.ones(4))
+    np.testing.assert_array_equal(loaded.replay(to=upload).buffer("source").numpy(), np.ones(4))
+    np.testing.assert_array_equal(loaded.replay().buffer("source").numpy(), np.ones(4))
     with pytest.raises(ReplayDataMissingError, match=f"dispatch #{dispatch}.*saved trace"):
-        loaded.replay().buffer("target")
+        loaded.replay().buffer("target").numpy()
     with pytest.raises(RecordNotFoundError, match="no buffer is called 'nothing'"):
-        loaded.replay().buffer("nothing")
+        loaded.replay().buffer("nothing").numpy()
 
 
 def test_a_buffer_made_before_the_trace_starts_from_its_bytes_at_first_use():
@@ -181,12 +186,12 @@ def test_a_buffer_made_before_the_trace_starts_from_its_bytes_at_first_use():
         target = device.create_buffer(4, np.float32, name="target")
         doubled(before, target, dispatch_size=4)
         device.synchronize()
-    np.testing.assert_array_equal(trace.replay().buffer("target"), [2, 4, 6, 8])
+    np.testing.assert_array_equal(trace.replay().buffer("target").numpy(), [2, 4, 6, 8])
     with lnb.trace(capture="none") as blind:
         doubled(before, target, dispatch_size=4)
         device.synchronize()
     with pytest.raises(ReplayDataMissingError, match="made before the trace started"):
-        blind.replay().buffer("target")
+        blind.replay().buffer("target").numpy()
 
 
 def test_checkpoints_do_not_change_what_replay_shows():
@@ -198,6 +203,6 @@ def test_checkpoints_do_not_change_what_replay_shows():
             continue
         for info in trace.buffers.values():
             np.testing.assert_array_equal(
-                every_command.state(record.id).buffer(info.id),
-                rarely.state(record.id).buffer(info.id),
+                every_command.state(record.id).buffer(info.id).numpy(),
+                rarely.state(record.id).buffer(info.id).numpy(),
             )
