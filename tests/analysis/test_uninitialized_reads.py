@@ -205,3 +205,19 @@ def test_the_luisa_programs_read_only_written_bytes(program, arguments):
     luisa.del_device()
     assert len(trace.commands) > 2
     assert findings(trace) == []
+
+
+def test_the_finding_flows_through_the_views_as_any_other_kind():
+    from luisa_nb.views.theme import HAZARD, kind_colour
+    from luisa_nb.views.timeline import build_timeline
+
+    device = lnb.create_device("cpu")
+    with lnb.trace() as trace:
+        buffer = device.create_buffer(4, np.float32, name="never_written")
+        buffer.numpy()
+    [entry] = build_timeline(trace).hazards
+    assert entry["kind"] == "UNINITIALIZED_READ"
+    assert entry["command_ids"] == [trace.commands[0].id]
+    assert entry["arrow"] is None and entry["upload"] is None
+    assert "never_written[0:4]" in entry["message"]
+    assert kind_colour(entry["kind"]) == HAZARD.css()
