@@ -61,6 +61,12 @@ class DeviceWrites:
         for buffer, nbytes in before:
             self._map(buffer).assign(0, nbytes, BEFORE_TRACE)
 
+    def copy(self) -> DeviceWrites:
+        """The same writes, kept apart from these from now on."""
+        copied = DeviceWrites()
+        copied._buffers = {buffer: pieces.copy() for buffer, pieces in self._buffers.items()}
+        return copied
+
     def _map(self, buffer: int) -> IntervalMap[int]:
         found = self._buffers.get(buffer)
         if found is None:

@@ -22,6 +22,13 @@ class IntervalMap(Generic[Owner]):
     def __len__(self) -> int:
         return len(self._starts)
 
+    def copy(self) -> IntervalMap[Owner]:
+        """A map of the same pieces that changes apart from this one (owners are shared)."""
+        copied: IntervalMap[Owner] = IntervalMap()
+        copied._starts, copied._ends = self._starts.copy(), self._ends.copy()
+        copied._owners = self._owners.copy()
+        return copied
+
     def query(self, start: int, end: int) -> list[tuple[int, int, Owner]]:
         """The owned pieces of ``[start, end)``, clipped to it, in address order."""
         first, last = self._span(start, end)

@@ -20,7 +20,6 @@ Stepping is interactive on long traces: the state is checkpointed every
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,8 +63,8 @@ class _Memory:
     def copy(self) -> _Memory:
         return _Memory(
             {buffer: data.copy() for buffer, data in self.device.items()},
-            copy.deepcopy(self.unknown),
-            copy.deepcopy(self.writes),
+            {buffer: pieces.copy() for buffer, pieces in self.unknown.items()},
+            self.writes.copy(),
             dict(self.host),
         )
 

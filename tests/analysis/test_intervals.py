@@ -109,3 +109,13 @@ def test_gaps_are_the_unowned_pieces_and_clear_forgets_a_range():
     pieces.clear(15, 35)
     assert pieces.query(0, 50) == [(10, 15, A), (35, 40, B)]
     assert pieces.gaps(10, 40) == [(15, 35)]
+
+
+def test_a_copy_changes_apart_from_its_original():
+    pieces = IntervalMap()
+    pieces.assign(0, 10, A)
+    copied = pieces.copy()
+    copied.assign(5, 15, B)
+    pieces.clear(0, 5)
+    assert pieces.query(0, 20) == [(5, 10, A)]
+    assert copied.query(0, 20) == [(0, 5, A), (5, 15, B)]
