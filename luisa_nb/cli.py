@@ -7,9 +7,10 @@ rows the issue prints, the hazards found, and where staged and expected bytes di
 self-contained page. ``luisa-nb repro TRACE`` writes the smallest program that shows a
 stale upload of a saved trace (docs/reproducers.md). ``luisa-nb run PROGRAM.py`` runs an
 unchanged luisa-python program on luisa_nb (``import luisa`` gives ``luisa_nb.luisa``)
-under a trace and prints its hazards. ``luisa-nb export TRACE... --parquet FOLDER``
-writes saved traces as a Parquet dataset; ``--perfetto PATH`` and ``--chrome PATH`` write
-one trace for Perfetto's UI.
+under a trace and prints its hazards. ``luisa-nb replay TRACE --to N --dump DIR`` writes
+each buffer as it stood right after command #N as ``DIR/NAME.npy``. ``luisa-nb export
+TRACE... --parquet FOLDER`` writes saved traces as a Parquet dataset; ``--perfetto PATH``
+and ``--chrome PATH`` write one trace for Perfetto's UI.
 """
 
 from __future__ import annotations
@@ -221,6 +222,39 @@ def repro(arguments: argparse.Namespace) -> int:
     return 0 if shown else 1
 
 
+def replay(arguments: argparse.Namespace) -> int:
+    """Write each buffer the replay knows; name each one it does not, with why. Exits 1 when
+    some buffer could not be written."""
+    from luisa_nb.analysis import AnalyzedTrace
+    from luisa_nb.errors import ReplayDataMissingError
+
+    trace = AnalyzedTrace.load(arguments.trace)
+    state = trace.replay(to=arguments.to)
+    folder = Path(arguments.dump)
+    folder.mkdir(parents=True, exist_ok=True)
+    infos = sorted(trace.buffers.values(), key=lambda info: info.id)
+    names = [info.name for info in infos]
+    at = "the end" if arguments.to is None else f"#{arguments.to}"
+    print(f"buffers right after {at}:")
+    missing = 0
+    for info in infos:
+        plain = info.name is not None and info.name.isidentifier() and names.count(info.name) == 1
+        path = folder / f"{info.name if plain else f'buffer{info.id}'}.npy"
+        try:
+            values = (
+                state.image(info.id).numpy()
+                if info.image is not None
+                else state.buffer(info.id).numpy()
+            )
+        except ReplayDataMissingError as error:
+            print(f"  not written: {error}")
+            missing += 1
+            continue
+        np.save(path, values, allow_pickle=False)
+        print(f"  {path}  {values.dtype} {list(values.shape)}")
+    return 1 if missing else 0
+
+
 def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="PATH", help="save the trace to PATH")
     parser.add_argument("--chrome", metavar="PATH", help="write Chrome/Perfetto JSON to PATH")
@@ -384,6 +418,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs", type=int, default=5, help="runs of each with --confirm (default: 5)"
     )
     repro_parser.set_defaults(run=repro)
+    replay_parser = commands.add_parser(
+        "replay", help="write every buffer of a saved trace as it stood after a command"
+    )
+    replay_parser.add_argument("trace", metavar="TRACE", help="a trace saved with trace.save()")
+    replay_parser.add_argument(
+        "--to", type=int, metavar="N", help="the command id to stop after (default: the last)"
+    )
+    replay_parser.add_argument(
+        "--dump", metavar="DIR", required=True, help="the folder to write NAME.npy files into"
+    )
+    replay_parser.set_defaults(run=replay)
     return parser
 
 

@@ -304,6 +304,11 @@ class TraceError(LuisaNbError):
     """A trace cannot be started, saved or loaded."""
 
 
+class ReplayDataMissingError(TraceError):
+    """A replay cannot show some bytes: the trace lacks what made them (the message says
+    what, and the capture setting that keeps it)."""
+
+
 class TraceFormatError(TraceError, ValueError):
     """A trace file is not a luisa_nb trace, or has an unsupported version."""
 

@@ -183,3 +183,33 @@ def test_a_bad_trace_path_is_one_error_line(capsys, tmp_path, case):
     error = capsys.readouterr().err
     assert error.startswith("luisa-nb: error: cannot ") and error.count("\n") == 1, error
     assert named.format(**fill) in error and "; " in error
+
+
+def test_replay_dumps_each_buffer_after_a_command_and_names_what_it_cannot(capsys, tmp_path):
+    device = lnb.create_device("dx")
+    with lnb.trace(capture="full") as trace:
+        z = device.create_buffer(4, np.float32, name="z")
+        x = device.create_buffer(4, np.float32, name="x")
+        staged = np.full(4, 123.0, np.float32)
+        z.copy_from(staged)
+        z.copy_to_buffer(x)
+        z.fill(7.0)
+        device.synchronize()
+    _, copy, _ = (r.id for r in trace.commands)
+    trace_path = trace.save(tmp_path / "trace.lnbtrace")
+    assert main(["replay", str(trace_path), "--to", str(copy), "--dump", str(tmp_path / "d")]) == 0
+    assert f"buffers right after #{copy}:" in capsys.readouterr().out
+    np.testing.assert_array_equal(np.load(tmp_path / "d" / "x.npy"), staged)
+    np.testing.assert_array_equal(np.load(tmp_path / "d" / "z.npy"), staged)
+    assert main(["replay", str(trace_path), "--dump", str(tmp_path / "end")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "end" / "z.npy"), np.full(4, 7.0))
+
+    with lnb.trace(capture="head", capture_bytes=4) as partial:
+        z.copy_from(staged)
+        device.synchronize()
+    partial_path = partial.save(tmp_path / "partial.lnbtrace")
+    assert main(["replay", str(partial_path), "--dump", str(tmp_path / "p")]) == 1
+    assert "not written: 'z' bytes [0:16)" in capsys.readouterr().out
+    assert not (tmp_path / "p" / "z.npy").exists()
+    assert main(["replay", str(partial_path), "--to", "999999", "--dump", str(tmp_path)]) == 2
+    assert "#999999" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
+from luisa_nb.analysis.replay import ReplayEngine, ReplayState
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import Trace
@@ -24,6 +25,8 @@ __all__ = [
     "AnalyzedTrace",
     "Hazard",
     "HazardKind",
+    "ReplayEngine",
+    "ReplayState",
     "Source",
     "UploadCheck",
     "check_uploads",
@@ -77,6 +80,11 @@ class AnalyzedTrace(Trace):
         from luisa_nb.analysis.perfetto import save_perfetto
 
         return save_perfetto(self, self.hazards, path)
+
+    def replay(self, to: int | None = None) -> ReplayState:
+        """Every buffer and host array as they stood right after command ``#to`` (``None``:
+        after the last); see :mod:`luisa_nb.analysis.replay`."""
+        return self._cached("replay", ReplayEngine).state(to)
 
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (self.counts, self.metadata.stopped)

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import deque
-from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from luisa_nb.analysis.clocks import Clock, VectorClocks
+from luisa_nb.analysis.findings import Hazard, HazardKind
 from luisa_nb.analysis.formatting import device_slice, duration, host_slice
 from luisa_nb.analysis.intervals import IntervalMap
+from luisa_nb.analysis.uninitialized import find_uninitialized_reads
 from luisa_nb.recording import (
     CommandKind,
     CommandRecord,
@@ -38,7 +38,6 @@ from luisa_nb.recording import (
     Trace,
 )
 from luisa_nb.recording.naming import describe, host_name, stream_name
-from luisa_nb.recording.records import record_to_dict
 from luisa_nb.recording.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
 
 _SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
@@ -46,49 +45,17 @@ _UPLOAD, _DOWNLOAD = KIND_CODES[CommandKind.UPLOAD], KIND_CODES[CommandKind.DOWN
 _SKIPPED = STATUS_CODES[Status.SKIPPED]
 
 
-class HazardKind(str, Enum):
-    """What went wrong."""
-
-    STALE_UPLOAD = "STALE_UPLOAD"
-    LATENT_STALE_UPLOAD = "LATENT_STALE_UPLOAD"
-    HOST_WRITE_IN_FLIGHT = "HOST_WRITE_IN_FLIGHT"
-    DEVICE_RACE = "DEVICE_RACE"
-    HOST_USE_AFTER_FREE = "HOST_USE_AFTER_FREE"
-
-
-@dataclass(frozen=True)
-class Hazard:
-    """One finding. ``command_ids`` are in issue order (earlier first); ``host`` and
-    ``device`` are the overlapping bytes (``device.access`` is the later command's);
-    ``times`` holds the moments the finding rests on, in trace-clock nanoseconds.
-    """
-
-    kind: HazardKind
-    command_ids: tuple[int, ...]
-    host: HostRange | None = field(hash=False)
-    device: DeviceRange | None = field(hash=False)
-    times: dict[str, int] = field(hash=False)
-    message: str
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.kind.value}: {self.message}\n    fix: {self.fix}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "command_ids": list(self.command_ids),
-            "host": None if self.host is None else record_to_dict(self.host),
-            "device": None if self.device is None else record_to_dict(self.device),
-            "times": dict(self.times),
-            "message": self.message,
-            "fix": self.fix,
-        }
-
-
 def find_hazards(trace: Trace) -> list[Hazard]:
-    """Every hazard in ``trace``, ordered by the later command's issue order."""
-    return _Finder(trace).run()
+    """Every hazard in ``trace`` (the uninitialized reads of
+    :mod:`luisa_nb.analysis.uninitialized` among them), ordered by the later command's
+    issue order."""
+    found = _Finder(trace).run()
+    uninitialized = find_uninitialized_reads(trace)
+    if not uninitialized:
+        return found
+    table = trace.table
+    seq_of = dict(zip(table.numbers["id"].tolist(), table.numbers["seq"].tolist(), strict=True))
+    return sorted([*found, *uninitialized], key=lambda hazard: seq_of[hazard.command_ids[-1]])
 
 
 def _times(**moments: int | None) -> dict[str, int]:
@@ -452,7 +419,8 @@ class _Finder:
         message = (
             f"{describe(self.trace, first)} on {streams[0]} and {describe(self.trace, second)} on "
             f"{streams[1]} touch {device_slice(self.trace, overlap)} ({verb}) with no event "
-            "ordering them"
+            "ordering them; a replay of this trace shows the order they ran in, one of those "
+            "possible"
         )
         fix = (
             f"signal an event on {streams[0]} after #{first.id} and wait for it on {streams[1]} "

@@ -1,4 +1,5 @@
-"""An interval map: disjoint integer ranges (host addresses), each owned by a value."""
+"""An interval map: disjoint integer ranges (host addresses, or byte offsets in a device
+buffer), each owned by a value."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ class IntervalMap(Generic[Owner]):
     def __len__(self) -> int:
         return len(self._starts)
 
+    def copy(self) -> IntervalMap[Owner]:
+        """A map of the same pieces that changes apart from this one (owners are shared)."""
+        copied: IntervalMap[Owner] = IntervalMap()
+        copied._starts, copied._ends = self._starts.copy(), self._ends.copy()
+        copied._owners = self._owners.copy()
+        return copied
+
     def query(self, start: int, end: int) -> list[tuple[int, int, Owner]]:
         """The owned pieces of ``[start, end)``, clipped to it, in address order."""
         first, last = self._span(start, end)
@@ -28,6 +36,28 @@ class IntervalMap(Generic[Owner]):
             (max(self._starts[i], start), min(self._ends[i], end), self._owners[i])
             for i in range(first, last)
         ]
+
+    def gaps(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The pieces of ``[start, end)`` that nothing owns, in address order."""
+        gaps = []
+        at = start
+        for low, high, _ in self.query(start, end):
+            if low > at:
+                gaps.append((at, low))
+            at = high
+        if at < end:
+            gaps.append((at, end))
+        return gaps
+
+    def clear(self, start: int, end: int) -> None:
+        """Forget every owner of ``[start, end)``."""
+        if start >= end:
+            return
+        first, last = self._span(start, end)
+        if first == last:
+            return
+        first, last = self._cut(start, end)
+        del self._starts[first:last], self._ends[first:last], self._owners[first:last]
 
     def assign(self, start: int, end: int, owner: Owner) -> None:
         if start >= end:

@@ -30,6 +30,17 @@ def aligned_empty(nbytes: int) -> np.ndarray:
     return raw[start : start + nbytes]
 
 
+def aligned_zeros(nbytes: int) -> np.ndarray:
+    """``nbytes`` zero bytes as a 1-D uint8 array starting on a cache line.
+
+    ``np.zeros`` asks the allocator for zeroed memory (``calloc``): a large block comes
+    as fresh pages the OS zeroes as they are first touched, so it costs what
+    :func:`aligned_empty` costs (``benchmarks/bench_allocation.py``)."""
+    raw = np.zeros(nbytes + CACHE_LINE, np.uint8)
+    start = -raw.ctypes.data % CACHE_LINE
+    return raw[start : start + nbytes]
+
+
 def copy_bytes(target: np.ndarray | memoryview, source: np.ndarray | memoryview) -> None:
     """Copy the bytes of ``source`` into ``target`` (both flat, of one length), holding
     the GIL up to :data:`SMALL_COPY_BYTES`."""

@@ -13,7 +13,7 @@ from luisa_nb.backends.base import (
     Backend,
     KernelBuffer,
     Times,
-    aligned_empty,
+    aligned_zeros,
     copy_bytes,
 )
 from luisa_nb.kernels.c.launch_runs import PreparedLaunch, run_launches
@@ -21,13 +21,14 @@ from luisa_nb.kernels.executable import CancelFlag
 
 
 class CpuAllocation(Allocation):
-    """``nbytes`` bytes of a numpy array aligned to a cache line; ``bytes`` is a
-    memoryview of them (a copy through it holds the GIL)."""
+    """``nbytes`` zero bytes of a numpy array aligned to a cache line, as a new buffer
+    holds on luisa-python's CPU backend; ``bytes`` is a memoryview of them (a copy
+    through it holds the GIL)."""
 
     __slots__ = ("address", "bytes", "data", "nbytes")
 
     def __init__(self, nbytes: int) -> None:
-        self.data = aligned_empty(nbytes)
+        self.data = aligned_zeros(nbytes)
         self.bytes = memoryview(self.data)
         self.address = self.data.ctypes.data
         self.nbytes = nbytes

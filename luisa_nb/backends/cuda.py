@@ -323,8 +323,13 @@ class CudaBackend(Backend):
         }
 
     def allocate(self, nbytes: int) -> CudaAllocation:
+        """``nbytes`` of device memory, zeroed (``cudaMemset``, before any command can
+        use it), as every luisa_nb backend gives a new buffer."""
         with self._device:
-            return CudaAllocation(cupy.cuda.alloc(nbytes), nbytes)
+            memory = cupy.cuda.alloc(nbytes)
+            if nbytes:
+                memory.memset(0, nbytes)
+            return CudaAllocation(memory, nbytes)
 
     def snapshot_memory(self, nbytes: int) -> np.ndarray:
         """Pinned memory from CuPy's pinned pool, for host bytes read at ``submit()``:

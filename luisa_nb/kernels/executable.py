@@ -56,7 +56,9 @@ class Parameter:
     name: str
     kind: str  # "buffer" | "scalar"
     dtype: np.dtype
-    access: str  # "read" | "write" | "read_write" | "none"; "read" for scalars
+    access: str
+    """"read", "write", "read_write" or "none"; "read" for scalars, "may_read" for the
+    resources of a bindless array (the slots a kernel reads are known only as it runs)."""
     capture: object | None = None
     count_of: int | None = None
 
@@ -73,7 +75,8 @@ def parameters_of(kernel: ir.KernelIR) -> list[Parameter]:
         if kind == "bindless":
             for _, slot in kernel.heaps[index][1]:
                 buffer = kernel.buffers[slot]
-                parameters.append(Parameter(buffer.name, "buffer", buffer.element.dtype, "read"))
+                element = buffer.element.dtype
+                parameters.append(Parameter(buffer.name, "buffer", element, "may_read"))
             continue
         if kind == "buffer":
             dtype, mode = kernel.buffers[index].element.dtype, access[index]

@@ -22,7 +22,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from types import CodeType
+from types import CodeType, MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -45,6 +45,7 @@ from luisa_nb.recording.records import (
     CompileRecord,
     DeviceRange,
     HostRange,
+    KernelLaunch,
     RangeRecord,
     ReleaseRecord,
     Status,
@@ -157,6 +158,12 @@ class Recorder:
     """
 
     recording = False
+    initial_pending: Mapping[int, Any] = MappingProxyType({})
+    """Buffers made before the trace whose bytes it has not captured yet, by id: a worker
+    calls :meth:`capture_initial` before running a run while there are any."""
+
+    def capture_initial(self, steps: Sequence[Any]) -> None:
+        """Capture the bytes of the pending buffers that ``steps`` touch, before they run."""
 
     def upload_enqueued(self, host: np.ndarray, data: np.ndarray) -> Capture | None:
         """An upload of ``host`` (whose bytes are ``data``) was made; returns the bytes'
@@ -271,6 +278,7 @@ class TraceRecorderBase(Recorder):
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
         self._captured = trace.captures
         self._capture = trace.capture
+        self.initial_pending: dict[int, Any] = {}
 
     def _note_array(self, array: np.ndarray) -> None:
         """Remember the name ``array`` has where the user's code made the command.
@@ -369,6 +377,8 @@ class TraceRecorderBase(Recorder):
         for view in command.views:
             if view.buffer.id not in buffers:
                 self._first_use(view.buffer, device)
+        if fields[0] is CommandKind.DISPATCH:
+            self._note_launch(fields, command)
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
             self._name_host(host, command.host)
@@ -376,6 +386,29 @@ class TraceRecorderBase(Recorder):
             position = self._described_at[id(fields)] = len(self.described)
             self.described.append(fields)
         return position
+
+    def _note_launch(self, fields: TraceFields, command: Any) -> None:
+        """Keep what dispatch ``command`` runs, by its label and device ranges (which name
+        the kernel, its scalars, size and buffers); two different launches with the same
+        key are kept as ``None``: replay then says it cannot tell them apart."""
+        arguments = getattr(command, "arguments", None)
+        dims = getattr(command, "dims", None)
+        if dims is None or arguments is None or not hasattr(arguments.executable, "launch"):
+            return  # an indirect dispatch, or a runtime whose kernels replay cannot run
+        launch = KernelLaunch(
+            arguments.executable,
+            tuple(dims),
+            tuple(
+                (view.buffer.id, view.offset_bytes, view.nbytes, view.dtype)
+                for view in arguments.views
+            ),
+            tuple(arguments.scalars),
+        )
+        key = (fields[1], fields[2])
+        launches = self.trace.launches
+        known = launches.setdefault(key, launch)
+        if known is not None and known is not launch and not _same_launch(known, launch):
+            launches[key] = None
 
     def _first_submission_of(self, stream: Any) -> None:
         """Note ``stream`` in the trace and its device's staging policy as rows record it
@@ -386,7 +419,13 @@ class TraceRecorderBase(Recorder):
         self._policies[stream.id] = device.staging.value
 
     def _first_use(self, buffer: Any, device: Any) -> None:
-        """Note ``buffer`` (of ``device``) in the trace."""
+        """Note ``buffer`` (of ``device``) in the trace; one made before the trace started
+        has its bytes captured before the first traced command that touches it runs."""
+        created = getattr(buffer, "created", None)
+        trace = self.trace
+        before = created is not None and created < trace.metadata.started
+        if before and trace.metadata.capture != "none":
+            self.initial_pending[buffer.id] = buffer
         dtype, shape = value_layout(buffer.dtype, (buffer.size,))
         self.trace.buffers[buffer.id] = BufferInfo(
             buffer.id,
@@ -396,7 +435,24 @@ class TraceRecorderBase(Recorder):
             device.name,
             buffer.name,
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
+            getattr(buffer, "created", None),
         )
+
+    def capture_initial(self, steps: Sequence[Any]) -> None:
+        """Capture, on the worker that is about to run ``steps``, the bytes of the buffers
+        made before the trace that they touch (in host-visible memory: the CPU backends'),
+        as :attr:`BufferInfo.initial`."""
+        pending = self.initial_pending
+        for step in steps:
+            for view in getattr(step, "views", ()):
+                buffer = pending.pop(view.buffer.id, None)
+                if buffer is None:
+                    continue
+                allocation = getattr(buffer, "_allocation", None)
+                data = getattr(allocation, "data", None)
+                info = self.trace.buffers.get(buffer.id)
+                if isinstance(data, np.ndarray) and info is not None:
+                    info.initial = self._capture(data[: info.nbytes])
 
     def command_log(self) -> tuple[LogSnapshot, list[TraceFields]]:
         """The commands logged so far: a row per command
@@ -508,6 +564,21 @@ class TraceRecorderBase(Recorder):
         for record in self.ranges:
             if record.end is None:
                 record.end = time
+
+
+def _same_launch(first: KernelLaunch, second: KernelLaunch) -> bool:
+    """Whether two launches run the same kernel on the same bytes (scalars compared as
+    arrays: a struct scalar is one)."""
+    return (
+        first.executable is second.executable
+        and first.dims == second.dims
+        and first.buffers == second.buffers
+        and len(first.scalars) == len(second.scalars)
+        and all(
+            np.array_equal(np.asarray(a), np.asarray(b))
+            for a, b in zip(first.scalars, second.scalars, strict=True)
+        )
+    )
 
 
 def _or_missing(value: int | None) -> int:

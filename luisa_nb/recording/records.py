@@ -33,13 +33,18 @@ class SyncKind(str, Enum):
 
 
 class Access(str, Enum):
+    """How a command touches a device range. ``MAY_READ``: it may read any part of the
+    range or none of it (a kernel reaches the resources of a bindless array by slots it
+    computes)."""
+
     READ = "read"
     WRITE = "write"
     READ_WRITE = "read_write"
+    MAY_READ = "may_read"
 
     @property
     def writes(self) -> bool:
-        return self is not Access.READ
+        return self is Access.WRITE or self is Access.READ_WRITE
 
 
 class Status(str, Enum):
@@ -253,7 +258,12 @@ class CompileRecord:
 class BufferInfo:
     """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image
     (``(depth, height, width, channels)`` for a 3D one), whose channels are the buffer's
-    elements."""
+    elements. ``created`` is when the runtime made it (host clock), ``None`` where that is
+    not known (real luisa-python's buffers, older trace files): a buffer made after the
+    trace started held zeros that no command wrote until its first write. ``initial``: for
+    a buffer made before, its bytes just before the first traced command touching it ran,
+    where the trace could read them (host-visible memory, a capture policy other than
+    ``none``)."""
 
     id: int
     nbytes: int
@@ -262,6 +272,22 @@ class BufferInfo:
     device: str
     name: str | None = None
     image: tuple[int, ...] | None = None
+    created: int | None = None
+    initial: Capture | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLaunch:
+    """What a dispatch ran, kept by a live trace so that replay can run it again:
+    ``executable`` (the compiled kernel, whose ``launch(dims, buffers, scalars)`` runs it),
+    the grid ``dims``, each buffer argument in launch order as ``(buffer id, byte offset,
+    nbytes, dtype)`` and the ``scalars`` as the launch takes them. A saved trace keeps
+    none."""
+
+    executable: Any
+    dims: tuple[int, int, int]
+    buffers: tuple[tuple[int, int, int, np.dtype], ...]
+    scalars: tuple[Any, ...]
 
 
 @dataclass(slots=True)

@@ -22,7 +22,9 @@ from luisa_nb.recording.records import (
     Capture,
     CommandRecord,
     CompileRecord,
+    DeviceRange,
     HostRange,
+    KernelLaunch,
     RangeRecord,
     Record,
     ReleaseRecord,
@@ -73,6 +75,9 @@ class Trace:
         self.blobs: dict[str, np.ndarray] = {}
         self.captures: dict[bytes, Capture] = {}
         """Each capture made, by the binary XXH3-128 digest of its bytes."""
+        self.launches: dict[tuple[str, tuple[DeviceRange, ...]], KernelLaunch | None] = {}
+        """The kernel launches of a live trace's dispatches, by their label and device
+        ranges (:class:`KernelLaunch`); a loaded trace has none."""
         self.recorder = TraceRecorder(self)
         self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
         self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])

@@ -25,6 +25,7 @@ from luisa_nb.errors import (
     ViewRangeError,
 )
 from luisa_nb.recording.records import Access, DeviceRange
+from luisa_nb.recording.trace import now
 from luisa_nb.runtime.commands import (
     Command,
     CopyCommand,
@@ -291,6 +292,9 @@ class Buffer(BufferView):
         self.name = name
         self.device = device
         self.dtype = np.dtype(dtype)
+        self.created = now()
+        """When the buffer was made (host clock): a trace started before holds all its
+        writes, and its zeros before the first."""
         self._allocation: Allocation | None = self._allocate(size)
         super().__init__(self, 0, size)
 

@@ -17,7 +17,13 @@ import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
 from luisa_nb.recording.naming import dispatch_label
-from luisa_nb.recording.recorder import CAPTURE_FIELD, Recorder, TraceFields, active_recorder
+from luisa_nb.recording.recorder import (
+    CAPTURE_FIELD,
+    Recorder,
+    TraceFields,
+    active_recorder,
+    active_trace,
+)
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.recording.trace import now
@@ -221,16 +227,21 @@ class CopyCommand(Command):
 
 
 class FillCommand(Command):
-    """Every element of a buffer view set to one value."""
+    """Every element of a buffer view set to one value; a trace captures the value's bytes
+    (as ``enqueue_capture``), which replay writes."""
 
     kind = CommandKind.FILL
-    __slots__ = ("element", "memory", "target")
+    __slots__ = ("element", "enqueue_capture", "memory", "target")
 
     def __init__(self, target: BufferView, element: np.ndarray) -> None:
         Command.__init__(self, target.device, (target,))
         self.target = target
         self.element = element
         self.memory = target.kernel_buffer
+        trace = active_trace()
+        self.enqueue_capture = (
+            None if trace is None else trace.capture(np.frombuffer(element.tobytes(), np.uint8))
+        )
 
     def device_ranges(self) -> tuple[DeviceRange, ...]:
         return self.target.device_ranges(Access.WRITE)

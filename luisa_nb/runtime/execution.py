@@ -114,6 +114,8 @@ class Executor:
         later steps are skipped) and this call: the runs after it are still to run."""
         backend, transfers = self.backend, self.transfers
         timer = recorder.run_timer(command_ids(order)) if recorder.recording else NULL_TIMER
+        if recorder.initial_pending:  # buffers made before the trace, first touched now
+            recorder.capture_initial(order)
         times = timer.times
         timed = times is not None
         tick = times.tick if timed else None

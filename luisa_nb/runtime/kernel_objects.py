@@ -145,6 +145,7 @@ _ACCESSES = {
     "read": Access.READ,
     "write": Access.WRITE,
     "read_write": Access.READ_WRITE,
+    "may_read": Access.MAY_READ,
     "none": None,
 }
 

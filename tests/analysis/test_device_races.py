@@ -38,7 +38,8 @@ def test_two_streams_writing_one_buffer_race(two_streams):
     assert hazard.host is None
     assert hazard.message == (
         "#1 fill x on compute and #2 dispatch scale(x) on copy touch x[0:1024] (both write) "
-        "with no event ordering them"
+        "with no event ordering them; a replay of this trace shows the order they ran in, "
+        "one of those possible"
     )
     assert hazard.fix == (
         "signal an event on compute after #1 and wait for it on copy before #2 (or synchronize "

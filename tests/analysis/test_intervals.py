@@ -68,22 +68,54 @@ def test_empty_assign_is_ignored():
 
 @given(
     st.lists(
-        st.tuples(st.booleans(), st.integers(0, 40), st.integers(0, 40), st.integers(0, 3)),
+        st.tuples(
+            st.sampled_from(["assign", "remove", "clear"]),
+            st.integers(0, 40),
+            st.integers(0, 40),
+            st.integers(0, 3),
+        ),
         max_size=40,
     )
 )
 @settings(max_examples=300, deadline=None)
 def test_the_map_agrees_with_one_owner_per_integer(operations):
     pieces, model = IntervalMap(), {}
-    for assign, a, b, owner in operations:
+    for operation, a, b, owner in operations:
         start, end = min(a, b), max(a, b)
-        if assign:
+        if operation == "assign":
             pieces.assign(start, end, owner)
             model.update(dict.fromkeys(range(start, end), owner))
-        else:
+        elif operation == "remove":
             pieces.remove(start, end, owner)
             for point in range(start, end):
                 if model.get(point) == owner:
                     del model[point]
+        else:
+            pieces.clear(start, end)
+            for point in range(start, end):
+                model.pop(point, None)
     seen = {point: owner for s, e, owner in pieces.query(0, 41) for point in range(s, e)}
     assert seen == model
+    gaps = {point for s, e in pieces.gaps(0, 41) for point in range(s, e)}
+    assert gaps == set(range(41)) - set(model)
+
+
+def test_gaps_are_the_unowned_pieces_and_clear_forgets_a_range():
+    pieces = IntervalMap()
+    pieces.assign(10, 20, A)
+    pieces.assign(30, 40, B)
+    assert pieces.gaps(0, 50) == [(0, 10), (20, 30), (40, 50)]
+    assert pieces.gaps(12, 18) == []
+    pieces.clear(15, 35)
+    assert pieces.query(0, 50) == [(10, 15, A), (35, 40, B)]
+    assert pieces.gaps(10, 40) == [(15, 35)]
+
+
+def test_a_copy_changes_apart_from_its_original():
+    pieces = IntervalMap()
+    pieces.assign(0, 10, A)
+    copied = pieces.copy()
+    copied.assign(5, 15, B)
+    pieces.clear(0, 5)
+    assert pieces.query(0, 20) == [(5, 10, A)]
+    assert copied.query(0, 20) == [(0, 5, A), (5, 15, B)]

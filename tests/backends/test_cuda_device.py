@@ -173,6 +173,10 @@ class _Memory(np.ndarray):
     def copy_from_device_async(self, source: _Memory, nbytes: int, stream: _Stream) -> None:
         _on_stream(stream.ptr, lambda: ctypes.memmove(self.ptr, source.ptr, nbytes))
 
+    def memset(self, value: int, nbytes: int) -> None:
+        """``cudaMemset``: done when it returns."""
+        ctypes.memset(self.ptr, value, nbytes)
+
 
 def _memory(nbytes: int) -> _Memory:
     memory = np.zeros(max(nbytes, 1), np.uint8).view(_Memory)
