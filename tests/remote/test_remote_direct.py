@@ -4,6 +4,7 @@ window that is its own user's, in a server's private directory, with the right n
 
 import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -11,10 +12,10 @@ import pytest
 zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
-from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
+from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.window import create_window, local_window  # noqa: E402
 
-from .helpers import TOKEN  # noqa: E402
+from .helpers import TOKEN, StreamSocket  # noqa: E402
 
 
 @pytest.fixture
@@ -57,14 +58,14 @@ def private_window(folder, name="worker-1.window"):
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / name
     nonce = create_window(str(path), 4096)
-    endpoint = f"ipc://{folder}/worker-1.socket"
-    return {"worker": endpoint, "window": str(path), "window_bytes": 4096, "nonce": nonce}
+    socket = f"{folder}/worker-1.stream"
+    return {"worker": socket, "window": str(path), "window_bytes": 4096, "nonce": nonce}
 
 
 def test_a_window_in_a_servers_private_directory_is_used(tmp_path):
     local = private_window(tmp_path / "luisa_nb-server-abc123")
-    window, endpoint = local_window(local)
-    assert endpoint == local["worker"] and window.nbytes == 4096
+    window, path = local_window(local)
+    assert path == local["worker"] and window.nbytes == 4096
 
 
 def spoil(local, folder, change):
@@ -82,7 +83,7 @@ def spoil(local, folder, change):
         os.symlink(path, folder / "worker-2.window")
         local["window"] = str(folder / "worker-2.window")
     elif change == "socket elsewhere":
-        local["worker"] = "ipc:///tmp/worker-1.socket"
+        local["worker"] = "/tmp/worker-1.stream"
     elif change == "not a worker file":
         os.rename(path, folder / "notes.txt")
         local["window"] = str(folder / "notes.txt")
@@ -90,7 +91,7 @@ def spoil(local, folder, change):
         moved = folder.parent / "home"
         os.rename(folder, moved)
         local["window"] = str(moved / "worker-1.window")
-        local["worker"] = f"ipc://{moved}/worker-1.socket"
+        local["worker"] = f"{moved}/worker-1.stream"
     elif change == "not a dict":
         return [local]
     elif change == "a field of the wrong type":
@@ -128,17 +129,13 @@ def direct_request(raw, session, op="allocate", extra=(), **arguments):
 def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(thread_server):
     device = lnb.create_device(thread_server.address, token=TOKEN)
     connection = device.backend._connection
-    context = zmq.Context()
-    raw = context.socket(zmq.DEALER)
-    raw.setsockopt(zmq.RCVTIMEO, 5000)
-    raw.connect(connection.worker_endpoint)
+    raw = StreamSocket(connection.worker_path)
     try:
         session = connection.session
         for reply, reason in [
             (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
             (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
             (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
-            (direct_request(raw, session, extra=[b"", b""]), "at most 3 frames"),
             (direct_request(raw, session, "batch", group=1), "ops must be a list"),
             (
                 direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
@@ -152,5 +149,31 @@ def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(t
         assert np.all(buffer.numpy() == 2.0)
     finally:
         raw.close()
-        context.term()
+        device.backend.close()
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        struct.pack("<I3Q", 4, 1, 1, 1),  # four frames
+        struct.pack("<I3Q", 0, 0, 0, 0),  # none
+        struct.pack("<I3Q", 1, 8, 8, 0),  # a length past the count
+        struct.pack("<I3Q", 2, 100, MAX_FRAME_BYTES + 1, 0),  # a frame over the limit
+    ],
+    ids=["four frames", "no frame", "a stray length", "a frame over the limit"],
+)
+def test_a_stream_that_breaks_the_message_format_is_dropped_and_the_worker_serves_on(
+    thread_server, header
+):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    connection = device.backend._connection
+    raw = StreamSocket(connection.worker_path)
+    try:
+        raw.connection.sendall(header)
+        assert raw.connection.recv(1) == b""  # closed, before any frame was read
+        buffer = device.create_buffer(4, np.float32)
+        buffer.fill(3.0)
+        assert np.all(buffer.numpy() == 3.0)
+    finally:
+        raw.close()
         device.backend.close()
