@@ -31,7 +31,7 @@ from luisa_nb.backends.base import DeviceSpan, OperationFailed, copy_bytes
 from luisa_nb.errors import RemoteError
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PLAIN_USER, ProtocolError, decode, encode
-from luisa_nb.remote.stream import receive_frames, send_frames
+from luisa_nb.remote.stream import message_pieces, receive_frames
 
 if TYPE_CHECKING:
     from luisa_nb.remote.client import Connection
@@ -91,6 +91,7 @@ class Channel:
         self.monitor = socket.get_monitor_socket(WATCHED_EVENTS)
         socket.connect(connection.endpoint)
         self.direct: sockets.socket | None = None
+        self.direct_sender: sockets.socket | None = None
         self.direct_ready = select.poll()
         self.operations: list[list[Any]] = []
         self.payload = bytearray()
@@ -121,8 +122,10 @@ class Channel:
                     direct.close()
                     raise connection.fail(f"cannot reach the session's worker: {error}") from None
             time.sleep(CONNECT_RETRY_SECONDS)
-        direct.settimeout(connection.timeout)  # sends wait for the worker at most this long
+        direct.settimeout(connection.timeout)  # a reply's rest comes at most this late
         self.direct = direct
+        self.direct_sender = direct.dup()  # never waits: see _send_direct
+        self.direct_sender.setblocking(False)
         self.direct_ready.register(direct, select.POLLIN)
 
     def close(self) -> None:
@@ -130,6 +133,7 @@ class Channel:
         the others)."""
         if self.direct is not None:
             self.direct.close()
+            self.direct_sender.close()
 
     # -- queueing ----------------------------------------------------------------------
 
@@ -194,9 +198,6 @@ class Channel:
     def _holds_parts(self) -> bool:
         return any(batch is not None and batch[2] is not None for batch in self.in_flight.values())
 
-    def _framed_in_flight(self) -> bool:
-        return any(batch is not None and batch[2] is None for batch in self.in_flight.values())
-
     def needs_definition(self, key: str) -> bool:
         """Whether a dispatch of kernel ``key`` must carry its definition: on the first
         dispatch of each channel, and again if that one did not run."""
@@ -221,11 +222,6 @@ class Channel:
             frames.append(self.payload)  # sent without a copy: a new one takes its place
         was_busy, self.busy = self.busy, True
         try:
-            if self.direct is not None and (self.part is None or self._framed_in_flight()):
-                # a reply with bytes in frames can fill the stream while this send fills
-                # the other way: such a batch travels alone
-                while self.in_flight:
-                    self.receive()
             self._send(frames, direct=True)
             self.in_flight[request_id] = (self.entries, self.defined, self.part, self.part_used)
             self.part = None  # the batch holds it now
@@ -306,10 +302,7 @@ class Channel:
         """Send a request: to the session's worker if ``direct`` and this channel can,
         else to the supervisor."""
         if direct and self.direct is not None:
-            try:
-                send_frames(self.direct, frames)
-            except OSError as error:
-                raise self._worker_lost(error) from None
+            self._send_direct(frames)
             return
         try:
             self.socket.send_multipart(frames, copy=False)
@@ -318,6 +311,40 @@ class Channel:
                 f"cannot send to the server at {self.connection.endpoint}: {error}; create a "
                 f"new device"
             ) from None
+
+    def _send_direct(self, frames: list[Any]) -> None:
+        """Send a request to the worker's stream, taking the replies that come meanwhile:
+        the worker writes a reply before it reads the next request, so a client that
+        only wrote would wait for a worker waiting for it, once both ways are full."""
+        pieces = message_pieces(frames)
+        sender, ready, direct = self.direct_sender, self.direct_ready, self.direct
+        deadline = time.monotonic() + self.connection.timeout
+        try:
+            while pieces:
+                try:
+                    sent = sender.sendmsg(pieces)
+                except BlockingIOError:
+                    sent = 0
+                if sent:
+                    while sent >= pieces[0].nbytes:
+                        sent -= pieces.pop(0).nbytes
+                        if not pieces:
+                            return
+                    pieces[0] = pieces[0][sent:]
+                    continue
+                ready.modify(direct, select.POLLIN | select.POLLOUT)
+                try:
+                    events = ready.poll(WAIT_SLICE_MILLISECONDS)
+                finally:
+                    ready.modify(direct, select.POLLIN)
+                if any(event & select.POLLIN for _, event in events) and self.in_flight:
+                    self.receive()
+                elif not events:
+                    self._read_notices()
+                    self._check_alive(deadline, None)
+        except OSError as error:
+            pieces.clear()  # views of the payload, which the queue still holds
+            raise self._worker_lost(error) from None
 
     def measure_clock(self, round_trips: int) -> tuple[int, int]:
         """``(offset_ns, error_ns)`` from the round trip with the smallest delay."""

@@ -29,14 +29,20 @@ MAX_FRAMES = 3
 HEADER = struct.Struct(f"<I{MAX_FRAMES}Q")
 
 
-def send_frames(connection: socket.socket, frames: Sequence[Any]) -> None:
-    """Send ``frames`` (bytes-like objects, each contiguous) as one message, without
-    copying them: one ``sendmsg`` call, and ``sendall`` for what it left."""
+def message_pieces(frames: Sequence[Any]) -> list[memoryview]:
+    """The bytes of a message of ``frames`` (bytes-like objects, each contiguous): its
+    header, then the frames themselves, not copied."""
     views = [memoryview(frame).cast("B") for frame in frames]
     if not 1 <= len(views) <= MAX_FRAMES:
         raise ValueError(f"a message has 1 to {MAX_FRAMES} frames, not {len(views)}")
     lengths = [view.nbytes for view in views] + [0] * (MAX_FRAMES - len(views))
-    pieces = [memoryview(HEADER.pack(len(views), *lengths)), *views]
+    return [memoryview(HEADER.pack(len(views), *lengths)), *views]
+
+
+def send_frames(connection: socket.socket, frames: Sequence[Any]) -> None:
+    """Send ``frames`` as one message: one ``sendmsg`` call, and ``sendall`` for what it
+    left."""
+    pieces = message_pieces(frames)
     sent = connection.sendmsg(pieces)
     for piece in pieces:
         if sent >= piece.nbytes:

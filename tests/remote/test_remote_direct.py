@@ -14,6 +14,7 @@ zmq = pytest.importorskip("zmq")
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.window import create_window, local_window  # noqa: E402
+from luisa_nb.remote.worker import STREAM_SECONDS  # noqa: E402
 
 from .helpers import TOKEN, StreamSocket  # noqa: E402
 
@@ -176,4 +177,43 @@ def test_a_stream_that_breaks_the_message_format_is_dropped_and_the_worker_serve
         assert np.all(buffer.numpy() == 3.0)
     finally:
         raw.close()
+        device.backend.close()
+
+
+def test_a_client_that_stalls_inside_a_message_is_dropped_and_the_worker_serves_on(
+    thread_server,
+):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    connection = device.backend._connection
+    raw = StreamSocket(connection.worker_path)
+    raw.connection.settimeout(STREAM_SECONDS + 5)
+    try:
+        raw.connection.sendall(struct.pack("<I3Q", 2, 60, 10, 0) + b'{"v":')  # and no more
+        assert raw.connection.recv(1) == b""  # closed once the worker gave up waiting
+        buffer = device.create_buffer(4, np.float32)
+        buffer.fill(4.0)
+        assert np.all(buffer.numpy() == 4.0)
+    finally:
+        raw.close()
+        device.backend.close()
+
+
+def test_with_every_window_part_taken_bytes_travel_in_frames_over_the_stream(thread_server):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    parts = device.backend._connection.parts
+    taken = []
+    while (start := parts.take()) is not None:  # as other threads of the device would
+        taken.append(start)
+    try:
+        data = np.random.default_rng(3).random(3 << 20, dtype=np.float32)  # 12 MiB: 3 chunks
+        buffer = device.create_buffer(data.size, np.float32)
+        stream = device.default_stream
+        back = np.zeros_like(data)
+        stream.submit([buffer.copy_from_async(data), buffer.copy_to_async(back)])
+        stream.synchronize()
+        assert np.array_equal(back, data)
+        assert parts.take() is None  # no batch used a part
+    finally:
+        for start in taken:
+            parts.give_back(start)
         device.backend.close()
