@@ -127,30 +127,39 @@ def direct_request(raw, session, op="allocate", extra=(), **arguments):
     return json.loads(raw.recv_multipart()[0])
 
 
-def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(thread_server):
+@pytest.fixture
+def worker_stream(thread_server):
+    """A device of the thread server, and a raw connection to its worker's stream."""
     device = lnb.create_device(thread_server.address, token=TOKEN)
-    connection = device.backend._connection
-    raw = StreamSocket(connection.worker_path)
-    try:
-        session = connection.session
-        for reply, reason in [
-            (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
-            (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
-            (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
-            (direct_request(raw, session, "batch", group=1), "ops must be a list"),
-            (
-                direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
-                "window must be [start, payload bytes]",
-            ),
-        ]:
-            assert reply["ok"] is False and reason in reply["error"], reply
-        assert direct_request(raw, session, nbytes=8)["handle"] >= 1  # it still serves
-        buffer = device.create_buffer(4, np.float32)
-        buffer.fill(2.0)
-        assert np.all(buffer.numpy() == 2.0)
-    finally:
-        raw.close()
-        device.backend.close()
+    raw = StreamSocket(device.backend._connection.worker_path)
+    yield device, raw
+    raw.close()
+    device.backend.close()
+
+
+def serves(device, value: float) -> bool:
+    """Whether the device still fills a buffer with ``value`` and reads it back."""
+    buffer = device.create_buffer(4, np.float32)
+    buffer.fill(value)
+    return bool(np.all(buffer.numpy() == value))
+
+
+def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(worker_stream):
+    device, raw = worker_stream
+    session = device.backend._connection.session
+    for reply, reason in [
+        (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
+        (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
+        (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
+        (direct_request(raw, session, "batch", group=1), "ops must be a list"),
+        (
+            direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
+            "window must be [start, payload bytes]",
+        ),
+    ]:
+        assert reply["ok"] is False and reason in reply["error"], reply
+    assert direct_request(raw, session, nbytes=8)["handle"] >= 1  # it still serves
+    assert serves(device, 2.0)
 
 
 @pytest.mark.parametrize(
@@ -164,38 +173,22 @@ def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(t
     ids=["four frames", "no frame", "a stray length", "a frame over the limit"],
 )
 def test_a_stream_that_breaks_the_message_format_is_dropped_and_the_worker_serves_on(
-    thread_server, header
+    worker_stream, header
 ):
-    device = lnb.create_device(thread_server.address, token=TOKEN)
-    connection = device.backend._connection
-    raw = StreamSocket(connection.worker_path)
-    try:
-        raw.connection.sendall(header)
-        assert raw.connection.recv(1) == b""  # closed, before any frame was read
-        buffer = device.create_buffer(4, np.float32)
-        buffer.fill(3.0)
-        assert np.all(buffer.numpy() == 3.0)
-    finally:
-        raw.close()
-        device.backend.close()
+    device, raw = worker_stream
+    raw.connection.sendall(header)
+    assert raw.connection.recv(1) == b""  # closed, before any frame was read
+    assert serves(device, 3.0)
 
 
 def test_a_client_that_stalls_inside_a_message_is_dropped_and_the_worker_serves_on(
-    thread_server,
+    worker_stream,
 ):
-    device = lnb.create_device(thread_server.address, token=TOKEN)
-    connection = device.backend._connection
-    raw = StreamSocket(connection.worker_path)
+    device, raw = worker_stream
     raw.connection.settimeout(STREAM_SECONDS + 5)
-    try:
-        raw.connection.sendall(struct.pack("<I3Q", 2, 60, 10, 0) + b'{"v":')  # and no more
-        assert raw.connection.recv(1) == b""  # closed once the worker gave up waiting
-        buffer = device.create_buffer(4, np.float32)
-        buffer.fill(4.0)
-        assert np.all(buffer.numpy() == 4.0)
-    finally:
-        raw.close()
-        device.backend.close()
+    raw.connection.sendall(struct.pack("<I3Q", 2, 60, 10, 0) + b'{"v":')  # and no more
+    assert raw.connection.recv(1) == b""  # closed once the worker gave up waiting
+    assert serves(device, 4.0)
 
 
 def test_with_every_window_part_taken_bytes_travel_in_frames_over_the_stream(thread_server):
