@@ -7,16 +7,18 @@ every reply of its thread, fills the spans, writes downloaded bytes, and raises
 :class:`OperationFailed` for the first operation that failed.
 
 Requests go to the server's supervisor over TCP; on the server's host (``direct``
-connections) ``allocate`` and ``batch`` go to the session's worker over its own
-``ipc://`` socket instead, and a batch's bytes cross the session's shared window (see
-:mod:`luisa_nb.remote.window`): no relay, no copy through a socket. A reply is awaited
-on the socket it will come from; a notice from the supervisor (the worker ended) is
-read while waiting for the worker.
+connections) ``allocate`` and ``batch`` go to the session's worker over its Unix stream
+socket instead (:mod:`luisa_nb.remote.stream`), and a batch's bytes cross the session's
+shared window (see :mod:`luisa_nb.remote.window`): no relay, no I/O thread, no copy
+through a socket. A reply is awaited on the socket it will come from; a notice from the
+supervisor (the worker ended) is read while waiting for the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import select
+import socket as sockets
 import time
 from array import array
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,7 @@ from luisa_nb.backends.base import DeviceSpan, OperationFailed, copy_bytes
 from luisa_nb.errors import RemoteError
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PLAIN_USER, ProtocolError, decode, encode
+from luisa_nb.remote.stream import message_pieces, receive_frames
 
 if TYPE_CHECKING:
     from luisa_nb.remote.client import Connection
@@ -36,6 +39,11 @@ if TYPE_CHECKING:
 MAX_OPERATIONS = 2048
 MAX_IN_FLIGHT = 4
 WAIT_SLICE_MILLISECONDS = 100
+NOTICE_SECONDS = 1.0
+"""How long a direct connection whose worker closed its socket waits for the
+supervisor's notice of why."""
+CONNECT_RETRY_SECONDS = 0.002
+"""How often a direct connection retries while the new worker has not bound its socket."""
 WATCHED_EVENTS = (
     zmq.EVENT_DISCONNECTED
     | zmq.EVENT_HANDSHAKE_FAILED_AUTH
@@ -82,7 +90,9 @@ class Channel:
             socket.setsockopt(zmq.RECONNECT_STOP, zmq.RECONNECT_STOP_HANDSHAKE_FAILED)
         self.monitor = socket.get_monitor_socket(WATCHED_EVENTS)
         socket.connect(connection.endpoint)
-        self.direct: zmq.Socket | None = None
+        self.direct: sockets.socket | None = None
+        self.direct_sender: sockets.socket | None = None
+        self.direct_ready = select.poll()
         self.operations: list[list[Any]] = []
         self.payload = bytearray()
         self.part: int | None = None
@@ -97,13 +107,33 @@ class Channel:
         self.kernels: set[str] = set()
         self.busy = False
 
-    def go_direct(self, endpoint: str) -> None:
-        """Send ``allocate`` and ``batch`` to the session's worker at ``endpoint``."""
-        self.direct = direct = self.connection.context.socket(zmq.DEALER)
-        direct.setsockopt(zmq.LINGER, 0)
-        direct.setsockopt(zmq.RCVTIMEO, WAIT_SLICE_MILLISECONDS)
-        direct.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
-        direct.connect(endpoint)
+    def go_direct(self, path: str) -> None:
+        """Send ``allocate`` and ``batch`` to the session's worker, at the Unix socket
+        ``path`` (which a worker just started binds within milliseconds)."""
+        connection = self.connection
+        deadline = time.monotonic() + connection.timeout
+        direct = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        while True:
+            try:
+                direct.connect(path)
+                break
+            except (FileNotFoundError, ConnectionRefusedError) as error:
+                if time.monotonic() > deadline:
+                    direct.close()
+                    raise connection.fail(f"cannot reach the session's worker: {error}") from None
+            time.sleep(CONNECT_RETRY_SECONDS)
+        direct.settimeout(connection.timeout)  # a reply's rest comes at most this late
+        self.direct = direct
+        self.direct_sender = direct.dup()  # never waits: see _send_direct
+        self.direct_sender.setblocking(False)
+        self.direct_ready.register(direct, select.POLLIN)
+
+    def close(self) -> None:
+        """Close the socket to the session's worker (the connection's context closes
+        the others)."""
+        if self.direct is not None:
+            self.direct.close()
+            self.direct_sender.close()
 
     # -- queueing ----------------------------------------------------------------------
 
@@ -271,14 +301,50 @@ class Channel:
     def _send(self, frames: list[Any], direct: bool = False) -> None:
         """Send a request: to the session's worker if ``direct`` and this channel can,
         else to the supervisor."""
-        socket = self.direct if direct and self.direct is not None else self.socket
+        if direct and self.direct is not None:
+            self._send_direct(frames)
+            return
         try:
-            socket.send_multipart(frames, copy=False)
+            self.socket.send_multipart(frames, copy=False)
         except zmq.ZMQError as error:
             raise self.connection.fail(
                 f"cannot send to the server at {self.connection.endpoint}: {error}; create a "
                 f"new device"
             ) from None
+
+    def _send_direct(self, frames: list[Any]) -> None:
+        """Send a request to the worker's stream, taking the replies that come meanwhile:
+        the worker writes a reply before it reads the next request, so a client that
+        only wrote would wait for a worker waiting for it, once both ways are full."""
+        pieces = message_pieces(frames)
+        sender, ready, direct = self.direct_sender, self.direct_ready, self.direct
+        deadline = time.monotonic() + self.connection.timeout
+        try:
+            while pieces:
+                try:
+                    sent = sender.sendmsg(pieces)
+                except BlockingIOError:
+                    sent = 0
+                if sent:
+                    while sent >= pieces[0].nbytes:
+                        sent -= pieces.pop(0).nbytes
+                        if not pieces:
+                            return
+                    pieces[0] = pieces[0][sent:]
+                    continue
+                ready.modify(direct, select.POLLIN | select.POLLOUT)
+                try:
+                    events = ready.poll(WAIT_SLICE_MILLISECONDS)
+                finally:
+                    ready.modify(direct, select.POLLIN)
+                if any(event & select.POLLIN for _, event in events) and self.in_flight:
+                    self.receive()
+                elif not events:
+                    self._read_notices()
+                    self._check_alive(deadline, None)
+        except OSError as error:
+            pieces.clear()  # views of the payload, which the queue still holds
+            raise self._worker_lost(error) from None
 
     def measure_clock(self, round_trips: int) -> tuple[int, int]:
         """``(offset_ns, error_ns)`` from the round trip with the smallest delay."""
@@ -327,9 +393,9 @@ class Channel:
             self._land(refused, [], *pending)
         del self.in_flight[request_id]
 
-    def _header(self, frames: list[zmq.Frame]) -> dict[str, Any]:
+    def _header(self, frames: list[memoryview]) -> dict[str, Any]:
         try:
-            return decode(frames[0].buffer)
+            return decode(frames[0])
         except ProtocolError as error:
             raise self.connection.malformed(str(error)) from None
 
@@ -345,23 +411,69 @@ class Channel:
             raise self.connection.fail(f"the server at {endpoint} rejected a request: {error}")
 
     def _next_message(
-        self, socket: zmq.Socket, deadline: float, timeout: float | None
-    ) -> list[zmq.Frame]:
+        self, socket: zmq.Socket | sockets.socket, deadline: float, timeout: float | None
+    ) -> list[memoryview]:
         """The next message on ``socket``, waiting at most until ``deadline``; while it
         waits for the worker, notices from the supervisor are read too."""
         while True:
-            try:
-                return socket.recv_multipart(copy=False)
-            except zmq.Again:
-                pass
-            except zmq.ZMQError as error:
-                raise self.connection.fail(
-                    f"cannot receive from the server at {self.connection.endpoint}: {error}; "
-                    f"create a new device"
-                ) from None
-            if socket is not self.socket:
+            if socket is self.socket:
+                try:
+                    return [frame.buffer for frame in socket.recv_multipart(copy=False)]
+                except zmq.Again:
+                    pass
+                except zmq.ZMQError as error:
+                    raise self.connection.fail(
+                        f"cannot receive from the server at {self.connection.endpoint}: "
+                        f"{error}; create a new device"
+                    ) from None
+            else:
+                if self.direct_ready.poll(WAIT_SLICE_MILLISECONDS):
+                    return self._receive_direct(deadline, timeout)
                 self._read_notices()
             self._check_alive(deadline, timeout)
+
+    def _receive_direct(self, deadline: float, timeout: float | None) -> list[memoryview]:
+        """The message waiting on the worker's socket. If the worker closed it, the
+        supervisor's notice says why (it comes within moments); without one, the
+        connection fails all the same."""
+        try:
+            return receive_frames(self.direct, MAX_FRAME_BYTES)
+        except ProtocolError as error:
+            raise self.connection.malformed(str(error)) from None
+        except OSError as error:
+            raise self._worker_lost(error, deadline, timeout) from None
+
+    def _worker_lost(
+        self, error: OSError, deadline: float | None = None, timeout: float | None = None
+    ) -> RemoteError:
+        """The error of a direct connection whose worker socket failed with ``error``:
+        the supervisor's notice of why the worker ended, which comes within moments, or
+        else a plain one."""
+        connection = self.connection
+        if isinstance(error, TimeoutError):
+            return connection.fail(
+                f"the server at {connection.endpoint} stopped answering: its worker took "
+                f"nothing and sent nothing within {connection.timeout:g} s; check that it "
+                f"runs, or pass a larger timeout= to create_device"
+            )
+        now = time.monotonic()
+        wait_until = min(
+            now + connection.timeout if deadline is None else deadline, now + NOTICE_SECONDS
+        )
+        while time.monotonic() < wait_until:
+            with contextlib.suppress(zmq.Again, zmq.ZMQError):
+                self._unasked(self._header(self._notice()))
+            self._check_alive(wait_until + 1, timeout)
+        how = "closed" if isinstance(error, ConnectionError) else f"broken ({error})"
+        return connection.fail(
+            f"the connection to the session's worker on {connection.endpoint} was {how}: "
+            f"the worker ended, and this session's buffers are gone with it; create a new "
+            f"device"
+        )
+
+    def _notice(self) -> list[memoryview]:
+        """The supervisor's next message, waiting one slice at most."""
+        return [frame.buffer for frame in self.socket.recv_multipart(copy=False)]
 
     def _read_notices(self) -> None:
         """What the supervisor sent meanwhile (it says so when the worker ends)."""
@@ -372,12 +484,12 @@ class Channel:
                 return
             except zmq.ZMQError:
                 return  # the next wait reports a broken socket
-            self._unasked(self._header(frames))
+            self._unasked(self._header([frame.buffer for frame in frames]))
 
     def _land(
         self,
         header: dict[str, Any],
-        frames: list[zmq.Frame],
+        frames: list[memoryview],
         entries: list[Entry],
         defined: list[tuple[int, str]],
         part: int | None,
@@ -390,9 +502,9 @@ class Channel:
         offset = self.connection.offset_ns
         times = array("q")
         if done:
-            times.frombytes(frames[0].buffer)
+            times.frombytes(frames[0])
         if part is None:
-            downloads = np.frombuffer(frames[1].buffer if len(frames) > 1 else b"", np.uint8)
+            downloads = np.frombuffer(frames[1] if len(frames) > 1 else b"", np.uint8)
             position = 0
         else:
             downloads, position = self.connection.parts.part(part), uploaded
@@ -414,7 +526,7 @@ class Channel:
                 self.kernels.discard(key)
 
     def _check_batch_reply(
-        self, header: dict[str, Any], frames: list[zmq.Frame], entries: list[Entry], windowed: bool
+        self, header: dict[str, Any], frames: list[memoryview], entries: list[Entry], windowed: bool
     ) -> int:
         """The number of operations done, after checking that the reply has their times,
         the bytes of their downloads (unless they are in the window), and a failure

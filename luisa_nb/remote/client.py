@@ -6,9 +6,10 @@ own, so no socket is shared between threads and each thread waits only for its o
 replies.
 
 On the server's host, as the server's user, a connection goes *direct*: ``hello`` names
-the session's window and its worker's socket, and a client that can map the window (and
-finds the nonce the server wrote there) sends ``allocate`` and ``batch`` to the worker
-itself and moves bulk bytes through the window, so they cross no socket and no relay.
+the session's window and its worker's Unix socket, and a client that can map the window
+(and finds the nonce the server wrote there) sends ``allocate`` and ``batch`` to the
+worker itself over that socket and moves bulk bytes through the window, so they cross no
+relay and no ZeroMQ I/O thread.
 Everything else still goes to the supervisor, which tells the connection if the worker
 ends.
 
@@ -91,7 +92,8 @@ class Connection:
         self.error_ns = 0
         self.chunk_bytes = MAX_FRAME_BYTES
         self.parts: WindowParts | None = None
-        self.worker_endpoint: str | None = None
+        self.worker_path: str | None = None
+        """The worker's Unix stream socket, on a direct connection."""
         try:
             channel = self.channel()
             self.hello = channel.call("hello")
@@ -122,10 +124,10 @@ class Connection:
                 channel = self.channels[thread] = Channel(self)
             except zmq.ZMQError as error:  # closed by another thread meanwhile
                 raise self.fail(f"cannot open a socket to {self.endpoint}: {error}") from None
-            if self.worker_endpoint is not None:
+            if self.worker_path is not None:
                 # the supervisor learns this socket (it tells it if the worker ends)
                 channel.call("clock")
-                channel.go_direct(self.worker_endpoint)
+                channel.go_direct(self.worker_path)
         return channel
 
     def _go_direct(self, channel: Channel) -> None:
@@ -134,14 +136,14 @@ class Connection:
         found = local_window(self.hello.get("local"))
         if found is None:
             return
-        window, endpoint = found
+        window, path = found
         part_bytes = min(self.chunk_bytes, window.nbytes // WINDOW_PARTS)
         if part_bytes < 1:
             return
         self.chunk_bytes = part_bytes
         self.parts = WindowParts(window, part_bytes)
-        self.worker_endpoint = endpoint
-        channel.go_direct(endpoint)
+        self.worker_path = path
+        channel.go_direct(path)
 
     def envelope(self, op: str) -> tuple[int, bytes]:
         """A fresh request id, and the envelope of a request ``op`` with it: protocol
@@ -207,4 +209,6 @@ class Connection:
         )
         self.channels.clear()
         if idle:  # else a thread still uses its socket (at exit): leave it to the OS
-            self.context.destroy(linger=0)  # closes every socket of this connection
+            for channel in channels:
+                channel.close()
+            self.context.destroy(linger=0)  # closes every ZeroMQ socket of this connection

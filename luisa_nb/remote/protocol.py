@@ -5,7 +5,7 @@ A request is a ZeroMQ multipart message of up to three frames:
 1. the *envelope*, a small UTF-8 JSON object, the only part the server's supervisor
    reads (it routes the request by it)::
 
-       {"v": 3, "id": <int>, "session": <hex str>, "op": <str>}
+       {"v": 5, "id": <int>, "session": <hex str>, "op": <str>}
 
 2. for ``allocate`` and ``batch``, the arguments, a JSON object read by the session's
    worker (``{"nbytes"}``; ``{"group", "ops", "frees"}``, ``ops`` a list of lists, see
@@ -16,10 +16,14 @@ A request is a ZeroMQ multipart message of up to three frames:
 while the session's worker may be running a kernel, by setting and clearing the flag
 that the worker's kernels poll (:mod:`~luisa_nb.remote.cancellation`).
 
-A reply is a JSON header ``{"v": 3, "id": <the request's id or null>, "ok": <bool>, ...}``
+A reply is a JSON header ``{"v": 5, "id": <the request's id or null>, "ok": <bool>, ...}``
 with ``"error"`` when ``ok`` is false (and ``"ended": true`` when the session is gone);
 a batch's reply adds the operations' times and, when downloads ran, their bytes one
 after the other. Few frames per message keep relaying them cheap. Nothing is pickled.
+
+A client on the server's host sends ``allocate`` and ``batch`` to the session's worker
+over a Unix stream socket instead, the same frames length-prefixed
+(:mod:`~luisa_nb.remote.stream`).
 
 The token is not in the messages: clients log in with ZeroMQ's PLAIN mechanism (user
 :data:`PLAIN_USER`, password the token) and the server checks it during the connection's
@@ -33,7 +37,7 @@ import json
 import re
 from typing import Any
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 PLAIN_USER = "luisa_nb"
 ZAP_DOMAIN = "luisa_nb"
 MAX_FRAME_BYTES = 16 << 20

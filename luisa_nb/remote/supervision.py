@@ -27,8 +27,8 @@ class WorkerProcess:
     """A session's worker: the process, the socket to it, the requests it has not
     answered yet (``waiting[ticket] = (peer, request id)``), the session's ``cancel``
     flag, which the server sets while the worker runs a kernel, and what a client on
-    this host needs to reach the worker itself (``local``: its direct endpoint and the
-    session's window).
+    this host needs to reach the worker itself (``local``: the path of its Unix stream
+    socket and the session's window).
 
     The process serves ``session`` with ``backend`` on an ``ipc://`` socket, with its
     files named after ``stem`` (a path in the server's private directory), and exits
@@ -51,13 +51,13 @@ class WorkerProcess:
     ) -> None:
         level = logging.getLogger("luisa_nb").getEffectiveLevel()
         self.places = places = WorkerPlaces(
-            f"ipc://{stem}.socket", secrets.token_bytes(16), f"{stem}.cancel",
-            f"{stem}.window", WINDOW_BYTES,
+            f"ipc://{stem}.socket", secrets.token_bytes(16), f"{stem}.stream",
+            f"{stem}.cancel", f"{stem}.window", WINDOW_BYTES,
         )  # fmt: skip
         self.cancel = session_cancel_flag(places.cancel, create=True)
         nonce = create_window(places.window, places.window_bytes)
         self.local = {
-            "worker": places.endpoint,
+            "worker": places.stream,
             "window": places.window,
             "window_bytes": places.window_bytes,
             "nonce": nonce,

@@ -29,7 +29,7 @@ import numpy as np
 HEADER_BYTES = mmap.PAGESIZE
 NONCE_BYTES = 16
 SERVER_DIRECTORY = re.compile(r"luisa_nb-server-[A-Za-z0-9_]+")
-WORKER_FILE = re.compile(r"worker-[0-9]+\.(window|socket)")
+WORKER_FILE = re.compile(r"worker-[0-9]+\.(window|stream)")
 LOCAL_FIELDS = {"worker": str, "window": str, "window_bytes": int, "nonce": str}
 
 
@@ -113,20 +113,19 @@ def remove(path: str) -> None:
 
 
 def local_window(local: Any) -> tuple[Window, str] | None:
-    """The window and the worker's endpoint that ``hello``'s ``local`` names, if this
-    process can use them: the window is a file of this user's, mode 0600, in a directory
-    of this user's, mode 0700, named as a luisa_nb server names them, the endpoint is in
-    that directory too, and the file holds the nonce. A server cannot make a client
-    write into any other file (nor one on another host, by chance)."""
+    """The window and the path of the worker's stream socket that ``hello``'s ``local``
+    names, if this process can use them: the window is a file of this user's, mode 0600,
+    in a directory of this user's, mode 0700, named as a luisa_nb server names them, the
+    socket is in that directory too, and the file holds the nonce. A server cannot make
+    a client write into any other file (nor one on another host, by chance)."""
     if type(local) is not dict or any(
         type(local.get(name)) is not kind for name, kind in LOCAL_FIELDS.items()
     ):
         return None
-    path, endpoint = local["window"], local["worker"]
-    folder, socket = os.path.dirname(path), endpoint.removeprefix("ipc://")
+    path, socket = local["window"], local["worker"]
+    folder = os.path.dirname(path)
     if not (
-        endpoint.startswith("ipc://")
-        and os.path.dirname(socket) == folder
+        os.path.dirname(socket) == folder
         and WORKER_FILE.fullmatch(os.path.basename(socket))
         and WORKER_FILE.fullmatch(os.path.basename(path))
         and SERVER_DIRECTORY.fullmatch(os.path.basename(folder))
@@ -135,7 +134,7 @@ def local_window(local: Any) -> tuple[Window, str] | None:
     ):
         return None
     window = Window.attach(path, local["window_bytes"], local["nonce"])
-    return None if window is None else (window, endpoint)
+    return None if window is None else (window, socket)
 
 
 def _private(path: str, kind: Any, mode: int) -> bool:

@@ -11,8 +11,9 @@ The server relays ``[ticket, peer, envelope, arguments, payload]`` as the client
 them (the envelope already checked by :func:`~luisa_nb.remote.protocol.check_request`,
 the payload there only for batches with uploads) from a socket whose routing id only it
 knows; the worker answers ``[ticket, *reply]``, ``reply`` being the frames the client
-gets. A client on the server's host sends ``[envelope, arguments]`` to the same socket
-and gets ``reply``; the worker checks those envelopes itself.
+gets. A client on the server's host connects to the worker's Unix stream socket
+(:mod:`~luisa_nb.remote.stream`) beside it, sends ``[envelope, arguments]`` there and
+gets ``reply``; the worker checks those envelopes itself.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import functools
 import logging
 import os
 import signal
+import socket
 import time
 from array import array
 from collections.abc import Callable, Sequence
@@ -55,11 +57,17 @@ from luisa_nb.remote.protocol import (
     encode,
     kernel_key,
 )
+from luisa_nb.remote.stream import receive_frames, send_frames
 from luisa_nb.remote.window import Window
 
 logger = logging.getLogger("luisa_nb.remote.worker")
 MAX_WAITING = 64
 """Requests a connection may have waiting for the worker (the supervisor keeps as many)."""
+STREAM_SECONDS = 5.0
+"""How long the worker waits for the rest of a message a direct client has begun, or
+for that client to take a reply, before it drops the connection."""
+MAX_DIRECT_CONNECTIONS = 256
+"""Direct connections a worker serves at once (one per client thread); more are closed."""
 
 Operation = Callable[[list[Any], memoryview, "Readbacks"], None]
 
@@ -140,8 +148,8 @@ class SessionWorker:
         self,
         peer: bytes,
         envelope: memoryview,
-        data: list[zmq.Frame],
-        check: Callable[[dict[str, Any], list[zmq.Frame]], None] | None = None,
+        data: list[memoryview],
+        check: Callable[[dict[str, Any], list[memoryview]], None] | None = None,
     ) -> list[Any]:
         """The reply to the request in ``envelope`` and ``data`` (its arguments and
         payload) that connection ``peer`` sent; ``check`` checks the envelope and frames
@@ -154,7 +162,7 @@ class SessionWorker:
                 check(header, data)
             if not data:
                 raise ProtocolError(f"{header['op']} needs an arguments frame")
-            arguments = decode(data[0].buffer, "arguments")
+            arguments = decode(data[0], "arguments")
             if header["op"] == "allocate":
                 return self._allocate(request_id, arguments)
             if header["op"] == "batch":
@@ -191,7 +199,7 @@ class SessionWorker:
         return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
 
     def _batch(
-        self, peer: bytes, request_id: int, arguments: dict[str, Any], frames: list[zmq.Frame]
+        self, peer: bytes, request_id: int, arguments: dict[str, Any], frames: list[memoryview]
     ) -> list[Any]:
         group = check_integer(arguments.get("group"), "group", MAX_HANDLE)
         operations, frees = arguments.get("ops"), arguments.get("frees")
@@ -230,12 +238,12 @@ class SessionWorker:
             reply["launch"] = launch
         return [encode(reply), times.tobytes(), *readbacks.frames()]
 
-    def _transfers(self, window: Any, frames: list[zmq.Frame]) -> tuple[memoryview, Readbacks]:
+    def _transfers(self, window: Any, frames: list[memoryview]) -> tuple[memoryview, Readbacks]:
         """Where a batch's upload bytes are and its downloads go: its payload frame and a
         reply frame, or the part of the window that ``window`` (``[start, payload bytes]``)
         names."""
         if window is None:
-            return (frames[0].buffer if frames else memoryview(b"")), Readbacks()
+            return (frames[0] if frames else memoryview(b"")), Readbacks()
         if self.window is None:
             raise ProtocolError("this session has no window; send the bytes in the message")
         if frames:
@@ -349,13 +357,14 @@ def error_reply(request_id: int | None, message: str, *, ended: bool = False) ->
 
 @dataclass(frozen=True)
 class WorkerPlaces:
-    """Where a session's worker serves: the ``ipc://`` endpoint that its supervisor and
-    clients on this host connect to (the supervisor's socket has the routing id
-    ``supervisor``, a secret), and the files of the session's cancel flag and of its
-    window of ``window_bytes``."""
+    """Where a session's worker serves: the ``ipc://`` endpoint that its supervisor
+    connects to (with the routing id ``supervisor``, a secret), the Unix socket that
+    clients on this host connect to (``stream``), and the files of the session's cancel
+    flag and of its window of ``window_bytes``."""
 
     endpoint: str
     supervisor: bytes
+    stream: str
     cancel: str
     window: str
     window_bytes: int
@@ -363,11 +372,11 @@ class WorkerPlaces:
     @property
     def files(self) -> tuple[str, ...]:
         """The files the worker and its supervisor share, all in one directory."""
-        return (self.endpoint.removeprefix("ipc://"), self.cancel, self.window)
+        return (self.endpoint.removeprefix("ipc://"), self.stream, self.cancel, self.window)
 
 
 def check_direct(
-    session: str, max_message_bytes: int, header: dict[str, Any], data: list[zmq.Frame]
+    session: str, max_message_bytes: int, header: dict[str, Any], data: list[memoryview]
 ) -> None:
     """What the supervisor checks of a relayed request, for one sent to the worker
     directly: the envelope, this worker's session, and the frames' number and size."""
@@ -380,6 +389,48 @@ def check_direct(
         raise ProtocolError(
             f"payload of {len(data[1])} bytes exceeds the server's limit of {max_message_bytes}"
         )
+
+
+class DirectClients:
+    """The worker's Unix stream socket at ``path`` and the clients on this host connected
+    to it, each answered by ``answer(peer, frames)``. A connection that breaks the
+    message format, stalls inside a message for :data:`STREAM_SECONDS` or leaves its
+    reply untaken as long is dropped (the worker cannot tell where its next message
+    would begin); the client then fails as for a lost server."""
+
+    def __init__(self, path: str, answer: Callable[[bytes, list[memoryview]], list[Any]]) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.answer = answer
+        self.connections: dict[int, socket.socket] = {}
+
+    def accept(self, poller: zmq.Poller) -> None:
+        connection, _ = self.listener.accept()
+        if len(self.connections) >= MAX_DIRECT_CONNECTIONS:
+            logger.warning("refused a direct connection: %d are open", len(self.connections))
+            connection.close()
+            return
+        connection.settimeout(STREAM_SECONDS)
+        self.connections[connection.fileno()] = connection
+        poller.register(connection.fileno(), zmq.POLLIN)
+
+    def serve(self, descriptor: int, poller: zmq.Poller) -> None:
+        """Answer the message waiting on connection ``descriptor``."""
+        connection = self.connections[descriptor]
+        try:
+            frames = receive_frames(connection, MAX_FRAME_BYTES)
+            send_frames(connection, self.answer(b"d%d" % descriptor, frames))
+        except (ProtocolError, OSError) as error:  # ConnectionError, TimeoutError included
+            if not isinstance(error, ConnectionError):
+                logger.warning("dropped a direct connection: %s", error or type(error).__name__)
+            poller.unregister(descriptor)
+            del self.connections[descriptor]
+            connection.close()
+
+    def close(self) -> None:
+        for connection in [self.listener, *self.connections.values()]:
+            connection.close()
 
 
 def serve_session(
@@ -405,20 +456,42 @@ def serve_session(
     check = functools.partial(check_direct, session, max_message_bytes)
     supervisor = places.supervisor
     context = zmq.Context(1)
-    socket = context.socket(zmq.ROUTER)
-    socket.setsockopt(zmq.LINGER, 0)
-    socket.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
-    socket.setsockopt(zmq.RCVHWM, MAX_WAITING)
-    socket.bind(places.endpoint)
+    relayed = context.socket(zmq.ROUTER)
+    relayed.setsockopt(zmq.LINGER, 0)
+    relayed.setsockopt(zmq.MAXMSGSIZE, MAX_FRAME_BYTES)
+    relayed.setsockopt(zmq.RCVHWM, MAX_WAITING)
+    relayed.bind(places.endpoint)
+    direct = DirectClients(
+        places.stream, lambda peer, frames: worker.answer(peer, frames[0], frames[1:], check)
+    )
+    listener = direct.listener.fileno()
+    poller = zmq.Poller()  # answers the relay socket itself, and descriptors for the rest
+    poller.register(relayed, zmq.POLLIN)
+    poller.register(listener, zmq.POLLIN)
     try:
         while True:
-            frames = socket.recv_multipart(copy=False)
-            sender = frames[0].bytes
-            if sender == supervisor and len(frames) >= 4:  # ticket, peer, envelope, ...
-                reply = worker.answer(b"r" + frames[2].bytes, frames[3].buffer, frames[4:])
-                socket.send_multipart([frames[0], frames[1], *reply], copy=False)
-            elif sender != supervisor and len(frames) >= 2:  # a client's envelope, ...
-                reply = worker.answer(b"d" + sender, frames[1].buffer, frames[2:], check)
-                socket.send_multipart([frames[0], *reply], copy=False)
+            for ready, _ in poller.poll():
+                if ready is relayed:
+                    _relay(relayed, worker, supervisor)
+                elif ready == listener:
+                    direct.accept(poller)
+                else:
+                    direct.serve(ready, poller)
     finally:
+        direct.close()
         context.destroy(linger=0)
+
+
+def _relay(relayed: zmq.Socket, worker: SessionWorker, supervisor: bytes) -> None:
+    """Answer the supervisor's relayed requests waiting on ``relayed``."""
+    while True:
+        try:
+            frames = relayed.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return
+        if frames[0].bytes != supervisor or len(frames) < 4:  # ticket, peer, envelope, ...
+            logger.warning("dropped a message on the relay socket that is not the server's")
+            continue
+        data = [frame.buffer for frame in frames[4:]]
+        reply = worker.answer(b"r" + frames[2].bytes, frames[3].buffer, data)
+        relayed.send_multipart([frames[0], frames[1], *reply], copy=False)

@@ -296,12 +296,22 @@ def _read(
     return into
 
 
+SPARE_READBACK_BYTES = 256 << 20
+"""The most readback memory a stream of a fence backend keeps for its next downloads."""
+
+
 class Transfers:
     """Host transfers on one stream's worker: uploads as the staging policy says,
     downloads now or (fence backends) once their run has finished. ``recorder`` is the
-    current run's (the null recorder between runs)."""
+    current run's (the null recorder between runs).
 
-    __slots__ = ("backend", "fence", "pending", "recorder", "staging")
+    A fence backend's downloads land in readback memory first. Memory new to the process
+    costs more than the copy itself: the OS maps and clears each page as the backend's
+    first write touches it (two thirds of a 256 MiB remote download). So the stream
+    keeps the readback memory of its largest recent run, up to
+    :data:`SPARE_READBACK_BYTES`, and hands it out again."""
+
+    __slots__ = ("backend", "fence", "pending", "recorder", "spare", "spare_used", "staging")
 
     def __init__(self, backend: Backend, staging: Staging) -> None:
         self.backend = backend
@@ -309,6 +319,8 @@ class Transfers:
         self.recorder: Recorder = NULL_RECORDER
         self.fence = backend.readback == "fence"
         self.pending: list[DownloadCommand] = []
+        self.spare: np.ndarray | None = None
+        self.spare_used = 0
 
     def upload(self, upload: UploadCommand) -> DeviceSpan | None:
         return self.staging.upload(self, upload)
@@ -316,7 +328,7 @@ class Transfers:
     def download(self, download: DownloadCommand) -> DeviceSpan | None:
         memory = download.memory
         if self.fence:
-            download.readback = np.empty_like(download.target)
+            download.readback = self._readback_memory(download.target.nbytes)
             self.pending.append(download)
             return self.backend.download(memory.allocation, memory.offset, download.readback)
         with HOST_MEMORY:
@@ -338,10 +350,24 @@ class Transfers:
         self.pending[:] = [d for d in self.pending if positions[id(d)] < failed]
         self._write_readbacks()
 
+    def _readback_memory(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` of readback memory: the spare's next bytes, else new memory."""
+        spare, used = self.spare, self.spare_used
+        if spare is not None and used + nbytes <= spare.nbytes:
+            self.spare_used = used + nbytes
+            return spare[used : used + nbytes]
+        return np.empty(nbytes, np.uint8)
+
     def _write_readbacks(self) -> None:
+        needed = 0
         for download in self.pending:
             with HOST_MEMORY:
-                download.target[...] = download.readback
+                copy_bytes(download.target, download.readback)
                 self.recorder.host_write(download.id, download.target)
+            needed += download.readback.nbytes
             download.readback = None
         self.pending.clear()
+        self.spare_used = 0
+        spare = self.spare
+        if needed <= SPARE_READBACK_BYTES and (spare is None or spare.nbytes < needed):
+            self.spare = np.empty(needed, np.uint8)  # first touched by the next run

@@ -72,6 +72,56 @@ class RawClient:
         self.context.term()
 
 
+class StreamSocket:
+    """A client's end of a worker's Unix stream socket, with the few methods of a ZeroMQ
+    socket that the tests use (``send_multipart``, ``poll``, ``recv_multipart``)."""
+
+    def __init__(self, path):
+        import socket
+
+        self.connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.connection.settimeout(5.0)
+        self.connection.connect(path)
+
+    def send_multipart(self, frames):
+        from luisa_nb.remote.stream import send_frames
+
+        send_frames(self.connection, frames)
+
+    def poll(self, timeout):
+        import select
+
+        return bool(select.select([self.connection], [], [], timeout / 1000)[0])
+
+    def recv_multipart(self):
+        from luisa_nb.remote.protocol import MAX_FRAME_BYTES
+        from luisa_nb.remote.stream import receive_frames
+
+        return [bytes(frame) for frame in receive_frames(self.connection, MAX_FRAME_BYTES)]
+
+    def close(self):
+        self.connection.close()
+
+
+class StreamClient(RawClient):
+    """A client of session ``session`` that speaks to its worker's stream socket at
+    ``path`` by hand, as :class:`RawClient` speaks to a server."""
+
+    def __init__(self, path, session):
+        self.session = session
+        self.socket = StreamSocket(path)
+
+    def ask(self, frames, timeout=2000):
+        self.socket.send_multipart(frames)
+        if not self.socket.poll(timeout):
+            return None
+        reply = self.socket.recv_multipart()
+        return json.loads(reply[0]), reply[1:]
+
+    def close(self):
+        self.socket.close()
+
+
 def _processes() -> dict[int, tuple[int, bytes, bool]]:
     """Every process: pid -> (parent pid, command line, whether a zombie)."""
     found = {}

@@ -4,6 +4,7 @@ window that is its own user's, in a server's private directory, with the right n
 
 import json
 import os
+import struct
 
 import numpy as np
 import pytest
@@ -11,10 +12,11 @@ import pytest
 zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
-from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
+from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.window import create_window, local_window  # noqa: E402
+from luisa_nb.remote.worker import STREAM_SECONDS  # noqa: E402
 
-from .helpers import TOKEN  # noqa: E402
+from .helpers import TOKEN, StreamSocket  # noqa: E402
 
 
 @pytest.fixture
@@ -57,14 +59,14 @@ def private_window(folder, name="worker-1.window"):
     folder.mkdir(mode=0o700, exist_ok=True)
     path = folder / name
     nonce = create_window(str(path), 4096)
-    endpoint = f"ipc://{folder}/worker-1.socket"
-    return {"worker": endpoint, "window": str(path), "window_bytes": 4096, "nonce": nonce}
+    socket = f"{folder}/worker-1.stream"
+    return {"worker": socket, "window": str(path), "window_bytes": 4096, "nonce": nonce}
 
 
 def test_a_window_in_a_servers_private_directory_is_used(tmp_path):
     local = private_window(tmp_path / "luisa_nb-server-abc123")
-    window, endpoint = local_window(local)
-    assert endpoint == local["worker"] and window.nbytes == 4096
+    window, path = local_window(local)
+    assert path == local["worker"] and window.nbytes == 4096
 
 
 def spoil(local, folder, change):
@@ -82,7 +84,7 @@ def spoil(local, folder, change):
         os.symlink(path, folder / "worker-2.window")
         local["window"] = str(folder / "worker-2.window")
     elif change == "socket elsewhere":
-        local["worker"] = "ipc:///tmp/worker-1.socket"
+        local["worker"] = "/tmp/worker-1.stream"
     elif change == "not a worker file":
         os.rename(path, folder / "notes.txt")
         local["window"] = str(folder / "notes.txt")
@@ -90,7 +92,7 @@ def spoil(local, folder, change):
         moved = folder.parent / "home"
         os.rename(folder, moved)
         local["window"] = str(moved / "worker-1.window")
-        local["worker"] = f"ipc://{moved}/worker-1.socket"
+        local["worker"] = f"{moved}/worker-1.stream"
     elif change == "not a dict":
         return [local]
     elif change == "a field of the wrong type":
@@ -125,32 +127,86 @@ def direct_request(raw, session, op="allocate", extra=(), **arguments):
     return json.loads(raw.recv_multipart()[0])
 
 
-def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(thread_server):
+@pytest.fixture
+def worker_stream(thread_server):
+    """A device of the thread server, and a raw connection to its worker's stream."""
     device = lnb.create_device(thread_server.address, token=TOKEN)
-    connection = device.backend._connection
-    context = zmq.Context()
-    raw = context.socket(zmq.DEALER)
-    raw.setsockopt(zmq.RCVTIMEO, 5000)
-    raw.connect(connection.worker_endpoint)
+    raw = StreamSocket(device.backend._connection.worker_path)
+    yield device, raw
+    raw.close()
+    device.backend.close()
+
+
+def serves(device, value: float) -> bool:
+    """Whether the device still fills a buffer with ``value`` and reads it back."""
+    buffer = device.create_buffer(4, np.float32)
+    buffer.fill(value)
+    return bool(np.all(buffer.numpy() == value))
+
+
+def test_requests_sent_to_the_worker_are_checked_as_the_supervisor_checks_them(worker_stream):
+    device, raw = worker_stream
+    session = device.backend._connection.session
+    for reply, reason in [
+        (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
+        (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
+        (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
+        (direct_request(raw, session, "batch", group=1), "ops must be a list"),
+        (
+            direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
+            "window must be [start, payload bytes]",
+        ),
+    ]:
+        assert reply["ok"] is False and reason in reply["error"], reply
+    assert direct_request(raw, session, nbytes=8)["handle"] >= 1  # it still serves
+    assert serves(device, 2.0)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        struct.pack("<I3Q", 4, 1, 1, 1),  # four frames
+        struct.pack("<I3Q", 0, 0, 0, 0),  # none
+        struct.pack("<I3Q", 1, 8, 8, 0),  # a length past the count
+        struct.pack("<I3Q", 2, 100, MAX_FRAME_BYTES + 1, 0),  # a frame over the limit
+    ],
+    ids=["four frames", "no frame", "a stray length", "a frame over the limit"],
+)
+def test_a_stream_that_breaks_the_message_format_is_dropped_and_the_worker_serves_on(
+    worker_stream, header
+):
+    device, raw = worker_stream
+    raw.connection.sendall(header)
+    assert raw.connection.recv(1) == b""  # closed, before any frame was read
+    assert serves(device, 3.0)
+
+
+def test_a_client_that_stalls_inside_a_message_is_dropped_and_the_worker_serves_on(
+    worker_stream,
+):
+    device, raw = worker_stream
+    raw.connection.settimeout(STREAM_SECONDS + 5)
+    raw.connection.sendall(struct.pack("<I3Q", 2, 60, 10, 0) + b'{"v":')  # and no more
+    assert raw.connection.recv(1) == b""  # closed once the worker gave up waiting
+    assert serves(device, 4.0)
+
+
+def test_with_every_window_part_taken_bytes_travel_in_frames_over_the_stream(thread_server):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    parts = device.backend._connection.parts
+    taken = []
+    while (start := parts.take()) is not None:  # as other threads of the device would
+        taken.append(start)
     try:
-        session = connection.session
-        for reply, reason in [
-            (direct_request(raw, "ab" * 8, nbytes=8), "this worker serves another session"),
-            (direct_request(raw, session, "hello"), "op 'hello' is not one a session worker"),
-            (direct_request(raw, session, "rm"), "op 'rm' is unknown"),
-            (direct_request(raw, session, extra=[b"", b""]), "at most 3 frames"),
-            (direct_request(raw, session, "batch", group=1), "ops must be a list"),
-            (
-                direct_request(raw, session, "batch", group=1, ops=[], frees=[], window=[1]),
-                "window must be [start, payload bytes]",
-            ),
-        ]:
-            assert reply["ok"] is False and reason in reply["error"], reply
-        assert direct_request(raw, session, nbytes=8)["handle"] >= 1  # it still serves
-        buffer = device.create_buffer(4, np.float32)
-        buffer.fill(2.0)
-        assert np.all(buffer.numpy() == 2.0)
+        data = np.random.default_rng(3).random(3 << 20, dtype=np.float32)  # 12 MiB: 3 chunks
+        buffer = device.create_buffer(data.size, np.float32)
+        stream = device.default_stream
+        back = np.zeros_like(data)
+        stream.submit([buffer.copy_from_async(data), buffer.copy_to_async(back)])
+        stream.synchronize()
+        assert np.array_equal(back, data)
+        assert parts.take() is None  # no batch used a part
     finally:
-        raw.close()
-        context.term()
+        for start in taken:
+            parts.give_back(start)
         device.backend.close()
