@@ -148,8 +148,9 @@ class Recorder:
     """The null recorder: every hook does nothing. Subclasses record.
 
     Hooks, in the order the runtime calls them: ``upload_enqueued`` and
-    ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
-    submitted and ``run_timer`` when a worker starts a run, both only while
+    ``download_enqueued`` when a transfer is made; ``submitted`` (``submitted_one`` for a
+    list of one) when a command list is submitted and ``run_timer`` when a worker starts a
+    run, both only while
     :attr:`recording`;
     ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
     ``sync_issued`` and ``sync_completed`` around sync points; ``range_opened`` and
@@ -179,6 +180,19 @@ class Recorder:
         """A list of commands was submitted to stream ``stream_id``: their ``ids``, enqueue
         times and trace fields, in order. ``stream`` and ``commands`` are what the recorder
         notes of a stream or trace fields it has not seen (:meth:`TraceRecorderBase._describe`)."""
+        return None
+
+    def submitted_one(
+        self,
+        stream_id: int,
+        command_id: int,
+        enqueued: int,
+        fields: TraceFields,
+        stream: Any,
+        command: Any,
+    ) -> None:
+        """:meth:`submitted` of one command, given its values themselves: what a synchronous
+        call submits, without building three sequences of one."""
         return None
 
     def run_timer(self, ids: Sequence[int]) -> RunTimer:

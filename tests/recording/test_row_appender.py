@@ -283,12 +283,13 @@ def test_a_run_logs_its_step_ids_ticks_and_where_it_ended(recorder_class):
 
 
 def test_submitted_logs_plain_values_and_reads_nothing_of_what_it_passes_on(recorder_class):
-    """``submitted`` takes each command's id, enqueue time and trace fields as values; the
-    stream and commands it gets only go, unread, to the recorder's ``_first_submission_of``
-    (once per stream) and ``_describe`` (once per trace fields not seen before). Values
-    that do not match the commands are an error, and no row is logged."""
+    """``submitted`` (and ``submitted_one``, for one command) takes each command's id,
+    enqueue time and trace fields as values; the stream and commands it gets only go,
+    unread, to the recorder's ``_first_submission_of`` (once per stream) and ``_describe``
+    (once per trace fields not seen before). Values that do not match the commands are an
+    error, and no row is logged."""
     stream, commands = object(), [object(), object(), object()]
-    first, second = ("first",), ("second",)
+    first, second, third = ("first",), ("second",), ("third",)
     with lnb.trace() as trace:
         recorder = trace.recorder
         noted, described = [], []
@@ -312,15 +313,24 @@ def test_submitted_logs_plain_values_and_reads_nothing_of_what_it_passes_on(reco
             recorder.submitted(7, [15, 16], [25], [first, first], stream, commands)
         with pytest.raises(TypeError):
             recorder.submitted(7, [15], ["25"], [first], stream, commands)
+        recorder.submitted_one(7, _Index(16), 26, third, stream, commands[1])
+        recorder.submitted_one(7, 17, 27, third, stream, commands[2])
+        recorder.submitted_one(7, 18, 28, first, stream, commands[0])
+        with pytest.raises(TypeError):
+            recorder.submitted_one(7, 19, "29", first, stream, commands[0])
         rows, _ = recorder.command_log()
     assert noted == [stream]
-    assert described == [(first, commands[0], stream), (second, commands[2], stream)]
-    assert rows["id"].tolist() == [11, 12, 13, 14]
-    assert rows["enqueued"].tolist() == [21, 22, 23, 24]
-    assert rows["described"].tolist() == [41, 41, 42, 42]
-    assert rows["stream"].tolist() == [7] * 4
-    assert rows["submission"].tolist() == [1, 1, 1, 2]
-    assert rows["seq"].tolist() == [1, 2, 3, 4]
+    assert described == [
+        (first, commands[0], stream),
+        (second, commands[2], stream),
+        (third, commands[1], stream),
+    ]
+    assert rows["id"].tolist() == [11, 12, 13, 14, 16, 17, 18]
+    assert rows["enqueued"].tolist() == [21, 22, 23, 24, 26, 27, 28]
+    assert rows["described"].tolist() == [41, 41, 42, 42, 43, 43, 41]
+    assert rows["stream"].tolist() == [7] * 7
+    assert rows["submission"].tolist() == [1, 1, 1, 2, 3, 4, 5]
+    assert rows["seq"].tolist() == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
