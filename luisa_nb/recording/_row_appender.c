@@ -791,8 +791,10 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
     }
     capture = PyDict_GetItemWithError(appender->captured, hashed);
     if (capture == NULL && !PyErr_Occurred()) {
+        /* the copy is this call's alone, and never written: the trace may keep it as is */
         PyObject *made = PyObject_CallMethodObjArgs((PyObject *)appender, str_capture_method,
-                                                    hashed_bytes, hashed, NULL);
+                                                    hashed_bytes, hashed,
+                                                    copy != NULL ? Py_True : Py_False, NULL);
         Py_XDECREF(made); /* the trace's captures hold it */
         capture = made == NULL ? NULL : PyDict_GetItemWithError(appender->captured, hashed);
         if (capture == NULL && !PyErr_Occurred())
@@ -1179,12 +1181,30 @@ static PyTypeObject AppenderType = {
 
 /* -- module ------------------------------------------------------------------------------ */
 
+/* data_address(array): the address of a numpy array's first byte */
+static PyObject *data_address(PyObject *module, PyObject *array)
+{
+    if (!PyArray_Check(array)) {
+        PyErr_Format(PyExc_TypeError, "data_address() takes a numpy array, not %.100s",
+                     Py_TYPE(array)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)array));
+}
+
+static PyMethodDef module_methods[] = {
+    {"data_address", (PyCFunction)data_address, METH_O,
+     "data_address(array)\n--\n\nThe address of `array`'s first byte, as "
+     "`array.__array_interface__['data'][0]` gives it, without building that dict."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "luisa_nb.recording._row_appender",
     .m_doc = "A trace recorder's rows and the hooks that append to them, in C (see "
              "row_appender.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 static int intern(PyObject **slot, const char *text)

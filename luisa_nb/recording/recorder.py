@@ -33,6 +33,7 @@ from luisa_nb.recording.naming import (
     array_name,
     code_line,
     code_site,
+    data_address,
     memory_owner,
     owner_name,
     owners,
@@ -322,7 +323,7 @@ class TraceRecorderBase(Recorder):
         dtype, shape = value_layout(owner.dtype, owner.shape)
         known = self._array_names.get(key)
         name = known[1] if known is not None and known[0]() is owner else None
-        memory = HostRange(owner.ctypes.data, owner.nbytes, dtype, shape, name)
+        memory = HostRange(data_address(owner), owner.nbytes, dtype, shape, name)
         frame = user_frame()
         made_at = None if frame is None else (frame.f_code, frame.f_lineno)
         self._watches[key] = (reference, memory, made_at)

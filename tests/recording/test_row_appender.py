@@ -528,8 +528,8 @@ def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(re
         recorder = trace.recorder
         capture = recorder._capture
 
-        def capture_then_write(bytes_, digest):
-            captured = capture(bytes_, digest)
+        def capture_then_write(bytes_, digest, owned=False):
+            captured = capture(bytes_, digest, owned)
             data[7] = 99  # what a writer racing with the hook would do
             return captured
 
@@ -553,9 +553,9 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
         assert isinstance(recorder, TraceRecorder)
         capture = recorder._capture
 
-        def write_then_capture(bytes_, digest):
+        def write_then_capture(bytes_, digest, owned=False):
             data[7] = 99  # what a writer racing with the hook would do
-            return capture(bytes_, digest)
+            return capture(bytes_, digest, owned)
 
         recorder._capture = write_then_capture
         recorder.host_read(1, 0, data)
@@ -563,6 +563,23 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
     before = np.zeros(4096, np.uint8)
     assert digests == [xxh3_128_digest(before)]
     np.testing.assert_array_equal(trace.captured_bytes(trace.captures[digests[0]]), before)
+
+
+def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
+    """``Trace.capture(data, owned=True)`` keeps ``data`` itself as the blob (the C appender
+    hands it the copy it hashed, which no one writes); other bytes are copied, so a later
+    write to them leaves the blob alone. A head shorter than the bytes is always copied."""
+    owned, shared = np.full(4096, 1, np.uint8), np.full(4096, 2, np.uint8)
+    with lnb.trace() as trace:
+        kept = trace.capture(owned, owned=True)
+        copied = trace.capture(shared)
+    with lnb.trace(capture_bytes=16) as head_trace:
+        head = head_trace.capture(np.full(4096, 3, np.uint8), owned=True)
+    assert trace.blobs[kept.blob] is owned
+    assert trace.blobs[copied.blob] is not shared
+    shared[0] = 9
+    np.testing.assert_array_equal(trace.captured_bytes(copied), np.full(4096, 2, np.uint8))
+    assert not head.complete and len(head_trace.blobs[head.blob]) == 16
 
 
 def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):
