@@ -31,6 +31,7 @@ import os
 import statistics
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from bench_commands import interleaved, median_ratio
@@ -41,15 +42,10 @@ import luisa_nb as lnb
 SIZE = 1024
 
 
-def luisa_nb_loop(steps: int) -> Callable[[], None]:
-    device = lnb.create_device("cpu")
-    buffer = device.create_buffer(SIZE, np.float32)
+def fresh_array_loop(buffer: Any, scale: Any, steps: int) -> Callable[[], None]:
+    """The loop, on ``buffer`` (of ``SIZE`` float32) and the kernel ``scale``, which doubles
+    it: the same lines in luisa_nb's API and luisa-python's."""
     out = np.empty(SIZE, np.float32)
-
-    @lnb.kernel
-    def scale(values):
-        index = lnb.dispatch_id().x
-        values.write(index, values.read(index) * 2.0)
 
     def run() -> None:
         for i in range(steps):
@@ -60,6 +56,16 @@ def luisa_nb_loop(steps: int) -> Callable[[], None]:
         assert out[0] == 2.0 * (steps - 1)
 
     return run
+
+
+def luisa_nb_loop(steps: int) -> Callable[[], None]:
+    @lnb.kernel
+    def scale(values):
+        index = lnb.dispatch_id().x
+        values.write(index, values.read(index) * 2.0)
+
+    buffer = lnb.create_device("cpu").create_buffer(SIZE, np.float32)
+    return fresh_array_loop(buffer, scale, steps)
 
 
 def traced(function: Callable[[], None]) -> Callable[[], None]:
@@ -72,23 +78,13 @@ def traced(function: Callable[[], None]) -> Callable[[], None]:
 
 def luisa_api_loop(luisa, steps: int) -> Callable[[], None]:
     """The loop in luisa-python's API; ``luisa`` is real luisa-python or luisa_nb.luisa."""
-    buffer = luisa.Buffer(SIZE, dtype=float)
-    out = np.empty(SIZE, np.float32)
 
     @luisa.func
     def scale(values):
         index = dispatch_id().x  # noqa: F821  (luisa-python resolves builtins by name)
         values.write(index, values.read(index) * 2.0)
 
-    def run() -> None:
-        for i in range(steps):
-            host = np.full(SIZE, float(i), np.float32)
-            buffer.copy_from(host)
-            scale(buffer, dispatch_size=SIZE)
-            buffer.copy_to(out)
-        assert out[0] == 2.0 * (steps - 1)
-
-    return run
+    return fresh_array_loop(luisa.Buffer(SIZE, dtype=float), scale, steps)
 
 
 def luisa_nb_luisa_loop(steps: int) -> Callable[[], None]:
