@@ -781,6 +781,8 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
             goto done;
         if (length)
             memcpy(PyArray_BYTES((PyArrayObject *)copy), bytes.start, (size_t)length);
+        /* read-only: the trace may keep it as a blob, which its readers get as it is */
+        PyArray_CLEARFLAGS((PyArrayObject *)copy, NPY_ARRAY_WRITEABLE);
     }
     PyObject *hashed_bytes = copy != NULL ? copy : data;
     if ((hashed = PyObject_CallOneArg(digest_function, hashed_bytes)) == NULL)

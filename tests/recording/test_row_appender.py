@@ -563,6 +563,7 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
     before = np.zeros(4096, np.uint8)
     assert digests == [xxh3_128_digest(before)]
     np.testing.assert_array_equal(trace.captured_bytes(trace.captures[digests[0]]), before)
+    assert not trace.captured_bytes(trace.captures[digests[0]]).flags.writeable
 
 
 def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
@@ -570,6 +571,7 @@ def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
     hands it the copy it hashed, which no one writes); other bytes are copied, so a later
     write to them leaves the blob alone. A head shorter than the bytes is always copied."""
     owned, shared = np.full(4096, 1, np.uint8), np.full(4096, 2, np.uint8)
+    owned.flags.writeable = False
     with lnb.trace() as trace:
         kept = trace.capture(owned, owned=True)
         copied = trace.capture(shared)
@@ -577,6 +579,7 @@ def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
         head = head_trace.capture(np.full(4096, 3, np.uint8), owned=True)
     assert trace.blobs[kept.blob] is owned
     assert trace.blobs[copied.blob] is not shared
+    assert not trace.captured_bytes(copied).flags.writeable
     shared[0] = 9
     np.testing.assert_array_equal(trace.captured_bytes(copied), np.full(4096, 2, np.uint8))
     assert not head.complete and len(head_trace.blobs[head.blob]) == 16
