@@ -543,7 +543,8 @@ static void appender_dealloc(AppenderObject *appender)
 
 /* The position of `fields` (a command's trace fields) in the recorder's `described`
  * list, from `described_at` or, for fields not seen before, from `_describe`, which gets
- * the command and its stream as the runtime handed them. */
+ * the command and its stream as the runtime handed them: `commands[index]`, or with
+ * `index` -1 `commands` itself (one command). */
 static int fields_position(AppenderObject *appender, PyObject *fields, PyObject *commands,
                            Py_ssize_t index, PyObject *stream, int64_t *out)
 {
@@ -556,7 +557,7 @@ static int fields_position(AppenderObject *appender, PyObject *fields, PyObject 
         return as_int64(position, out);
     if (PyErr_Occurred())
         return -1;
-    PyObject *command = PySequence_GetItem(commands, index);
+    PyObject *command = index < 0 ? Py_NewRef(commands) : PySequence_GetItem(commands, index);
     if (command == NULL)
         return -1;
     position = PyObject_CallMethodObjArgs((PyObject *)appender, str_describe, fields, command,
@@ -567,6 +568,42 @@ static int fields_position(AppenderObject *appender, PyObject *fields, PyObject 
     int result = as_int64(position, out);
     Py_DECREF(position);
     return result;
+}
+
+/* The position of `described`, the trace fields of command `index` of `commands` (see
+ * fields_position), kept as the last fields logged: a loop's commands mostly share theirs. */
+static int last_fields_position(AppenderObject *appender, PyObject *described, PyObject *commands,
+                                Py_ssize_t index, PyObject *stream, int64_t *out)
+{
+    if (described == appender->last_fields) {
+        *out = appender->last_position;
+        return 0;
+    }
+    if (fields_position(appender, described, commands, index, stream, out) < 0)
+        return -1;
+    appender->last_position = *out;
+    Py_INCREF(described);
+    Py_XSETREF(appender->last_fields, described);
+    return 0;
+}
+
+/* Note a submission to stream `stream_id` (the int `id_object`), telling the recorder's
+ * `_first_submission_of` of a stream not seen before. */
+static int note_stream(AppenderObject *appender, int64_t stream_id, PyObject *id_object,
+                       PyObject *stream)
+{
+    int known = stream_id == appender->last_stream ? 1 : PyDict_Contains(appender->policies, id_object);
+    if (known < 0)
+        return -1;
+    if (!known) {
+        PyObject *noted =
+            PyObject_CallMethodOneArg((PyObject *)appender, str_first_submission_of, stream);
+        if (noted == NULL)
+            return -1;
+        Py_DECREF(noted);
+    }
+    appender->last_stream = stream_id;
+    return 0;
 }
 
 /* The int64 values of the sequence `values` into `out`, which has room for `count`; -1
@@ -610,7 +647,7 @@ static PyObject *appender_submitted(AppenderObject *appender, PyObject *const *a
         return NULL;
     Py_ssize_t count = PyTuple_GET_SIZE(fields);
     PyObject *result = NULL;
-    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], position = appender->last_position;
+    int64_t one[3], *values = one, row[SUBMISSION_WIDTH], position;
     if (as_int64(stream_id, &row[1]) < 0)
         goto done;
     if (count > 1 && (values = PyMem_Malloc((size_t)(3 * count) * sizeof(int64_t))) == NULL) {
@@ -621,28 +658,12 @@ static PyObject *appender_submitted(AppenderObject *appender, PyObject *const *a
     if (int64_values(args[1], count, values, "submitted(): ids") < 0 ||
         int64_values(args[2], count, values + count, "submitted(): enqueued") < 0)
         goto done;
-    int known = row[1] == appender->last_stream ? 1 : PyDict_Contains(appender->policies, stream_id);
-    if (known < 0)
+    if (note_stream(appender, row[1], stream_id, stream) < 0)
         goto done;
-    if (!known) {
-        PyObject *noted =
-            PyObject_CallMethodOneArg((PyObject *)appender, str_first_submission_of, stream);
-        if (noted == NULL)
-            goto done;
-        Py_DECREF(noted);
-    }
-    appender->last_stream = row[1];
     for (Py_ssize_t j = 0; j < count; j++) {
         PyObject *described = PyTuple_GET_ITEM(fields, j);
-        if (described == appender->last_fields) { /* a loop's commands mostly share theirs */
-            position = appender->last_position;
-        } else {
-            if (fields_position(appender, described, commands, j, stream, &position) < 0)
-                goto done;
-            appender->last_position = position;
-            Py_INCREF(described);
-            Py_XSETREF(appender->last_fields, described);
-        }
+        if (last_fields_position(appender, described, commands, j, stream, &position) < 0)
+            goto done;
         values[2 * count + j] = position;
     }
     /* no Python code from here to the last append */
@@ -667,6 +688,29 @@ done:
     if (values != one)
         PyMem_Free(values);
     return result;
+}
+
+/* submitted_one(stream_id, id, enqueued, fields, stream, command): submitted() of one
+ * command (a synchronous call's submission), given its values themselves. */
+static PyObject *appender_submitted_one(AppenderObject *appender, PyObject *const *args,
+                                        Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 6, "submitted_one(stream_id, id, enqueued, fields, stream, command)"))
+        return NULL;
+    int64_t row[SUBMISSION_WIDTH], position;
+    if (as_int64(args[0], &row[1]) < 0 || as_int64(args[1], &row[4]) < 0 ||
+        as_int64(args[2], &row[5]) < 0 || note_stream(appender, row[1], args[0], args[4]) < 0 ||
+        last_fields_position(appender, args[3], args[5], -1, args[4], &position) < 0)
+        return NULL;
+    /* no Python code from here to the append */
+    if (log_reserve(appender->submissions, 1) < 0)
+        return NULL;
+    row[0] = ++appender->submission_count;
+    row[2] = clock_now();
+    row[3] = ++appender->sequence;
+    row[6] = position;
+    log_append(appender->submissions, row);
+    Py_RETURN_NONE;
 }
 
 /* The bytes of a host array (or another object with a buffer). */
@@ -737,6 +781,8 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
             goto done;
         if (length)
             memcpy(PyArray_BYTES((PyArrayObject *)copy), bytes.start, (size_t)length);
+        /* read-only: the trace may keep it as a blob, which its readers get as it is */
+        PyArray_CLEARFLAGS((PyArrayObject *)copy, NPY_ARRAY_WRITEABLE);
     }
     PyObject *hashed_bytes = copy != NULL ? copy : data;
     if ((hashed = PyObject_CallOneArg(digest_function, hashed_bytes)) == NULL)
@@ -747,8 +793,10 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
     }
     capture = PyDict_GetItemWithError(appender->captured, hashed);
     if (capture == NULL && !PyErr_Occurred()) {
+        /* the copy is this call's alone, and never written: the trace may keep it as is */
         PyObject *made = PyObject_CallMethodObjArgs((PyObject *)appender, str_capture_method,
-                                                    hashed_bytes, hashed, NULL);
+                                                    hashed_bytes, hashed,
+                                                    copy != NULL ? Py_True : Py_False, NULL);
         Py_XDECREF(made); /* the trace's captures hold it */
         capture = made == NULL ? NULL : PyDict_GetItemWithError(appender->captured, hashed);
         if (capture == NULL && !PyErr_Occurred())
@@ -1070,6 +1118,7 @@ done:
 
 static PyMethodDef appender_methods[] = {
     {"submitted", (PyCFunction)(void (*)(void))appender_submitted, METH_FASTCALL, NULL},
+    {"submitted_one", (PyCFunction)(void (*)(void))appender_submitted_one, METH_FASTCALL, NULL},
     {"host_read", (PyCFunction)(void (*)(void))appender_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"host_write", (PyCFunction)(void (*)(void))appender_host_write, METH_FASTCALL | METH_KEYWORDS,
      NULL},
@@ -1134,12 +1183,30 @@ static PyTypeObject AppenderType = {
 
 /* -- module ------------------------------------------------------------------------------ */
 
+/* data_address(array): the address of a numpy array's first byte */
+static PyObject *data_address(PyObject *module, PyObject *array)
+{
+    if (!PyArray_Check(array)) {
+        PyErr_Format(PyExc_TypeError, "data_address() takes a numpy array, not %.100s",
+                     Py_TYPE(array)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)array));
+}
+
+static PyMethodDef module_methods[] = {
+    {"data_address", (PyCFunction)data_address, METH_O,
+     "data_address(array)\n--\n\nThe address of `array`'s first byte, as "
+     "`array.__array_interface__['data'][0]` gives it, without building that dict."},
+    {NULL, NULL, 0, NULL}};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "luisa_nb.recording._row_appender",
     .m_doc = "A trace recorder's rows and the hooks that append to them, in C (see "
              "row_appender.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 static int intern(PyObject **slot, const char *text)

@@ -177,12 +177,27 @@ def user_namespaces() -> tuple[Mapping[str, object], ...]:
     return () if frame is None else (frame.f_locals, frame.f_globals)
 
 
+def python_data_address(array: np.ndarray) -> int:
+    """The address of ``array``'s first byte (:data:`data_address` is this, or the same in
+    C: numpy builds a dict of nine entries for ``__array_interface__``, ~2 µs)."""
+    return array.__array_interface__["data"][0]
+
+
+try:
+    from luisa_nb.recording._row_appender import data_address
+except ImportError:  # not built (no C compiler or Python headers at install)
+    data_address = python_data_address
+
+
 def array_name(array: np.ndarray, namespaces: Iterable[Mapping[str, object]]) -> str | None:
     """``array``'s given name or the variable holding it; for a view, those of the array
     it views, with the view's flat element range unless it covers that array
     (``z_data[512:1024]``)."""
-    start = array.__array_interface__["data"][0]
-    return owner_name(owners(array), start, array.nbytes, tuple(namespaces))
+    namespaces = tuple(namespaces)
+    name = given_name(array) or variable_name(array, namespaces)
+    if name is not None or array.base is None:  # named, or it views no other array
+        return name
+    return owner_name(owners(array)[1:], data_address(array), array.nbytes, namespaces)
 
 
 def owners(array: np.ndarray) -> list[np.ndarray]:
@@ -227,7 +242,7 @@ def owner_name(
         name = given_name(owner) or variable_name(owner, namespaces)
         if name is None:
             continue
-        start_address = owner.__array_interface__["data"][0]
+        start_address = data_address(owner)
         if address == start_address and nbytes == owner.nbytes:
             return name
         start = (address - start_address) // owner.itemsize

@@ -33,6 +33,7 @@ from luisa_nb.recording.naming import (
     array_name,
     code_line,
     code_site,
+    data_address,
     memory_owner,
     owner_name,
     owners,
@@ -149,8 +150,9 @@ class Recorder:
     """The null recorder: every hook does nothing. Subclasses record.
 
     Hooks, in the order the runtime calls them: ``upload_enqueued`` and
-    ``download_enqueued`` when a transfer is made; ``submitted`` when a command list is
-    submitted and ``run_timer`` when a worker starts a run, both only while
+    ``download_enqueued`` when a transfer is made; ``submitted`` (``submitted_one`` for a
+    list of one) when a command list is submitted and ``run_timer`` when a worker starts a
+    run, both only while
     :attr:`recording`;
     ``host_read``/``host_write`` inside the host-memory lock, right after the bytes moved;
     ``sync_issued`` and ``sync_completed`` around sync points; ``range_opened`` and
@@ -186,6 +188,19 @@ class Recorder:
         """A list of commands was submitted to stream ``stream_id``: their ``ids``, enqueue
         times and trace fields, in order. ``stream`` and ``commands`` are what the recorder
         notes of a stream or trace fields it has not seen (:meth:`TraceRecorderBase._describe`)."""
+        return None
+
+    def submitted_one(
+        self,
+        stream_id: int,
+        command_id: int,
+        enqueued: int,
+        fields: TraceFields,
+        stream: Any,
+        command: Any,
+    ) -> None:
+        """:meth:`submitted` of one command, given its values themselves: what a synchronous
+        call submits, without building three sequences of one."""
         return None
 
     def run_timer(self, ids: Sequence[int]) -> RunTimer:
@@ -316,7 +331,7 @@ class TraceRecorderBase(Recorder):
         dtype, shape = value_layout(owner.dtype, owner.shape)
         known = self._array_names.get(key)
         name = known[1] if known is not None and known[0]() is owner else None
-        memory = HostRange(owner.ctypes.data, owner.nbytes, dtype, shape, name)
+        memory = HostRange(data_address(owner), owner.nbytes, dtype, shape, name)
         frame = user_frame()
         made_at = None if frame is None else (frame.f_code, frame.f_lineno)
         self._watches[key] = (reference, memory, made_at)

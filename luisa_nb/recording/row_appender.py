@@ -3,15 +3,16 @@ the plain values it hands them (ids, times, host bytes, trace fields), and the l
 append to.
 
 A trace's recorder (:class:`~luisa_nb.recording.recorder.TraceRecorder`) takes the hooks
-``submitted``, ``host_read``, ``host_write``, ``upload_enqueued``, ``stamp_sync`` and
-``run_timer`` from :data:`RowAppender`: the C extension ``_row_appender`` where it was
-built (installing luisa_nb builds it when a C compiler and Python's headers are there),
-else :class:`PythonRowAppender`, which does the same in Python. Neither reads an
-attribute of a runtime object. Each hook handles the common case itself and calls the
-recorder's Python methods for the rest: ``_first_submission_of`` (a stream's first
-submission), ``_describe`` (trace fields not seen before), ``_note_array`` (a host array
-not named yet) and ``_capture`` (bytes not seen before); the stream and commands these
-get are the ones the runtime handed ``submitted``, passed on unread.
+``submitted``, ``submitted_one``, ``host_read``, ``host_write``, ``upload_enqueued``,
+``stamp_sync`` and ``run_timer`` from :data:`RowAppender`: the C extension
+``_row_appender`` where it was built (installing luisa_nb builds it when a C compiler
+and Python's headers are there), else :class:`PythonRowAppender`, which does the same in
+Python. Neither reads an attribute of a runtime object. Each hook handles the common
+case itself and calls the recorder's Python methods for the rest:
+``_first_submission_of`` (a stream's first submission), ``_describe`` (trace fields not
+seen before), ``_note_array`` (a host array not named yet) and ``_capture`` (bytes not
+seen before); the stream and commands these get are the ones the runtime handed
+``submitted``, passed on unread.
 
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
 per command or run in them (with a tuple per submission, the garbage collector's passes
@@ -204,29 +205,15 @@ class PythonRowAppender:
         if len(ids) != count or len(enqueued) != count:
             raise ValueError(f"submitted(): {len(ids)} ids and {len(enqueued)} times "
                              f"for {count} commands")  # fmt: skip
-        if count == 1:  # ints now, as the C hook reads them: no seq is drawn for bad values
-            ids, enqueued = (operator.index(ids[0]),), (operator.index(enqueued[0]),)
-        else:
-            ids, enqueued = list(map(operator.index, ids)), list(map(operator.index, enqueued))
+        if count == 1:
+            self.submitted_one(stream_id, ids[0], enqueued[0], fields[0], stream, commands[0])
+            return
+        # ints now, as the C hook reads them: no seq is drawn for bad values
+        ids, enqueued = list(map(operator.index, ids)), list(map(operator.index, enqueued))
         stream_id = operator.index(stream_id)
         if stream_id not in self._policies:
             self._first_submission_of(stream)
         described_at = self._described_at
-        if count == 1:  # the common case, without the list's loop
-            (described,) = fields
-            position = described_at.get(id(described))
-            if position is None:
-                position = self._describe(described, commands[0], stream)
-            command_id, enqueue_time = ids[0], enqueued[0]
-            append, lock = self.submissions._values.frombytes, self._stamp_lock
-            lock.acquire()  # not `with`: two bound methods fewer
-            try:
-                seq = self._last_seq = self._last_seq + 1
-                append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq,
-                                            command_id, enqueue_time, position))  # fmt: skip
-            finally:
-                lock.release()
-            return
         positions = []
         previous = position = None
         for position_in_list, described in enumerate(fields):
@@ -246,6 +233,32 @@ class PythonRowAppender:
             self.submissions._values.frombytes(
                 b"".join([pack(number, stream_id, submitted, *row) for row in rows])
             )  # in one call: never half a row
+
+    def submitted_one(
+        self,
+        stream_id: int,
+        command_id: int,
+        enqueued: int,
+        fields: Any,
+        stream: Any,
+        command: Any,
+    ) -> None:
+        """:meth:`submitted` of one command, given its values themselves."""
+        command_id, enqueued = operator.index(command_id), operator.index(enqueued)
+        stream_id = operator.index(stream_id)
+        if stream_id not in self._policies:
+            self._first_submission_of(stream)
+        position = self._described_at.get(id(fields))
+        if position is None:
+            position = self._describe(fields, command, stream)
+        append, lock = self.submissions._values.frombytes, self._stamp_lock
+        lock.acquire()  # not `with`: two bound methods fewer
+        try:
+            seq = self._last_seq = self._last_seq + 1
+            append(_SUBMISSION_ROW.pack(next(self._numbers), stream_id, now(), seq,
+                                        command_id, enqueued, position))  # fmt: skip
+        finally:
+            lock.release()
 
     def host_read(
         self, command_id: int, offset: int, data: np.ndarray, at: int | None = None

@@ -92,9 +92,13 @@ class Trace:
 
     # -- recording (called by the recorder) ------------------------------------------
 
-    def capture(self, data: np.ndarray, binary: bytes | None = None) -> Capture:
+    def capture(
+        self, data: np.ndarray, binary: bytes | None = None, owned: bool = False
+    ) -> Capture:
         """Capture ``data`` (a 1-D uint8 view of host bytes) under this trace's policy;
-        ``binary``: its XXH3-128 digest, if the caller has it already.
+        ``binary``: its XXH3-128 digest, if the caller has it already; ``owned``: ``data``
+        is a read-only copy no one else holds, which may be kept as it is. Blobs are
+        read-only: :meth:`captured_bytes` hands out the blob itself.
 
         Every byte is hashed; the head is copied into :attr:`blobs` unless a blob with the
         same bytes is there already. Bytes seen before are looked up by their binary
@@ -115,7 +119,10 @@ class Trace:
             key = digest if head == nbytes else digest_bytes(kept)
             with self._capture_lock:
                 if key not in self.blobs:
-                    self.blobs[key] = kept.copy()
+                    if not (owned and head == nbytes):
+                        kept = kept.copy()
+                        kept.flags.writeable = False  # readers get the blob itself
+                    self.blobs[key] = kept
             captured = Capture(nbytes, key, digest)
         self.captures[binary] = captured
         return captured

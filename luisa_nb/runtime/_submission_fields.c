@@ -5,8 +5,8 @@
  * layout, and does the memo checks of the fast paths of UploadCommand, DownloadCommand
  * and DispatchCommand.trace_fields() (a Python call each cost as much as the rest of a
  * traced command). Where a memo does not hold a command's fields, and for every other
- * command, its trace_fields() works them out. command_ids() gathers the ids of a run for
- * the recorder's `run_timer`. The two paths are tested against each other.
+ * command, its trace_fields() works them out. start_run() gathers the ids of a run for
+ * the recorder's `run_timer` and calls it. The two paths are tested against each other.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,7 +17,7 @@
 
 #include "../recording/weak_references.h"
 
-static PyObject *str_submitted, *str_trace_fields;
+static PyObject *str_submitted, *str_submitted_one, *str_trace_fields, *str_run_timer;
 
 /* The command types whose memos are read here (use_command_types), strong references. */
 static PyTypeObject *upload_type, *download_type, *dispatch_type;
@@ -222,11 +222,32 @@ static PyObject *trace_fields_of(PyObject *command)
     return PyObject_CallMethodNoArgs(command, str_trace_fields);
 }
 
+/* The recorder's submitted_one() of `command`, the one command submitted to `stream`
+ * (whose id is `stream_id`): the common case, a synchronous call's submission, without
+ * the tuples of submitted(). */
+static PyObject *report_one(PyObject *recorder, PyObject *stream_id, PyObject *stream,
+                            PyObject *command)
+{
+    Py_INCREF(command);
+    PyObject *id = read_attribute(&attribute_id, command), *result = NULL;
+    PyObject *time = id == NULL ? NULL : read_attribute(&attribute_enqueued, command);
+    PyObject *described = time == NULL ? NULL : trace_fields_of(command);
+    if (described != NULL) {
+        PyObject *call[7] = {recorder, stream_id, id, time, described, stream, command};
+        result = PyObject_VectorcallMethod(str_submitted_one, call, 7, NULL);
+    }
+    Py_XDECREF(described);
+    Py_XDECREF(time);
+    Py_XDECREF(id);
+    Py_DECREF(command);
+    return result;
+}
+
 PyDoc_STRVAR(report_submitted_doc,
              "report_submitted(recorder, stream, commands)\n--\n\n"
              "Tell `recorder`, which is recording, that `commands` (a sequence) were "
              "submitted to `stream`: calls its `submitted` hook with the stream's id and each "
-             "command's id, enqueue time and trace fields.");
+             "command's id, enqueue time and trace fields (`submitted_one` for one command).");
 
 static PyObject *report_submitted(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -241,6 +262,12 @@ static PyObject *report_submitted(PyObject *module, PyObject *const *args, Py_ss
         return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
     PyObject *stream_id = read_attribute(&attribute_id, stream), *result = NULL;
+    if (count == 1 && stream_id != NULL) {
+        result = report_one(recorder, stream_id, stream, PySequence_Fast_GET_ITEM(commands, 0));
+        Py_DECREF(stream_id);
+        Py_DECREF(commands);
+        return result;
+    }
     PyObject *ids = PyTuple_New(count), *enqueued = PyTuple_New(count), *fields = PyTuple_New(count);
     if (stream_id == NULL || ids == NULL || enqueued == NULL || fields == NULL)
         goto done;
@@ -276,23 +303,28 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(command_ids_doc,
-             "command_ids(commands)\n--\n\n"
-             "The `id` of each of `commands` (a sequence), in a list: what a recorder's "
-             "`run_timer` hook takes.");
+PyDoc_STRVAR(start_run_doc,
+             "start_run(recorder, commands)\n--\n\n"
+             "`recorder.run_timer(ids)` with the `id` of each of `commands` (a sequence), "
+             "in order: the timer of a run of those commands.");
 
-static PyObject *command_ids(PyObject *module, PyObject *sequence)
+static PyObject *start_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    PyObject *commands = PySequence_Fast(sequence, "command_ids(): commands must be a sequence");
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "start_run(recorder, commands) takes 2 arguments, not %zd",
+                     nargs);
+        return NULL;
+    }
+    PyObject *commands = PySequence_Fast(args[1], "start_run(): commands must be a sequence");
     if (commands == NULL)
         return NULL;
     Py_ssize_t count = PySequence_Fast_GET_SIZE(commands);
-    PyObject *ids = PyList_New(count);
+    PyObject *ids = PyTuple_New(count), *timer = NULL;
     for (Py_ssize_t i = 0; ids != NULL && i < count; i++) {
         /* reading an attribute that is no slot may run Python code, which may change a list */
         PyObject *id = NULL;
         if (i >= PySequence_Fast_GET_SIZE(commands)) {
-            PyErr_SetString(PyExc_RuntimeError, "command_ids(): the commands changed");
+            PyErr_SetString(PyExc_RuntimeError, "start_run(): the commands changed");
         } else {
             PyObject *command = PySequence_Fast_GET_ITEM(commands, i);
             Py_INCREF(command);
@@ -302,10 +334,15 @@ static PyObject *command_ids(PyObject *module, PyObject *sequence)
         if (id == NULL)
             Py_CLEAR(ids);
         else
-            PyList_SET_ITEM(ids, i, id);
+            PyTuple_SET_ITEM(ids, i, id);
     }
     Py_DECREF(commands);
-    return ids;
+    if (ids != NULL) {
+        PyObject *call[2] = {args[0], ids};
+        timer = PyObject_VectorcallMethod(str_run_timer, call, 2, NULL);
+        Py_DECREF(ids);
+    }
+    return timer;
 }
 
 PyDoc_STRVAR(use_command_types_doc,
@@ -340,7 +377,7 @@ static PyObject *use_command_types(PyObject *module, PyObject *const *args, Py_s
 static PyMethodDef methods[] = {
     {"report_submitted", (PyCFunction)(void (*)(void))report_submitted, METH_FASTCALL,
      report_submitted_doc},
-    {"command_ids", (PyCFunction)command_ids, METH_O, command_ids_doc},
+    {"start_run", (PyCFunction)(void (*)(void))start_run, METH_FASTCALL, start_run_doc},
     {"use_command_types", (PyCFunction)(void (*)(void))use_command_types, METH_FASTCALL,
      use_command_types_doc},
     {NULL, NULL, 0, NULL},
@@ -358,7 +395,9 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__submission_fields(void)
 {
     if ((str_submitted = PyUnicode_InternFromString("submitted")) == NULL ||
-        (str_trace_fields = PyUnicode_InternFromString("trace_fields")) == NULL)
+        (str_submitted_one = PyUnicode_InternFromString("submitted_one")) == NULL ||
+        (str_trace_fields = PyUnicode_InternFromString("trace_fields")) == NULL ||
+        (str_run_timer = PyUnicode_InternFromString("run_timer")) == NULL)
         return NULL;
     for (size_t i = 0; i < sizeof(attributes) / sizeof(attributes[0]); i++)
         if ((attributes[i]->name = PyUnicode_InternFromString(attributes[i]->text)) == NULL)

@@ -20,6 +20,7 @@ from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import (
     CAPTURE_FIELD,
     Recorder,
+    RunTimer,
     TraceFields,
     active_recorder,
     active_trace,
@@ -50,21 +51,23 @@ def next_id() -> int:
 def python_report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
     """Tell ``recorder``, which is recording, that ``commands`` were submitted to ``stream``,
     in the plain values its ``submitted`` hook takes: each command's id, enqueue time and
-    trace fields. :data:`report_submitted` is this, or the same in C."""
-    if len(commands) == 1:  # the common case, without a list's loops
+    trace fields (``submitted_one`` for one command). :data:`report_submitted` is this, or
+    the same in C."""
+    if len(commands) == 1:  # the common case, a synchronous call's: without the sequences
         (command,) = commands
-        ids, enqueued, fields = (command.id,), (command.enqueued,), (command.trace_fields(),)
-    else:
-        ids = [command.id for command in commands]
-        enqueued = [command.enqueued for command in commands]
-        fields = [command.trace_fields() for command in commands]
+        fields = command.trace_fields()
+        recorder.submitted_one(stream.id, command.id, command.enqueued, fields, stream, command)
+        return
+    ids = [command.id for command in commands]
+    enqueued = [command.enqueued for command in commands]
+    fields = [command.trace_fields() for command in commands]
     recorder.submitted(stream.id, ids, enqueued, fields, stream, commands)
 
 
-def python_command_ids(commands: Sequence[Any]) -> list[int]:
-    """The ``id`` of each of ``commands``, what a recorder's ``run_timer`` takes.
-    :data:`command_ids` is this, or the same in C."""
-    return [command.id for command in commands]
+def python_start_run(recorder: Recorder, commands: Sequence[Any]) -> RunTimer:
+    """``recorder.run_timer`` with the ``id`` of each of ``commands``: the timer of a run of
+    those commands. :data:`start_run` is this, or the same in C."""
+    return recorder.run_timer(tuple([command.id for command in commands]))
 
 
 class Command:
@@ -404,16 +407,16 @@ class DispatchCommand(Command):
         )
 
 
-report_submitted, command_ids = python_report_submitted, python_command_ids
-"""Tell a recording recorder of a submission (:func:`python_report_submitted`), and gather
-a run's command ids (:func:`python_command_ids`): in C, with the memo checks of the
+report_submitted, start_run = python_report_submitted, python_start_run
+"""Tell a recording recorder of a submission (:func:`python_report_submitted`), and start
+the timer of a run (:func:`python_start_run`): in C, with the memo checks of the
 ``trace_fields()`` above, where the extension ``_submission_fields`` was built and the
 recorder's Python hooks are not asked for (``LUISA_NB_PYTHON_RECORDER``)."""
 if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
     try:
         from luisa_nb.runtime._submission_fields import (
-            command_ids,  # noqa: F401 (what execution.py and real_luisa.py import)
             report_submitted,
+            start_run,  # noqa: F401 (what execution.py and real_luisa.py import)
             use_command_types,
         )
     except ImportError:  # not built (no C compiler or Python headers at install)

@@ -25,7 +25,7 @@ from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
 from luisa_nb.recording.recorder import NULL_RECORDER, NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
-from luisa_nb.runtime.commands import DispatchCommand, command_ids
+from luisa_nb.runtime.commands import DispatchCommand, start_run
 from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
 
 
@@ -113,7 +113,7 @@ class Executor:
         returns how many of those runs are finished. A failure ends the run it is in (its
         later steps are skipped) and this call: the runs after it are still to run."""
         backend, transfers = self.backend, self.transfers
-        timer = recorder.run_timer(command_ids(order)) if recorder.recording else NULL_TIMER
+        timer = start_run(recorder, order) if recorder.recording else NULL_TIMER
         if recorder.initial_pending:  # buffers made before the trace, first touched now
             recorder.capture_initial(order)
         times = timer.times

@@ -16,6 +16,7 @@ from luisa_nb.errors import (
     HostReadOnlyError,
     HostSizeError,
 )
+from luisa_nb.recording.naming import data_address
 from luisa_nb.recording.records import HostRange, value_layout
 
 HOST_MEMORY = threading.Lock()
@@ -130,15 +131,15 @@ def _forget(key: int) -> None:
 
 
 def host_range(array: np.ndarray) -> HostRange:
-    """The address range ``array`` occupies, as a trace record field. Asking numpy for an
-    address costs ~1 µs, so ranges are remembered per live array (a program uploads the
+    """The address range ``array`` occupies, as a trace record field. Working it out costs
+    ~1 µs, so ranges are remembered per live array (a program uploads the
     same arrays over and over); records of one array share its range and its name."""
     key = id(array)
     known = recalled(_host_ranges.get(key), array)
     if known is not None:
         return known
     dtype, shape = value_layout(array.dtype, array.shape)
-    known = HostRange(array.__array_interface__["data"][0], array.nbytes, dtype, shape)
+    known = HostRange(data_address(array), array.nbytes, dtype, shape)
     reference = weakref.ref(array, lambda _, key=key: _forget(key))
     _host_ranges[key] = array_memo(array, known, reference)
     return known

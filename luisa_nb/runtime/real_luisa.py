@@ -35,7 +35,7 @@ from luisa_nb.recording.naming import user_namespaces, variable_name
 from luisa_nb.recording.recorder import Recorder, TraceFields, active_recorder, register_namer
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange, HostRange, Status, SyncKind
 from luisa_nb.runtime.buffer import next_buffer_id
-from luisa_nb.runtime.commands import command_ids, next_id, report_submitted
+from luisa_nb.runtime.commands import next_id, report_submitted, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.staging import StagingPolicy
@@ -240,7 +240,7 @@ class Instrumentation:
         lists, luisa_stream.in_flight = luisa_stream.in_flight, []
         writes = _write_times(lists, done)
         for commands, submitted, recorder in lists:
-            log = recorder.run_timer(command_ids(commands))
+            log = start_run(recorder, commands)
             for _ in commands:
                 log.tick_at(submitted)
             log.tick_at(done)

@@ -283,12 +283,13 @@ def test_a_run_logs_its_step_ids_ticks_and_where_it_ended(recorder_class):
 
 
 def test_submitted_logs_plain_values_and_reads_nothing_of_what_it_passes_on(recorder_class):
-    """``submitted`` takes each command's id, enqueue time and trace fields as values; the
-    stream and commands it gets only go, unread, to the recorder's ``_first_submission_of``
-    (once per stream) and ``_describe`` (once per trace fields not seen before). Values
-    that do not match the commands are an error, and no row is logged."""
+    """``submitted`` (and ``submitted_one``, for one command) takes each command's id,
+    enqueue time and trace fields as values; the stream and commands it gets only go,
+    unread, to the recorder's ``_first_submission_of`` (once per stream) and ``_describe``
+    (once per trace fields not seen before). Values that do not match the commands are an
+    error, and no row is logged."""
     stream, commands = object(), [object(), object(), object()]
-    first, second = ("first",), ("second",)
+    first, second, third = ("first",), ("second",), ("third",)
     with lnb.trace() as trace:
         recorder = trace.recorder
         noted, described = [], []
@@ -312,15 +313,24 @@ def test_submitted_logs_plain_values_and_reads_nothing_of_what_it_passes_on(reco
             recorder.submitted(7, [15, 16], [25], [first, first], stream, commands)
         with pytest.raises(TypeError):
             recorder.submitted(7, [15], ["25"], [first], stream, commands)
+        recorder.submitted_one(7, _Index(16), 26, third, stream, commands[1])
+        recorder.submitted_one(7, 17, 27, third, stream, commands[2])
+        recorder.submitted_one(7, 18, 28, first, stream, commands[0])
+        with pytest.raises(TypeError):
+            recorder.submitted_one(7, 19, "29", first, stream, commands[0])
         rows, _ = recorder.command_log()
     assert noted == [stream]
-    assert described == [(first, commands[0], stream), (second, commands[2], stream)]
-    assert rows["id"].tolist() == [11, 12, 13, 14]
-    assert rows["enqueued"].tolist() == [21, 22, 23, 24]
-    assert rows["described"].tolist() == [41, 41, 42, 42]
-    assert rows["stream"].tolist() == [7] * 4
-    assert rows["submission"].tolist() == [1, 1, 1, 2]
-    assert rows["seq"].tolist() == [1, 2, 3, 4]
+    assert described == [
+        (first, commands[0], stream),
+        (second, commands[2], stream),
+        (third, commands[1], stream),
+    ]
+    assert rows["id"].tolist() == [11, 12, 13, 14, 16, 17, 18]
+    assert rows["enqueued"].tolist() == [21, 22, 23, 24, 26, 27, 28]
+    assert rows["described"].tolist() == [41, 41, 42, 42, 43, 43, 41]
+    assert rows["stream"].tolist() == [7] * 7
+    assert rows["submission"].tolist() == [1, 1, 1, 2, 3, 4, 5]
+    assert rows["seq"].tolist() == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
@@ -518,8 +528,8 @@ def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(re
         recorder = trace.recorder
         capture = recorder._capture
 
-        def capture_then_write(bytes_, digest):
-            captured = capture(bytes_, digest)
+        def capture_then_write(bytes_, digest, owned=False):
+            captured = capture(bytes_, digest, owned)
             data[7] = 99  # what a writer racing with the hook would do
             return captured
 
@@ -543,9 +553,9 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
         assert isinstance(recorder, TraceRecorder)
         capture = recorder._capture
 
-        def write_then_capture(bytes_, digest):
+        def write_then_capture(bytes_, digest, owned=False):
             data[7] = 99  # what a writer racing with the hook would do
-            return capture(bytes_, digest)
+            return capture(bytes_, digest, owned)
 
         recorder._capture = write_then_capture
         recorder.host_read(1, 0, data)
@@ -553,6 +563,26 @@ def test_a_capture_holds_the_bytes_its_digest_names_while_another_thread_writes(
     before = np.zeros(4096, np.uint8)
     assert digests == [xxh3_128_digest(before)]
     np.testing.assert_array_equal(trace.captured_bytes(trace.captures[digests[0]]), before)
+    assert not trace.captured_bytes(trace.captures[digests[0]]).flags.writeable
+
+
+def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
+    """``Trace.capture(data, owned=True)`` keeps ``data`` itself as the blob (the C appender
+    hands it the copy it hashed, which no one writes); other bytes are copied, so a later
+    write to them leaves the blob alone. A head shorter than the bytes is always copied."""
+    owned, shared = np.full(4096, 1, np.uint8), np.full(4096, 2, np.uint8)
+    owned.flags.writeable = False
+    with lnb.trace() as trace:
+        kept = trace.capture(owned, owned=True)
+        copied = trace.capture(shared)
+    with lnb.trace(capture_bytes=16) as head_trace:
+        head = head_trace.capture(np.full(4096, 3, np.uint8), owned=True)
+    assert trace.blobs[kept.blob] is owned
+    assert trace.blobs[copied.blob] is not shared
+    assert not trace.captured_bytes(copied).flags.writeable
+    shared[0] = 9
+    np.testing.assert_array_equal(trace.captured_bytes(copied), np.full(4096, 2, np.uint8))
+    assert not head.complete and len(head_trace.blobs[head.blob]) == 16
 
 
 def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):

@@ -24,8 +24,8 @@ from luisa_nb.runtime.commands import (
     DispatchCommand,
     DownloadCommand,
     UploadCommand,
-    python_command_ids,
     python_report_submitted,
+    python_start_run,
 )
 from luisa_nb.runtime.real_luisa import LuisaCommand
 
@@ -58,13 +58,24 @@ def add_kernel_id(out):
 
 
 class Hook:
-    """A recorder stand-in that keeps what its ``submitted`` hook was given."""
+    """A recorder stand-in that keeps what its ``submitted`` and ``submitted_one`` hooks
+    were given, the latter as lists of one and the command in a tuple; its ``run_timer``
+    returns the ids it was given."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.hooks: list[str] = []
 
     def submitted(self, stream_id, ids, enqueued, fields, stream, commands) -> None:
+        self.hooks.append("submitted")
         self.calls.append((stream_id, list(ids), list(enqueued), list(fields), stream, commands))
+
+    def submitted_one(self, stream_id, command_id, enqueued, fields, stream, command) -> None:
+        self.hooks.append("submitted_one")
+        self.calls.append((stream_id, [command_id], [enqueued], [fields], stream, (command,)))
+
+    def run_timer(self, ids) -> tuple[str, tuple[int, ...]]:
+        return ("timer", ids)
 
 
 def reported(report, stream, commands) -> tuple[Any, ...]:
@@ -72,6 +83,7 @@ def reported(report, stream, commands) -> tuple[Any, ...]:
     hook = Hook()
     report(hook, stream, commands)
     (call,) = hook.calls
+    assert hook.hooks == ["submitted_one" if len(commands) == 1 else "submitted"]
     return call
 
 
@@ -96,7 +108,11 @@ def check_both_agree(stream, commands, c_first: bool, one_each: bool = True) -> 
     assert one[0] == other[0] == stream.id
     assert one[1] == other[1] == [command.id for command in commands]
     assert one[2] == other[2] == [command.enqueued for command in commands]
-    assert one[4] is other[4] is stream and one[5] is other[5] is commands
+    assert one[4] is other[4] is stream
+    if len(commands) == 1:
+        assert one[5][0] is other[5][0] is commands[0]
+    else:
+        assert one[5] is other[5] is commands
     for command, fields, again in zip(commands, one[3], other[3], strict=True):
         if one_each and isinstance(command, UploadCommand | DownloadCommand | DispatchCommand):
             assert fields is again, command  # a memo's: the same object
@@ -173,7 +189,9 @@ def test_c_and_python_hand_the_same_values(c_first):
         check_both_agree(stream, tuple(made), c_first, one_each=False)
         check_both_agree(stream, [], c_first)
         for listed in (made, tuple(made), []):
-            assert commands_module.command_ids(listed) == python_command_ids(listed)
+            timers = [start(Hook(), listed) for start in (commands_module.start_run,
+                                                          python_start_run)]  # fmt: skip
+            assert timers[0] == timers[1] == ("timer", tuple(command.id for command in listed))
         stream.synchronize()
 
 

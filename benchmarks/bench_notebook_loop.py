@@ -1,0 +1,153 @@
+"""The loop a notebook user writes, a fresh host array each step, untraced and traced.
+
+    LUISA_CLANG_PATH=/usr/bin/clang++ python benchmarks/bench_notebook_loop.py \
+        [--steps 2000] [--repeats 7]
+
+Each step makes a new host array, uploads it, runs a kernel on the buffer and downloads
+the result, synchronously::
+
+    for i in range(steps):
+        host = np.full(1024, float(i), np.float32)
+        buffer.copy_from(host); scale(buffer); buffer.copy_to(out)
+
+on four runtimes:
+
+- luisa_nb untraced, and traced (``lnb.trace()``, the default capture);
+- ``luisa_nb.luisa`` (luisa-python's API on luisa_nb), traced: its commands gather in one
+  implicit list, submitted by the synchronous ``copy_to``;
+- real luisa-python 0.3.7 on its CPU backend, where it loads (it needs
+  ``LUISA_CLANG_PATH``), untraced: it has no trace.
+
+The forms take turns, one repeat each, garbage collected before each (untimed), so a
+change in the machine's load falls on all alike. A ratio is the median over the rounds
+of that round's ratio; the table gives the median µs per step and the fastest beside it,
+and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from bench_commands import interleaved, median_ratio
+from timing import load_average, print_table
+
+import luisa_nb as lnb
+
+SIZE = 1024
+
+
+def fresh_array_loop(buffer: Any, scale: Any, steps: int) -> Callable[[], None]:
+    """The loop, on ``buffer`` (of ``SIZE`` float32) and the kernel ``scale``, which doubles
+    it: the same lines in luisa_nb's API and luisa-python's."""
+    out = np.empty(SIZE, np.float32)
+
+    def run() -> None:
+        for i in range(steps):
+            host = np.full(SIZE, float(i), np.float32)
+            buffer.copy_from(host)
+            scale(buffer, dispatch_size=SIZE)
+            buffer.copy_to(out)
+        assert out[0] == 2.0 * (steps - 1)
+
+    return run
+
+
+def luisa_nb_loop(steps: int) -> Callable[[], None]:
+    @lnb.kernel
+    def scale(values):
+        index = lnb.dispatch_id().x
+        values.write(index, values.read(index) * 2.0)
+
+    buffer = lnb.create_device("cpu").create_buffer(SIZE, np.float32)
+    return fresh_array_loop(buffer, scale, steps)
+
+
+def traced(function: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        with lnb.trace():
+            function()
+
+    return run
+
+
+def luisa_api_loop(luisa, steps: int) -> Callable[[], None]:
+    """The loop in luisa-python's API; ``luisa`` is real luisa-python or luisa_nb.luisa."""
+
+    @luisa.func
+    def scale(values):
+        index = dispatch_id().x  # noqa: F821  (luisa-python resolves builtins by name)
+        values.write(index, values.read(index) * 2.0)
+
+    return fresh_array_loop(luisa.Buffer(SIZE, dtype=float), scale, steps)
+
+
+def luisa_nb_luisa_loop(steps: int) -> Callable[[], None]:
+    from luisa_nb.luisa.alias import as_luisa
+
+    with as_luisa():
+        import luisa
+
+        luisa.init("cpu")
+        return luisa_api_loop(luisa, steps)
+
+
+def real_luisa_loop(steps: int) -> tuple[Callable[[], None] | None, str]:
+    """The loop on real luisa-python, or None and why it did not load."""
+    if not os.environ.get("LUISA_CLANG_PATH"):
+        return None, "LUISA_CLANG_PATH is not set (real luisa-python needs clang++)"
+    try:
+        import luisa
+    except ImportError as error:
+        return None, f"real luisa-python is not importable ({error})"
+    if luisa.__name__ != "luisa" or luisa.__file__.startswith(os.path.dirname(lnb.__file__)):
+        return None, "`import luisa` found luisa_nb's alias, not real luisa-python"
+    luisa.init("cpu", support_gui=False)
+    return luisa_api_loop(luisa, steps), ""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    arguments = parser.parse_args()
+    steps, repeats = arguments.steps, arguments.repeats
+    real, why_not = real_luisa_loop(steps)
+    untraced = luisa_nb_loop(steps)
+    names = ["luisa_nb untraced", "luisa_nb traced", "luisa_nb.luisa traced"]
+    forms = [untraced, traced(untraced), traced(luisa_nb_luisa_loop(steps))]
+    if real is not None:
+        names.append("real luisa-python 0.3.7 (untraced)")
+        forms.append(real)
+    seconds, _, _ = interleaved(forms, repeats)
+    reference = seconds[0]
+    real_seconds = seconds[3] if real is not None else None
+    rows = []
+    for name, runs in zip(names, seconds, strict=True):
+        rows.append(
+            [
+                name,
+                statistics.median(runs) / steps * 1e6,
+                min(runs) / steps * 1e6,
+                median_ratio(runs, reference),
+                "" if real_seconds is None else median_ratio(runs, real_seconds),
+            ]
+        )
+    print_table(
+        f"fresh-array loop ({SIZE} float32 up, kernel, down, synchronous), µs per step over "
+        f"{steps:,} steps, median of {repeats} ({load_average()})",
+        ["runtime", "µs per step", "fastest µs", "vs luisa_nb untraced", "vs real luisa"],
+        rows,
+    )
+    if real is None:
+        print(f"real luisa-python left out: {why_not}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
