@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from luisa_nb.analysis.findings import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
@@ -16,6 +17,7 @@ from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
 
 __all__ = [
     "AnalyzedTrace",
+    "FindingGroup",
     "Hazard",
     "HazardKind",
     "Source",
@@ -23,12 +25,14 @@ __all__ = [
     "check_uploads",
     "describe",
     "find_hazards",
+    "group_findings",
     "stale_uploads",
 ]
 
 
 class AnalyzedTrace(Trace):
-    """A trace that analyses itself: ``AnalyzedTrace.load(path).hazards``.
+    """A trace that analyses itself: ``AnalyzedTrace.load(path).hazards`` (every finding),
+    ``.findings`` (grouped by place).
 
     Results are cached and recomputed when records were added or the trace stopped since.
     """
@@ -40,6 +44,12 @@ class AnalyzedTrace(Trace):
     @property
     def hazards(self) -> list[Hazard]:
         return list(self._cached("hazards", find_hazards))
+
+    @property
+    def findings(self) -> list[FindingGroup]:
+        """The hazards grouped by the place in the program that causes them
+        (:mod:`luisa_nb.analysis.findings`); :attr:`hazards` is the flat list."""
+        return list(self._cached("findings", _grouped))
 
     @property
     def uploads(self) -> list[UploadCheck]:
@@ -59,3 +69,7 @@ class AnalyzedTrace(Trace):
             entry = (state, compute(self))
             self._results[name] = entry
         return entry[1]
+
+
+def _grouped(trace: AnalyzedTrace) -> list[FindingGroup]:
+    return group_findings(trace, trace._cached("hazards", find_hazards))

@@ -6,10 +6,11 @@ them inside their mounts, where the renderers replace them."""
 from __future__ import annotations
 
 import base64
+import uuid
 from typing import Any
 
 from luisa_nb.views.array_diff import FIRST_INDICES, ArrayDiff
-from luisa_nb.views.html import cell, escape, hazard_table, table
+from luisa_nb.views.html import cell, escape, finding_table, table
 from luisa_nb.views.timeline import TimelineData
 
 
@@ -39,11 +40,16 @@ def timeline_fallback(data: TimelineData) -> str:
     )
 
 
-def hazards_fallback(hazards: list[dict[str, Any]]) -> str:
-    """The hazard list of hazard summaries (:attr:`TimelineData.hazards`)."""
-    if not hazards:
+def findings_anchor() -> str:
+    """A new element id for a trace's finding list, where "and N more" links point."""
+    return f"lnb-findings-{uuid.uuid4().hex[:12]}"
+
+
+def hazards_fallback(findings: list[dict[str, Any]]) -> str:
+    """The finding list, one row per place (:attr:`TimelineData.findings`)."""
+    if not findings:
         return '<p class="lnb-good">No hazards found in this trace.</p>'
-    return hazard_table([{**h, "commands": h["descriptions"]} for h in hazards])
+    return finding_table(findings)
 
 
 def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "") -> str:

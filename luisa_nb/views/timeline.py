@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.analysis.findings import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
 from luisa_nb.errors import RecordNotFoundError
@@ -112,11 +113,13 @@ joins, from the first command's to the last command's, and their labels."""
 
 @dataclass
 class Analysis:
-    """The analysis results a view needs: hazards, upload checks by command id, and the
-    ids of the uploads that sent old bytes (:func:`~luisa_nb.analysis.stale_uploads`)."""
+    """The analysis results a view needs: hazards, the same grouped by place, upload
+    checks by command id, and the ids of the uploads that sent old bytes
+    (:func:`~luisa_nb.analysis.stale_uploads`)."""
 
     hazards: list[Hazard]
     uploads: dict[int, UploadCheck]
+    findings: list[FindingGroup] = field(default_factory=list)
     stale: frozenset[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -127,11 +130,14 @@ class Analysis:
         """Cached results of an ``AnalyzedTrace``, else computed once from ``trace``."""
         hazards = getattr(trace, "hazards", None)
         uploads = getattr(trace, "uploads", None)
+        findings = getattr(trace, "findings", None)
         if not isinstance(hazards, list):
             hazards = find_hazards(trace)
         if not isinstance(uploads, list):
             uploads = check_uploads(trace)
-        return cls(list(hazards), {check.command_id: check for check in uploads})
+        if not isinstance(findings, list):
+            findings = group_findings(trace, hazards)
+        return cls(list(hazards), {check.command_id: check for check in uploads}, findings)
 
 
 @dataclass
@@ -145,6 +151,9 @@ class TimelineData:
     meta: dict[str, Any]
     origin: int
     overlays: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """The hazards grouped by place (:func:`finding_summary`); each hazard summary names
+    its group."""
 
     @property
     def count(self) -> int:
@@ -282,10 +291,16 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "status": status[order].astype(np.uint8),
     }
     by_id = {r.id: r for r in records if isinstance(r, CommandRecord)}
+    group_of = {
+        occurrence: group
+        for group, finding in enumerate(analysis.findings)
+        for occurrence in finding.occurrences
+    }
     hazards = [
-        _hazard_summary(trace, by_id, index, hazard, origin, lane_of)
+        _hazard_summary(by_id, index, hazard, origin, lane_of, group_of.get(index))
         for index, hazard in enumerate(analysis.hazards)
     ]
+    findings = [finding_summary(index, group) for index, group in enumerate(analysis.findings)]
     meta = _meta(trace, records, origin, columns, analysis)
     end_us = (ends[order] - origin) / 1000.0
     lanes_sorted = lane[order]
@@ -312,7 +327,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "details": details.texts if details is not None else [""],
         "errors": errors,
     }
-    return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
+    return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays, findings)
 
 
 class _Details:
@@ -391,13 +406,30 @@ def _origin(trace: Trace, records: list) -> int:
     return min(started, earliest) if started else earliest
 
 
+def finding_summary(index: int, group: FindingGroup) -> dict[str, Any]:
+    """What the views show of a group of findings: kind, count, what its commands do,
+    the first occurrence's message and fix, and the positions of its occurrences in the
+    flat hazard list."""
+    return {
+        "index": index,
+        "kind": getattr(group.kind, "value", str(group.kind)),
+        "count": group.count,
+        "descriptions": list(group.descriptions),
+        "place": group.place(),
+        "occurrences": list(group.occurrences),
+        "occurrence_text": group.occurrence_text(),
+        "message": group.message,
+        "fix": group.fix,
+    }
+
+
 def _hazard_summary(
-    trace: Trace,
     by_id: dict[int, CommandRecord],
     index: int,
     hazard: Hazard,
     origin: int,
     lane_of: dict[int, int],
+    group: int | None,
 ) -> dict[str, Any]:
     def point(command_id: int, moment: int | None, label: str, lane: int = HOST_LANE):
         if moment is None:
@@ -431,11 +463,9 @@ def _hazard_summary(
     upload = ids[-1] if hazard.kind in UPLOAD_HAZARDS else None
     return {
         "index": index,
+        "group": group,
         "kind": hazard.kind.value,
         "command_ids": list(ids),
-        "descriptions": [describe(trace, by_id[i]) if i in by_id else f"#{i}" for i in ids],
-        "message": hazard.message,
-        "fix": hazard.fix,
         "upload": upload,
         "arrow": arrow,
     }
@@ -461,6 +491,7 @@ def _meta(
         "staging": sorted({c.staging for c in commands}),
         "capture": trace.metadata.capture,
         "hazards": len(analysis.hazards),
+        "findings": len(analysis.findings),
         "stale_uploads": sorted(analysis.stale),
         "extent": extent,
         "bytes_per_record": BYTES_PER_RECORD,

@@ -26,7 +26,8 @@ IDLE_INSPECTOR = (
 
 def timeline_state(data: TimelineData) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Traits of the trace views (timeline, table, hazard list): JSON and binary."""
-    return {"summary": data.summary(), "hazards": data.hazards}, {"data": data.pack()}
+    state = {"summary": data.summary(), "hazards": data.hazards, "findings": data.findings}
+    return state, {"data": data.pack()}
 
 
 def array_diff_state(
@@ -67,6 +68,14 @@ def upload_array_diffs(
 # -- pages ---------------------------------------------------------------------------------
 
 
+def findings_heading(data: TimelineData) -> str:
+    """``Hazards (5000 at 1 place)``, or ``Hazards (2)`` where each is its own place."""
+    hazards, places = len(data.hazards), len(data.findings)
+    return (
+        f"Hazards ({hazards})" if hazards == places else f"Hazards ({hazards} at {places} place(s))"
+    )
+
+
 def trace_header(data: TimelineData, title: str) -> str:
     return f"<h1>{escape(title)}</h1><p class='lnb-info'>{trace_facts(data.meta)}</p>"
 
@@ -78,6 +87,7 @@ def trace_body(
     *,
     title: str = "luisa_nb trace",
     stale_sections: bool = True,
+    anchor: str = "",
 ) -> str:
     """Header, timeline, hazard list, command table and inspector of ``trace`` (and, with
     ``stale_sections``, the staged-vs-expected diff of every stale upload)."""
@@ -100,8 +110,8 @@ def trace_body(
         "<h2>Timeline</h2>",
         page.mount("timeline", trace_model_id, timeline_fallback(data)),
         '<div class="lnb-grid"><div class="lnb-panel">',
-        f"<h2>Hazards ({len(data.hazards)})</h2>",
-        page.mount("hazards", trace_model_id, hazards_fallback(data.hazards)),
+        f"<h2>{escape(findings_heading(data))}</h2>",
+        page.mount("hazards", trace_model_id, hazards_fallback(data.findings), element_id=anchor),
         '</div><div class="lnb-panel">',
         f"<h2>Commands ({data.meta['commands']}) and sync points ({data.meta['syncs']})</h2>",
         page.mount("table", trace_model_id, command_table(data)),
@@ -131,10 +141,11 @@ def trace_page(trace: Trace, analysis: Analysis | None = None, *, title: str | N
     return page.document(trace_body(page, trace, analysis, title=title), title)
 
 
-def trace_fragment(trace: Trace, analysis: Analysis | None = None) -> str:
-    """The report's content as an HTML fragment (a notebook's ``text/html``)."""
+def trace_fragment(trace: Trace, analysis: Analysis | None = None, *, anchor: str = "") -> str:
+    """The report's content as an HTML fragment (a notebook's ``text/html``); ``anchor``
+    is the id of its finding list."""
     page = StaticPage()
-    return page.fragment(trace_body(page, trace, analysis, title="luisa_nb trace"))
+    return page.fragment(trace_body(page, trace, analysis, title="luisa_nb trace", anchor=anchor))
 
 
 def view_fragment(

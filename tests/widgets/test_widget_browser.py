@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.browser import missing_browser_reason
+from helpers.browser import choose_hazard, missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
@@ -128,7 +128,7 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
     assert "host read" in tooltip.inner_text()
 
     # choose the hazard in the list: both commands selected, the inspector shows the bytes
-    page.click(".lnb-hazard[data-hazard-index='0']")
+    choose_hazard(page, 0)
     inspector = page.locator(".lnb-inspector")
     assert inspector.get_attribute("data-command") == str(seed.upload)
     rows = inspector.locator("tbody tr")
@@ -257,7 +257,7 @@ def test_hundred_thousand_commands_draw_in_under_a_second(open_page, tmp_path):
     rows = page.locator(".lnb-table").get_attribute("data-rendered")
     assert int(rows) < 100, "the table renders only the rows in view"
     timeline(page, "t.setView(0, 10)")  # far from the hazards
-    page.click(".lnb-hazard[data-hazard-index='2']")
+    choose_hazard(page, 2)
     view = timeline(page, "t.view()")
     arrow = page.evaluate("() => globalThis.__luisa_nb.pages[0].selection.hazards[2].arrow")
     ends = sorted((arrow["from"]["time"], arrow["to"]["time"]))

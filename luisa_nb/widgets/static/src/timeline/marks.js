@@ -1,6 +1,7 @@
 // What the timeline draws over its bars: host reads (▼) and writes (▲) on the host lane
 // with dashed links to their commands, hazard arrows, and the selection's outlines.
 
+import { FONT } from "./format.js";
 import { LABEL_WIDTH, MIN_BAR } from "./geometry.js";
 import { LATENT, firstAtOrAfter, hostOrder, rowsOf } from "./records.js";
 
@@ -73,10 +74,13 @@ function arrowPath(g, arrow) {
   return { x1, y1, x2, y2, cx: (x1 + x2) / 2, cy: lift };
 }
 
-// Each hazard's arrow, red (amber when latent), thicker when `selected`; returns
-// {drawn, paths}: how many are in view, and every arrow's {index, path}.
-export function drawHazards(ctx, g, hazards, theme, selected) {
+// Each hazard's arrow, red (amber when latent), thicker when `selected`. Every
+// occurrence of a place is marked; the first one in view of each place carries its
+// label ("STALE_UPLOAD ×5000", from `findings`). Returns {drawn, paths, labelled}: how
+// many arrows are in view, every arrow's {index, path}, and how many were labelled.
+export function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
   const paths = [];
+  const labelled = new Set();
   let drawn = 0;
   for (const hazard of hazards) {
     if (!hazard.arrow) continue;
@@ -108,9 +112,19 @@ export function drawHazards(ctx, g, hazards, theme, selected) {
     ctx.beginPath();
     ctx.arc(p.x1, p.y1, 3.5, 0, 2 * Math.PI);
     ctx.fill();
+    const group = hazard.group === null || hazard.group === undefined ? -1 : hazard.group;
+    if (!labelled.has(group) && p.cx >= LABEL_WIDTH && p.cx <= g.width) {
+      labelled.add(group);
+      const finding = findings[group];
+      const count = finding && finding.count > 1 ? ` ×${finding.count}` : "";
+      ctx.font = FONT;
+      ctx.textBaseline = "bottom";
+      ctx.textAlign = "center";
+      ctx.fillText(`${hazard.kind}${count}`, p.cx, Math.max(p.cy, 12));
+    }
     ctx.restore();
   }
-  return { drawn, paths };
+  return { drawn, paths, labelled: labelled.size };
 }
 
 // The box of row `row`'s bar as drawn: at least MIN_BAR wide, centred where widened.
