@@ -231,6 +231,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     detail = np.zeros(count, np.int64)
     submission = np.zeros(count, np.int64)
     text_codes: dict[str, int] = {}
+    command_texts: dict[tuple[Any, ...], int] = {}
     stream_ends: dict[int, int] = {}
     details = _Details(trace) if count <= DETAILS_INLINE_LIMIT else None
     busy_end = np.empty(count, np.int64)
@@ -263,10 +264,16 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         ids[row], seqs[row] = record.id, record.seq
         kind[row] = KIND_CODES[record.kind.value]
         status[row] = STATUS_CODES[record.status.value]
-        words = describe(trace, record)
         if isinstance(record, CommandRecord):
-            words = words.split(" ", 1)[1]
-        text[row] = text_codes.setdefault(words, len(text_codes))
+            # commands with the same fields share their objects: describe them once
+            key = (record.kind, record.label, id(record.device_ranges), id(record.host))
+            code = command_texts.get(key)
+            if code is None:
+                words = describe(trace, record).split(" ", 1)[1]
+                code = command_texts[key] = text_codes.setdefault(words, len(text_codes))
+            text[row] = code
+        else:
+            text[row] = text_codes.setdefault(describe(trace, record), len(text_codes))
 
     stop = (
         trace.metadata.stopped if trace.metadata.stopped is not None else int(ends.max(initial=0))
@@ -496,3 +503,90 @@ def _meta(
         "extent": extent,
         "bytes_per_record": BYTES_PER_RECORD,
     }
+
+
+def windowed(data: TimelineData, limit: int) -> TimelineData:
+    """``data`` cut to at most ``limit`` records, those around the first hazard (else
+    the first ones), for a copy of the views that must stay small (a notebook's static
+    twin). The hazards and overlays of those records stay; each finding keeps its count
+    and the occurrences still shown; ``meta["window"]`` says which records were kept."""
+    count = data.count
+    if count <= limit:
+        return data
+    starts = data.columns["start"]
+    arrows = [h["arrow"] for h in data.hazards if h.get("arrow")]
+    centre = 0 if not arrows else int(np.searchsorted(starts, arrows[0]["to"]["time"]))
+    low = max(0, min(centre - limit // 2, count - limit))
+    high = low + limit
+    columns = {name: column[low:high] for name, column in data.columns.items()}
+    kept = set(columns["id"].tolist())
+    positions: dict[int, int] = {}
+    hazards = []
+    for hazard in data.hazards:
+        if all(command in kept for command in hazard["command_ids"]):
+            positions[hazard["index"]] = len(hazards)
+            hazards.append({**hazard, "index": len(hazards)})
+    findings = [
+        {
+            **finding,
+            "occurrences": [positions[o] for o in finding["occurrences"] if o in positions],
+        }
+        for finding in data.findings
+    ]
+    time_from = float(starts[low])
+    time_to = float((columns["start"] + columns["duration"]).max())
+    overlays = dict(data.overlays)
+    overlays["ranges"], columns["range"] = _ranges_within(
+        data.overlays.get("ranges", []), columns["range"], time_from, time_to
+    )
+    for name in ("lists", "host_activity"):
+        overlays[name] = [
+            item
+            for item in data.overlays.get(name, [])
+            if item["end"] >= time_from and item["start"] <= time_to
+        ]
+    overlays["links"] = [
+        link
+        for link in data.overlays.get("links", [])
+        if time_from <= link["from"]["time"] <= time_to
+        and time_from <= link["to"]["time"] <= time_to
+    ]
+    moments = [time_from, time_to]
+    for hazard in hazards:
+        if hazard.get("arrow"):
+            moments += [hazard["arrow"]["from"]["time"], hazard["arrow"]["to"]["time"]]
+    meta = {
+        **data.meta,
+        "extent": [min(moments), max(moments)],
+        "window": {"first": low, "shown": high - low, "of": count},
+    }
+    return TimelineData(
+        columns, data.lanes, data.texts, hazards, meta, data.origin, overlays, findings
+    )
+
+
+def _ranges_within(
+    ranges: list[dict[str, Any]], column: np.ndarray, time_from: float, time_to: float
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The ranges that overlap ``[time_from, time_to]`` or hold a range that does, renumbered
+    in order, and ``column`` (indices into ``ranges``) renumbered to match."""
+    wanted: set[int] = set()
+    for index, item in enumerate(ranges):
+        if item["host"][1] >= time_from and item["host"][0] <= time_to:
+            while index is not None and index not in wanted:
+                wanted.add(index)
+                index = ranges[index]["parent"]
+    order = sorted(wanted)
+    renumber = np.full(len(ranges) + 1, -1, np.int64)  # the last slot maps -1 to -1
+    renumber[order] = np.arange(len(order))
+    kept = [
+        {
+            **ranges[index],
+            "id": int(renumber[index]),
+            "parent": None
+            if ranges[index]["parent"] is None
+            else int(renumber[ranges[index]["parent"]]),
+        }
+        for index in order
+    ]
+    return kept, renumber[column].astype(column.dtype)

@@ -13,10 +13,10 @@ from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
 from luisa_nb.views.fallbacks import findings_anchor
 from luisa_nb.views.html import escape, trace_facts
-from luisa_nb.views.timeline import Analysis, build_timeline
+from luisa_nb.views.timeline import Analysis, build_timeline, windowed
 from luisa_nb.widgets.base import display_with_static_twin
 from luisa_nb.widgets.diff import StagingInspector
-from luisa_nb.widgets.pages import findings_heading, trace_fragment
+from luisa_nb.widgets.pages import TWIN_RECORDS, findings_heading, trace_fragment
 from luisa_nb.widgets.selection import SelectionMixin, link_selection
 from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, TimelineWidget
 
@@ -90,8 +90,11 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         return {**data, "text/html": self._repr_html_()}, metadata
 
     def _repr_html_(self) -> str:
-        """The report's content: the same views, drawn by the same ES modules."""
-        return trace_fragment(self.trace, self.analysis, anchor=self.anchor)
+        """The report's content: the same views, drawn by the same ES modules, over at
+        most :data:`~luisa_nb.widgets.pages.TWIN_RECORDS` records around the first hazard
+        (the widget holds them all, and so does a report)."""
+        data = windowed(self.timeline_data, TWIN_RECORDS)
+        return trace_fragment(self.trace, self.analysis, anchor=self.anchor, data=data)
 
     def _ipython_display_(self, **_kwargs: Any) -> None:
         """The widget view and its static twin, which any of the views hides when it
