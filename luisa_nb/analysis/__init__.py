@@ -4,13 +4,18 @@ never the runtime."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from luisa_nb.analysis.findings import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
-from luisa_nb.errors import RecordNotFoundError
+from luisa_nb.analysis.vocabulary import Vocabulary, pending_note, vocabulary_of
+from luisa_nb.errors import PendingCommandsWarning, RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
 from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
@@ -22,11 +27,14 @@ __all__ = [
     "HazardKind",
     "Source",
     "UploadCheck",
+    "Vocabulary",
     "check_uploads",
     "describe",
     "find_hazards",
     "group_findings",
+    "pending_note",
     "stale_uploads",
+    "vocabulary_of",
 ]
 
 
@@ -62,6 +70,13 @@ class AnalyzedTrace(Trace):
                 return check
         raise RecordNotFoundError(f"#{command_id} is not an upload with a host array in this trace")
 
+    def stopped_recording(self) -> None:
+        """Warn (:class:`~luisa_nb.errors.PendingCommandsWarning`) when the trace ends with
+        commands that were never executed, or recorded nothing at all."""
+        note = pending_note(self)
+        if note is not None:
+            warnings.warn(note, PendingCommandsWarning, stacklevel=_outside_luisa_nb())
+
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (self.counts, self.metadata.stopped)
         entry = self._results.get(name)
@@ -73,3 +88,15 @@ class AnalyzedTrace(Trace):
 
 def _grouped(trace: AnalyzedTrace) -> list[FindingGroup]:
     return group_findings(trace, trace._cached("hazards", find_hazards))
+
+
+_LIBRARY = (str(Path(__file__).resolve().parents[1]), str(Path(contextlib.__file__).parent))
+
+
+def _outside_luisa_nb() -> int:
+    """The ``stacklevel`` of the innermost caller outside luisa_nb (and contextlib): the
+    code whose trace ended."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    return level

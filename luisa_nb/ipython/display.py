@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind
+from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind, pending_note
 from luisa_nb.analysis.comparison import Comparison
 from luisa_nb.views.comparison import comparison_html
 from luisa_nb.views.fallbacks import findings_anchor
@@ -123,9 +123,12 @@ class TraceSummary:
 
     def _repr_html_(self) -> str:
         parts = [
-            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {escape(self._heading())}</p>",
-            self._table()._repr_html_(),
+            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {escape(self._heading())}</p>"
         ]
+        note = pending_note(self.trace)
+        if note is not None:
+            parts.append(f"<p class='lnb-bad lnb-pending'><b>{escape(note)}</b></p>")
+        parts.append(self._table()._repr_html_())
         stale = self._stale()
         if stale is not None:
             parts.append(_stale_upload_html(self.trace, stale))
@@ -135,7 +138,8 @@ class TraceSummary:
         return "".join(parts)
 
     def __repr__(self) -> str:
-        lines = [self._heading(), repr(self._table())]
+        note = pending_note(self.trace)
+        lines = [self._heading(), *([note] if note else []), repr(self._table())]
         stale = self._stale()
         check = None if stale is None else _check(self.trace, stale)
         if check is not None and check.staged is not None and check.expected is not None:

@@ -153,11 +153,13 @@ def trace_facts(meta: Mapping[str, Any]) -> str:
         if hazards
         else '<b class="lnb-good">no hazards</b>'
     )
+    pending = meta.get("pending_note")
+    warning = f'<br><b class="lnb-bad lnb-pending">{escape(pending)}</b>' if pending else ""
     return (
         f"device: {escape(', '.join(meta['devices']) or '—')} · staging: "
         f"{escape(', '.join(meta['staging']) or '—')} · capture: {escape(meta['capture'])} · "
         f"{meta['commands']} commands, {meta['syncs']} sync points on {meta['streams']} "
-        f"stream(s) over {duration(span * 1000)} · {verdict}"
+        f"stream(s) over {duration(span * 1000)} · {verdict}{warning}"
     )
 
 

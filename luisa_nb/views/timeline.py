@@ -51,6 +51,7 @@ import numpy as np
 from luisa_nb.analysis.findings import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
+from luisa_nb.analysis.vocabulary import pending_note
 from luisa_nb.errors import RecordNotFoundError
 from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
 from luisa_nb.recording.naming import (
@@ -499,6 +500,8 @@ def _meta(
         "capture": trace.metadata.capture,
         "hazards": len(analysis.hazards),
         "findings": len(analysis.findings),
+        "pending": len(trace.metadata.pending),
+        "pending_note": pending_note(trace) or "",
         "stale_uploads": sorted(analysis.stale),
         "extent": extent,
         "bytes_per_record": BYTES_PER_RECORD,
