@@ -78,6 +78,6 @@ def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "
         for i in comparison.differing[:FIRST_INDICES]
     ]
     if rows:
-        header = ["index", *comparison.names]
+        header = [summary["index_name"], *comparison.names]
         lines.append(table(header, rows, (True, True, True), "lnb-fallback-table"))
     return "".join(lines)

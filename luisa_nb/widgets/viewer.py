@@ -46,6 +46,10 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         self.hazard_list = HazardList(trace, **shared)
         self.hazard_list.anchor = self.anchor = anchor or findings_anchor()
         self.inspector = StagingInspector(trace, analysis=self.analysis)
+        hazards = self.timeline_data.hazards
+        if hazards and hazards[0]["upload"] is not None:
+            # the timeline opens on the first hazard: so does the inspector
+            self.inspector.command_id = hazards[0]["upload"]
         self._links = []
         for view in (self.timeline, self.table, self.hazard_list):
             self._links += link_selection(self, view)

@@ -89,6 +89,8 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
     assert stats["laneRecords"] == [1, 5]  # host lane: the synchronize; stream: 5 commands
     assert stats["arrows"] == 1 and stats["markers"] == 3  # 2 host reads + 1 host write
     assert stats["firstDrawMs"] < 1000
+    # the inspector opens on the hazard the timeline opens on, before any click
+    page.wait_for_selector(f".lnb-inspector[data-command='{seed.upload}'] .lnb-diff")
     # every bar sits in its lane, in its kind's colour
     kinds = dict(
         zip(
