@@ -33,10 +33,11 @@ def timeline_picture(data: TimelineData) -> str:
 
 def timeline_fallback(data: TimelineData) -> str:
     lanes = ", ".join(escape(lane["name"]) for lane in data.lanes)
+    where = "around the first hazard, as the timeline opens; " if data.hazards else ""
     return (
         f"{timeline_picture(data)}"
-        f'<p class="lnb-note">Lanes from the top: {lanes}. Run the page with scripts for '
-        "zoom, hover and selection.</p>"
+        f'<p class="lnb-note">The picture shows the trace {where}lanes from the top: '
+        f"{lanes}. Run the page with scripts for zoom, hover and selection.</p>"
     )
 
 

@@ -53,7 +53,15 @@ from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
 from luisa_nb.analysis.vocabulary import pending_note
 from luisa_nb.errors import RecordNotFoundError
-from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
+from luisa_nb.recording import (
+    CommandKind,
+    CommandRecord,
+    DeviceRange,
+    HostRange,
+    Status,
+    SyncKind,
+    Trace,
+)
 from luisa_nb.recording.naming import (
     describe,
     device_name,
@@ -63,6 +71,10 @@ from luisa_nb.recording.naming import (
     stream_name,
 )
 from luisa_nb.recording.ranges import innermost_ranges
+from luisa_nb.recording.table import KIND_CODES as TABLE_KIND_CODES
+from luisa_nb.recording.table import KINDS as TABLE_KINDS
+from luisa_nb.recording.table import MISSING, POLICIES, CommandTable
+from luisa_nb.recording.table import STATUSES as TABLE_STATUSES
 from luisa_nb.views.overlays import (
     event_links,
     host_activity,
@@ -211,14 +223,26 @@ class TimelineData:
 def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineData:
     """The view data of ``trace`` (hazards from ``analysis``, computed when not given)."""
     analysis = analysis if analysis is not None else Analysis.of(trace)
-    records = sorted(trace.records, key=lambda record: record.seq)
-    origin = _origin(trace, records)
+    table = trace.table
+    syncs = sorted(trace.syncs, key=lambda record: record.seq)
+    numbers = table.numbers
+    columnar = bool(
+        ((numbers["started"] != MISSING) | (numbers["device_started"] != MISSING)).all()
+    )
+    # Commands that all ran are read from the table's columns, with no record made (the
+    # loop below visits the sync points only); one that never ran stands where it would
+    # have run, which needs the records in issue order.
+    records = syncs if columnar else sorted(trace.records, key=lambda record: record.seq)
+    origin = _origin(trace, records, table if columnar else None)
     streams = drawn_streams(records)
+    if columnar:
+        streams = sorted({*streams, *np.unique(numbers["stream"]).tolist()})
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
     lanes = [{"name": "host", "stream": None}]
     lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
 
-    count = len(records)
+    commands = len(table) if columnar else 0
+    count = len(records) + commands
     starts = np.empty(count, np.int64)
     ends = np.empty(count, np.int64)
     hosts = np.full(count, -1, np.int64)
@@ -238,7 +262,15 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     busy_end = np.empty(count, np.int64)
     submitted = np.empty(count, np.int64)
     errors: dict[str, str] = {}
-    for row, record in enumerate(records):
+    if columnar:
+        arrays = {
+            "starts": starts, "ends": ends, "hosts": hosts, "lane": lane, "moments": moments,
+            "busy_end": busy_end, "submitted": submitted, "submission": submission,
+            "ids": ids, "seqs": seqs, "kind": kind, "status": status, "text": text,
+            "detail": detail,
+        }  # fmt: skip
+        _command_columns(trace, table, lane_of, details, text_codes, errors, arrays)
+    for row, record in enumerate(records, start=commands):
         if isinstance(record, CommandRecord):
             start, end = _command_span(record, stream_ends)
             host = record.host_read if record.kind is CommandKind.UPLOAD else record.host_write
@@ -247,7 +279,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
             moments[row] = record.enqueued
             submission[row] = record.submission
             if details is not None:
-                detail[row] = details.code(record)
+                detail[row] = details.code(record.device_ranges, record.host)
             busy_end[row] = record.enqueued
             submitted[row] = record.submitted
         else:
@@ -298,7 +330,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "kind": kind[order].astype(np.uint8),
         "status": status[order].astype(np.uint8),
     }
-    by_id = {r.id: r for r in records if isinstance(r, CommandRecord)}
+    by_id = _race_commands(table, analysis.hazards)
     group_of = {
         occurrence: group
         for group, finding in enumerate(analysis.findings)
@@ -309,7 +341,12 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         for index, hazard in enumerate(analysis.hazards)
     ]
     findings = [finding_summary(index, group) for index, group in enumerate(analysis.findings)]
-    meta = _meta(trace, records, origin, columns, analysis)
+    stagings = (
+        {POLICIES[code] for code in np.unique(numbers["staging"]).tolist()}
+        if columnar
+        else {r.staging for r in records if isinstance(r, CommandRecord)}
+    )
+    meta = _meta(trace, len(table), stagings, origin, columns, analysis)
     end_us = (ends[order] - origin) / 1000.0
     lanes_sorted = lane[order]
     range_items = range_summaries(trace, ranges[order], lanes_sorted, start_us, end_us, origin)
@@ -322,9 +359,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     overlays = {
         "ranges": range_items,
         "lists": list_summaries(submission[order], lanes_sorted, start_us, end_us),
-        "links": event_links(
-            [r for r in records if not isinstance(r, CommandRecord)], lane_of, origin
-        ),
+        "links": event_links(syncs, lane_of, origin),
         "host_activity": host_activity(
             trace,
             np.concatenate([moments, submitted]),
@@ -347,21 +382,20 @@ class _Details:
         self.texts: list[str] = [""]
         self._codes: dict[tuple[int, int], int] = {}
 
-    def code(self, record: CommandRecord) -> int:
-        key = (id(record.device_ranges), id(record.host))
+    def code(self, device_ranges: tuple[DeviceRange, ...], host: HostRange | None) -> int:
+        key = (id(device_ranges), id(host))
         found = self._codes.get(key)
         if found is None:
             found = self._codes[key] = len(self.texts)
-            self.texts.append(self.text(record))
+            self.texts.append(self.text(device_ranges, host))
         return found
 
-    def text(self, record: CommandRecord) -> str:
+    def text(self, device_ranges: tuple[DeviceRange, ...], host: HostRange | None) -> str:
         lines = [
             f"{r.access.value.replace('_', '-')} {device_name(self.trace, r)} "
             f"({r.nbytes:,} B at byte {r.offset:,})"
-            for r in record.device_ranges
+            for r in device_ranges
         ]
-        host = record.host
         if host is not None:
             shape = "x".join(map(str, host.shape)) or "scalar"
             lines.append(f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}]")
@@ -374,8 +408,78 @@ def record_details(trace: Trace, record_id: int) -> dict[str, Any]:
     point or an id not in the trace)."""
     for record in trace.commands:
         if record.id == record_id:
-            return {"id": record_id, "lines": _Details(trace).text(record)}
+            lines = _Details(trace).text(record.device_ranges, record.host)
+            return {"id": record_id, "lines": lines}
     return {"id": record_id, "lines": ""}
+
+
+def _command_columns(
+    trace: Trace,
+    table: CommandTable,
+    lane_of: dict[int, int],
+    details: _Details | None,
+    text_codes: dict[str, int],
+    errors: dict[str, str],
+    arrays: dict[str, Any],
+) -> None:
+    """Fill the first ``len(table)`` rows of ``build_timeline``'s ``arrays`` with the
+    table's commands, every one of which ran (worker or device times), from its columns;
+    a command's text is made once per set of fields its commands share."""
+    numbers, objects = table.numbers, table.objects
+    count = len(table)
+    worker = numbers["started"] != MISSING
+    started = np.where(worker, numbers["started"], numbers["device_started"])
+    finished = np.where(worker, numbers["finished"], numbers["device_finished"])
+    finished = np.where(finished != MISSING, finished, started)
+    upload = numbers["kind"] == TABLE_KIND_CODES[CommandKind.UPLOAD]
+    streams, stream_rows = np.unique(numbers["stream"], return_inverse=True)
+    lanes = np.array([lane_of[stream] for stream in streams.tolist()], np.int64)
+    kinds = np.array([KIND_CODES[kind.value] for kind in TABLE_KINDS], np.int64)
+    statuses = np.array([STATUS_CODES[status.value] for status in TABLE_STATUSES], np.int64)
+    arrays["starts"][:count] = started
+    arrays["ends"][:count] = np.maximum(finished, started)
+    arrays["hosts"][:count] = np.where(upload, numbers["host_read"], numbers["host_write"])
+    arrays["lane"][:count] = lanes[stream_rows.reshape(-1)]
+    arrays["moments"][:count] = numbers["enqueued"]
+    arrays["busy_end"][:count] = numbers["enqueued"]
+    arrays["submitted"][:count] = numbers["submitted"]
+    arrays["submission"][:count] = numbers["submission"]
+    arrays["ids"][:count] = numbers["id"]
+    arrays["seqs"][:count] = numbers["seq"]
+    arrays["kind"][:count] = kinds[numbers["kind"]]
+    arrays["status"][:count] = statuses[numbers["status"]]
+    ids = numbers["id"].tolist()
+    for row, error in enumerate(objects["error"]):
+        if error:
+            errors[str(ids[row])] = error
+    texts: dict[tuple[Any, ...], int] = {}
+    text, detail = arrays["text"], arrays["detail"]
+    keys = zip(
+        numbers["kind"].tolist(),
+        objects["label"],
+        objects["device_ranges"],
+        objects["host"],
+        strict=True,
+    )
+    for row, (kind, label, ranges, host) in enumerate(keys):
+        key = (kind, label, id(ranges), id(host))
+        code = texts.get(key)
+        if code is None:
+            words = describe(trace, table.record(row)).split(" ", 1)[1]
+            code = texts[key] = text_codes.setdefault(words, len(text_codes))
+        text[row] = code
+        if details is not None:
+            detail[row] = details.code(ranges, host)
+
+
+def _race_commands(table: CommandTable, hazards: list[Hazard]) -> dict[int, CommandRecord]:
+    """The records of the commands of device races (their hazard arrows need their
+    streams), by id."""
+    wanted = {i for h in hazards if h.kind is HazardKind.DEVICE_RACE for i in h.command_ids}
+    if not wanted:
+        return {}
+    rows = np.flatnonzero(np.isin(table.numbers["id"], list(wanted)))
+    return {record.id: record for record in (table.record(row) for row in rows.tolist())}
 
 
 def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[int, int]:
@@ -397,9 +501,16 @@ def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[i
     return start, end
 
 
-def _origin(trace: Trace, records: list) -> int:
-    """The earliest time of any record, or the trace start if that is earlier."""
+def _origin(trace: Trace, records: list, table: CommandTable | None = None) -> int:
+    """The earliest time of any record (of ``records``, and of ``table``'s commands), or
+    the trace start if that is earlier."""
     earliest = None
+    if table is not None and len(table):
+        moments = np.concatenate(
+            [table.numbers[name] for name in ("enqueued", "submitted", "started", "host_read")]
+        )
+        moments = moments[moments > 0]
+        earliest = int(moments.min()) if moments.size else None
     for record in records:
         if isinstance(record, CommandRecord):
             moments = (record.enqueued, record.submitted, record.started, record.host_read)
@@ -480,9 +591,13 @@ def _hazard_summary(
 
 
 def _meta(
-    trace: Trace, records: list, origin: int, columns: dict[str, np.ndarray], analysis: Analysis
+    trace: Trace,
+    commands: int,
+    stagings: set[str],
+    origin: int,
+    columns: dict[str, np.ndarray],
+    analysis: Analysis,
 ) -> dict[str, Any]:
-    commands = [r for r in records if isinstance(r, CommandRecord)]
     devices = sorted({info.device for info in trace.streams.values()})
     devices += [d.get("name", str(d)) for d in trace.metadata.devices if isinstance(d, dict)]
     starts = columns["start"]
@@ -492,11 +607,11 @@ def _meta(
     lows, highs = np.concatenate([starts, hosts]), np.concatenate([ends, hosts])
     extent = [float(lows.min()), float(highs.max())] if lows.size else [0.0, 0.0]
     return {
-        "commands": len(commands),
-        "syncs": len(records) - len(commands),
+        "commands": commands,
+        "syncs": len(columns["id"]) - commands,
         "streams": len(trace.streams),
         "devices": list(dict.fromkeys(devices)),
-        "staging": sorted({c.staging for c in commands}),
+        "staging": sorted(stagings),
         "capture": trace.metadata.capture,
         "hazards": len(analysis.hazards),
         "findings": len(analysis.findings),

@@ -423,9 +423,10 @@ function arrowPath(g, arrow) {
   const lift = arrow.from.lane === 0 && arrow.to.lane === 0 ? g.AXIS_HEIGHT + 4 : Math.min(y1, y2) - 14;
   return { x1, y1, x2, y2, cx: (x1 + x2) / 2, cy: lift };
 }
-function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
+function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = null) {
   const paths = [];
   const labelled = /* @__PURE__ */ new Set();
+  const outlined = /* @__PURE__ */ new Map();
   let drawn = 0;
   for (const hazard of hazards) {
     if (!hazard.arrow) continue;
@@ -440,6 +441,7 @@ function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
     ctx.rect(LABEL_WIDTH, 0, g.width - LABEL_WIDTH, g.height);
     ctx.clip();
     const color = hazard.kind === LATENT ? theme.latent : theme.hazard;
+    outlined.set(hazard.command_ids[hazard.command_ids.length - 1], color);
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     ctx.lineWidth = hazard.index === selected ? 3.5 : 2;
@@ -469,8 +471,22 @@ function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
     }
     ctx.restore();
   }
-  return { drawn, paths, labelled: labelled.size };
+  let bars = 0;
+  if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
+    ctx.save();
+    ctx.lineWidth = 2;
+    for (const row of rowsOf(records, [...outlined.keys()])) {
+      const box = rectOfRow(g, records, row);
+      if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
+      ctx.strokeStyle = outlined.get(records.columns.id[row]);
+      ctx.strokeRect(box.x - 3, box.y - 2, box.w + 6, box.h + 4);
+      bars++;
+    }
+    ctx.restore();
+  }
+  return { drawn, paths, labelled: labelled.size, outlined: bars };
 }
+var OUTLINE_LIMIT = 500;
 function rectOfRow(g, records, row) {
   const { columns } = records;
   const [y, h] = g.barBox(columns.lane[row]);
@@ -1229,7 +1245,7 @@ var Timeline = class {
     const counts = drawLanes(ctx, g, scene);
     stats.overlays = drawOverlays(ctx, summary, g);
     const selected = this.model.get("selected_hazard");
-    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings);
+    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings, records);
     const { drawn: arrows, paths } = hazards;
     this.hazardPaths = paths;
     const markers = drawMarkers(ctx, g, records, colors);
@@ -1254,6 +1270,7 @@ var Timeline = class {
       markers: String(markers),
       arrows: String(arrows),
       hazardLabels: String(hazards.labelled),
+      outlinedBars: String(hazards.outlined),
       labels: String(counts.labels)
     });
   }

@@ -76,11 +76,15 @@ function arrowPath(g, arrow) {
 
 // Each hazard's arrow, red (amber when latent), thicker when `selected`. Every
 // occurrence of a place is marked; the first one in view of each place carries its
-// label ("STALE_UPLOAD ×5000", from `findings`). Returns {drawn, paths, labelled}: how
-// many arrows are in view, every arrow's {index, path}, and how many were labelled.
-export function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
+// label ("STALE_UPLOAD ×5000", from `findings`). The bar of each later command (the
+// stale upload) of an arrow in view gets an outline in the arrow's colour, so that a
+// bar a few pixels wide is seen. Returns {drawn, paths, labelled, outlined}: how many
+// arrows are in view, every arrow's {index, path}, how many were labelled and how many
+// bars outlined.
+export function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = null) {
   const paths = [];
   const labelled = new Set();
+  const outlined = new Map(); // command id -> colour
   let drawn = 0;
   for (const hazard of hazards) {
     if (!hazard.arrow) continue;
@@ -95,6 +99,7 @@ export function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
     ctx.rect(LABEL_WIDTH, 0, g.width - LABEL_WIDTH, g.height);
     ctx.clip();
     const color = hazard.kind === LATENT ? theme.latent : theme.hazard;
+    outlined.set(hazard.command_ids[hazard.command_ids.length - 1], color);
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     ctx.lineWidth = hazard.index === selected ? 3.5 : 2;
@@ -124,8 +129,25 @@ export function drawHazards(ctx, g, hazards, theme, selected, findings = []) {
     }
     ctx.restore();
   }
-  return { drawn, paths, labelled: labelled.size };
+  let bars = 0;
+  if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
+    ctx.save();
+    ctx.lineWidth = 2;
+    for (const row of rowsOf(records, [...outlined.keys()])) {
+      const box = rectOfRow(g, records, row);
+      if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
+      ctx.strokeStyle = outlined.get(records.columns.id[row]);
+      ctx.strokeRect(box.x - 3, box.y - 2, box.w + 6, box.h + 4);
+      bars++;
+    }
+    ctx.restore();
+  }
+  return { drawn, paths, labelled: labelled.size, outlined: bars };
 }
+
+// More stale uploads in view than this are not outlined one by one (zoomed out, the
+// arrows say enough).
+const OUTLINE_LIMIT = 500;
 
 // The box of row `row`'s bar as drawn: at least MIN_BAR wide, centred where widened.
 export function rectOfRow(g, records, row) {

@@ -136,7 +136,7 @@ class Timeline {
     const counts = drawLanes(ctx, g, scene);
     stats.overlays = drawOverlays(ctx, summary, g);
     const selected = this.model.get("selected_hazard");
-    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings);
+    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings, records);
     const { drawn: arrows, paths } = hazards;
     this.hazardPaths = paths;
     const markers = drawMarkers(ctx, g, records, colors);
@@ -161,6 +161,7 @@ class Timeline {
       markers: String(markers),
       arrows: String(arrows),
       hazardLabels: String(hazards.labelled),
+      outlinedBars: String(hazards.outlined),
       labels: String(counts.labels),
     });
   }
