@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind, pending_note
 from luisa_nb.analysis.comparison import Comparison
+from luisa_nb.views.array_diff import upload_array_diff
 from luisa_nb.views.comparison import comparison_html
 from luisa_nb.views.fallbacks import findings_anchor
 from luisa_nb.views.html import cell, command_table, escape, finding_table, table, theme_style
@@ -178,13 +179,19 @@ def _stale_upload_html(trace: AnalyzedTrace, group: FindingGroup) -> str:
             "<code>--capture head</code> or <code>full</code> to see them.</p>"
         )
     indices = check.differing_indices
+    first = [int(index) for index in indices[:DIFF_ROWS]]
+    shown = upload_array_diff(trace, check)  # names an element in the array's shape
+    header, labels = "index", [str(index) for index in first]
+    if shown is not None and all(index < shown.size for index in first):
+        header = "pixel (x, y, channel)" if shown.image else "index"
+        labels = [str(tuple(shown.unravel(index))) for index in first]
     rows = [
         "<tr>"
-        + cell(str(int(index)), numeric=True)
+        + cell(label, numeric=True)
         + cell(escape(check.expected[index]), numeric=True)
         + cell(escape(check.staged[index]), numeric=True, style=MARK_STYLE)
         + "</tr>"
-        for index in indices[:DIFF_ROWS]
+        for index, label in zip(first, labels, strict=True)
     ]
     others = (
         f" (the first of {group.count} stale uploads at this place; the viewer shows each)"
@@ -195,7 +202,7 @@ def _stale_upload_html(trace: AnalyzedTrace, group: FindingGroup) -> str:
         f"<div class='lnb-ipython-staged'>upload #{check.command_id}{others} staged "
         f"<b>{indices.size}</b> element(s) that differ from what stream order says; the "
         f"first {min(DIFF_ROWS, indices.size)}:"
-        f"{table(['index', 'expected', 'staged'], rows, numeric=(True, True, True))}</div>"
+        f"{table([header, 'expected', 'staged'], rows, numeric=(True, True, True))}</div>"
     )
 
 
