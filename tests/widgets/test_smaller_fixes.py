@@ -16,23 +16,15 @@ if reason := missing_browser_reason():
 
 
 @pytest.fixture
-def open_report(browser, tmp_path):
-    pages = []
+def open_report(open_page, tmp_path):
+    """Opens the report of a trace, once its timeline drew."""
 
     def open_(trace, name: str):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(write_report(trace, tmp_path / f"{name}.html").as_uri())
-        page.wait_for_selector(".lnb-root[data-ready='1']", timeout=20_000)
+        page = open_page(write_report(trace, tmp_path / f"{name}.html"))
         page.wait_for_selector(".lnb-timeline[data-draws]", timeout=20_000)
-        page.errors = errors
-        pages.append(page)
         return page
 
-    yield open_
-    for page in pages:
-        page.close()
+    return open_
 
 
 def _nested_ranges_trace():

@@ -25,26 +25,6 @@ if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)
 
 
-@pytest.fixture
-def open_page(browser):
-    pages = []
-
-    def open_(path: Path, width: int = 1280):
-        page = browser.new_page(viewport={"width": width, "height": 900})
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        page.goto(path.as_uri())
-        page.wait_for_selector(".lnb-root[data-ready='1']", timeout=20_000)
-        page.errors = errors
-        pages.append(page)
-        return page
-
-    yield open_
-    for page in pages:
-        page.close()
-
-
 def screenshot(page, path: Path) -> None:
     page.screenshot(path=str(path), full_page=True)
     print(f"screenshot: {path}")

@@ -474,12 +474,11 @@ function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = 
   let bars = 0;
   if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
     ctx.save();
-    ctx.lineWidth = 2;
     for (const row of rowsOf(records, [...outlined.keys()])) {
       const box = rectOfRow(g, records, row);
       if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
-      ctx.strokeStyle = outlined.get(records.columns.id[row]);
-      ctx.strokeRect(box.x - 3, box.y - 2, box.w + 6, box.h + 4);
+      ctx.fillStyle = outlined.get(records.columns.id[row]);
+      ctx.fillRect(box.x - 2, box.y + box.h + 1, box.w + 4, 3);
       bars++;
     }
     ctx.restore();

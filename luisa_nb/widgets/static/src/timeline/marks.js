@@ -77,10 +77,10 @@ function arrowPath(g, arrow) {
 // Each hazard's arrow, red (amber when latent), thicker when `selected`. Every
 // occurrence of a place is marked; the first one in view of each place carries its
 // label ("STALE_UPLOAD ×5000", from `findings`). The bar of each later command (the
-// stale upload) of an arrow in view gets an outline in the arrow's colour, so that a
-// bar a few pixels wide is seen. Returns {drawn, paths, labelled, outlined}: how many
+// stale upload) of an arrow in view is underlined in the arrow's colour, so that a bar
+// a few pixels wide is seen. Returns {drawn, paths, labelled, outlined}: how many
 // arrows are in view, every arrow's {index, path}, how many were labelled and how many
-// bars outlined.
+// bars underlined.
 export function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = null) {
   const paths = [];
   const labelled = new Set();
@@ -132,12 +132,11 @@ export function drawHazards(ctx, g, hazards, theme, selected, findings = [], rec
   let bars = 0;
   if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
     ctx.save();
-    ctx.lineWidth = 2;
     for (const row of rowsOf(records, [...outlined.keys()])) {
       const box = rectOfRow(g, records, row);
       if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
-      ctx.strokeStyle = outlined.get(records.columns.id[row]);
-      ctx.strokeRect(box.x - 3, box.y - 2, box.w + 6, box.h + 4);
+      ctx.fillStyle = outlined.get(records.columns.id[row]);
+      ctx.fillRect(box.x - 2, box.y + box.h + 1, box.w + 4, 3);
       bars++;
     }
     ctx.restore();
@@ -145,7 +144,7 @@ export function drawHazards(ctx, g, hazards, theme, selected, findings = [], rec
   return { drawn, paths, labelled: labelled.size, outlined: bars };
 }
 
-// More stale uploads in view than this are not outlined one by one (zoomed out, the
+// More stale uploads in view than this are not underlined one by one (zoomed out, the
 // arrows say enough).
 const OUTLINE_LIMIT = 500;
 
