@@ -1,10 +1,14 @@
 """Wall time from running a ``%%luisa_trace`` cell to its drawn timeline, in JupyterLab.
 
-    python benchmarks/bench_notebook_trace.py [--counts 1000 20000] [--repeats 3]
+    python benchmarks/bench_notebook_trace.py [--counts 1000 100000] [--hazards 20000]
+                                              [--repeats 3] [--themes light dark]
 
-A notebook whose cell builds N commands with the public API (a command list of N
-4-element uploads and one synchronize, on the cpu backend) runs in JupyterLab (from
-PyPI) driven by headless Debian chromium, in the light and the dark theme. The page
+A notebook whose cells build N commands with the public API runs in JupyterLab (from
+PyPI) driven by headless Debian chromium, in the light and the dark theme. Two kinds of
+cell: "uploads" (a command list of N 4-element uploads and one synchronize, on the cpu
+backend) and "hazards" (N/4 steps, each in its own ``lnb.range`` and command list: a
+download into a host array and three uploads, the first of them from that array, with no
+synchronize between: N commands, N/4 stale uploads at one place, N/4 ranges). The page
 measures, on its own clock:
 
 - run to drawn: from the ``execute_request`` leaving the page to the end of the first
@@ -40,6 +44,18 @@ small = np.arange(4, dtype=np.float32)
 target = device.create_buffer(4, np.float32, name="target")
 stream = device.default_stream
 stream.submit([target.copy_from_async(small) for _ in range({count})])
+stream.synchronize()"""
+HAZARD_CELL = """%%luisa_trace --backend cpu:submit
+device = lnb.default_device()
+small = np.arange(4, dtype=np.float32)
+history = np.zeros(4, np.float32)
+source = device.create_buffer(4, np.float32, name="source")
+target = device.create_buffer(4, np.float32, name="target")
+stream = device.default_stream
+for step in range({count} // 4):
+    with lnb.range(f"step {{step}}"):
+        stream.submit([source.copy_to_async(history), target.copy_from_async(history),
+                       target.copy_from_async(small), target.copy_from_async(small)])
 stream.synchronize()"""
 
 # Runs the cell at ``index`` and resolves with the page's timings once its timeline drew.
@@ -82,10 +98,12 @@ RUN_AND_WAIT = """async (index) => {
 }"""
 
 
-def write_notebook(root: Path, counts: list[int]) -> Path:
+def write_notebook(root: Path, cases: list[tuple[str, int]]) -> Path:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    cells = [SETUP] + [CELL.format(count=count) for count in counts]
+    cells = [SETUP] + [
+        (HAZARD_CELL if kind == "hazards" else CELL).format(count=count) for kind, count in cases
+    ]
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     path = root / "bench.ipynb"
     nbformat.write(notebook, path)
@@ -102,14 +120,14 @@ def settings_for(theme: str, folder: Path) -> Path:
     return folder
 
 
-def measure(theme: str, counts: list[int], repeats: int) -> list[list[object]]:
+def measure(theme: str, cases: list[tuple[str, int]], repeats: int) -> list[list[object]]:
     from playwright.sync_api import sync_playwright
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="lnb-bench-") as temp:
         root = Path(temp) / "lab"
         root.mkdir()
-        notebook = write_notebook(root, counts)
+        notebook = write_notebook(root, cases)
         settings = settings_for(theme, Path(temp) / "settings")
         with jupyter_lab(root, settings=settings, timeout=90) as lab, sync_playwright() as pw:
             browser = launch_chromium(pw)
@@ -129,13 +147,14 @@ def measure(theme: str, counts: list[int], repeats: int) -> list[list[object]]:
                 "() => window.jupyterapp.shell.currentWidget.sessionContext.session"
                 ".kernel.status === 'idle'"
             )
-            for index, count in enumerate(counts, start=1):
+            for index, (kind, count) in enumerate(cases, start=1):
                 runs = [page.evaluate(RUN_AND_WAIT, index) for _ in range(repeats)]
                 drawn = [run["drawn"] - run["sent"] for run in runs]
                 cell = [run["idle"] - run["sent"] for run in runs if "idle" in run]
                 rows.append(
                     [
                         theme,
+                        kind,
                         count,
                         runs[-1]["records"],
                         statistics.median(drawn),
@@ -150,26 +169,36 @@ def measure(theme: str, counts: list[int], repeats: int) -> list[list[object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--counts", type=int, nargs="+", default=[1000, 20000])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1000, 100000])
+    parser.add_argument("--hazards", type=int, nargs="*", default=[20000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--themes", nargs="+", choices=list(THEMES), default=list(THEMES))
     arguments = parser.parse_args()
+    cases = [("uploads", count) for count in arguments.counts]
+    cases += [("hazards", count) for count in arguments.hazards]
     rows = []
     for theme in arguments.themes:
-        rows += measure(theme, arguments.counts, arguments.repeats)
+        rows += measure(theme, cases, arguments.repeats)
+    # the reference: the first cell's run to drawn, in the same theme and run
+    reference = {
+        theme: next(row[4] for row in rows if row[0] == theme) for theme in arguments.themes
+    }
     print_table(
         f"%%luisa_trace cell to drawn timeline, JupyterLab + chromium, 1280 px "
-        f"(median of {arguments.repeats}; {load_average()})",
+        f"(median of {arguments.repeats}; ratio: run to drawn against the first cell's; "
+        f"{load_average()})",
         [
             "theme",
+            "cell",
             "commands",
             "records drawn",
             "run to drawn ms",
             "best ms",
             "cell ms",
             "first draw ms",
+            "ratio",
         ],
-        rows,
+        [[*row, row[4] / reference[row[0]]] for row in rows],
     )
 
 

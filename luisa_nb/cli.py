@@ -62,13 +62,16 @@ def demo(arguments: argparse.Namespace) -> int:
 
 
 def _print_hazards(trace) -> None:
-    hazards = trace.hazards
-    print(f"hazards: {len(hazards)}")
-    for hazard in hazards:
-        print(f"  {hazard.kind.value}: {hazard.message}")
-        print(f"    fix: {hazard.fix}")
-        if hazard.kind is HazardKind.STALE_UPLOAD:
-            _print_difference(trace.upload(hazard.command_ids[-1]))
+    """The findings, one per place in the program with its count (``trace.hazards`` has
+    every occurrence); the staged bytes of each place's first stale upload."""
+    findings = trace.findings
+    occurrences = sum(group.count for group in findings)
+    places = "" if occurrences == len(findings) else f" at {len(findings)} place(s)"
+    print(f"hazards: {occurrences}{places}")
+    for group in findings:
+        print(f"  {group}")
+        if group.kind is HazardKind.STALE_UPLOAD:
+            _print_difference(trace.upload(group.first.command_ids[-1]))
 
 
 def _save(trace, arguments: argparse.Namespace) -> None:

@@ -351,3 +351,7 @@ class MissingDependencyError(LuisaNbError, ImportError):
 
 class LuisaNbWarning(UserWarning):
     """Warnings from luisa_nb, e.g. falling back to the per-thread Python kernel mode."""
+
+
+class PendingCommandsWarning(LuisaNbWarning):
+    """A trace ended with commands that were never executed, or recorded nothing."""

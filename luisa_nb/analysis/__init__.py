@@ -4,15 +4,20 @@ never the runtime."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from luisa_nb.analysis.finding_groups import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.replay import ReplayEngine, ReplayState
 from luisa_nb.analysis.uploads import Source, UploadCheck, check_uploads, stale_uploads
-from luisa_nb.errors import RecordNotFoundError
+from luisa_nb.analysis.vocabulary import Vocabulary, pending_note, vocabulary_of
+from luisa_nb.errors import PendingCommandsWarning, RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
 from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
@@ -23,21 +28,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnalyzedTrace",
+    "FindingGroup",
     "Hazard",
     "HazardKind",
     "ReplayEngine",
     "ReplayState",
     "Source",
     "UploadCheck",
+    "Vocabulary",
     "check_uploads",
     "describe",
     "find_hazards",
+    "group_findings",
+    "pending_note",
     "stale_uploads",
+    "vocabulary_of",
 ]
 
 
 class AnalyzedTrace(Trace):
-    """A trace that analyses itself: ``AnalyzedTrace.load(path).hazards``.
+    """A trace that analyses itself: ``AnalyzedTrace.load(path).hazards`` (every finding),
+    ``.findings`` (grouped by place).
 
     Results are cached and recomputed when records were added or the trace stopped since.
     """
@@ -49,6 +60,12 @@ class AnalyzedTrace(Trace):
     @property
     def hazards(self) -> list[Hazard]:
         return list(self._cached("hazards", find_hazards))
+
+    @property
+    def findings(self) -> list[FindingGroup]:
+        """The hazards grouped by the place in the program that causes them
+        (:mod:`luisa_nb.analysis.finding_groups`); :attr:`hazards` is the flat list."""
+        return list(self._cached("findings", _grouped))
 
     @property
     def uploads(self) -> list[UploadCheck]:
@@ -86,6 +103,13 @@ class AnalyzedTrace(Trace):
         after the last); see :mod:`luisa_nb.analysis.replay`."""
         return self._cached("replay", ReplayEngine).state(to)
 
+    def stopped_recording(self) -> None:
+        """Warn (:class:`~luisa_nb.errors.PendingCommandsWarning`) when the trace ends with
+        commands that were never executed, or recorded nothing at all."""
+        note = pending_note(self)
+        if note is not None:
+            warnings.warn(note, PendingCommandsWarning, stacklevel=_outside_luisa_nb())
+
     def _cached(self, name: str, compute: Callable[[Trace], Any]) -> Any:
         state = (self.counts, self.metadata.stopped)
         entry = self._results.get(name)
@@ -93,3 +117,19 @@ class AnalyzedTrace(Trace):
             entry = (state, compute(self))
             self._results[name] = entry
         return entry[1]
+
+
+def _grouped(trace: AnalyzedTrace) -> list[FindingGroup]:
+    return group_findings(trace, trace._cached("hazards", find_hazards))
+
+
+_LIBRARY = (str(Path(__file__).resolve().parents[1]), str(Path(contextlib.__file__).parent))
+
+
+def _outside_luisa_nb() -> int:
+    """The ``stacklevel`` of the innermost caller outside luisa_nb (and contextlib): the
+    code whose trace ended."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -26,6 +26,7 @@ from luisa_nb.analysis.findings import Hazard, HazardKind
 from luisa_nb.analysis.formatting import device_slice, duration, host_slice
 from luisa_nb.analysis.intervals import IntervalMap
 from luisa_nb.analysis.uninitialized import find_uninitialized_reads
+from luisa_nb.analysis.vocabulary import vocabulary_of
 from luisa_nb.recording import (
     CommandKind,
     CommandRecord,
@@ -40,7 +41,6 @@ from luisa_nb.recording import (
 from luisa_nb.recording.naming import describe, host_name, stream_name
 from luisa_nb.recording.table import KIND_CODES, MISSING, STATUS_CODES, CommandTable
 
-_SYNC_ADVICE = "copy_to(..., sync=True) or stream.synchronize()"
 _UPLOAD, _DOWNLOAD = KIND_CODES[CommandKind.UPLOAD], KIND_CODES[CommandKind.DOWNLOAD]
 _SKIPPED = STATUS_CODES[Status.SKIPPED]
 
@@ -81,6 +81,7 @@ class _Finder:
         self.hosts = table.objects["host"]
         self.releases = sorted(trace.releases, key=lambda release: release.seq)
         self._records: dict[int, CommandRecord] = {}
+        self.words = vocabulary_of(trace)
 
     def record(self, row: int) -> CommandRecord:
         found = self._records.get(row)
@@ -313,10 +314,10 @@ class _Finder:
                 f"{names[1]} read {region} {gap} before {names[0]} wrote it, so it sent the "
                 "old bytes"
             )
-            fix = (
-                f"synchronize after #{download.id} ({_SYNC_ADVICE}) before uploading, or use "
-                "staging='execute'"
-            )
+            words = self.words
+            fix = f"synchronize after #{download.id} ({words.sync_advice}) before uploading"
+            if words.staging_fix:
+                fix += f", or {words.staging_fix}"
             if _reordered(download, upload):
                 message += (
                     f"; the backend ran #{upload.id} before #{download.id} although it was "
@@ -325,7 +326,7 @@ class _Finder:
                 )
                 fix = (
                     f"submit #{upload.id} in a later submission after synchronizing "
-                    f"({_SYNC_ADVICE}), or turn command reordering off"
+                    f"({words.sync_advice}), or turn command reordering off"
                 )
             kind = HazardKind.STALE_UPLOAD
         else:
@@ -338,8 +339,8 @@ class _Finder:
                 f"between them: it got the new bytes {reason}"
             )
             fix = (
-                f"synchronize after #{download.id} ({_SYNC_ADVICE}) before submitting "
-                f"#{upload.id}, so it is correct under every staging policy"
+                f"synchronize after #{download.id} ({self.words.sync_advice}) before "
+                f"submitting #{upload.id}, so it is correct under every staging policy"
             )
             kind = HazardKind.LATENT_STALE_UPLOAD
         return Hazard(kind, (download.id, upload.id), overlap, None, times, message, fix)
@@ -367,8 +368,8 @@ class _Finder:
             f"({gap} later), so it sent bytes other than those at enqueue"
         )
         fix = (
-            f"do not write {host_slice(host, host)} until #{upload.id} has read it (synchronize "
-            "its stream first), or upload a copy"
+            f"do not write {host_slice(host, host)} until #{upload.id} has read it "
+            f"({self.words.synchronize} first), or upload a copy"
         )
         times = _times(enqueued=upload.enqueued, host_read=upload.host_read)
         return Hazard(

@@ -20,6 +20,9 @@ from luisa_nb.analysis.differences import differing_bits
 from luisa_nb.analysis.hazards import Hazard, HazardKind
 from luisa_nb.analysis.intervals import IntervalMap
 from luisa_nb.recording import CommandKind, CommandRecord, HostRange, Trace
+from luisa_nb.recording.table import KIND_CODES, MISSING
+
+_UPLOAD, _DOWNLOAD = KIND_CODES[CommandKind.UPLOAD], KIND_CODES[CommandKind.DOWNLOAD]
 
 
 class Source(NamedTuple):
@@ -57,22 +60,58 @@ def stale_uploads(hazards: Iterable[Hazard], checks: Iterable[UploadCheck]) -> f
 
 
 def check_uploads(trace: Trace) -> list[UploadCheck]:
-    """One :class:`UploadCheck` per upload with a host range, in issue order."""
-    writers: IntervalMap[CommandRecord] = IntervalMap()
+    """One :class:`UploadCheck` per upload with a host range, in issue order.
+
+    Works on the trace's table rows; a record is made only for an upload whose bytes are
+    compared and for the downloads it involves. Uploads that no download wrote into after
+    their enqueue, and that saw the same bytes at enqueue and at their host read as an
+    earlier such upload of the same layout, share its arrays (a loop uploading one array
+    compares it once)."""
+    table = trace.table
+    numbers, objects = table.numbers, table.objects
+    rows = np.argsort(numbers["seq"], kind="stable")
+    kinds = numbers["kind"][rows].tolist()
+    writes = numbers["host_write"][rows].tolist()
+    enqueued = numbers["enqueued"][rows].tolist()
+    ids = numbers["id"][rows].tolist()
+    hosts, before, after = objects["host"], objects["enqueue_capture"], objects["data_capture"]
+    writers: IntervalMap[int] = IntervalMap()
     checks = []
-    for record in sorted(trace.commands, key=lambda command: command.seq):
-        host = record.host
+    alone: dict[tuple[object, ...], UploadCheck] = {}
+    for position, row in enumerate(rows.tolist()):
+        host = hosts[row]
         if host is None:
             continue
-        if record.kind is CommandKind.DOWNLOAD and record.host_write is not None:
-            writers.assign(host.address, host.end, record)
-        elif record.kind is CommandKind.UPLOAD:
+        kind = kinds[position]
+        if kind == _DOWNLOAD and writes[position] != MISSING:
+            writers.assign(host.address, host.end, row)
+        elif kind == _UPLOAD:
             later = [
-                (start, end, download)
-                for start, end, download in writers.query(host.address, host.end)
-                if download.host_write > record.enqueued
+                (start, end, table.record(download))
+                for start, end, download in (
+                    writers.query(host.address, host.end) if len(writers) else ()
+                )
+                if numbers["host_write"][download] > enqueued[position]
             ]
-            checks.append(_check(trace, record, host, later))
+            if later:
+                checks.append(_check(trace, table.record(row), host, later))
+                continue
+            key = (before[row], after[row], host.dtype, host.nbytes)
+            known = alone.get(key)
+            if known is None:
+                known = alone[key] = _check(trace, table.record(row), host, later)
+                checks.append(known)
+            else:
+                checks.append(
+                    UploadCheck(
+                        ids[position],
+                        known.expected,
+                        known.staged,
+                        known.sources,
+                        known.differing_indices,
+                        known.stale,
+                    )
+                )
     return checks
 
 

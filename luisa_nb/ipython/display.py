@@ -12,70 +12,98 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind, pending_note
 from luisa_nb.analysis.comparison import Comparison
+from luisa_nb.views.array_diff import upload_array_diff
 from luisa_nb.views.comparison import comparison_html
-from luisa_nb.views.html import cell, command_table, escape, hazard_table, table, theme_style
+from luisa_nb.views.fallbacks import findings_anchor
+from luisa_nb.views.html import cell, command_table, escape, finding_table, table, theme_style
 from luisa_nb.views.theme import MARK_STYLE
-from luisa_nb.views.timeline import Analysis, build_timeline
+from luisa_nb.views.timeline import Analysis, build_timeline, finding_summary
 
 DIFF_ROWS = 8
 """How many differing elements of a stale upload the summary lists."""
+SUMMARY_FINDINGS = 3
+"""How many places with findings the summary above the viewer lists; the viewer's
+finding list holds every one ("and N more" links there)."""
+SUMMARY_COMMANDS = 12
+"""How many commands the summary lists where the viewer cannot be shown."""
 DIFF_VIEWS = 4
 """How many DiffView widgets a comparison shows at most (one per differing array and
 configuration); the table above them lists every array."""
 
 
 class HazardTable:
-    """The hazards of a trace as a table: kind, commands, message, fix."""
+    """The findings of a trace as a table, one row per place in the program: kind and
+    count, commands, the first occurrence's message and its fix. ``limit`` rows at most;
+    past them, "and N more" (a link to ``more_link`` where given)."""
 
-    def __init__(self, hazards: Sequence[Hazard], title: str = "hazards") -> None:
-        self.hazards = list(hazards)
+    def __init__(
+        self,
+        findings: Sequence[FindingGroup],
+        title: str = "hazards",
+        *,
+        limit: int | None = None,
+        more_link: str = "",
+    ) -> None:
+        self.findings = list(findings)
         self.title = title
+        self.limit = len(self.findings) if limit is None else limit
+        self.more_link = more_link
+
+    @property
+    def occurrences(self) -> int:
+        return sum(group.count for group in self.findings)
+
+    def _count_text(self) -> str:
+        places = len(self.findings)
+        if self.occurrences == places:
+            return str(places)
+        return f"{self.occurrences} at {_count(places, 'place')} in the program"
 
     def _repr_html_(self) -> str:
-        if not self.hazards:
+        if not self.findings:
             return (
                 f"{theme_style()}<p class='lnb-ipython-hazards'><b>{escape(self.title)}</b>: "
                 "none found "
                 "(no stale upload, host write in flight or device race).</p>"
             )
-        rows = [
-            {
-                "kind": hazard.kind.value,
-                "commands": [f"#{command}" for command in hazard.command_ids],
-                "message": hazard.message,
-                "fix": hazard.fix,
-            }
-            for hazard in self.hazards
-        ]
+        rows = [finding_summary(index, group) for index, group in enumerate(self.findings)]
         return (
             f"{theme_style()}<div class='lnb-ipython-hazards'><b>{escape(self.title)}</b>: "
-            f"{len(self.hazards)}{hazard_table(rows, limit=len(rows))}</div>"
+            f"{escape(self._count_text())}"
+            f"{finding_table(rows, limit=self.limit, more_link=self.more_link)}</div>"
         )
 
     def __repr__(self) -> str:
-        if not self.hazards:
+        if not self.findings:
             return f"{self.title}: none found"
-        lines = [f"{self.title}: {len(self.hazards)}"]
-        for hazard in self.hazards:
-            commands = ", ".join(f"#{command}" for command in hazard.command_ids)
-            lines.append(f"  {hazard.kind.value} ({commands}): {hazard.message}")
-            lines.append(f"    fix: {hazard.fix}")
+        lines = [f"{self.title}: {self._count_text()}"]
+        lines.extend(f"  {group}" for group in self.findings[: self.limit])
+        if len(self.findings) > self.limit:
+            lines.append(f"  and {len(self.findings) - self.limit} more (see the trace viewer)")
         return "\n".join(lines)
 
 
 class TraceSummary:
-    """A trace in brief: what was recorded, its hazards, the staged-vs-expected elements of
-    each stale upload and, with ``commands=True``, one row per command with the moments it
-    ran and touched host memory (microseconds after the trace started)."""
+    """A trace in brief, about one screen whatever its size: what was recorded, the first
+    places with findings (:data:`SUMMARY_FINDINGS`; ``more_link`` points to the viewer's
+    list of every one), the staged-vs-expected elements of the first stale upload and,
+    with ``commands=True``, the first commands with the moments they ran and touched host
+    memory (microseconds after the trace started)."""
 
     def __init__(
-        self, trace: AnalyzedTrace, *, commands: bool = True, title: str | None = None
+        self,
+        trace: AnalyzedTrace,
+        *,
+        commands: bool = True,
+        title: str | None = None,
+        more_link: str = "",
     ) -> None:
         self.trace = trace
         self.commands = commands
         self.title = title
+        self.more_link = more_link
 
     def _heading(self) -> str:
         trace = self.trace
@@ -91,45 +119,58 @@ class TraceSummary:
             f"capture={trace.metadata.capture}"
         )
 
+    def _table(self) -> HazardTable:
+        return HazardTable(self.trace.findings, limit=SUMMARY_FINDINGS, more_link=self.more_link)
+
     def _repr_html_(self) -> str:
         parts = [
-            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {escape(self._heading())}</p>",
-            HazardTable(self.trace.hazards)._repr_html_(),
+            f"<div class='lnb-ipython-summary'><p><b>luisa_nb</b> {escape(self._heading())}</p>"
         ]
-        parts.extend(_stale_upload_html(self.trace, hazard) for hazard in self._stale())
+        note = pending_note(self.trace)
+        if note is not None:
+            parts.append(f"<p class='lnb-bad lnb-pending'><b>{escape(note)}</b></p>")
+        parts.append(self._table()._repr_html_())
+        stale = self._stale()
+        if stale is not None:
+            parts.append(_stale_upload_html(self.trace, stale))
         if self.commands:
             parts.append(_commands_html(self.trace))
         parts.append("</div>")
         return "".join(parts)
 
     def __repr__(self) -> str:
-        lines = [self._heading(), repr(HazardTable(self.trace.hazards))]
-        for hazard in self._stale():
-            check = _check(self.trace, hazard)
-            if check is not None and check.staged is not None and check.expected is not None:
-                lines.append(
-                    f"  upload #{check.command_id} staged {check.differing_indices.size} "
-                    "element(s) that differ from what stream order says"
-                )
+        note = pending_note(self.trace)
+        lines = [self._heading(), *([note] if note else []), repr(self._table())]
+        stale = self._stale()
+        check = None if stale is None else _check(self.trace, stale)
+        if check is not None and check.staged is not None and check.expected is not None:
+            lines.append(
+                f"  upload #{check.command_id} staged {check.differing_indices.size} "
+                "element(s) that differ from what stream order says"
+            )
         return "\n".join(lines)
 
-    def _stale(self) -> list[Hazard]:
-        return [h for h in self.trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+    def _stale(self) -> FindingGroup | None:
+        """The first place with stale uploads: its first occurrence's bytes are shown."""
+        for group in self.trace.findings:
+            if group.kind is HazardKind.STALE_UPLOAD:
+                return group
+        return None
 
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
-def _check(trace: AnalyzedTrace, hazard: Hazard):
+def _check(trace: AnalyzedTrace, group: FindingGroup):
     try:
-        return trace.upload(hazard.command_ids[-1])
+        return trace.upload(group.first.command_ids[-1])
     except KeyError:
         return None
 
 
-def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
-    check = _check(trace, hazard)
+def _stale_upload_html(trace: AnalyzedTrace, group: FindingGroup) -> str:
+    check = _check(trace, group)
     if check is None:
         return ""
     if check.staged is None or check.expected is None:
@@ -138,19 +179,30 @@ def _stale_upload_html(trace: AnalyzedTrace, hazard: Hazard) -> str:
             "<code>--capture head</code> or <code>full</code> to see them.</p>"
         )
     indices = check.differing_indices
+    first = [int(index) for index in indices[:DIFF_ROWS]]
+    shown = upload_array_diff(trace, check)  # names an element in the array's shape
+    header, labels = "index", [str(index) for index in first]
+    if shown is not None and all(index < shown.size for index in first):
+        header = "pixel (x, y, channel)" if shown.image else "index"
+        labels = [str(tuple(shown.unravel(index))) for index in first]
     rows = [
         "<tr>"
-        + cell(str(int(index)), numeric=True)
-        + cell(escape(check.staged[index]), numeric=True, style=MARK_STYLE)
+        + cell(label, numeric=True)
         + cell(escape(check.expected[index]), numeric=True)
+        + cell(escape(check.staged[index]), numeric=True, style=MARK_STYLE)
         + "</tr>"
-        for index in indices[:DIFF_ROWS]
+        for index, label in zip(first, labels, strict=True)
     ]
+    others = (
+        f" (the first of {group.count} stale uploads at this place; the viewer shows each)"
+        if group.count > 1
+        else ""
+    )
     return (
-        f"<div class='lnb-ipython-staged'>upload #{check.command_id} staged "
+        f"<div class='lnb-ipython-staged'>upload #{check.command_id}{others} staged "
         f"<b>{indices.size}</b> element(s) that differ from what stream order says; the "
         f"first {min(DIFF_ROWS, indices.size)}:"
-        f"{table(['index', 'staged', 'expected'], rows, numeric=(True, True, True))}</div>"
+        f"{table([header, 'expected', 'staged'], rows, numeric=(True, True, True))}</div>"
     )
 
 
@@ -159,7 +211,7 @@ def _commands_html(trace: AnalyzedTrace) -> str:
     return (
         "<details class='lnb-ipython-commands' open><summary>commands and sync points (times "
         "in µs after the trace started; commands named by a hazard are highlighted)</summary>"
-        f"{command_table(data)}</details>"
+        f"{command_table(data, limit=SUMMARY_COMMANDS)}</details>"
     )
 
 
@@ -178,9 +230,12 @@ def show_trace(trace: AnalyzedTrace, *, title: str | None = None) -> None:
     from IPython.display import display
 
     viewer = trace_viewer()
-    display(TraceSummary(trace, commands=viewer is None, title=title))
-    if viewer is not None:
-        viewer(trace)
+    if viewer is None:
+        display(TraceSummary(trace, title=title))
+        return
+    anchor = findings_anchor()
+    display(TraceSummary(trace, commands=False, title=title, more_link=f"#{anchor}"))
+    viewer(trace, anchor=anchor)
 
 
 def diff_view_class() -> type | None:

@@ -21,7 +21,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from luisa_nb.analysis import AnalyzedTrace, find_hazards
+from luisa_nb.analysis import AnalyzedTrace, find_hazards, group_findings
 from luisa_nb.analysis.comparison import Comparison, Run
 from luisa_nb.backends import backend_names
 from luisa_nb.comparing import (
@@ -234,7 +234,7 @@ class LuisaMagics(Magics):
                     "the name of one, or nothing for lnb.last_trace()"
                 )
             title = f"hazards of {arguments.trace}"
-        display(HazardTable(find_hazards(trace), title=title))
+        display(HazardTable(group_findings(trace, find_hazards(trace)), title=title))
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Mapping
 
 from luisa_nb.errors import NotInitializedError
+from luisa_nb.recording.recorder import register_namer
+from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
 from luisa_nb.runtime.defaults import forget_default_device
 from luisa_nb.runtime.stream import check_stream
@@ -66,3 +69,18 @@ def stream(chosen: Stream | None = None, call: str = "luisa") -> Stream:
         return device().default_stream
     check_stream(chosen, call)
     return chosen
+
+
+def _note_api(trace: Trace, namespace: Mapping[str, object]) -> None:
+    """Say that a trace's commands came through ``luisa_nb.luisa`` when some ran, or still
+    wait, on the session's streams, so that its hints name luisa calls."""
+    if _device is None:
+        return
+    streams = _device.streams
+    waiting = {command.id for stream in streams for command in stream.pending}
+    ran = {stream.id for stream in streams} & trace.streams.keys()
+    if ran or waiting & {command.id for command in trace.metadata.pending}:
+        trace.metadata.api = "luisa_nb.luisa"
+
+
+register_namer(_note_api)

@@ -47,6 +47,7 @@ from luisa_nb.recording.records import (
     DeviceRange,
     HostRange,
     KernelLaunch,
+    PendingCommand,
     RangeRecord,
     ReleaseRecord,
     Status,
@@ -70,8 +71,12 @@ if TYPE_CHECKING:
     from luisa_nb.recording.trace import Trace
 
 Namer = Callable[["Trace", Mapping[str, object]], None]
+PendingFinder = Callable[[Mapping[str, object]], list[PendingCommand]]
+"""Lists the commands waiting in command lists (added, not yet executed) right now,
+naming their buffers after the variables of the namespace it is given."""
 
 _namers: list[Namer] = []
+_pending_finders: list[PendingFinder] = []
 
 DESCRIBED = ("kind", "label", "device_ranges", "host", "enqueue_capture")
 """What a command says about itself in a trace (``trace_fields()``), in order."""
@@ -294,6 +299,9 @@ class TraceRecorderBase(Recorder):
         self._captured = trace.captures
         self._capture = trace.capture
         self.initial_pending: dict[int, Any] = {}
+        self.excluded: frozenset[int] = frozenset()
+        """Ids of the commands that waited in command lists when the trace started: made
+        before it, they are not its commands even if they run while it records."""
 
     def _note_array(self, array: np.ndarray) -> None:
         """Remember the name ``array`` has where the user's code made the command.
@@ -628,12 +636,24 @@ def active_trace() -> Trace | None:
     return _active.trace if isinstance(_active, TraceRecorderBase) else None
 
 
+def register_pending_finder(finder: PendingFinder) -> None:
+    """Have ``finder`` list the commands waiting in command lists when a trace starts (they
+    are left out of it) and when it stops (they are its pending commands)."""
+    _pending_finders.append(finder)
+
+
+def pending_commands(namespace: Mapping[str, object] | None = None) -> list[PendingCommand]:
+    """Every command waiting in a command list right now, as the finders list them."""
+    return [command for finder in _pending_finders for command in finder(namespace or {})]
+
+
 def start(trace: Trace) -> None:
     global _active
     if _active is not NULL_RECORDER:
         raise TraceError(
             "a trace is already recording; stop it (leave its `with` block) before starting another"
         )
+    trace.recorder.excluded = frozenset(command.id for command in pending_commands())
     trace.metadata.started = now()
     _active = trace.recorder
 
@@ -648,8 +668,12 @@ def stop(
         _active = NULL_RECORDER
     trace.metadata.stopped = now()
     trace.recorder.close_ranges(trace.metadata.stopped)
+    excluded = trace.recorder.excluded
+    waiting = pending_commands(namespace)
+    trace.metadata.pending = [command for command in waiting if command.id not in excluded]
     if namespace:
         trace.recorder.name_from(namespace, replace=rename)
-        for namer in _namers:
-            namer(trace, namespace)
+    for namer in _namers:  # a namer may also note the API the commands came through
+        namer(trace, namespace or {})
     trace.recorder.name_the_unnamed()
+    trace.stopped_recording()

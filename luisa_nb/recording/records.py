@@ -298,12 +298,34 @@ class StreamInfo:
 
 
 @dataclass(slots=True)
+class PendingCommand:
+    """A command made while a trace recorded but still waiting, when it stopped, in a
+    stream's command list for an ``execute()`` or ``synchronize()`` (it never ran in the
+    trace, and the next trace leaves it out)."""
+
+    id: int
+    kind: str
+    description: str
+    stream: str
+
+
+API_NAMES = ("luisa_nb", "luisa_nb.luisa", "luisa")
+"""The APIs a trace's commands may come through: luisa_nb's own, its luisa-python
+frontend (``import luisa_nb.luisa as luisa``), or real luisa-python instrumented."""
+
+
+@dataclass(slots=True)
 class TraceMetadata:
+    """``api`` is the API the commands came through (one of :data:`API_NAMES`), so that
+    hints name calls that exist in it; ``pending`` the commands that never ran."""
+
     capture: str = "head"
     capture_bytes: int = 65536
     started: int = 0
     stopped: int | None = None
     devices: list[dict[str, Any]] = field(default_factory=list)
+    api: str = "luisa_nb"
+    pending: list[PendingCommand] = field(default_factory=list)
 
 
 Record = CommandRecord | SyncRecord

@@ -11,7 +11,7 @@ objects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,6 +155,20 @@ class CommandTable:
         if self._number_lists is None:
             self._number_lists = {name: column.tolist() for name, column in self.numbers.items()}
         return self._number_lists
+
+    def without(self, ids: Collection[int]) -> CommandTable:
+        """This table less the commands ``ids`` (the same table when it holds none)."""
+        keep = ~np.isin(self.numbers["id"], np.fromiter(ids, np.int64, len(ids)))
+        if keep.all():
+            return self
+        rows = np.flatnonzero(keep)
+        numbers = {name: column[rows] for name, column in self.numbers.items()}
+        objects = {name: _picked(column, rows) for name, column in self.objects.items()}
+        new_row = np.cumsum(keep) - 1
+        pieces = {
+            int(new_row[row]): pieces for row, pieces in self.host_pieces.items() if keep[row]
+        }
+        return CommandTable(numbers, objects, pieces)
 
     @classmethod
     def from_records(cls, records: Sequence[CommandRecord]) -> CommandTable:

@@ -154,6 +154,19 @@ class Trace:
         caller = sys._getframe(1)
         recorder.stop(self, {**caller.f_globals, **caller.f_locals})
 
+    @property
+    def empty(self) -> bool:
+        """Whether no command was submitted and no sync point issued (read from the logs'
+        lengths while recording: no record is made)."""
+        if self._loaded is not None or any(self._added):
+            return not len(self._read()) and not self.syncs
+        progress = self._progress()
+        return progress[0] == 0 and progress[4] == 0
+
+    def stopped_recording(self) -> None:
+        """Called once recording into this trace has stopped (commands named, pending
+        ones listed); a subclass may report on what was recorded."""
+
     # -- reading ---------------------------------------------------------------------
 
     def _progress(self) -> tuple[int, ...]:
@@ -174,6 +187,8 @@ class Trace:
         progress = self._progress()
         if self._snapshot is None or self._snapshot[0] != progress:
             table = CommandTable.from_log(self.recorder, self)
+            if self.recorder.excluded:
+                table = table.without(self.recorder.excluded)
             syncs = sync_records(self.recorder, progress[4])
             self._snapshot = (progress, table, syncs, None)
         return self._snapshot[1]

@@ -158,6 +158,11 @@ class Device:
         self.check_open()
         return IndirectDispatchBuffer(self, capacity, name)
 
+    @property
+    def streams(self) -> list[Stream]:
+        """The streams made on this device and still alive (its default stream too)."""
+        return list(self._streams)
+
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()
         stream = Stream(self, name)

@@ -32,8 +32,22 @@ import numpy as np
 from luisa_nb.errors import LuisaNbError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import user_namespaces, variable_name
-from luisa_nb.recording.recorder import Recorder, TraceFields, active_recorder, register_namer
-from luisa_nb.recording.records import Access, CommandKind, DeviceRange, HostRange, Status, SyncKind
+from luisa_nb.recording.recorder import (
+    Recorder,
+    TraceFields,
+    active_recorder,
+    register_namer,
+    register_pending_finder,
+)
+from luisa_nb.recording.records import (
+    Access,
+    CommandKind,
+    DeviceRange,
+    HostRange,
+    PendingCommand,
+    Status,
+    SyncKind,
+)
 from luisa_nb.runtime.buffer import next_buffer_id
 from luisa_nb.runtime.commands import next_id, report_submitted, start_run
 from luisa_nb.runtime.host import host_range
@@ -330,9 +344,14 @@ def instrument_luisa(*, shadow: bool = True) -> None:
 
 def _name_memories(trace: Any, namespace: Any) -> None:
     """Name the luisa-python buffers and images of a trace after the variables holding
-    them."""
+    them, and say that its commands came through luisa-python where some did."""
     if _active is None:
         return
+    streams = list(_active.streams.values())
+    waiting = {command.id for stream in streams for command in stream.pending}
+    ran = {stream.id for stream in streams} & trace.streams.keys()
+    if ran or waiting & {command.id for command in trace.metadata.pending}:
+        trace.metadata.api = "luisa"
     for name, value in namespace.items():
         known = _active.memories.get(id(value))
         if known is not None and known[0] is value and not name.startswith("_"):
@@ -342,6 +361,27 @@ def _name_memories(trace: Any, namespace: Any) -> None:
 
 
 register_namer(_name_memories)
+
+
+def _pending_commands(namespace: Any) -> list[PendingCommand]:
+    """The commands added to luisa-python's streams and not yet executed (their memories
+    are named when made)."""
+    if _active is None:
+        return []
+    return [
+        PendingCommand(
+            command.id,
+            command.kind.value,
+            f"{command.kind.value} {command.label or ''}".rstrip()
+            + f" ({', '.join(str(memory.name) for memory in command.views)})",
+            stream.name,
+        )
+        for stream in _active.streams.values()
+        for command in stream.pending
+    ]
+
+
+register_pending_finder(_pending_commands)
 
 
 REAL_LUISA_PREFIX = "luisa:"

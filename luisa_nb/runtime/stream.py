@@ -20,7 +20,7 @@ import itertools
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -32,8 +32,9 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
-from luisa_nb.recording.recorder import Recorder, active_recorder
-from luisa_nb.recording.records import Status, SyncKind
+from luisa_nb.recording.naming import variable_name
+from luisa_nb.recording.recorder import Recorder, active_recorder, register_pending_finder
+from luisa_nb.recording.records import PendingCommand, Status, SyncKind
 from luisa_nb.runtime.callbacks import callback_thread, in_callback, wait_in_callback
 from luisa_nb.runtime.commands import Command, next_id, report_submitted
 from luisa_nb.runtime.execution import Executor, Failure, exception_text
@@ -48,6 +49,8 @@ kernels stay cancelled until the stream's worker has passed the interrupted work
 when that takes longer."""
 
 _stream_ids = itertools.count(0)
+_streams_with_pending: weakref.WeakSet[Stream] = weakref.WeakSet()
+"""Streams whose implicit command list was not empty when a command was last added."""
 _event_ids = itertools.count(1)
 _STOP = None
 
@@ -251,6 +254,8 @@ class Stream:
         self.device.check_open()
         (command,) = self._claimed((command,))
         with self._pending_lock:
+            if not self._pending:
+                _streams_with_pending.add(self)
             self._pending.append(command)
 
     @property
@@ -459,3 +464,32 @@ def _failure_line(failure: Failure, stream_name: str | None = None) -> str:
     where = "" if stream_name is None else f" on stream {stream_name!r}"
     text = exception_text(failure.error)
     return f"command #{failure.item_id} ({failure.description}) failed{where}: {text}"
+
+
+def pending_commands(namespace: Mapping[str, object]) -> list[PendingCommand]:
+    """The commands added to streams' implicit command lists and not yet executed, their
+    unnamed buffers named after the variables of ``namespace``."""
+    return [
+        PendingCommand(
+            command.id, command.kind.value, _what_it_does(command, namespace), stream.name
+        )
+        for stream in list(_streams_with_pending)
+        for command in stream.pending
+    ]
+
+
+def _what_it_does(command: Command, namespace: Mapping[str, object]) -> str:
+    """``upload previous``, ``dispatch shade(frame, previous)``: the kind, the kernel and
+    the buffers, by name."""
+    names = (
+        view.buffer.name or variable_name(view.buffer, (namespace,)) or f"buffer{view.buffer.id}"
+        for view in command.views
+    )
+    buffers = ", ".join(dict.fromkeys(names))
+    kernel = getattr(command, "name", None)
+    if isinstance(kernel, str):
+        return f"{command.kind.value} {kernel}({buffers})"
+    return f"{command.kind.value} {buffers}"
+
+
+register_pending_finder(pending_commands)

@@ -71,8 +71,6 @@ def transport_dtype(dtype: np.dtype, name: str = "array") -> str:
 
 
 PICTURE_SIZE = 256
-MARK_EQUAL = (40, 44, 52)
-MARK_DIFFERENT = (229, 57, 53)
 
 
 def _json_number(value: float) -> float | str:
@@ -138,7 +136,12 @@ class ArrayDiff:
         return int(self.differing.size)
 
     def unravel(self, flat: int) -> list[int]:
-        return [int(i) for i in np.unravel_index(int(flat), self.shape)] if self.shape else []
+        """The index of element ``flat``: ``(x, y, channel)`` of a pixel in an image, else
+        the array index."""
+        if not self.shape:
+            return []
+        index = [int(i) for i in np.unravel_index(int(flat), self.shape)]
+        return [index[1], index[0], index[2]] if self.image else index
 
     def first_indices(self, limit: int = FIRST_INDICES) -> list[list[int]]:
         return [self.unravel(i) for i in self.differing[:limit]]
@@ -185,27 +188,33 @@ class ArrayDiff:
             "pages": {mode: self.pages(mode) for mode in PAGE_MODES},
             "heatmap": self.heatmap_layout(),
             "pictures": self.pictures() if self.image else None,
+            "index_name": "pixel (x, y, channel)" if self.image else "index",
         }
 
     def pictures(self) -> dict[str, str]:
-        """For an image (``(height, width, channels)``): PNG data URLs of both sides and
-        of where they differ, at most :data:`PICTURE_SIZE` pixels a side."""
+        """For an image (``(height, width, channels)``): PNG data URLs, channel by channel,
+        of both sides (on one grey scale) and of their absolute difference (black: equal,
+        white: the channel's largest difference), at most :data:`PICTURE_SIZE` pixels a
+        side. Captions name the side and the channel: ``expected · channel 0 (R)``."""
         shape = self.shape
-        expected, actual = self.expected.reshape(shape), self.actual.reshape(shape)
         step = max(1, -(-max(shape[0], shape[1]) // PICTURE_SIZE))
-        expected, actual = expected[::step, ::step], actual[::step, ::step]
-        differs = np.zeros(self.size, bool)
-        differs[self.differing] = True
-        changed = differs.reshape(shape).any(axis=2)[::step, ::step]
-        marks = np.where(changed[..., None], MARK_DIFFERENT, MARK_EQUAL).astype(np.uint8)
-        return {
-            name: "data:image/png;base64," + base64.b64encode(encode_png(picture)).decode()
-            for name, picture in (
-                (self.names[0], _displayable(expected)),
-                (self.names[1], _displayable(actual)),
-                ("where they differ", marks),
-            )
-        }
+        expected = self.expected.reshape(shape)[::step, ::step].astype(np.float64)
+        actual = self.actual.reshape(shape)[::step, ::step].astype(np.float64)
+        expected, actual = np.nan_to_num(expected), np.nan_to_num(actual)
+        pictures = {}
+        for channel in range(shape[2]):
+            sides = expected[..., channel], actual[..., channel]
+            low = min(float(side.min()) for side in sides)
+            high = max(float(side.max()) for side in sides)
+            difference = np.abs(sides[0] - sides[1])
+            label = f"channel {channel} ({_CHANNEL_NAMES[channel]})"
+            for name, values, scale in (
+                (self.names[0], sides[0] - low, high - low),
+                (self.names[1], sides[1] - low, high - low),
+                ("difference", difference, float(difference.max())),
+            ):
+                pictures[f"{name} · {label}"] = _grey_png(values, scale)
+        return pictures
 
     def heatmap_layout(self) -> dict[str, int]:
         """The heatmap grid: data rows x columns, pooled into ``grid`` cells."""
@@ -301,25 +310,14 @@ class ArrayDiff:
         return np.ascontiguousarray(values, "<" + transport_dtype(values.dtype)).tobytes()
 
 
-def _displayable(pixels: np.ndarray) -> np.ndarray:
-    """Texels as opaque RGB bytes: byte channels as they are, 16-bit ones scaled, floats
-    clamped to [0, 1]; one channel as grey, two as red and green."""
-    if pixels.dtype == np.uint8:
-        scaled = pixels
-    elif pixels.dtype == np.uint16:
-        scaled = (pixels >> 8).astype(np.uint8)
-    else:
-        values = np.nan_to_num(pixels.astype(np.float64), nan=0.0)
-        if pixels.dtype.kind in "iu":
-            low, high = values.min(), values.max()
-            values = (values - low) / (high - low if high > low else 1.0)
-        scaled = np.round(np.clip(values, 0.0, 1.0) * 255).astype(np.uint8)
-    channels = scaled.shape[2]
-    if channels == 1:
-        return np.repeat(scaled, 3, axis=2)
-    if channels == 2:
-        return np.concatenate([scaled, np.zeros_like(scaled[..., :1])], axis=2)
-    return np.ascontiguousarray(scaled[..., :3])
+_CHANNEL_NAMES = "RGBA"
+
+
+def _grey_png(values: np.ndarray, scale: float) -> str:
+    """``values`` (2-D, from 0 to ``scale``) as a grey PNG data URL."""
+    grey = np.round(np.clip(values / scale if scale > 0 else values * 0, 0, 1) * 255)
+    pixels = np.repeat(grey.astype(np.uint8)[..., None], 3, axis=2)
+    return "data:image/png;base64," + base64.b64encode(encode_png(pixels)).decode()
 
 
 def upload_array_diff(
@@ -352,12 +350,23 @@ def upload_array_diff(
                 f"elements {source.start}..{source.stop} should come from "
                 f"#{source.command_id} (a download issued before this upload)"
             )
-    expected, staged = check.expected[:known], check.staged[:known]
     shape = tuple(host.shape) if host is not None else (known,)
     image = _image_shape(trace, command)
-    if image is not None and int(np.prod(image)) == known:
+    if image is not None and int(np.prod(image)) == elements:
         shape = image
-    if known == elements and int(np.prod(shape)) == known:
+    if known < elements and len(shape) >= 2:
+        # a head of the bytes: show its whole leading rows, in the array's shape
+        row = int(np.prod(shape[1:]))
+        rows = known // row
+        if rows:
+            notes[0] = (
+                f"the trace holds the first {rows} of {shape[0]} rows "
+                f"(capture={trace.metadata.capture!r}); trace with capture='full' to see all"
+            )
+            known, shape = rows * row, (rows, *shape[1:])
+            image = (rows, *image[1:]) if image is not None else None
+    expected, staged = check.expected[:known], check.staged[:known]
+    if int(np.prod(shape)) == known:
         expected, staged = expected.reshape(shape), staged.reshape(shape)
     differing = check.differing_indices[check.differing_indices < known]
     return ArrayDiff(

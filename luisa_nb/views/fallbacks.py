@@ -6,10 +6,11 @@ them inside their mounts, where the renderers replace them."""
 from __future__ import annotations
 
 import base64
+import uuid
 from typing import Any
 
 from luisa_nb.views.array_diff import FIRST_INDICES, ArrayDiff
-from luisa_nb.views.html import cell, escape, hazard_table, table
+from luisa_nb.views.html import cell, escape, finding_table, table
 from luisa_nb.views.timeline import TimelineData
 
 
@@ -32,18 +33,24 @@ def timeline_picture(data: TimelineData) -> str:
 
 def timeline_fallback(data: TimelineData) -> str:
     lanes = ", ".join(escape(lane["name"]) for lane in data.lanes)
+    where = "around the first hazard, as the timeline opens; " if data.hazards else ""
     return (
         f"{timeline_picture(data)}"
-        f'<p class="lnb-note">Lanes from the top: {lanes}. Run the page with scripts for '
-        "zoom, hover and selection.</p>"
+        f'<p class="lnb-note">The picture shows the trace {where}lanes from the top: '
+        f"{lanes}. Run the page with scripts for zoom, hover and selection.</p>"
     )
 
 
-def hazards_fallback(hazards: list[dict[str, Any]]) -> str:
-    """The hazard list of hazard summaries (:attr:`TimelineData.hazards`)."""
-    if not hazards:
+def findings_anchor() -> str:
+    """A new element id for a trace's finding list, where "and N more" links point."""
+    return f"lnb-findings-{uuid.uuid4().hex[:12]}"
+
+
+def hazards_fallback(findings: list[dict[str, Any]]) -> str:
+    """The finding list, one row per place (:attr:`TimelineData.findings`)."""
+    if not findings:
         return '<p class="lnb-good">No hazards found in this trace.</p>'
-    return hazard_table([{**h, "commands": h["descriptions"]} for h in hazards])
+    return finding_table(findings)
 
 
 def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "") -> str:
@@ -72,6 +79,6 @@ def diff_fallback(comparison: ArrayDiff | None, title: str = "", reason: str = "
         for i in comparison.differing[:FIRST_INDICES]
     ]
     if rows:
-        header = ["index", *comparison.names]
+        header = [summary["index_name"], *comparison.names]
         lines.append(table(header, rows, (True, True, True), "lnb-fallback-table"))
     return "".join(lines)

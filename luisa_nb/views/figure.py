@@ -55,6 +55,23 @@ def padded_extent(data: TimelineData) -> tuple[float, float]:
     return t0 - span * 0.02, t1 + span * 0.02
 
 
+def opening_view(data: TimelineData) -> tuple[float, float]:
+    """The span in µs the timeline opens on, as the live view does: the first hazard's
+    arrow and commands with 15 % to spare on each side, else the whole trace."""
+    for hazard in data.hazards:
+        times = []
+        if hazard.get("arrow"):
+            times += [hazard["arrow"]["from"]["time"], hazard["arrow"]["to"]["time"]]
+        rows = np.flatnonzero(np.isin(data.columns["id"], hazard["command_ids"]))
+        starts = data.columns["start"][rows]
+        times += [*starts.tolist(), *(starts + data.columns["duration"][rows]).tolist()]
+        if times:
+            low, high = min(times), max(times)
+            pad = max(high - low, 1e-3) * 0.15
+            return low - pad, high + pad
+    return padded_extent(data)
+
+
 def pixel_kinds(data: TimelineData, width: int, t0: float, t1: float) -> np.ndarray:
     """``(lanes, width)`` kind codes: per lane, the highest-priority kind of the records
     that cover each of ``width`` columns spanning ``t0..t1`` µs; -1 where none does.
@@ -80,12 +97,13 @@ def pixel_kinds(data: TimelineData, width: int, t0: float, t1: float) -> np.ndar
 
 
 def timeline_figure(data: TimelineData) -> Figure:
-    """The whole timeline of ``data``, :data:`WIDTH_PX` pixels wide at :data:`DPI`."""
+    """The timeline of ``data`` as it opens (:func:`opening_view`: on the first hazard,
+    else whole), :data:`WIDTH_PX` pixels wide at :data:`DPI`."""
     lanes = len(data.lanes)
     figure = Figure(figsize=(WIDTH_PX / DPI, 1.7 + 0.42 * lanes), dpi=DPI, layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    t0, t1 = padded_extent(data)
+    t0, t1 = opening_view(data)
     size, unit = _unit(t1 - t0)
     to_axis = 1.0 / size
 

@@ -1,5 +1,5 @@
 """The HTML kit every view is written with: escaping, JSON inside ``<script>``, tables,
-the hazard list and the command table.
+the finding list and the command table.
 
 Every name in every view goes through :func:`escape`, so that it shows as the text it
 is. Styles are inline and read the theme's ``--lnb-*`` properties with their light
@@ -84,20 +84,26 @@ def hazard_kind(kind: str) -> str:
     return f"<span style='color:{kind_colour(kind)};font-weight:bold'>{escape(kind)}</span>"
 
 
-def hazard_table(hazards: Sequence[Mapping[str, Any]], limit: int = FALLBACK_ROWS) -> str:
-    """The hazard list: per hazard its kind, its commands, the explanation and the fix.
-    Each hazard is a mapping with ``kind``, ``commands`` (their descriptions, or ``#id``),
-    ``message`` and ``fix``."""
+def finding_table(
+    findings: Sequence[Mapping[str, Any]], limit: int = FALLBACK_ROWS, more_link: str = ""
+) -> str:
+    """The findings, one row per place in the program (:func:`~luisa_nb.views.timeline.
+    finding_summary`): its kind and count, what its commands do and which commands, the
+    first occurrence's explanation and fix. Past ``limit`` rows it says how many more,
+    as a link to ``more_link`` (an ``href``) when given."""
     rows = [
         "<tr>"
-        + cell(hazard_kind(h["kind"]))
-        + cell(escape(" → ".join(h["commands"])))
-        + cell(escape(h["message"]))
-        + cell(f"<i>{escape(h['fix'])}</i>")
+        + cell(hazard_kind(f["kind"]) + _times(f["count"]))
+        + cell(f"{escape(f['place'])}<br><small>{escape(f['occurrence_text'])}</small>")
+        + cell(escape(f["message"]))
+        + cell(f"<i>{escape(f['fix'])}</i>")
         + "</tr>"
-        for h in hazards[:limit]
+        for f in findings[:limit]
     ]
-    return table(["kind", "commands", "message", "fix"], rows) + _more(len(hazards), limit)
+    header = ["kind", "commands", "message", "fix"]
+    return table(header, rows, css_class="lnb-findings") + _more(
+        len(findings), limit, more_link, "finding"
+    )
 
 
 def command_table(
@@ -136,23 +142,39 @@ def command_table(
 
 def trace_facts(meta: Mapping[str, Any]) -> str:
     """One line about a trace (its :attr:`TimelineData.meta`): device, staging, capture,
-    how many records on how many streams over how long, and whether it has hazards."""
+    how many records on how many streams over how long, and whether it has hazards (how
+    many, and at how many places in the program)."""
     span = meta["extent"][1] - meta["extent"][0]
     hazards = meta["hazards"]
+    places = meta.get("findings", hazards)
+    where = "" if places == hazards else f" at {places} place(s)"
     verdict = (
-        f'<b class="lnb-bad">{hazards} hazard(s)</b>'
+        f'<b class="lnb-bad">{hazards} hazard(s){where}</b>'
         if hazards
         else '<b class="lnb-good">no hazards</b>'
     )
+    pending = meta.get("pending_note")
+    warning = f'<br><b class="lnb-bad lnb-pending">{escape(pending)}</b>' if pending else ""
     return (
         f"device: {escape(', '.join(meta['devices']) or '—')} · staging: "
         f"{escape(', '.join(meta['staging']) or '—')} · capture: {escape(meta['capture'])} · "
         f"{meta['commands']} commands, {meta['syncs']} sync points on {meta['streams']} "
-        f"stream(s) over {duration(span * 1000)} · {verdict}"
+        f"stream(s) over {duration(span * 1000)} · {verdict}{warning}"
     )
 
 
-def _more(count: int, limit: int) -> str:
+def _times(count: int) -> str:
+    """A finding's count in bold after its kind; nothing for one occurrence."""
+    return f" <b>\N{MULTIPLICATION SIGN}{count}</b>" if count > 1 else ""
+
+
+def _more(count: int, limit: int, link: str = "", noun: str = "") -> str:
     if count <= limit:
         return ""
+    if link:
+        nouns = f" {noun}s" if noun else ""
+        return (
+            f"<p class='lnb-note lnb-more'><a href='{escape(link)}'>and {count - limit} "
+            f"more{nouns}</a> in the viewer below</p>"
+        )
     return f"<p class='lnb-note'>the first {limit} of {count}</p>"

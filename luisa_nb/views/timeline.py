@@ -48,10 +48,20 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.analysis.finding_groups import FindingGroup, group_findings
 from luisa_nb.analysis.hazards import Hazard, HazardKind, find_hazards
 from luisa_nb.analysis.uploads import UploadCheck, check_uploads, stale_uploads
+from luisa_nb.analysis.vocabulary import pending_note
 from luisa_nb.errors import RecordNotFoundError
-from luisa_nb.recording import CommandKind, CommandRecord, Status, SyncKind, Trace
+from luisa_nb.recording import (
+    CommandKind,
+    CommandRecord,
+    DeviceRange,
+    HostRange,
+    Status,
+    SyncKind,
+    Trace,
+)
 from luisa_nb.recording.naming import (
     describe,
     device_name,
@@ -61,6 +71,10 @@ from luisa_nb.recording.naming import (
     stream_name,
 )
 from luisa_nb.recording.ranges import innermost_ranges
+from luisa_nb.recording.table import KIND_CODES as TABLE_KIND_CODES
+from luisa_nb.recording.table import KINDS as TABLE_KINDS
+from luisa_nb.recording.table import MISSING, POLICIES, CommandTable
+from luisa_nb.recording.table import STATUSES as TABLE_STATUSES
 from luisa_nb.views.overlays import (
     event_links,
     host_activity,
@@ -112,11 +126,13 @@ joins, from the first command's to the last command's, and their labels."""
 
 @dataclass
 class Analysis:
-    """The analysis results a view needs: hazards, upload checks by command id, and the
-    ids of the uploads that sent old bytes (:func:`~luisa_nb.analysis.stale_uploads`)."""
+    """The analysis results a view needs: hazards, the same grouped by place, upload
+    checks by command id, and the ids of the uploads that sent old bytes
+    (:func:`~luisa_nb.analysis.stale_uploads`)."""
 
     hazards: list[Hazard]
     uploads: dict[int, UploadCheck]
+    findings: list[FindingGroup] = field(default_factory=list)
     stale: frozenset[int] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -127,11 +143,14 @@ class Analysis:
         """Cached results of an ``AnalyzedTrace``, else computed once from ``trace``."""
         hazards = getattr(trace, "hazards", None)
         uploads = getattr(trace, "uploads", None)
+        findings = getattr(trace, "findings", None)
         if not isinstance(hazards, list):
             hazards = find_hazards(trace)
         if not isinstance(uploads, list):
             uploads = check_uploads(trace)
-        return cls(list(hazards), {check.command_id: check for check in uploads})
+        if not isinstance(findings, list):
+            findings = group_findings(trace, hazards)
+        return cls(list(hazards), {check.command_id: check for check in uploads}, findings)
 
 
 @dataclass
@@ -145,6 +164,9 @@ class TimelineData:
     meta: dict[str, Any]
     origin: int
     overlays: dict[str, Any] = field(default_factory=dict)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """The hazards grouped by place (:func:`finding_summary`); each hazard summary names
+    its group."""
 
     @property
     def count(self) -> int:
@@ -201,14 +223,26 @@ class TimelineData:
 def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineData:
     """The view data of ``trace`` (hazards from ``analysis``, computed when not given)."""
     analysis = analysis if analysis is not None else Analysis.of(trace)
-    records = sorted(trace.records, key=lambda record: record.seq)
-    origin = _origin(trace, records)
+    table = trace.table
+    syncs = sorted(trace.syncs, key=lambda record: record.seq)
+    numbers = table.numbers
+    columnar = bool(
+        ((numbers["started"] != MISSING) | (numbers["device_started"] != MISSING)).all()
+    )
+    # Commands that all ran are read from the table's columns, with no record made (the
+    # loop below visits the sync points only); one that never ran stands where it would
+    # have run, which needs the records in issue order.
+    records = syncs if columnar else sorted(trace.records, key=lambda record: record.seq)
+    origin = _origin(trace, records, table if columnar else None)
     streams = drawn_streams(records)
+    if columnar:
+        streams = sorted({*streams, *np.unique(numbers["stream"]).tolist()})
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
     lanes = [{"name": "host", "stream": None}]
     lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
 
-    count = len(records)
+    commands = len(table) if columnar else 0
+    count = len(records) + commands
     starts = np.empty(count, np.int64)
     ends = np.empty(count, np.int64)
     hosts = np.full(count, -1, np.int64)
@@ -222,12 +256,21 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     detail = np.zeros(count, np.int64)
     submission = np.zeros(count, np.int64)
     text_codes: dict[str, int] = {}
+    command_texts: dict[tuple[Any, ...], int] = {}
     stream_ends: dict[int, int] = {}
     details = _Details(trace) if count <= DETAILS_INLINE_LIMIT else None
     busy_end = np.empty(count, np.int64)
     submitted = np.empty(count, np.int64)
     errors: dict[str, str] = {}
-    for row, record in enumerate(records):
+    if columnar:
+        arrays = {
+            "starts": starts, "ends": ends, "hosts": hosts, "lane": lane, "moments": moments,
+            "busy_end": busy_end, "submitted": submitted, "submission": submission,
+            "ids": ids, "seqs": seqs, "kind": kind, "status": status, "text": text,
+            "detail": detail,
+        }  # fmt: skip
+        _command_columns(trace, table, lane_of, details, text_codes, errors, arrays)
+    for row, record in enumerate(records, start=commands):
         if isinstance(record, CommandRecord):
             start, end = _command_span(record, stream_ends)
             host = record.host_read if record.kind is CommandKind.UPLOAD else record.host_write
@@ -236,7 +279,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
             moments[row] = record.enqueued
             submission[row] = record.submission
             if details is not None:
-                detail[row] = details.code(record)
+                detail[row] = details.code(record.device_ranges, record.host)
             busy_end[row] = record.enqueued
             submitted[row] = record.submitted
         else:
@@ -254,10 +297,16 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         ids[row], seqs[row] = record.id, record.seq
         kind[row] = KIND_CODES[record.kind.value]
         status[row] = STATUS_CODES[record.status.value]
-        words = describe(trace, record)
         if isinstance(record, CommandRecord):
-            words = words.split(" ", 1)[1]
-        text[row] = text_codes.setdefault(words, len(text_codes))
+            # commands with the same fields share their objects: describe them once
+            key = (record.kind, record.label, id(record.device_ranges), id(record.host))
+            code = command_texts.get(key)
+            if code is None:
+                words = describe(trace, record).split(" ", 1)[1]
+                code = command_texts[key] = text_codes.setdefault(words, len(text_codes))
+            text[row] = code
+        else:
+            text[row] = text_codes.setdefault(describe(trace, record), len(text_codes))
 
     stop = (
         trace.metadata.stopped if trace.metadata.stopped is not None else int(ends.max(initial=0))
@@ -281,12 +330,23 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "kind": kind[order].astype(np.uint8),
         "status": status[order].astype(np.uint8),
     }
-    by_id = {r.id: r for r in records if isinstance(r, CommandRecord)}
+    by_id = _race_commands(table, analysis.hazards)
+    group_of = {
+        occurrence: group
+        for group, finding in enumerate(analysis.findings)
+        for occurrence in finding.occurrences
+    }
     hazards = [
-        _hazard_summary(trace, by_id, index, hazard, origin, lane_of)
+        _hazard_summary(by_id, index, hazard, origin, lane_of, group_of.get(index))
         for index, hazard in enumerate(analysis.hazards)
     ]
-    meta = _meta(trace, records, origin, columns, analysis)
+    findings = [finding_summary(index, group) for index, group in enumerate(analysis.findings)]
+    stagings = (
+        {POLICIES[code] for code in np.unique(numbers["staging"]).tolist()}
+        if columnar
+        else {r.staging for r in records if isinstance(r, CommandRecord)}
+    )
+    meta = _meta(trace, len(table), stagings, origin, columns, analysis)
     end_us = (ends[order] - origin) / 1000.0
     lanes_sorted = lane[order]
     range_items = range_summaries(trace, ranges[order], lanes_sorted, start_us, end_us, origin)
@@ -299,9 +359,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     overlays = {
         "ranges": range_items,
         "lists": list_summaries(submission[order], lanes_sorted, start_us, end_us),
-        "links": event_links(
-            [r for r in records if not isinstance(r, CommandRecord)], lane_of, origin
-        ),
+        "links": event_links(syncs, lane_of, origin),
         "host_activity": host_activity(
             trace,
             np.concatenate([moments, submitted]),
@@ -312,7 +370,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "details": details.texts if details is not None else [""],
         "errors": errors,
     }
-    return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays)
+    return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays, findings)
 
 
 class _Details:
@@ -324,21 +382,20 @@ class _Details:
         self.texts: list[str] = [""]
         self._codes: dict[tuple[int, int], int] = {}
 
-    def code(self, record: CommandRecord) -> int:
-        key = (id(record.device_ranges), id(record.host))
+    def code(self, device_ranges: tuple[DeviceRange, ...], host: HostRange | None) -> int:
+        key = (id(device_ranges), id(host))
         found = self._codes.get(key)
         if found is None:
             found = self._codes[key] = len(self.texts)
-            self.texts.append(self.text(record))
+            self.texts.append(self.text(device_ranges, host))
         return found
 
-    def text(self, record: CommandRecord) -> str:
+    def text(self, device_ranges: tuple[DeviceRange, ...], host: HostRange | None) -> str:
         lines = [
             f"{r.access.value.replace('_', '-')} {device_name(self.trace, r)} "
             f"({r.nbytes:,} B at byte {r.offset:,})"
-            for r in record.device_ranges
+            for r in device_ranges
         ]
-        host = record.host
         if host is not None:
             shape = "x".join(map(str, host.shape)) or "scalar"
             lines.append(f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}]")
@@ -351,8 +408,78 @@ def record_details(trace: Trace, record_id: int) -> dict[str, Any]:
     point or an id not in the trace)."""
     for record in trace.commands:
         if record.id == record_id:
-            return {"id": record_id, "lines": _Details(trace).text(record)}
+            lines = _Details(trace).text(record.device_ranges, record.host)
+            return {"id": record_id, "lines": lines}
     return {"id": record_id, "lines": ""}
+
+
+def _command_columns(
+    trace: Trace,
+    table: CommandTable,
+    lane_of: dict[int, int],
+    details: _Details | None,
+    text_codes: dict[str, int],
+    errors: dict[str, str],
+    arrays: dict[str, Any],
+) -> None:
+    """Fill the first ``len(table)`` rows of ``build_timeline``'s ``arrays`` with the
+    table's commands, every one of which ran (worker or device times), from its columns;
+    a command's text is made once per set of fields its commands share."""
+    numbers, objects = table.numbers, table.objects
+    count = len(table)
+    worker = numbers["started"] != MISSING
+    started = np.where(worker, numbers["started"], numbers["device_started"])
+    finished = np.where(worker, numbers["finished"], numbers["device_finished"])
+    finished = np.where(finished != MISSING, finished, started)
+    upload = numbers["kind"] == TABLE_KIND_CODES[CommandKind.UPLOAD]
+    streams, stream_rows = np.unique(numbers["stream"], return_inverse=True)
+    lanes = np.array([lane_of[stream] for stream in streams.tolist()], np.int64)
+    kinds = np.array([KIND_CODES[kind.value] for kind in TABLE_KINDS], np.int64)
+    statuses = np.array([STATUS_CODES[status.value] for status in TABLE_STATUSES], np.int64)
+    arrays["starts"][:count] = started
+    arrays["ends"][:count] = np.maximum(finished, started)
+    arrays["hosts"][:count] = np.where(upload, numbers["host_read"], numbers["host_write"])
+    arrays["lane"][:count] = lanes[stream_rows.reshape(-1)]
+    arrays["moments"][:count] = numbers["enqueued"]
+    arrays["busy_end"][:count] = numbers["enqueued"]
+    arrays["submitted"][:count] = numbers["submitted"]
+    arrays["submission"][:count] = numbers["submission"]
+    arrays["ids"][:count] = numbers["id"]
+    arrays["seqs"][:count] = numbers["seq"]
+    arrays["kind"][:count] = kinds[numbers["kind"]]
+    arrays["status"][:count] = statuses[numbers["status"]]
+    ids = numbers["id"].tolist()
+    for row, error in enumerate(objects["error"]):
+        if error:
+            errors[str(ids[row])] = error
+    texts: dict[tuple[Any, ...], int] = {}
+    text, detail = arrays["text"], arrays["detail"]
+    keys = zip(
+        numbers["kind"].tolist(),
+        objects["label"],
+        objects["device_ranges"],
+        objects["host"],
+        strict=True,
+    )
+    for row, (kind, label, ranges, host) in enumerate(keys):
+        key = (kind, label, id(ranges), id(host))
+        code = texts.get(key)
+        if code is None:
+            words = describe(trace, table.record(row)).split(" ", 1)[1]
+            code = texts[key] = text_codes.setdefault(words, len(text_codes))
+        text[row] = code
+        if details is not None:
+            detail[row] = details.code(ranges, host)
+
+
+def _race_commands(table: CommandTable, hazards: list[Hazard]) -> dict[int, CommandRecord]:
+    """The records of the commands of device races (their hazard arrows need their
+    streams), by id."""
+    wanted = {i for h in hazards if h.kind is HazardKind.DEVICE_RACE for i in h.command_ids}
+    if not wanted:
+        return {}
+    rows = np.flatnonzero(np.isin(table.numbers["id"], list(wanted)))
+    return {record.id: record for record in (table.record(row) for row in rows.tolist())}
 
 
 def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[int, int]:
@@ -374,9 +501,16 @@ def _command_span(record: CommandRecord, stream_ends: dict[int, int]) -> tuple[i
     return start, end
 
 
-def _origin(trace: Trace, records: list) -> int:
-    """The earliest time of any record, or the trace start if that is earlier."""
+def _origin(trace: Trace, records: list, table: CommandTable | None = None) -> int:
+    """The earliest time of any record (of ``records``, and of ``table``'s commands), or
+    the trace start if that is earlier."""
     earliest = None
+    if table is not None and len(table):
+        moments = np.concatenate(
+            [table.numbers[name] for name in ("enqueued", "submitted", "started", "host_read")]
+        )
+        moments = moments[moments > 0]
+        earliest = int(moments.min()) if moments.size else None
     for record in records:
         if isinstance(record, CommandRecord):
             moments = (record.enqueued, record.submitted, record.started, record.host_read)
@@ -391,13 +525,30 @@ def _origin(trace: Trace, records: list) -> int:
     return min(started, earliest) if started else earliest
 
 
+def finding_summary(index: int, group: FindingGroup) -> dict[str, Any]:
+    """What the views show of a group of findings: kind, count, what its commands do,
+    the first occurrence's message and fix, and the positions of its occurrences in the
+    flat hazard list."""
+    return {
+        "index": index,
+        "kind": getattr(group.kind, "value", str(group.kind)),
+        "count": group.count,
+        "descriptions": list(group.descriptions),
+        "place": group.place(),
+        "occurrences": list(group.occurrences),
+        "occurrence_text": group.occurrence_text(),
+        "message": group.message,
+        "fix": group.fix,
+    }
+
+
 def _hazard_summary(
-    trace: Trace,
     by_id: dict[int, CommandRecord],
     index: int,
     hazard: Hazard,
     origin: int,
     lane_of: dict[int, int],
+    group: int | None,
 ) -> dict[str, Any]:
     def point(command_id: int, moment: int | None, label: str, lane: int = HOST_LANE):
         if moment is None:
@@ -431,20 +582,22 @@ def _hazard_summary(
     upload = ids[-1] if hazard.kind in UPLOAD_HAZARDS else None
     return {
         "index": index,
+        "group": group,
         "kind": hazard.kind.value,
         "command_ids": list(ids),
-        "descriptions": [describe(trace, by_id[i]) if i in by_id else f"#{i}" for i in ids],
-        "message": hazard.message,
-        "fix": hazard.fix,
         "upload": upload,
         "arrow": arrow,
     }
 
 
 def _meta(
-    trace: Trace, records: list, origin: int, columns: dict[str, np.ndarray], analysis: Analysis
+    trace: Trace,
+    commands: int,
+    stagings: set[str],
+    origin: int,
+    columns: dict[str, np.ndarray],
+    analysis: Analysis,
 ) -> dict[str, Any]:
-    commands = [r for r in records if isinstance(r, CommandRecord)]
     devices = sorted({info.device for info in trace.streams.values()})
     devices += [d.get("name", str(d)) for d in trace.metadata.devices if isinstance(d, dict)]
     starts = columns["start"]
@@ -454,14 +607,104 @@ def _meta(
     lows, highs = np.concatenate([starts, hosts]), np.concatenate([ends, hosts])
     extent = [float(lows.min()), float(highs.max())] if lows.size else [0.0, 0.0]
     return {
-        "commands": len(commands),
-        "syncs": len(records) - len(commands),
+        "commands": commands,
+        "syncs": len(columns["id"]) - commands,
         "streams": len(trace.streams),
         "devices": list(dict.fromkeys(devices)),
-        "staging": sorted({c.staging for c in commands}),
+        "staging": sorted(stagings),
         "capture": trace.metadata.capture,
         "hazards": len(analysis.hazards),
+        "findings": len(analysis.findings),
+        "pending": len(trace.metadata.pending),
+        "pending_note": pending_note(trace) or "",
         "stale_uploads": sorted(analysis.stale),
         "extent": extent,
         "bytes_per_record": BYTES_PER_RECORD,
     }
+
+
+def windowed(data: TimelineData, limit: int) -> TimelineData:
+    """``data`` cut to at most ``limit`` records, those around the first hazard (else
+    the first ones), for a copy of the views that must stay small (a notebook's static
+    twin). The hazards and overlays of those records stay; each finding keeps its count
+    and the occurrences still shown; ``meta["window"]`` says which records were kept."""
+    count = data.count
+    if count <= limit:
+        return data
+    starts = data.columns["start"]
+    arrows = [h["arrow"] for h in data.hazards if h.get("arrow")]
+    centre = 0 if not arrows else int(np.searchsorted(starts, arrows[0]["to"]["time"]))
+    low = max(0, min(centre - limit // 2, count - limit))
+    high = low + limit
+    columns = {name: column[low:high] for name, column in data.columns.items()}
+    kept = set(columns["id"].tolist())
+    positions: dict[int, int] = {}
+    hazards = []
+    for hazard in data.hazards:
+        if all(command in kept for command in hazard["command_ids"]):
+            positions[hazard["index"]] = len(hazards)
+            hazards.append({**hazard, "index": len(hazards)})
+    findings = [
+        {
+            **finding,
+            "occurrences": [positions[o] for o in finding["occurrences"] if o in positions],
+        }
+        for finding in data.findings
+    ]
+    time_from = float(starts[low])
+    time_to = float((columns["start"] + columns["duration"]).max())
+    overlays = dict(data.overlays)
+    overlays["ranges"], columns["range"] = _ranges_within(
+        data.overlays.get("ranges", []), columns["range"], time_from, time_to
+    )
+    for name in ("lists", "host_activity"):
+        overlays[name] = [
+            item
+            for item in data.overlays.get(name, [])
+            if item["end"] >= time_from and item["start"] <= time_to
+        ]
+    overlays["links"] = [
+        link
+        for link in data.overlays.get("links", [])
+        if time_from <= link["from"]["time"] <= time_to
+        and time_from <= link["to"]["time"] <= time_to
+    ]
+    moments = [time_from, time_to]
+    for hazard in hazards:
+        if hazard.get("arrow"):
+            moments += [hazard["arrow"]["from"]["time"], hazard["arrow"]["to"]["time"]]
+    meta = {
+        **data.meta,
+        "extent": [min(moments), max(moments)],
+        "window": {"first": low, "shown": high - low, "of": count},
+    }
+    return TimelineData(
+        columns, data.lanes, data.texts, hazards, meta, data.origin, overlays, findings
+    )
+
+
+def _ranges_within(
+    ranges: list[dict[str, Any]], column: np.ndarray, time_from: float, time_to: float
+) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """The ranges that overlap ``[time_from, time_to]`` or hold a range that does, renumbered
+    in order, and ``column`` (indices into ``ranges``) renumbered to match."""
+    wanted: set[int] = set()
+    for index, item in enumerate(ranges):
+        if item["host"][1] >= time_from and item["host"][0] <= time_to:
+            while index is not None and index not in wanted:
+                wanted.add(index)
+                index = ranges[index]["parent"]
+    order = sorted(wanted)
+    renumber = np.full(len(ranges) + 1, -1, np.int64)  # the last slot maps -1 to -1
+    renumber[order] = np.arange(len(order))
+    kept = [
+        {
+            **ranges[index],
+            "id": int(renumber[index]),
+            "parent": None
+            if ranges[index]["parent"] is None
+            else int(renumber[ranges[index]["parent"]]),
+        }
+        for index in order
+    ]
+    return kept, renumber[column].astype(column.dtype)

@@ -85,7 +85,7 @@ def _static_html(obj: Any, actual: Any, **options: Any) -> str:
     from luisa_nb.widgets.pages import array_diff_state, trace_fragment, view_fragment
 
     if actual is None:
-        return trace_fragment(obj)
+        return trace_fragment(obj, anchor=options.get("anchor", ""))
     comparison = ArrayDiff(obj, actual, **options)
     state, buffers = array_diff_state(comparison, embed=True)
     return view_fragment("diff", state, buffers, diff_fallback(comparison))

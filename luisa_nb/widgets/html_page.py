@@ -120,12 +120,21 @@ class StaticPage:
         self.models[model_id] = {"state": state, "buffers": encoded}
         return model_id
 
-    def mount(self, view: str, model_id: str, fallback: str = "", css_class: str = "") -> str:
-        """A ``<div>`` where renderer ``static/<view>.js`` draws model ``model_id``."""
+    def mount(
+        self,
+        view: str,
+        model_id: str,
+        fallback: str = "",
+        css_class: str = "",
+        element_id: str = "",
+    ) -> str:
+        """A ``<div>`` where renderer ``static/<view>.js`` draws model ``model_id``
+        (``element_id``: the ``id`` it takes, where links point)."""
         self.modules.add(view)
+        identity = f' id="{escape(element_id)}"' if element_id else ""
         return (
-            f'<div class="lnb-mount lnb-{view}-mount {css_class}" data-lnb-view="{view}" '
-            f'data-lnb-model="{model_id}">{fallback}</div>'
+            f'<div class="lnb-mount lnb-{view}-mount {css_class}"{identity} '
+            f'data-lnb-view="{view}" data-lnb-model="{model_id}">{fallback}</div>'
         )
 
     def inspector(self, uploads: dict[int, str], idle: str) -> str:

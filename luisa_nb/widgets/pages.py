@@ -15,6 +15,11 @@ from luisa_nb.widgets.html_page import StaticPage
 
 #: Uploads whose staged-vs-expected values a static trace page embeds, at most.
 STATIC_UPLOAD_LIMIT = 200
+#: The same for a window of a large trace (a notebook's static twin).
+WINDOW_UPLOAD_LIMIT = 20
+TWIN_RECORDS = 2000
+"""How many records the static twin of a trace viewer holds at most (a window around
+the first hazard), so that a notebook does not carry megabytes the widget holds too."""
 IDLE_INSPECTOR = (
     "Select a hazard or an upload (in the timeline or the table) to compare the bytes it "
     "staged with the bytes stream order says it should send."
@@ -26,7 +31,8 @@ IDLE_INSPECTOR = (
 
 def timeline_state(data: TimelineData) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Traits of the trace views (timeline, table, hazard list): JSON and binary."""
-    return {"summary": data.summary(), "hazards": data.hazards}, {"data": data.pack()}
+    state = {"summary": data.summary(), "hazards": data.hazards, "findings": data.findings}
+    return state, {"data": data.pack()}
 
 
 def array_diff_state(
@@ -67,8 +73,26 @@ def upload_array_diffs(
 # -- pages ---------------------------------------------------------------------------------
 
 
+def findings_heading(data: TimelineData) -> str:
+    """``Hazards (5000 at 1 place)``, or ``Hazards (2)`` where each is its own place."""
+    hazards, places = len(data.hazards), len(data.findings)
+    return (
+        f"Hazards ({hazards})" if hazards == places else f"Hazards ({hazards} at {places} place(s))"
+    )
+
+
 def trace_header(data: TimelineData, title: str) -> str:
-    return f"<h1>{escape(title)}</h1><p class='lnb-info'>{trace_facts(data.meta)}</p>"
+    header = f"<h1>{escape(title)}</h1><p class='lnb-info'>{trace_facts(data.meta)}</p>"
+    window = data.meta.get("window")
+    if window is None:
+        return header
+    first = window["first"]
+    return header + (
+        f"<p class='lnb-note lnb-window'>This copy shows {window['shown']:,} of the "
+        f"{window['of']:,} records (numbers {first + 1:,} to {first + window['shown']:,} in "
+        "time order), around the first hazard; the findings list every place. The live "
+        "viewer, a report (<code>luisa-nb report</code>) and a saved trace hold them all.</p>"
+    )
 
 
 def trace_body(
@@ -78,15 +102,19 @@ def trace_body(
     *,
     title: str = "luisa_nb trace",
     stale_sections: bool = True,
+    anchor: str = "",
+    data: TimelineData | None = None,
 ) -> str:
     """Header, timeline, hazard list, command table and inspector of ``trace`` (and, with
-    ``stale_sections``, the staged-vs-expected diff of every stale upload)."""
+    ``stale_sections``, the staged-vs-expected diff of every stale upload). ``data`` is
+    the trace's view data where it was built already (or a window of it)."""
     analysis = analysis if analysis is not None else Analysis.of(trace)
-    data = build_timeline(trace, analysis)
+    data = data if data is not None else build_timeline(trace, analysis)
     state, buffers = timeline_state(data)
     trace_model_id = page.add_model(state, buffers)
     page.hazards = data.hazards
-    comparisons = upload_array_diffs(trace, analysis)
+    limit = STATIC_UPLOAD_LIMIT if "window" not in data.meta else WINDOW_UPLOAD_LIMIT
+    comparisons = upload_array_diffs(trace, analysis, limit)
     uploads = {}
     for command_id, comparison in comparisons.items():
         state, buffers = array_diff_state(comparison, embed=True)
@@ -100,8 +128,8 @@ def trace_body(
         "<h2>Timeline</h2>",
         page.mount("timeline", trace_model_id, timeline_fallback(data)),
         '<div class="lnb-grid"><div class="lnb-panel">',
-        f"<h2>Hazards ({len(data.hazards)})</h2>",
-        page.mount("hazards", trace_model_id, hazards_fallback(data.hazards)),
+        f"<h2>{escape(findings_heading(data))}</h2>",
+        page.mount("hazards", trace_model_id, hazards_fallback(data.findings), element_id=anchor),
         '</div><div class="lnb-panel">',
         f"<h2>Commands ({data.meta['commands']}) and sync points ({data.meta['syncs']})</h2>",
         page.mount("table", trace_model_id, command_table(data)),
@@ -131,10 +159,19 @@ def trace_page(trace: Trace, analysis: Analysis | None = None, *, title: str | N
     return page.document(trace_body(page, trace, analysis, title=title), title)
 
 
-def trace_fragment(trace: Trace, analysis: Analysis | None = None) -> str:
-    """The report's content as an HTML fragment (a notebook's ``text/html``)."""
+def trace_fragment(
+    trace: Trace,
+    analysis: Analysis | None = None,
+    *,
+    anchor: str = "",
+    data: TimelineData | None = None,
+) -> str:
+    """The report's content as an HTML fragment (a notebook's ``text/html``); ``anchor``
+    is the id of its finding list, ``data`` the view data to show (a window of a large
+    trace: :func:`~luisa_nb.views.timeline.windowed`)."""
     page = StaticPage()
-    return page.fragment(trace_body(page, trace, analysis, title="luisa_nb trace"))
+    body = trace_body(page, trace, analysis, title="luisa_nb trace", anchor=anchor, data=data)
+    return page.fragment(body)
 
 
 def view_fragment(

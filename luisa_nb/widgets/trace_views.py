@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from traitlets import Bytes, Dict, List, observe
+from traitlets import Bytes, Dict, List, Unicode, observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
@@ -35,7 +35,8 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
     data = Bytes(help="the packed columns of every record (see luisa_nb.views.timeline)").tag(
         sync=True
     )
-    hazards = List(help="hazard summaries: kind, command ids, message, fix, arrow").tag(sync=True)
+    hazards = List(help="every hazard: kind, command ids, upload, arrow, group").tag(sync=True)
+    findings = List(help="the hazards grouped by place: kind, count, message, fix").tag(sync=True)
 
     _view = "timeline"
 
@@ -111,13 +112,19 @@ class CommandTableWidget(TraceView):
 
 
 class HazardList(TraceView):
-    """Each hazard with both commands, the explanation and the fix; click to select."""
+    """The hazards grouped by place: kind, count, both commands, the explanation and the
+    fix; a group expands to its occurrences. Click a group or an occurrence to select it
+    (a group: its first occurrence)."""
 
     _esm = module_source("hazards")
     _view = "hazards"
+    anchor = Unicode("", help="the element id the list takes (where links to it point)").tag(
+        sync=True
+    )
 
     def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
-        return {"summary": {}, "hazards": self.timeline_data.hazards}, {"data": b""}
+        data = self.timeline_data
+        return {"summary": {}, "hazards": data.hazards, "findings": data.findings}, {"data": b""}
 
     def _fallback(self) -> str:
-        return hazards_fallback(self.timeline_data.hazards)
+        return hazards_fallback(self.timeline_data.findings)

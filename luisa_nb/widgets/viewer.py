@@ -11,11 +11,12 @@ from traitlets import observe
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
+from luisa_nb.views.fallbacks import findings_anchor
 from luisa_nb.views.html import escape, trace_facts
-from luisa_nb.views.timeline import Analysis, build_timeline
+from luisa_nb.views.timeline import Analysis, build_timeline, windowed
 from luisa_nb.widgets.base import display_with_static_twin
 from luisa_nb.widgets.diff import StagingInspector
-from luisa_nb.widgets.pages import trace_fragment
+from luisa_nb.widgets.pages import TWIN_RECORDS, findings_heading, trace_fragment
 from luisa_nb.widgets.selection import SelectionMixin, link_selection
 from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, TimelineWidget
 
@@ -23,9 +24,10 @@ from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, Timelin
 class TraceViewer(SelectionMixin, ipywidgets.VBox):
     """The visual debugger of one trace. ``selected_command``, ``selected_hazard`` and
     ``selected_commands`` mirror those of every view; ``timeline``, ``table``,
-    ``hazard_list`` and ``inspector`` are the views themselves."""
+    ``hazard_list`` and ``inspector`` are the views themselves. ``anchor`` is the element
+    id of the finding list (live and in the static twin), where links may point."""
 
-    def __init__(self, trace: Trace, **kwargs: Any) -> None:
+    def __init__(self, trace: Trace, *, anchor: str = "", **kwargs: Any) -> None:
         if not isinstance(trace, Trace):
             raise InvalidArgumentError(
                 f"TraceViewer shows a luisa_nb Trace, not {type(trace).__name__}; load one "
@@ -42,7 +44,12 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         self.timeline = TimelineWidget(trace, **shared)
         self.table = CommandTableWidget(trace, **shared)
         self.hazard_list = HazardList(trace, **shared)
+        self.hazard_list.anchor = self.anchor = anchor or findings_anchor()
         self.inspector = StagingInspector(trace, analysis=self.analysis)
+        hazards = self.timeline_data.hazards
+        if hazards and hazards[0]["upload"] is not None:
+            # the timeline opens on the first hazard: so does the inspector
+            self.inspector.command_id = hazards[0]["upload"]
         self._links = []
         for view in (self.timeline, self.table, self.hazard_list):
             self._links += link_selection(self, view)
@@ -53,7 +60,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         panels = ipywidgets.HBox(
             [
                 ipywidgets.VBox(
-                    [_heading(f"Hazards ({len(self.timeline_data.hazards)})"), self.hazard_list],
+                    [_heading(findings_heading(self.timeline_data)), self.hazard_list],
                     layout=narrow,
                 ),
                 ipywidgets.VBox([_heading("Commands and sync points"), self.table], layout=wide),
@@ -87,8 +94,11 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         return {**data, "text/html": self._repr_html_()}, metadata
 
     def _repr_html_(self) -> str:
-        """The report's content: the same views, drawn by the same ES modules."""
-        return trace_fragment(self.trace, self.analysis)
+        """The report's content: the same views, drawn by the same ES modules, over at
+        most :data:`~luisa_nb.widgets.pages.TWIN_RECORDS` records around the first hazard
+        (the widget holds them all, and so does a report)."""
+        data = windowed(self.timeline_data, TWIN_RECORDS)
+        return trace_fragment(self.trace, self.analysis, anchor=self.anchor, data=data)
 
     def _ipython_display_(self, **_kwargs: Any) -> None:
         """The widget view and its static twin, which any of the views hides when it

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
@@ -146,3 +146,18 @@ def _stop(server: LabServer) -> None:
         except subprocess.TimeoutExpired:
             server.process.kill()
             server.process.wait(timeout=10)
+
+
+def choose_hazard(page: Any, index: int) -> None:
+    """Click hazard ``index`` of a static page's finding list: its place where it is the
+    place's first occurrence, else its row in the place's list of occurrences."""
+    entry = page.locator(f".lnb-hazard[data-hazard-index='{index}']")
+    if entry.count():
+        entry.first.click()
+        return
+    occurrence = page.locator(f".lnb-occurrence[data-hazard-index='{index}']")
+    if not occurrence.count():
+        hazards = "globalThis.__luisa_nb.pages[0].selection.hazards"
+        group = page.evaluate(f"() => {hazards}[{index}].group")
+        page.click(f".lnb-finding[data-group='{group}'] .lnb-expand")
+    occurrence.click()

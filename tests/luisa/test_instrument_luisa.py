@@ -33,6 +33,19 @@ def test_the_seed_program_is_stale_on_real_luisa_and_says_so(shadow):
     assert "upload z <- z_data read z_data[0:1024]" in hazard["message"]
     assert hazard["staged"] == [123.0] * 4
     assert hazard["expected"] == [0.0, 1001.0, 2002.0, 3003.0]
+    assert "luisa.synchronize()" in hazard["fix"], "luisa-python's own call"
+    assert "stream.synchronize()" not in hazard["fix"] and "staging" not in hazard["fix"]
+
+
+def test_a_trace_ending_before_execute_records_the_upload_as_pending():
+    [result] = run("pending")
+    assert result["api"] == "luisa"
+    assert result["commands"] == 0 and result["pending"] == ["upload (a)"]
+    assert result["later"] == 0, "the next trace does not take the pending upload in"
+    assert result["warnings"] == [
+        "the trace recorded no commands: 1 command was not executed: call "
+        "luisa.synchronize() or execute() before the trace ends"
+    ]
 
 
 def test_up_down_up_in_one_list_is_stale():

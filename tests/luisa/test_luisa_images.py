@@ -134,7 +134,38 @@ def test_the_inspector_shows_a_stale_image_upload_as_pictures(fresh_session):
         return png_pixels(base64.b64decode(url.removeprefix("data:image/png;base64,")))
 
     pictures = {name: decoded(url) for name, url in summary["pictures"].items()}
-    np.testing.assert_array_equal(pictures["expected"], h1[..., :3])
-    np.testing.assert_array_equal(pictures["staged"], np.zeros((8, 12, 3), np.uint8))
-    differ = pictures["where they differ"]
-    assert (differ[(h1 != 0).any(axis=2)] == (229, 57, 53)).all()
+    sides = ("expected", "staged", "difference")
+    assert list(pictures) == [
+        f"{side} · channel {channel} ({'RGBA'[channel]})" for channel in range(4) for side in sides
+    ], "each channel as three pictures: expected, staged, difference"
+    for channel in range(4):
+        values = h1[..., channel].astype(np.float64)
+        grey = np.round(values / values.max() * 255).astype(np.uint8)
+        label = f"channel {channel} ({'RGBA'[channel]})"
+        np.testing.assert_array_equal(pictures[f"expected · {label}"][..., 0], grey)
+        np.testing.assert_array_equal(pictures[f"staged · {label}"], np.zeros((8, 12, 3)))
+        np.testing.assert_array_equal(pictures[f"difference · {label}"][..., 0], grey)
+    assert summary["index_name"] == "pixel (x, y, channel)"
+    y, x, channel = np.argwhere(h1 != 0)[0]
+    assert summary["first_indices"][0] == [x, y, channel], "a pixel is named (x, y, channel)"
+
+
+def test_a_head_capture_keeps_an_image_s_whole_leading_rows(fresh_session):
+    from luisa_nb.widgets import StagingInspector
+
+    luisa.init("cpu:submit")
+    frame = luisa.Image2D(96, 64, 4, float)
+    previous = luisa.Image2D(96, 64, 4, float)
+    history = np.zeros((64, 96, 4), np.float32)
+    frame.copy_from(np.ones((64, 96, 4), np.float32))
+    with AnalyzedTrace() as trace:  # capture='head': the first 64 KiB of 96 KiB
+        frame.copy_to(history, sync=False)
+        previous.copy_from(history)
+        luisa.synchronize()
+    [stale] = [h for h in trace.hazards if h.kind is HazardKind.STALE_UPLOAD]
+    summary = StagingInspector(trace, stale.command_ids[-1]).summary
+    rows = 65536 // (96 * 4 * 4)
+    assert summary["shape"] == [rows, 96, 4], "whole rows, not a flat prefix"
+    assert f"the first {rows} of 64 rows" in " ".join(summary["notes"])
+    assert summary["first_indices"][:2] == [[0, 0, 0], [0, 0, 1]], "red first, then green"
+    assert len(summary["pictures"]) == 12

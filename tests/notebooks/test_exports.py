@@ -303,7 +303,23 @@ def test_fallback_picture_without_matplotlib_is_a_note(monkeypatch):
         "<p class='lnb-note'>The picture of the timeline needs matplotlib (the "
         "<code>notebook</code> extra).</p>"
     )
-    assert "Lanes from the top: host, default." in timeline_fallback(data)
+    assert "around the first hazard, as the timeline opens; lanes from the top: host, default." in (
+        timeline_fallback(data)
+    )
+
+
+def test_the_fallback_picture_opens_on_the_first_hazard_as_the_timeline_does():
+    from luisa_nb.seed import run_seed
+    from luisa_nb.views.figure import opening_view, padded_extent
+    from luisa_nb.views.timeline import build_timeline
+
+    data = build_timeline(run_seed(lnb.create_device("cpu", staging="submit")).trace)
+    low, high = opening_view(data)
+    whole = padded_extent(data)
+    arrow = data.hazards[0]["arrow"]
+    assert low <= min(arrow["from"]["time"], arrow["to"]["time"])
+    assert max(arrow["from"]["time"], arrow["to"]["time"]) <= high
+    assert high - low < whole[1] - whole[0], "the hazard, not the whole trace"
 
 
 # -- JupyterLab -----------------------------------------------------------------------------

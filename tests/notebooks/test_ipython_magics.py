@@ -48,9 +48,15 @@ def test_ipython_trace_without_widgets_shows_the_command_table(ipython, monkeypa
 
 def test_ipython_trace_hands_the_trace_to_the_viewer(ipython, monkeypatch):
     seen = []
-    monkeypatch.setattr(extension_display, "trace_viewer", lambda: seen.append)
+    monkeypatch.setattr(
+        extension_display,
+        "trace_viewer",
+        lambda: lambda trace, anchor: seen.append((trace, anchor)),
+    )
     shown = ipython.run("%%luisa_trace --backend cpu --staging submit\n" + SEED_CELL)
-    assert seen == [last_trace()]
+    ((trace, anchor),) = seen
+    assert trace is last_trace()
+    assert anchor.startswith("lnb-findings-")
     assert "lnb-ipython-commands" not in shown.html  # the viewer replaces the command table
     assert "STALE_UPLOAD" in shown.html
 

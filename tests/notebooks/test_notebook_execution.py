@@ -53,6 +53,7 @@ EXPECTED = {
         "largest difference: 0.",
         "image/png",
         "hazards: none found",
+        "2 commands were not executed: call luisa.synchronize() or execute()",
     ],
     "05_testing.ipynb": [
         "2 failed, 2 passed",

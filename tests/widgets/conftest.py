@@ -4,6 +4,7 @@ through these fixtures, never by number."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -56,3 +57,25 @@ def seed_trace(seed):
 def execute_seed():
     """The seed under staging="execute": correct bytes, one LATENT_STALE_UPLOAD."""
     return _seed("execute")
+
+
+@pytest.fixture
+def open_page(browser):
+    """Opens a static page (a path) in chromium at ``width`` px, once its views booted;
+    ``page.errors`` collects its errors."""
+    pages = []
+
+    def open_(path: Path, width: int = 1280):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        errors = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+        page.goto(path.as_uri())
+        page.wait_for_selector(".lnb-root[data-ready='1']", timeout=20_000)
+        page.errors = errors
+        pages.append(page)
+        return page
+
+    yield open_
+    for page in pages:
+        page.close()

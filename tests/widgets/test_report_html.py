@@ -87,7 +87,13 @@ def test_the_no_script_hazard_list_colours_each_kind_as_every_view_does():
     from luisa_nb.views.fallbacks import hazards_fallback
     from luisa_nb.views.theme import HAZARD, LATENT
 
-    hazard = {"descriptions": ["#1 download", "#2 upload"], "message": "m", "fix": "f"}
+    hazard = {
+        "place": "download → upload",
+        "occurrence_text": "#1 → #2",
+        "count": 1,
+        "message": "m",
+        "fix": "f",
+    }
     latent = hazards_fallback([{**hazard, "kind": "LATENT_STALE_UPLOAD"}])
     stale = hazards_fallback([{**hazard, "kind": "STALE_UPLOAD"}])
     assert (
@@ -96,4 +102,4 @@ def test_the_no_script_hazard_list_colours_each_kind_as_every_view_does():
     assert f"color:{LATENT.css()};font-weight:bold'>LATENT_STALE_UPLOAD<" in latent
     assert HAZARD.css() not in latent
     assert f"color:{HAZARD.css()};font-weight:bold'>STALE_UPLOAD<" in stale
-    assert "#1 download → #2 upload" in stale
+    assert "download → upload<br><small>#1 → #2</small>" in stale

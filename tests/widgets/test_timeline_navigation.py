@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers.browser import missing_browser_reason
+from helpers.browser import choose_hazard, missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.analysis import AnalyzedTrace
@@ -333,7 +333,7 @@ def test_opens_on_the_first_hazard_and_fit_shows_everything(open_page):
 def test_choosing_a_hazard_or_a_command_brings_it_into_view(open_page, seed):
     page = open_page("synthetic")
     timeline(page, "t.setView(0, 5)")
-    page.click(".lnb-hazard[data-hazard-index='2']")
+    choose_hazard(page, 2)
     download, upload = page.evaluate(
         "() => globalThis.__luisa_nb.pages[0].selection.hazards[2].command_ids"
     )
@@ -341,12 +341,12 @@ def test_choosing_a_hazard_or_a_command_brings_it_into_view(open_page, seed):
     assert arrow_share(page, 2) > 0.3
     # when it is already comfortably in view, choosing it keeps the zoom
     shown = timeline(page, "t.view()")
-    page.click(".lnb-hazard[data-hazard-index='1']")
+    choose_hazard(page, 1)
     assert timeline(page, "t.view()") != shown
     span = shown["t1"] - shown["t0"]
     timeline(page, f"t.setView({shown['t0'] - 0.1 * span}, {shown['t1'] + 0.1 * span})")
     kept = timeline(page, "t.view()")
-    page.click(".lnb-hazard[data-hazard-index='2']")
+    choose_hazard(page, 2)
     assert timeline(page, "t.view()") == kept
 
     seed_page = open_page("seed")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.browser import missing_browser_reason
+from helpers.browser import choose_hazard, missing_browser_reason
 from helpers.synthetic import synthetic_trace
 
 from luisa_nb.report import write_report
@@ -23,26 +23,6 @@ COLORS = {name: tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) for name, co
 
 if reason := missing_browser_reason():
     pytest.skip(reason, allow_module_level=True)
-
-
-@pytest.fixture
-def open_page(browser):
-    pages = []
-
-    def open_(path: Path, width: int = 1280):
-        page = browser.new_page(viewport={"width": width, "height": 900})
-        errors = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-        page.goto(path.as_uri())
-        page.wait_for_selector(".lnb-root[data-ready='1']", timeout=20_000)
-        page.errors = errors
-        pages.append(page)
-        return page
-
-    yield open_
-    for page in pages:
-        page.close()
 
 
 def screenshot(page, path: Path) -> None:
@@ -89,6 +69,8 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
     assert stats["laneRecords"] == [1, 5]  # host lane: the synchronize; stream: 5 commands
     assert stats["arrows"] == 1 and stats["markers"] == 3  # 2 host reads + 1 host write
     assert stats["firstDrawMs"] < 1000
+    # the inspector opens on the hazard the timeline opens on, before any click
+    page.wait_for_selector(f".lnb-inspector[data-command='{seed.upload}'] .lnb-diff")
     # every bar sits in its lane, in its kind's colour
     kinds = dict(
         zip(
@@ -128,7 +110,7 @@ def test_seed_report_draws_lanes_arrow_and_links_selection(seed, open_page, tmp_
     assert "host read" in tooltip.inner_text()
 
     # choose the hazard in the list: both commands selected, the inspector shows the bytes
-    page.click(".lnb-hazard[data-hazard-index='0']")
+    choose_hazard(page, 0)
     inspector = page.locator(".lnb-inspector")
     assert inspector.get_attribute("data-command") == str(seed.upload)
     rows = inspector.locator("tbody tr")
@@ -257,7 +239,7 @@ def test_hundred_thousand_commands_draw_in_under_a_second(open_page, tmp_path):
     rows = page.locator(".lnb-table").get_attribute("data-rendered")
     assert int(rows) < 100, "the table renders only the rows in view"
     timeline(page, "t.setView(0, 10)")  # far from the hazards
-    page.click(".lnb-hazard[data-hazard-index='2']")
+    choose_hazard(page, 2)
     view = timeline(page, "t.view()")
     arrow = page.evaluate("() => globalThis.__luisa_nb.pages[0].selection.hazards[2].arrow")
     ends = sorted((arrow["from"]["time"], arrow["to"]["time"]))

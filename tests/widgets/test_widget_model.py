@@ -85,8 +85,12 @@ def test_seed_has_exactly_one_arrow_from_host_write_to_host_read(seed):
     assert hazard["kind"] == "STALE_UPLOAD"
     assert hazard["command_ids"] == [download_id, upload_id]
     assert hazard["upload"] == upload_id
-    assert f"synchronize after #{download_id}" in hazard["fix"]
-    assert hazard["message"].startswith(f"#{upload_id} upload z <- z_data read z_data[0:1024]")
+    (finding,) = model.findings
+    assert hazard["group"] == finding["index"] == 0
+    assert finding["count"] == 1 and finding["occurrences"] == [0]
+    assert f"synchronize after #{download_id}" in finding["fix"]
+    assert finding["message"].startswith(f"#{upload_id} upload z <- z_data read z_data[0:1024]")
+    assert finding["place"] == "download z -> z_data → upload z <- z_data"
     arrow = hazard["arrow"]
     assert arrow["from"] == {
         "lane": HOST_LANE,

@@ -31,7 +31,7 @@ viewer"""
 DIFF_CELL = """\
 import numpy as np
 from luisa_nb.ipython.display import HazardTable
-display(HazardTable(viewer.analysis.hazards))
+display(HazardTable(viewer.analysis.findings))
 DiffView(np.arange(8.0), np.array([0.0, 1.0, 9.0, 3.0, 4.0, 7.0, 6.0, 7.0]), title="diff")"""
 
 COMPARE_CELL = """\

@@ -76,6 +76,12 @@ def test_choosing_a_hazard_selects_both_commands(seed):
     assert timeline.selected_hazard is None and timeline.selected_commands == []
 
 
+def test_the_inspector_opens_on_the_first_hazard_as_the_timeline_does(viewer, seed):
+    assert viewer.selected_hazard is None, "nothing is selected"
+    assert viewer.inspector.command_id == seed.upload
+    assert viewer.inspector.summary["available"]
+
+
 def test_viewer_links_hazard_to_commands_and_inspector(viewer, seed):
     viewer.selected_hazard = 0
     expected = [seed.download, seed.upload]

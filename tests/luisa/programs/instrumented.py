@@ -4,6 +4,7 @@ run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."
 import json
 import runpy
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ def report(trace, **extra):
             {
                 "kind": hazard.kind.value,
                 "message": hazard.message,
+                "fix": hazard.fix,
                 "staged": None if check is None else check.staged[:4].tolist(),
                 "expected": None if check is None else check.expected[:4].tolist(),
             }
@@ -102,8 +104,32 @@ def released():
     report(trace, kept=kept[:4].tolist())
 
 
+def pending():
+    """A trace that ends before execute(): the upload waits in luisa's command list."""
+    a = luisa.Buffer(N, float)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with AnalyzedTrace() as trace:
+            a.copy_from(np.zeros(N, np.float32))
+    with AnalyzedTrace() as later:
+        luisa.synchronize()
+    print(
+        json.dumps(
+            {
+                "api": trace.metadata.api,
+                "pending": [command.description for command in trace.metadata.pending],
+                "commands": len(trace.commands),
+                "later": len(later.commands),
+                "warnings": [str(warning.message) for warning in caught],
+            }
+        )
+    )
+
+
 if scenario == "seed":
     seed()
+elif scenario == "pending":
+    pending()
 elif scenario == "images":
     images()
 elif scenario == "released":

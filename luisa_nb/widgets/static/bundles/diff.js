@@ -141,7 +141,7 @@ function difference(a, b) {
   if (!Number.isFinite(d)) return d > 0 ? "inf" : "-inf";
   return formatNumber(d);
 }
-function unravel(flat, shape) {
+function unravel(flat, shape, pixel) {
   if (shape.length <= 1) return String(flat);
   const out = [];
   let rest = flat;
@@ -149,6 +149,7 @@ function unravel(flat, shape) {
     out.unshift(rest % shape[k]);
     rest = Math.floor(rest / shape[k]);
   }
+  if (pixel) [out[0], out[1]] = [out[1], out[0]];
   return `(${out.join(", ")})`;
 }
 function render({ model, el }) {
@@ -227,7 +228,8 @@ function render({ model, el }) {
     pager.mode.value = message.mode;
     const rows = [];
     const head = element("tr");
-    for (const text of ["index", summary.names[0], summary.names[1], "difference"]) head.append(element("th", "", text));
+    const indexName = summary.index_name || "index";
+    for (const text of [indexName, summary.names[0], summary.names[1], "difference"]) head.append(element("th", "", text));
     for (let k = 0; k < indices.length; k++) {
       const flat = indices[k];
       const e = expected[k];
@@ -238,7 +240,7 @@ function render({ model, el }) {
       if (!same) row.classList.add("lnb-differs");
       if (flat === focus) row.classList.add("lnb-focus");
       row.append(
-        element("td", "lnb-index", unravel(flat, summary.shape)),
+        element("td", "lnb-index", unravel(flat, summary.shape, indexName !== "index")),
         element("td", "lnb-expected", formatValue(e, te, ne)),
         element("td", "lnb-actual", formatValue(a, ta, na)),
         element("td", "lnb-delta", same ? "" : difference(e, a))

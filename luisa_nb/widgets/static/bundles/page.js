@@ -140,6 +140,10 @@ async function boot(root, load) {
       cleanup = module.default.render({ model: models[id], el: body });
     };
     selection.listeners.push((state) => show(state));
+    const opening = (spec.hazards || [])[0];
+    if (opening && opening.upload !== null && opening.upload !== void 0) {
+      show({ selected_hazard: null, selected_command: opening.upload });
+    }
   }
   const registry = globalThis.__luisa_nb = globalThis.__luisa_nb || {};
   registry.pages = registry.pages || [];

@@ -66,8 +66,8 @@ function widget(render2) {
 var ROW_HEIGHT = 22;
 var OVERSCAN = 8;
 var FILTER_DELAY_MS = 120;
-var HEADERS = ["id", "kind", "lane", "start", "took", "host read / write", "status", "range", "what"];
-var GRID = "58px 82px 72px 84px 72px 118px 52px 96px minmax(120px, 1fr)";
+var HEADERS = ["id", "kind", "lane", "start", "took", "host read/write", "status", "range", "what"];
+var GRID = "84px 100px 64px 80px 68px 118px 52px 86px minmax(120px, 1fr)";
 function decode(summary, data, hazards) {
   const { count, columns } = decodeColumns(summary, data);
   const order = new Uint32Array(count);
@@ -167,7 +167,11 @@ function render({ model, el }) {
       const holds = (value) => value.toLowerCase().includes(query);
       const textHit = (summary.texts || []).map(holds);
       const kindHit = (summary.kinds || []).map((kind) => holds(kind.name));
-      const rangeHit = (summary.ranges || []).map((range) => holds(range.name));
+      const rangeHit = [];
+      for (const range of summary.ranges || []) {
+        const parent = range.parent ?? -1;
+        rangeHit.push(holds(range.name) || parent >= 0 && rangeHit[parent]);
+      }
       const kept = new Uint32Array(count);
       let n = 0;
       for (let p = 0; p < count; p++) {

@@ -423,8 +423,10 @@ function arrowPath(g, arrow) {
   const lift = arrow.from.lane === 0 && arrow.to.lane === 0 ? g.AXIS_HEIGHT + 4 : Math.min(y1, y2) - 14;
   return { x1, y1, x2, y2, cx: (x1 + x2) / 2, cy: lift };
 }
-function drawHazards(ctx, g, hazards, theme, selected) {
+function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = null) {
   const paths = [];
+  const labelled = /* @__PURE__ */ new Set();
+  const outlined = /* @__PURE__ */ new Map();
   let drawn = 0;
   for (const hazard of hazards) {
     if (!hazard.arrow) continue;
@@ -439,6 +441,7 @@ function drawHazards(ctx, g, hazards, theme, selected) {
     ctx.rect(LABEL_WIDTH, 0, g.width - LABEL_WIDTH, g.height);
     ctx.clip();
     const color = hazard.kind === LATENT ? theme.latent : theme.hazard;
+    outlined.set(hazard.command_ids[hazard.command_ids.length - 1], color);
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     ctx.lineWidth = hazard.index === selected ? 3.5 : 2;
@@ -456,10 +459,33 @@ function drawHazards(ctx, g, hazards, theme, selected) {
     ctx.beginPath();
     ctx.arc(p.x1, p.y1, 3.5, 0, 2 * Math.PI);
     ctx.fill();
+    const group = hazard.group === null || hazard.group === void 0 ? -1 : hazard.group;
+    if (!labelled.has(group) && p.cx >= LABEL_WIDTH && p.cx <= g.width) {
+      labelled.add(group);
+      const finding = findings[group];
+      const count = finding && finding.count > 1 ? ` ×${finding.count}` : "";
+      ctx.font = FONT;
+      ctx.textBaseline = "bottom";
+      ctx.textAlign = "center";
+      ctx.fillText(`${hazard.kind}${count}`, p.cx, Math.max(p.cy, 12));
+    }
     ctx.restore();
   }
-  return { drawn, paths };
+  let bars = 0;
+  if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
+    ctx.save();
+    for (const row of rowsOf(records, [...outlined.keys()])) {
+      const box = rectOfRow(g, records, row);
+      if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
+      ctx.fillStyle = outlined.get(records.columns.id[row]);
+      ctx.fillRect(box.x - 2, box.y + box.h + 1, box.w + 4, 3);
+      bars++;
+    }
+    ctx.restore();
+  }
+  return { drawn, paths, labelled: labelled.size, outlined: bars };
 }
+var OUTLINE_LIMIT = 500;
 function rectOfRow(g, records, row) {
   const { columns } = records;
   const [y, h] = g.barBox(columns.lane[row]);
@@ -1167,6 +1193,7 @@ var Timeline = class {
   load() {
     this.summary = this.model.get("summary") || {};
     this.hazards = this.model.get("hazards") || [];
+    this.findings = this.model.get("findings") || [];
     this.records = decodeRecords(this.summary, this.model.get("data"), this.hazards);
     this.textWidths.clear();
     this.pointer.measure = null;
@@ -1217,7 +1244,8 @@ var Timeline = class {
     const counts = drawLanes(ctx, g, scene);
     stats.overlays = drawOverlays(ctx, summary, g);
     const selected = this.model.get("selected_hazard");
-    const { drawn: arrows, paths } = drawHazards(ctx, g, this.hazards, theme, selected);
+    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings, records);
+    const { drawn: arrows, paths } = hazards;
     this.hazardPaths = paths;
     const markers = drawMarkers(ctx, g, records, colors);
     drawSelection(ctx, g, records, theme, this.model.get("selected_commands") || []);
@@ -1240,6 +1268,8 @@ var Timeline = class {
       laneRecords: JSON.stringify(counts.laneRecords),
       markers: String(markers),
       arrows: String(arrows),
+      hazardLabels: String(hazards.labelled),
+      outlinedBars: String(hazards.outlined),
       labels: String(counts.labels)
     });
   }
@@ -1385,7 +1415,8 @@ function render({ model, el }) {
     "change:selected_hazard": onHazard,
     "change:data": onData,
     "change:summary": onData,
-    "change:hazards": onData
+    "change:hazards": onData,
+    "change:findings": onData
   };
   for (const [name, handler] of Object.entries(handlers)) model.on(name, handler);
   const stopSize = watchSize(timeline);

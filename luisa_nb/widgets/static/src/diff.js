@@ -61,7 +61,9 @@ function difference(a, b) {
   return formatNumber(d);
 }
 
-function unravel(flat, shape) {
+// The index of element `flat` as text: (x, y, channel) of a pixel in an image (the
+// summary's index_name says so), else the array index.
+function unravel(flat, shape, pixel) {
   if (shape.length <= 1) return String(flat);
   const out = [];
   let rest = flat;
@@ -69,6 +71,7 @@ function unravel(flat, shape) {
     out.unshift(rest % shape[k]);
     rest = Math.floor(rest / shape[k]);
   }
+  if (pixel) [out[0], out[1]] = [out[1], out[0]];
   return `(${out.join(", ")})`;
 }
 
@@ -153,7 +156,8 @@ function render({ model, el }) {
     pager.mode.value = message.mode;
     const rows = [];
     const head = element("tr");
-    for (const text of ["index", summary.names[0], summary.names[1], "difference"]) head.append(element("th", "", text));
+    const indexName = summary.index_name || "index";
+    for (const text of [indexName, summary.names[0], summary.names[1], "difference"]) head.append(element("th", "", text));
     for (let k = 0; k < indices.length; k++) {
       const flat = indices[k];
       const e = expected[k];
@@ -164,7 +168,7 @@ function render({ model, el }) {
       if (!same) row.classList.add("lnb-differs");
       if (flat === focus) row.classList.add("lnb-focus");
       row.append(
-        element("td", "lnb-index", unravel(flat, summary.shape)),
+        element("td", "lnb-index", unravel(flat, summary.shape, indexName !== "index")),
         element("td", "lnb-expected", formatValue(e, te, ne)),
         element("td", "lnb-actual", formatValue(a, ta, na)),
         element("td", "lnb-delta", same ? "" : difference(e, a)),
@@ -232,8 +236,8 @@ function render({ model, el }) {
     return box;
   }
 
-  // An image's two sides and where they differ, as pictures (summary.pictures: caption
-  // -> PNG data URL).
+  // An image channel by channel: its two sides and their difference, as pictures
+  // (summary.pictures: caption -> PNG data URL, three per channel, one row each).
   function pictures() {
     if (!summary.pictures) return null;
     const row = element("div", "lnb-pictures");

@@ -159,6 +159,11 @@ export async function boot(root, load) {
       cleanup = module.default.render({ model: models[id], el: body });
     };
     selection.listeners.push((state) => show(state));
+    // The timeline opens on the first hazard: so does the inspector, on its upload.
+    const opening = (spec.hazards || [])[0];
+    if (opening && opening.upload !== null && opening.upload !== undefined) {
+      show({ selected_hazard: null, selected_command: opening.upload });
+    }
   }
   const registry = (globalThis.__luisa_nb = globalThis.__luisa_nb || {});
   registry.pages = registry.pages || [];

@@ -16,8 +16,10 @@ import { widget } from "./shared/widget.js";
 const ROW_HEIGHT = 22;
 const OVERSCAN = 8;
 const FILTER_DELAY_MS = 120;
-const HEADERS = ["id", "kind", "lane", "start", "took", "host read / write", "status", "range", "what"];
-const GRID = "58px 82px 72px 84px 72px 118px 52px 96px minmax(120px, 1fr)";
+const HEADERS = ["id", "kind", "lane", "start", "took", "host read/write", "status", "range", "what"];
+// At 1280 px wide enough for a 7-digit id, "synchronize" and "host read/write", and
+// for the "what" column to keep 30 characters on a laptop screen.
+const GRID = "84px 100px 64px 80px 68px 118px 52px 86px minmax(120px, 1fr)";
 
 function decode(summary, data, hazards) {
   const { count, columns } = decodeColumns(summary, data);
@@ -120,8 +122,8 @@ function render({ model, el }) {
     return position < 0 ? -1 : data.order[position];
   }
 
-  // The rows whose kind, range name or description holds `text` (any case); "#12" is
-  // record 12.
+  // The rows whose kind, description or range (or a range it is nested in) holds `text`
+  // (any case); "#12" is record 12.
   function applyFilter(text) {
     query = text.trim().toLowerCase();
     const { columns, order, count } = data;
@@ -135,7 +137,12 @@ function render({ model, el }) {
       const holds = (value) => value.toLowerCase().includes(query);
       const textHit = (summary.texts || []).map(holds);
       const kindHit = (summary.kinds || []).map((kind) => holds(kind.name));
-      const rangeHit = (summary.ranges || []).map((range) => holds(range.name));
+      // a range matches when it or a range it is nested in does (parents come first)
+      const rangeHit = [];
+      for (const range of summary.ranges || []) {
+        const parent = range.parent ?? -1;
+        rangeHit.push(holds(range.name) || (parent >= 0 && rangeHit[parent]));
+      }
       const kept = new Uint32Array(count);
       let n = 0;
       for (let p = 0; p < count; p++) {

@@ -1,6 +1,7 @@
 // What the timeline draws over its bars: host reads (▼) and writes (▲) on the host lane
 // with dashed links to their commands, hazard arrows, and the selection's outlines.
 
+import { FONT } from "./format.js";
 import { LABEL_WIDTH, MIN_BAR } from "./geometry.js";
 import { LATENT, firstAtOrAfter, hostOrder, rowsOf } from "./records.js";
 
@@ -73,10 +74,17 @@ function arrowPath(g, arrow) {
   return { x1, y1, x2, y2, cx: (x1 + x2) / 2, cy: lift };
 }
 
-// Each hazard's arrow, red (amber when latent), thicker when `selected`; returns
-// {drawn, paths}: how many are in view, and every arrow's {index, path}.
-export function drawHazards(ctx, g, hazards, theme, selected) {
+// Each hazard's arrow, red (amber when latent), thicker when `selected`. Every
+// occurrence of a place is marked; the first one in view of each place carries its
+// label ("STALE_UPLOAD ×5000", from `findings`). The bar of each later command (the
+// stale upload) of an arrow in view is underlined in the arrow's colour, so that a bar
+// a few pixels wide is seen. Returns {drawn, paths, labelled, outlined}: how many
+// arrows are in view, every arrow's {index, path}, how many were labelled and how many
+// bars underlined.
+export function drawHazards(ctx, g, hazards, theme, selected, findings = [], records = null) {
   const paths = [];
+  const labelled = new Set();
+  const outlined = new Map(); // command id -> colour
   let drawn = 0;
   for (const hazard of hazards) {
     if (!hazard.arrow) continue;
@@ -91,6 +99,7 @@ export function drawHazards(ctx, g, hazards, theme, selected) {
     ctx.rect(LABEL_WIDTH, 0, g.width - LABEL_WIDTH, g.height);
     ctx.clip();
     const color = hazard.kind === LATENT ? theme.latent : theme.hazard;
+    outlined.set(hazard.command_ids[hazard.command_ids.length - 1], color);
     ctx.strokeStyle = color;
     ctx.fillStyle = color;
     ctx.lineWidth = hazard.index === selected ? 3.5 : 2;
@@ -108,10 +117,36 @@ export function drawHazards(ctx, g, hazards, theme, selected) {
     ctx.beginPath();
     ctx.arc(p.x1, p.y1, 3.5, 0, 2 * Math.PI);
     ctx.fill();
+    const group = hazard.group === null || hazard.group === undefined ? -1 : hazard.group;
+    if (!labelled.has(group) && p.cx >= LABEL_WIDTH && p.cx <= g.width) {
+      labelled.add(group);
+      const finding = findings[group];
+      const count = finding && finding.count > 1 ? ` ×${finding.count}` : "";
+      ctx.font = FONT;
+      ctx.textBaseline = "bottom";
+      ctx.textAlign = "center";
+      ctx.fillText(`${hazard.kind}${count}`, p.cx, Math.max(p.cy, 12));
+    }
     ctx.restore();
   }
-  return { drawn, paths };
+  let bars = 0;
+  if (records && outlined.size && outlined.size <= OUTLINE_LIMIT) {
+    ctx.save();
+    for (const row of rowsOf(records, [...outlined.keys()])) {
+      const box = rectOfRow(g, records, row);
+      if (box.x + box.w < LABEL_WIDTH || box.x > g.width) continue;
+      ctx.fillStyle = outlined.get(records.columns.id[row]);
+      ctx.fillRect(box.x - 2, box.y + box.h + 1, box.w + 4, 3);
+      bars++;
+    }
+    ctx.restore();
+  }
+  return { drawn, paths, labelled: labelled.size, outlined: bars };
 }
+
+// More stale uploads in view than this are not underlined one by one (zoomed out, the
+// arrows say enough).
+const OUTLINE_LIMIT = 500;
 
 // The box of row `row`'s bar as drawn: at least MIN_BAR wide, centred where widened.
 export function rectOfRow(g, records, row) {

@@ -81,6 +81,7 @@ class Timeline {
   load() {
     this.summary = this.model.get("summary") || {};
     this.hazards = this.model.get("hazards") || [];
+    this.findings = this.model.get("findings") || [];
     this.records = decodeRecords(this.summary, this.model.get("data"), this.hazards);
     this.textWidths.clear();
     this.pointer.measure = null;
@@ -135,7 +136,8 @@ class Timeline {
     const counts = drawLanes(ctx, g, scene);
     stats.overlays = drawOverlays(ctx, summary, g);
     const selected = this.model.get("selected_hazard");
-    const { drawn: arrows, paths } = drawHazards(ctx, g, this.hazards, theme, selected);
+    const hazards = drawHazards(ctx, g, this.hazards, theme, selected, this.findings, records);
+    const { drawn: arrows, paths } = hazards;
     this.hazardPaths = paths;
     const markers = drawMarkers(ctx, g, records, colors);
     drawSelection(ctx, g, records, theme, this.model.get("selected_commands") || []);
@@ -158,6 +160,8 @@ class Timeline {
       laneRecords: JSON.stringify(counts.laneRecords),
       markers: String(markers),
       arrows: String(arrows),
+      hazardLabels: String(hazards.labelled),
+      outlinedBars: String(hazards.outlined),
       labels: String(counts.labels),
     });
   }
@@ -324,6 +328,7 @@ function render({ model, el }) {
     "change:data": onData,
     "change:summary": onData,
     "change:hazards": onData,
+    "change:findings": onData,
   };
   for (const [name, handler] of Object.entries(handlers)) model.on(name, handler);
   const stopSize = watchSize(timeline);
