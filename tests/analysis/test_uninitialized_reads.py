@@ -215,9 +215,12 @@ def test_the_finding_flows_through_the_views_as_any_other_kind():
     with lnb.trace() as trace:
         buffer = device.create_buffer(4, np.float32, name="never_written")
         buffer.numpy()
-    [entry] = build_timeline(trace).hazards
+    timeline = build_timeline(trace)
+    [entry] = timeline.hazards
     assert entry["kind"] == "UNINITIALIZED_READ"
     assert entry["command_ids"] == [trace.commands[0].id]
     assert entry["arrow"] is None and entry["upload"] is None
-    assert "never_written[0:4]" in entry["message"]
+    [group] = timeline.findings
+    assert group["kind"] == "UNINITIALIZED_READ" and group["count"] == 1
+    assert "never_written[0:4]" in group["message"]
     assert kind_colour(entry["kind"]) == HAZARD.css()
