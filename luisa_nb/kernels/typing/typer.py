@@ -31,6 +31,7 @@ from luisa_nb.kernels.type_system import (
 )
 from luisa_nb.kernels.typing.aggregates import AggregateTyping, TypingContext
 from luisa_nb.kernels.typing.atomics import AtomicTyping
+from luisa_nb.kernels.typing.autodiff import AutodiffTyping
 from luisa_nb.kernels.typing.bindless import BindlessTyping
 from luisa_nb.kernels.typing.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.typing.constant_conditions import ConstantConditions
@@ -55,6 +56,7 @@ class KernelTyper(
     ExpressionTyping,
     VectorTyping,
     MatrixTyping,
+    AutodiffTyping,
     AggregateTyping,
     AtomicTyping,
     ImageTyping,
