@@ -55,13 +55,24 @@ def map_statement(
 
 
 def renamed(statement: ir.Statement, names: dict[str, str]) -> ir.Statement:
-    """``statement`` with the locals in ``names`` renamed."""
+    """``statement`` (and the statements nested in it) with the locals in ``names``
+    renamed."""
 
     def rename(node: ir.Expression) -> ir.Expression | None:
         if isinstance(node, ir.Local) and node.name in names:
             return ir.Local(node.type, names[node.name])
         return None
 
+    if isinstance(statement, ir.If):
+        return ir.If(
+            map_expression(statement.condition, rename),
+            tuple(renamed(s, names) for s in statement.body),
+            tuple(renamed(s, names) for s in statement.orelse),
+        )
+    if isinstance(statement, (ir.ForRange, ir.While)):
+        statement = dataclasses.replace(
+            statement, body=tuple(renamed(s, names) for s in statement.body)
+        )
     statement = map_statement(statement, rename)
     if isinstance(statement, ir.Assign) and statement.name in names:
         return ir.Assign(names[statement.name], statement.value)

@@ -28,6 +28,7 @@ from luisa_nb.kernels.lang.aggregates import from_record, python_callables, to_r
 from luisa_nb.kernels.lang.builtins import thread_state
 from luisa_nb.kernels.lang.matrices import composite_class
 from luisa_nb.kernels.lang.vectors import int3, uint2, uint3, vector_class
+from luisa_nb.kernels.python.autodiff import autodiff_rewrite
 from luisa_nb.kernels.python.bindless import BindlessShim
 from luisa_nb.kernels.python.blocks import run_blocks
 from luisa_nb.kernels.python.indirect import IndirectShim
@@ -300,6 +301,7 @@ class PythonExecutable(Executable):
         rules: KernelRules = PYTHON_RULES,
     ) -> None:
         super().__init__(kernel, source, checks)
+        self._kernel = kernel
         function = captures.function
         self.rules = rules
         self.source = source.text
@@ -334,9 +336,12 @@ class PythonExecutable(Executable):
             for name, kind in kernel.locals.items()
             if isinstance(kind, ScalarType) and kind.is_numeric
         }
-        if value_locals or scalar_locals or self._copied_arguments or rules.rewrites_python:
+        rewrite, autodiff_globals = autodiff_rewrite(kernel)
+        copies = value_locals or scalar_locals or self._copied_arguments or rewrite is not None
+        if copies or rules.rewrites_python:
             self._function = copying_function(
-                source, namespace, closure, captures, rules, scalar_locals
+                source, namespace, closure, captures, rules, scalar_locals, rewrite,
+                autodiff_globals,
             )
         else:
             self._function = types.FunctionType(
@@ -395,8 +400,10 @@ class PythonExecutable(Executable):
         self._python_functions[id(definition)] = call
         captures = definition.capture_resolver()
         namespace, closure = self._namespaces(captures)
+        rewrite, autodiff_globals = autodiff_rewrite(self._kernel, definition)
         function = copying_function(
-            definition.kernel_source, namespace, closure, captures, definition.rules
+            definition.kernel_source, namespace, closure, captures, definition.rules,
+            rewrite=rewrite, extra_globals=autodiff_globals,
         )
         return call
 

@@ -157,6 +157,7 @@ class KernelTyper(
             tuple(self.shared),
             self.rules.name,
             self.kernel_id_slot,
+            self.autodiff_blocks,
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -171,7 +172,9 @@ class KernelTyper(
         local_types = {
             name: t for name, t in self.locals.items() if name not in self.scalar_arguments
         }
-        return ir.FunctionIR("", parameters, self.return_type, local_types, body, definition)
+        return ir.FunctionIR(
+            "", parameters, self.return_type, local_types, body, definition, self.autodiff_blocks
+        )
 
     def block(self, statements: list[ast.stmt]) -> tuple[ir.Statement, ...]:
         typed: list[ir.Statement] = []
