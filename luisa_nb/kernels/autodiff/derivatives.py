@@ -237,7 +237,8 @@ class AdjointPropagation:
         kind = result.type
         one, six = b.constant(b.element_type(kind), 1.0), b.constant(b.element_type(kind), 6.0)
         width = self.hold(b.sub(high, low))
-        t = self.hold(b.call("saturate", b.div(b.sub(x, low), width)))
+        zero = b.constant(b.element_type(kind), 0.0)
+        t = self.hold(b.call("clamp", b.div(b.sub(x, low), width), zero, one))
         slope = self.hold(b.div(b.mul(adjoint, b.mul(six, b.mul(t, b.sub(one, t)))), width))
         self.propagate(x, slope)
         self.propagate(high, b.neg(b.mul(slope, t)))

@@ -1,0 +1,218 @@
+"""Functions to differentiate in the autodiff tests: callables of two float64 scalars,
+one per construct, and kernels that differentiate code written in the block itself."""
+
+from __future__ import annotations
+
+import luisa_nb as lnb
+from luisa_nb.kernels import (
+    abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    clamp,
+    copysign,
+    cos,
+    cosh,
+    cross,
+    dispatch_id,
+    dot,
+    exp,
+    exp2,
+    exp10,
+    float3,
+    fma,
+    fmod,
+    fract,
+    length,
+    lerp,
+    log,
+    log2,
+    log10,
+    max,
+    min,
+    normalize,
+    pow,
+    reflect,
+    rsqrt,
+    select,
+    sin,
+    sinh,
+    smoothstep,
+    sqrt,
+    tan,
+    tanh,
+)
+from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
+
+
+@lnb.kernel
+def arithmetic(x, y):
+    return x * y + x / (y * y + 1.0) - 3.0 * x + y**3 - (x - y) * (x + 2.0 * y)
+
+
+@lnb.kernel
+def transcendental(x, y):
+    value = sin(x) * cos(y) + exp(x * 0.3) + log(y * y + 1.0) + tanh(x) + tan(x * 0.4)
+    return value + atan2(y, x + 3.0) + sqrt(x * x + y * y + 1.0)
+
+
+@lnb.kernel
+def inverse_and_hyperbolic(x, y):
+    value = asin(x * 0.3) + acos(y * 0.3) + atan(x) + sinh(x * 0.5) + cosh(y * 0.5)
+    return value + asinh(x) + acosh(y * y + 1.5) + atanh(x * 0.3)
+
+
+@lnb.kernel
+def exponentials(x, y):
+    value = exp2(x) + log2(y * y + 1.0) + log10(x * x + 2.0) + exp10(y * 0.2)
+    return value + rsqrt(x * x + 1.0) + pow(y * y + 1.0, x * 0.5) + (x * x + 2.0) ** y
+
+
+@lnb.kernel
+def piecewise(x, y):
+    value = abs(x) * y + min(x, y) + max(x, y * 0.5) + clamp(x, -0.5, 0.7) * y
+    value += fmod(x * 3.0, 1.3) + lerp(x, y, x * 0.3) + smoothstep(-1.0, 1.2, x * y)
+    return value + fract(x * 2.0) * y + copysign(x, y) + fma(x, y, x)
+
+
+@lnb.kernel
+def branches(x, y):
+    if x > y:
+        r = x * y
+        if r > 0.3:
+            r = r * r
+    elif x < -0.5:
+        r = sin(x) + y
+    else:
+        t = y * y
+        r = t * x
+    return r
+
+
+@lnb.kernel
+def selects(x, y):
+    chosen = select(x * y, x + y, x > 0.2)
+    return chosen + (x * x if y > 0.0 else y * 3.0)
+
+
+@lnb.kernel
+def inner(a, b):
+    if a < 0.0:
+        return -a * b
+    return sqrt(a + 1.0) * b
+
+
+@lnb.kernel
+def middle(a, b):
+    return inner(a, b) + inner(b, a * 0.5)
+
+
+@lnb.kernel
+def nested_calls(x, y):
+    return middle(x, y) * middle(y, x)
+
+
+@lnb.kernel
+def early_return(x, y):
+    s = x
+    for step in range(5):
+        if s > 2.0:
+            return s * y
+        s = s * (x + 1.2) + y * float(step)
+    return s
+
+
+@lnb.kernel
+def loops(x, y):
+    s = y
+    for i in range(4):
+        for j in range(2):
+            s = s * x * 0.5 + y * float(i - j)
+    return s
+
+
+CALLABLES = {
+    "arithmetic": arithmetic,
+    "transcendental": transcendental,
+    "inverse_and_hyperbolic": inverse_and_hyperbolic,
+    "exponentials": exponentials,
+    "piecewise": piecewise,
+    "branches": branches,
+    "selects": selects,
+    "nested_calls": nested_calls,
+    "early_return": early_return,
+    "loops": loops,
+}
+
+
+def in_block(xs, ys, values, dxs, dys):
+    """Branches and a loop written in the block itself."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    y = ys.read(i)
+    with autodiff():
+        requires_grad(x, y)
+        s = x
+        for k in range(3):
+            if s > y:
+                s = s * y + 0.5
+            else:
+                s = s + x * x * float(k)
+        value = s * y + s * x
+        backward(value)
+        dx = grad(x)
+        dy = grad(y)
+    values.write(i, value)
+    dxs.write(i, dx)
+    dys.write(i, dy)
+
+
+def in_block_value(xs, ys, values):
+    """``in_block``'s value without autodiff."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    y = ys.read(i)
+    s = x
+    for k in range(3):
+        if s > y:
+            s = s * y + 0.5
+        else:
+            s = s + x * x * float(k)
+    values.write(i, s * y + s * x)
+
+
+def vectors(points, directions, values, gradients):
+    """float3 arithmetic, swizzles, a component store, length, normalize, dot, cross,
+    reflect, and min/max/clamp component-wise; the gradient by ``points``."""
+    i = dispatch_id().x
+    p = points.read(i)
+    d = directions.read(i)
+    with autodiff():
+        requires_grad(p)
+        n = normalize(p + d * 0.5)
+        q = cross(p, d) + reflect(d, n) * length(p)
+        q.y = q.y * p.z
+        r = clamp(q, -1.0, 2.0) + max(p, d) * min(p.zxy, d)
+        value = dot(r, p) + length(q.xz) + sin(p.x) * p[1]
+        backward(value)
+        g = grad(p)
+    values.write(i, value)
+    gradients.write(i, g)
+
+
+def detached(xs, values, dxs):
+    """``x * detach(x * x)``: the gradient is ``x * x`` (the detached factor is a
+    constant), where ``x ** 3`` would give ``3 * x * x``."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    with autodiff():
+        requires_grad(x)
+        value = x * detach(x * x)
+        backward(value)
+        dx = grad(x)
+    values.write(i, value)
+    dxs.write(i, dx)

@@ -1,0 +1,169 @@
+"""Autodiff blocks (``with autodiff():``): gradients against central finite differences
+of the same functions, on many random inputs, in C and in Python mode; what cannot be
+differentiated is a compile error at its line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from luisa_nb.errors import KernelCompileError
+from luisa_nb.kernels import KernelDefinition, compiler_available, dispatch_id, dtype_of, float3
+from luisa_nb.kernels.lang.autodiff import autodiff, backward, grad, requires_grad
+
+from . import autodiff_kernels
+from .autodiff_kernels import CALLABLES
+from .helpers import FakeBuffer, load_function, run
+
+MODES = ["python", pytest.param("c", marks=pytest.mark.skipif(
+    not compiler_available(), reason="no C compiler"))]  # fmt: skip
+COUNT = 64  # random inputs per construct
+STEP = 1e-6  # central differences in float64: truncation ~1e-12, rounding ~1e-10
+# gradients in float64 against float64 differences
+RELATIVE, ABSOLUTE = 1e-6, 1e-6
+
+
+def gradient_kernel(function):
+    """A kernel that differentiates ``function(x, y)`` by both arguments."""
+
+    def differentiate(xs, ys, values, dxs, dys):
+        i = dispatch_id().x
+        x = xs.read(i)
+        y = ys.read(i)
+        with autodiff():
+            requires_grad(x, y)
+            value = function(x, y)
+            backward(value)
+            dx = grad(x)
+            dy = grad(y)
+        values.write(i, value)
+        dxs.write(i, dx)
+        dys.write(i, dy)
+
+    return differentiate
+
+
+def value_kernel(function):
+    def evaluate(xs, ys, values):
+        i = dispatch_id().x
+        values.write(i, function(xs.read(i), ys.read(i)))
+
+    return evaluate
+
+
+def inputs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.uniform(-1.5, 1.5, COUNT), rng.uniform(-1.5, 1.5, COUNT)
+
+
+def evaluate(definition: KernelDefinition, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    values = FakeBuffer(np.zeros(COUNT))
+    run(definition, COUNT, FakeBuffer(x), FakeBuffer(y), values)
+    return values.array
+
+
+def differences(definition, x, y) -> tuple[np.ndarray, np.ndarray]:
+    """Central differences of the function a value kernel computes."""
+    dx = (evaluate(definition, x + STEP, y) - evaluate(definition, x - STEP, y)) / (2 * STEP)
+    dy = (evaluate(definition, x, y + STEP) - evaluate(definition, x, y - STEP)) / (2 * STEP)
+    return dx, dy
+
+
+def gradients(definition, x, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    values, dxs, dys = (FakeBuffer(np.zeros(COUNT)) for _ in range(3))
+    run(definition, COUNT, FakeBuffer(x), FakeBuffer(y), values, dxs, dys)
+    return values.array, dxs.array, dys.array
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(CALLABLES))
+def test_gradients_of_callables_match_central_differences(name, mode):
+    function = CALLABLES[name]
+    x, y = inputs(seed=sorted(CALLABLES).index(name))
+    values, dx, dy = gradients(KernelDefinition(gradient_kernel(function), mode=mode), x, y)
+    forward = KernelDefinition(value_kernel(function), mode=mode)
+    np.testing.assert_allclose(values, evaluate(forward, x, y), rtol=1e-12)
+    expected_dx, expected_dy = differences(forward, x, y)
+    np.testing.assert_allclose(dx, expected_dx, rtol=RELATIVE, atol=ABSOLUTE)
+    np.testing.assert_allclose(dy, expected_dy, rtol=RELATIVE, atol=ABSOLUTE)
+    assert np.abs(dx).max() > 0.1 and np.abs(dy).max() > 0.1  # the check can fail
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_branches_and_loops_in_the_block_itself(mode):
+    x, y = inputs(seed=99)
+    definition = KernelDefinition(autodiff_kernels.in_block, mode=mode)
+    values, dx, dy = gradients(definition, x, y)
+    forward = KernelDefinition(autodiff_kernels.in_block_value, mode=mode)
+    np.testing.assert_allclose(values, evaluate(forward, x, y), rtol=1e-12)
+    expected_dx, expected_dy = differences(forward, x, y)
+    np.testing.assert_allclose(dx, expected_dx, rtol=RELATIVE, atol=ABSOLUTE)
+    np.testing.assert_allclose(dy, expected_dy, rtol=RELATIVE, atol=ABSOLUTE)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_c_and_python_mode_compute_the_same_gradients(mode):
+    x, y = inputs(seed=5)
+    results = [
+        gradients(KernelDefinition(gradient_kernel(function), mode=mode), x, y)
+        for function in CALLABLES.values()
+    ]
+    python = [
+        gradients(KernelDefinition(gradient_kernel(function), mode="python"), x, y)
+        for function in CALLABLES.values()
+    ]
+    for ours, reference in zip(results, python, strict=True):
+        for a, b in zip(ours, reference, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def reflect(incident: np.ndarray, normal: np.ndarray) -> np.ndarray:
+    return incident - 2 * np.dot(normal, incident) * normal
+
+
+def vectors_reference(p: np.ndarray, d: np.ndarray) -> float:
+    """``autodiff_kernels.vectors`` in float64."""
+    n = (p + d * 0.5) / np.linalg.norm(p + d * 0.5)
+    q = np.cross(p, d) + reflect(d, n) * np.linalg.norm(p)
+    q[1] = q[1] * p[2]
+    r = np.clip(q, -1.0, 2.0) + np.maximum(p, d) * np.minimum(p[[2, 0, 1]], d)
+    return float(np.dot(r, p) + np.linalg.norm(q[[0, 2]]) + np.sin(p[0]) * p[1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vector_gradients_match_central_differences(mode):
+    rng = np.random.default_rng(3)
+    vector = dtype_of(float3)
+    points = rng.uniform(-1.5, 1.5, (COUNT, 3)).astype(np.float32)
+    directions = rng.uniform(-1.5, 1.5, (COUNT, 3)).astype(np.float32)
+    values = FakeBuffer(np.zeros(COUNT, np.float32))
+    gradient = FakeBuffer(np.zeros(COUNT, vector))
+    definition = KernelDefinition(autodiff_kernels.vectors, mode=mode)
+    run(definition, COUNT, _vectors(points), _vectors(directions), values, gradient)
+    found = np.stack([gradient.array[name] for name in vector.names[:3]], axis=1)
+    for point, direction, value, row in zip(points, directions, values.array, found, strict=True):
+        p, d = point.astype(np.float64), direction.astype(np.float64)
+        assert value == pytest.approx(vectors_reference(p, d), rel=1e-5, abs=1e-5)
+        expected = [
+            (vectors_reference(p + step, d) - vectors_reference(p - step, d)) / (2 * STEP)
+            for step in np.eye(3) * STEP
+        ]
+        # float32 gradients against float64 differences
+        np.testing.assert_allclose(row, expected, rtol=1e-4, atol=1e-4)
+
+
+def _vectors(values: np.ndarray) -> FakeBuffer:
+    vector = dtype_of(float3)
+    array = np.zeros(len(values), vector)
+    for index, name in enumerate(vector.names[:3]):
+        array[name] = values[:, index]
+    return FakeBuffer(array)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_detach_stops_the_gradient(mode):
+    x = np.random.default_rng(7).uniform(-2.0, 2.0, COUNT)
+    values, dxs = FakeBuffer(np.zeros(COUNT)), FakeBuffer(np.zeros(COUNT))
+    run(KernelDefinition(autodiff_kernels.detached, mode=mode), COUNT, FakeBuffer(x), values, dxs)
+    np.testing.assert_allclose(values.array, x**3, rtol=1e-12)
+    np.testing.assert_allclose(dxs.array, x * x, rtol=1e-12)
