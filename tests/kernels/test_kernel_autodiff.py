@@ -167,3 +167,113 @@ def test_detach_stops_the_gradient(mode):
     run(KernelDefinition(autodiff_kernels.detached, mode=mode), COUNT, FakeBuffer(x), values, dxs)
     np.testing.assert_allclose(values.array, x**3, rtol=1e-12)
     np.testing.assert_allclose(dxs.array, x * x, rtol=1e-12)
+
+
+HEADER = """\
+import luisa_nb as lnb
+from luisa_nb.kernels import dispatch_id, float2x2
+from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
+
+
+@lnb.kernel
+def spin(a):
+    while a < 3.0:
+        a = a * 2.0
+    return a
+
+
+@lnb.kernel
+def frozen(a):
+    return detach(a) * a
+
+
+def kernel_under_test(xs, out, counts):
+    i = dispatch_id().x
+    x = xs.read(i)
+    n = counts.read(i)
+    with autodiff():
+"""
+REJECTED = {  # block body -> (line, column) of the caret, part of the message
+    "while_loop": (
+        "requires_grad(x)\nwhile x < 2.0:\n    x = x * x\nbackward(x)",
+        (24, 9),
+        "a while loop cannot be differentiated",
+    ),
+    "unknown_trip_count": (
+        "requires_grad(x)\ny = x\nfor k in range(n):\n    y = y * x\nbackward(y)",
+        (25, 24),
+        "needs a trip count known when the kernel compiles",
+    ),
+    "atomic": (
+        "requires_grad(x)\ny = x * float(counts.atomic_fetch_add(i, 1))\nbackward(y)",
+        (24, 23),
+        "atomics cannot be differentiated",
+    ),
+    "break": (
+        "requires_grad(x)\ny = x\nfor k in range(3):\n    y = y * x\n    break\nbackward(y)",
+        (27, 13),
+        "break inside an autodiff block",
+    ),
+    "no_backward": ("requires_grad(x)\ny = x * x\ng = grad(x)", (22, 5), "has no backward()"),
+    "two_backwards": (
+        "requires_grad(x)\ny = x * x\nbackward(y)\nbackward(y)",
+        (22, 5),
+        "calls backward() twice",
+    ),
+    "integer": ("requires_grad(n)\nbackward(x)", (23, 23), "'n' is int32; requires_grad() takes"),
+    "gradient_first": (
+        "requires_grad(x)\ng = grad(x)\nbackward(x * g)",
+        (22, 5),
+        "grad(x) is read before backward()",
+    ),
+    "marked_in_a_branch": (
+        "if x > 0.0:\n    requires_grad(x)\nbackward(x)",
+        (22, 5),
+        "at the top level of the autodiff block",
+    ),
+    "nested": (
+        "requires_grad(x)\nwith autodiff():\n    backward(x)",
+        (24, 9),
+        "autodiff blocks do not nest",
+    ),
+    "loop_in_a_callable": (
+        "requires_grad(x)\ny = spin(x)\nbackward(y)",
+        (22, 5),
+        "a while loop cannot be differentiated",
+    ),
+    "matrix": (
+        "requires_grad(x)\nm = float2x2(x, 0.0, 0.0, x)\nbackward(x)",
+        (22, 5),
+        "does not differentiate matrices",
+    ),
+    "detach_in_a_callable": (
+        "requires_grad(x)\ny = frozen(x)\nbackward(y)",
+        (15, 12),
+        "detach() in a callable",
+    ),
+    "arguments": ("requires_grad(x + 1.0)\nbackward(x)", (23, 23), "takes local variables"),
+}
+
+
+@pytest.mark.parametrize("name", list(REJECTED))
+def test_what_cannot_be_differentiated_is_a_compile_error_at_its_line(tmp_path, name):
+    body, (line, column), message = REJECTED[name]
+    block = "".join(f"        {line}\n" for line in body.splitlines())
+    source = HEADER + block + "    out.write(i, x)\n"
+    function = load_function(tmp_path, source)
+    xs = FakeBuffer(np.ones(2, np.float32))
+    out, counts = FakeBuffer(np.zeros(2, np.float32)), FakeBuffer(np.zeros(2, np.int32))
+    with pytest.raises(KernelCompileError) as caught:
+        run(KernelDefinition(function, mode="python"), 2, xs, out, counts)
+    text = str(caught.value)
+    assert f"snippet.py:{line}:{column}:" in text
+    assert message in text
+
+
+def test_autodiff_calls_outside_a_block_are_rejected(tmp_path):
+    source = HEADER.replace("    with autodiff():\n", "    requires_grad(x)\n")
+    function = load_function(tmp_path, source + "    out.write(i, x)\n")
+    xs = FakeBuffer(np.ones(2, np.float32))
+    out, counts = FakeBuffer(np.zeros(2, np.float32)), FakeBuffer(np.zeros(2, np.int32))
+    with pytest.raises(KernelCompileError, match=r"only inside a `with autodiff\(\):` block"):
+        run(KernelDefinition(function, mode="python"), 2, xs, out, counts)

@@ -307,17 +307,6 @@ class AdjointPropagation:
         self.propagate(arguments[1], self.by_component(adjoint, [x, low, high], not_below))
         self.propagate(arguments[2], self.by_component(adjoint, [x, low, high], not_above))
 
-    def call_saturate(self, arguments, result, adjoint) -> None:
-        (x,) = arguments
-        kind = b.element_type(x.type)
-        zero, one = b.constant(kind, 0.0), b.constant(kind, 1.0)
-
-        def outside(values) -> ir.Expression:
-            below, above = b.compare("lt", values[0], zero), b.compare("gt", values[0], one)
-            return ir.Binary(b.BOOL, "or", below, above)
-
-        self.propagate(x, self.by_component(adjoint, [x], outside))
-
     def call_dot(self, arguments, result, adjoint) -> None:
         left, right = arguments
         self.propagate(left, b.mul(adjoint, right))
@@ -396,6 +385,4 @@ UNARY_RULES: dict[str, Callable[[ir.Expression, ir.Expression], ir.Expression]] 
         _one(x.type), b.mul(x, b.constant(b.element_type(x.type), LN10))
     ),
     "fract": lambda x, r: _one(x.type),
-    "radians": lambda x, r: b.constant(b.element_type(x.type), math.pi / 180),
-    "degrees": lambda x, r: b.constant(b.element_type(x.type), 180 / math.pi),
 }
