@@ -44,7 +44,6 @@ from luisa_nb.luisa.log import (
 )
 from luisa_nb.luisa.mathtypes import *  # noqa: F403
 from luisa_nb.luisa.mathtypes import __all__ as _math_names
-from luisa_nb.luisa import autodiff
 from luisa_nb.luisa.missing import MISSING
 from luisa_nb.luisa.types import long, uint, ulong
 from luisa_nb.luisa.util import ArrayType, RandomSampler, StructType, array, struct

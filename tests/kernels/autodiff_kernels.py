@@ -23,7 +23,6 @@ from luisa_nb.kernels import (
     exp,
     exp2,
     exp10,
-    float3,
     fma,
     fmod,
     fract,
@@ -158,7 +157,7 @@ def in_block(xs, ys, values, dxs, dys):
         requires_grad(x, y)
         s = x
         for k in range(3):
-            if s > y:
+            if s > y:  # noqa: SIM108 (a branch, not a select)
                 s = s * y + 0.5
             else:
                 s = s + x * x * float(k)
@@ -178,7 +177,7 @@ def in_block_value(xs, ys, values):
     y = ys.read(i)
     s = x
     for k in range(3):
-        if s > y:
+        if s > y:  # noqa: SIM108 (as in_block)
             s = s * y + 0.5
         else:
             s = s + x * x * float(k)

@@ -15,7 +15,6 @@ from luisa_nb.errors import (
     HostDtypeError,
     HostSizeError,
     InvalidArgumentError,
-    KernelCompileError,
     KernelError,
     NotInitializedError,
     UnsupportedFeatureError,

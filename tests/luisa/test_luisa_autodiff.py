@@ -30,7 +30,9 @@ def expected_gradients() -> dict[str, np.ndarray]:
     x = X
     half = np.exp(x / 2)
     return {
-        "chain": 3 * x**2 + np.cos(x) * half + 0.5 * np.sin(x) * half
+        "chain": 3 * x**2
+        + np.cos(x) * half
+        + 0.5 * np.sin(x) * half
         - (1 - x**2) / (x**2 + 1) ** 2,
         "branch": np.where(x > 0.7, 6 * x, 2 * x * np.cos(x * x) + 1),
         "selected": np.where(x > 0.7, -np.sin(x), 2 * x),

@@ -276,7 +276,8 @@ class AdjointPropagation:
             def differs(values) -> ir.Expression:
                 condition = b.compare("ne", values[0], values[1])
                 for value in values[2:]:
-                    condition = ir.Binary(b.BOOL, "or", condition, b.compare("eq", value, values[1]))
+                    earlier_equal = b.compare("eq", value, values[1])
+                    condition = ir.Binary(b.BOOL, "or", condition, earlier_equal)
                 return condition
 
             self.propagate(argument, self.by_component(adjoint, [held, result, *before], differs))
@@ -381,8 +382,6 @@ UNARY_RULES: dict[str, Callable[[ir.Expression, ir.Expression], ir.Expression]] 
     "exp10": lambda x, r: b.mul(r, b.constant(b.element_type(x.type), LN10)),
     "log": lambda x, r: b.div(_one(x.type), x),
     "log2": lambda x, r: b.div(_one(x.type), b.mul(x, b.constant(b.element_type(x.type), LN2))),
-    "log10": lambda x, r: b.div(
-        _one(x.type), b.mul(x, b.constant(b.element_type(x.type), LN10))
-    ),
+    "log10": lambda x, r: b.div(_one(x.type), b.mul(x, b.constant(b.element_type(x.type), LN10))),
     "fract": lambda x, r: _one(x.type),
 }

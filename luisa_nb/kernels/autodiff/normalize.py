@@ -253,9 +253,7 @@ def _rebuilt(current: ir.Expression, chain: list[ir.Expression], value: ir.Expre
     step, rest = chain[0], chain[1:]
     kind = current.type
     if not isinstance(kind, VectorType):
-        raise AutodiffError(
-            f"autodiff blocks store only into components of vectors, not of {kind}"
-        )
+        raise AutodiffError(f"autodiff blocks store only into components of vectors, not of {kind}")
     parts = [b.component(current, k) for k in range(kind.length)]
     if isinstance(step, ir.Member) and len(step.field) > 1:
         for position, letter in enumerate(step.field):

@@ -340,7 +340,13 @@ class PythonExecutable(Executable):
         copies = value_locals or scalar_locals or self._copied_arguments or rewrite is not None
         if copies or rules.rewrites_python:
             self._function = copying_function(
-                source, namespace, closure, captures, rules, scalar_locals, rewrite,
+                source,
+                namespace,
+                closure,
+                captures,
+                rules,
+                scalar_locals,
+                rewrite,
                 autodiff_globals,
             )
         else:
@@ -402,8 +408,13 @@ class PythonExecutable(Executable):
         namespace, closure = self._namespaces(captures)
         rewrite, autodiff_globals = autodiff_rewrite(self._kernel, definition)
         function = copying_function(
-            definition.kernel_source, namespace, closure, captures, definition.rules,
-            rewrite=rewrite, extra_globals=autodiff_globals,
+            definition.kernel_source,
+            namespace,
+            closure,
+            captures,
+            definition.rules,
+            rewrite=rewrite,
+            extra_globals=autodiff_globals,
         )
         return call
 

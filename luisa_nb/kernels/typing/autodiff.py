@@ -65,7 +65,6 @@ class AutodiffTyping:
         return name if name in AUTODIFF_CALLS else None
 
     def visit_With(self: KernelTyper, node: ast.With) -> list[ir.Statement]:
-        (item,) = node.items
         if self.in_autodiff_block:
             self.fail(node, "autodiff blocks do not nest; end the outer block first")
         self.check_autodiff_body(node)

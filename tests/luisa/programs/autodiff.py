@@ -51,7 +51,7 @@ def differentiate():
     with autodiff():
         requires_grad(x)
         y = x * x
-        if x > 0.7:
+        if x > 0.7:  # noqa: SIM108 (a branch, not a select)
             y = y * 3.0
         else:
             y = sin(y) + x
