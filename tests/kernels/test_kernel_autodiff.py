@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from luisa_nb.errors import KernelCompileError
-from luisa_nb.kernels import KernelDefinition, compiler_available, dispatch_id, dtype_of, float3
+from luisa_nb.kernels import (
+    KernelDefinition,
+    argument_type,
+    compiler_available,
+    dispatch_id,
+    dtype_of,
+    float3,
+)
+from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.lang.autodiff import autodiff, backward, grad, requires_grad
 
 from . import autodiff_kernels
@@ -277,3 +285,62 @@ def test_autodiff_calls_outside_a_block_are_rejected(tmp_path):
     out, counts = FakeBuffer(np.zeros(2, np.float32)), FakeBuffer(np.zeros(2, np.int32))
     with pytest.raises(KernelCompileError, match=r"only inside a `with autodiff\(\):` block"):
         run(KernelDefinition(function, mode="python"), 2, xs, out, counts)
+
+
+def _cuda_cases() -> tuple[list[tuple[object, list[FakeBuffer]]], np.dtype]:
+    """(kernel function, its arguments) with distinct kernel names: one translation unit."""
+    x, y = inputs(seed=11)
+    rng = np.random.default_rng(12)
+    points, directions = (_vectors(rng.uniform(-1.5, 1.5, (COUNT, 3))) for _ in range(2))
+    vector = dtype_of(float3)
+    return [
+        (gradient_kernel(CALLABLES["early_return"]), [FakeBuffer(x), FakeBuffer(y)]),
+        (autodiff_kernels.in_block, [FakeBuffer(x), FakeBuffer(y)]),
+        (autodiff_kernels.detached, [FakeBuffer(x)]),
+        (autodiff_kernels.vectors, [points, directions, FakeBuffer(np.zeros(COUNT, np.float32))]),
+    ], vector
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C compiler")
+def test_the_cuda_source_computes_the_c_gradients():
+    """The CUDA emitter shares the IR: its source, built with the emulation header by the
+    C++ compiler, gives the C path's gradients bit for bit."""
+    from helpers.cuda_emulation import emulate, find_cxx_compiler
+
+    if find_cxx_compiler() is None:
+        pytest.skip("the CUDA emulation needs a C++ compiler")
+    cases, vector = _cuda_cases()
+    outputs = {
+        "differentiate": 3 * [np.float64],
+        "in_block": 3 * [np.float64],
+        "detached": 2 * [np.float64],
+        "vectors": [vector],
+    }
+    executables, argument_lists = [], []
+    for function, inputs_ in cases:
+        extra = [FakeBuffer(np.zeros(COUNT, dtype)) for dtype in outputs[function.__name__]]
+        arguments = [*inputs_, *extra]
+        types = tuple(argument_type(a) for a in arguments)
+        definition = KernelDefinition(function, mode="c")
+        executables.append(definition.executable(types, KernelChecks.BOUNDS))
+        argument_lists.append(arguments)
+    emulated = emulate([(e.kernel, e.kernel_source, e.checks) for e in executables])
+    for c_executable, cuda, arguments in zip(executables, emulated, argument_lists, strict=True):
+        assert "__global__" in cuda.cuda_source
+        results = []
+        for executable in (c_executable, cuda):
+            copies = [FakeBuffer(a.array.copy()) for a in arguments]
+            run(_Built(executable), COUNT, *copies)
+            results.append([c.array for c in copies])
+        for c_values, cuda_values in zip(*results, strict=True):
+            np.testing.assert_array_equal(c_values, cuda_values, err_msg=c_executable.name)
+
+
+class _Built:
+    """An executable built already, in the place of a definition for ``helpers.run``."""
+
+    def __init__(self, executable) -> None:
+        self._executable = executable
+
+    def executable(self, types, checks):
+        return self._executable
