@@ -32,7 +32,7 @@ TYPE_NAMES: dict[Any, Any] = {
     **{cls: cls.__lnb_type__ for cls in VECTOR_CLASSES},
 }
 DIFFERENTIABLE = "float scalars and float vectors"
-_GENERATED_PREFIX = re.compile(r"^lnb_ad\d+_")
+_GENERATED_PREFIX = re.compile(r"lnb_ad\d+_")
 
 
 class AutodiffTyping:
