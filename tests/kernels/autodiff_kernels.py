@@ -48,6 +48,9 @@ from luisa_nb.kernels import (
 from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
 
 
+STEPS = 3
+
+
 @lnb.kernel
 def arithmetic(x, y):
     return x * y + x / (y * y + 1.0) - 3.0 * x + y**3 - (x - y) * (x + 2.0 * y)
@@ -149,14 +152,18 @@ CALLABLES = {
 
 
 def in_block(xs, ys, values, dxs, dys):
-    """Branches and a loop written in the block itself."""
+    """Branches and loops written in the block itself (bounds: a captured int, a constant
+    local)."""
     i = dispatch_id().x
     x = xs.read(i)
     y = ys.read(i)
+    rounds = 2
     with autodiff():
         requires_grad(x, y)
         s = x
-        for k in range(3):
+        for _ in range(rounds):
+            s = s * 0.75 + y * 0.5
+        for k in range(STEPS):
             if s > y:  # noqa: SIM108 (a branch, not a select)
                 s = s * y + 0.5
             else:
@@ -176,7 +183,9 @@ def in_block_value(xs, ys, values):
     x = xs.read(i)
     y = ys.read(i)
     s = x
-    for k in range(3):
+    for _ in range(2):
+        s = s * 0.75 + y * 0.5
+    for k in range(STEPS):
         if s > y:  # noqa: SIM108 (as in_block)
             s = s * y + 0.5
         else:

@@ -6,6 +6,7 @@ its differentiated, plain form. A mixin of :class:`~luisa_nb.kernels.typing.type
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -67,11 +68,11 @@ class AutodiffTyping:
     def visit_With(self: KernelTyper, node: ast.With) -> list[ir.Statement]:
         if self.in_autodiff_block:
             self.fail(node, "autodiff blocks do not nest; end the outer block first")
-        self.check_autodiff_body(node)
+        statements = self.check_autodiff_body(node)
         defined = set(self.locals)
         self.in_autodiff_block = True
         try:
-            body = self.block(node.body)
+            body = self.block(statements)
         finally:
             self.in_autodiff_block = False
         try:
@@ -83,9 +84,12 @@ class AutodiffTyping:
         self.autodiff_blocks[(node.lineno, node.col_offset)] = expanded
         return list(expanded)
 
-    def check_autodiff_body(self: KernelTyper, node: ast.With) -> None:
-        """Reject, at their own position, constructs the autodiff stage cannot handle."""
-        for inner in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+    def check_autodiff_body(self: KernelTyper, node: ast.With) -> list[ast.stmt]:
+        """Reject, at their own position, constructs the autodiff stage cannot handle; the
+        block's statements with each ``range`` bound that folds (a captured int, a constant
+        local) written as its literal, so that the loop unrolls."""
+        statements = copy.deepcopy(node.body)
+        for inner in ast.walk(ast.Module(body=statements, type_ignores=[])):
             if isinstance(inner, ast.While):
                 self.fail(
                     inner,
@@ -99,13 +103,16 @@ class AutodiffTyping:
                     f"differentiated; use an if around the statements to skip",
                 )
             if isinstance(inner, ast.For) and isinstance(inner.iter, ast.Call):
-                for argument in inner.iter.args:
-                    if self.constants.constant(argument, inner) is None:
+                for position, argument in enumerate(inner.iter.args):
+                    bound = self.constants.constant(argument, inner)
+                    if bound is None:
                         self.fail(
                             argument,
                             "a loop in an autodiff block needs a trip count known when the "
                             "kernel compiles: range() of literals or captured constants",
                         )
+                    literal = ast.copy_location(ast.Constant(bound), argument)
+                    inner.iter.args[position] = literal
             is_atomic = isinstance(inner, ast.Attribute) and inner.attr.startswith("atomic_")
             if is_atomic:
                 self.fail(
@@ -113,6 +120,7 @@ class AutodiffTyping:
                     "atomics cannot be differentiated (their result depends on other "
                     "threads); do the atomic outside the autodiff block",
                 )
+        return statements
 
     def special_call(self: KernelTyper, node: ast.Call) -> ir.Expression | None:
         name = self.autodiff_call_name(node)
