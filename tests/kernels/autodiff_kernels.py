@@ -47,7 +47,6 @@ from luisa_nb.kernels import (
 )
 from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
 
-
 STEPS = 3
 
 
