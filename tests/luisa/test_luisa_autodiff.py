@@ -14,6 +14,8 @@ import pytest
 
 import luisa_nb.luisa as luisa
 from tests.luisa.running import require_real_luisa, run_on_luisa_nb, run_on_real_luisa
+from tests.luisa.test_luisa_originals import program
+from tests.luisa.test_luisa_originals import run as run_original
 
 PROGRAM = Path(__file__).parent / "programs" / "autodiff.py"
 X = np.array([0.5, 1.0, -2.0, 3.0, 0.25, -0.75, 1.75, 2.5])
@@ -87,3 +89,15 @@ def test_gradients_agree_with_real_luisa(ours):
         np.testing.assert_allclose(
             np.array(ours[row])[mask], np.array(real[row])[mask] - slope[row]
         )
+
+
+def test_luisacompute_test_autodiff_runs_unchanged(tmp_path, monkeypatch):
+    """LuisaCompute's src/tests/python/test-autodiff.py (``git show
+    HEAD:src/tests/python/test-autodiff.py > DIR/test-autodiff.py``, DIR being
+    LUISA_NB_LUISA_PROGRAMS, see test_luisa_originals.py): ``x*x + y.x*y.x + y.y*y.y``
+    differentiated by a float and a float2, 1024 threads; the gradients are ``2x`` and
+    ``2y``, exact in float32."""
+    found = run_original(program("test-autodiff.py", tmp_path), monkeypatch)
+    np.testing.assert_array_equal(found["dx_result"], 2 * found["x_values"])
+    np.testing.assert_array_equal(found["dy_result"], 2 * found["y_values"])
+    assert found["dx_result"].max() == 2046.0
