@@ -23,6 +23,7 @@ from luisa_nb.kernels import (
     exp,
     exp2,
     exp10,
+    float3,
     fma,
     fmod,
     fract,
@@ -223,3 +224,27 @@ def detached(xs, values, dxs):
         dx = grad(x)
     values.write(i, value)
     dxs.write(i, dx)
+
+
+@lnb.kernel
+def slope(a):
+    """A callable holding its own block: the derivative of ``a ** 3``, ``3 a * a``, for a
+    float or (component-wise) a float3 ``a``."""
+    with autodiff():
+        requires_grad(a)
+        value = a * a * a
+        backward(value)
+        g = grad(a)
+    return g
+
+
+def slopes(xs, out):
+    i = dispatch_id().x
+    out.write(i, slope(xs.read(i)))
+
+
+def slopes_of_two_types(xs, out):
+    i = dispatch_id().x
+    x = xs.read(i)
+    v = slope(float3(x, x, x))
+    out.write(i, slope(x) + v.y)

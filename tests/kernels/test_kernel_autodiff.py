@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from luisa_nb.errors import KernelCompileError
+from luisa_nb.errors import KernelCompileError, UnsupportedFeatureError
 from luisa_nb.kernels import (
     KernelDefinition,
     argument_type,
@@ -344,3 +344,22 @@ class _Built:
 
     def executable(self, types, checks):
         return self._executable
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_callable_holds_its_own_block(mode):
+    x = np.random.default_rng(8).uniform(-2.0, 2.0, COUNT).astype(np.float32)
+    out = FakeBuffer(np.zeros(COUNT, np.float32))
+    run(KernelDefinition(autodiff_kernels.slopes, mode=mode), COUNT, FakeBuffer(x), out)
+    np.testing.assert_allclose(out.array, 3 * x * x, rtol=1e-6)
+
+
+def test_python_mode_says_when_a_callable_differentiates_two_types():
+    x = np.random.default_rng(9).uniform(-2.0, 2.0, COUNT).astype(np.float32)
+    out = FakeBuffer(np.zeros(COUNT, np.float32))
+    function = autodiff_kernels.slopes_of_two_types
+    with pytest.raises(UnsupportedFeatureError, match="use C mode"):
+        run(KernelDefinition(function, mode="python"), COUNT, FakeBuffer(x), out)
+    if compiler_available():
+        run(KernelDefinition(function, mode="c"), COUNT, FakeBuffer(x), out)
+        np.testing.assert_allclose(out.array, 6 * x * x, rtol=1e-6)
