@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.autodiff import builders as b
@@ -21,37 +22,35 @@ class AutodiffError(Exception):
     """A construct an autodiff block cannot differentiate; the message says what to do."""
 
 
-def map_expression(
-    expression: ir.Expression, change: Callable[[ir.Expression], ir.Expression | None]
-) -> ir.Expression:
-    """``expression`` rebuilt bottom-up; ``change`` may replace a node (after its operands
-    are rebuilt) by returning a new one, or keep it by returning None."""
+Change = Callable[[ir.Expression], "ir.Expression | None"]
+
+
+def _with_fields_mapped(node: Any, change: Change) -> Any:
+    """``node`` (an expression or a statement) with ``change`` applied to every
+    expression, tuple of expressions and tuple of statements among its fields."""
     updates = {}
-    for item in dataclasses.fields(expression):
-        value = getattr(expression, item.name)
+    for item in dataclasses.fields(node):
+        value = getattr(node, item.name)
         if isinstance(value, ir.Expression):
             updates[item.name] = map_expression(value, change)
         elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expression):
             updates[item.name] = tuple(map_expression(v, change) for v in value)
-    rebuilt = dataclasses.replace(expression, **updates) if updates else expression
+        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Statement):
+            updates[item.name] = tuple(map_statement(v, change) for v in value)
+    return dataclasses.replace(node, **updates) if updates else node
+
+
+def map_expression(expression: ir.Expression, change: Change) -> ir.Expression:
+    """``expression`` rebuilt bottom-up; ``change`` may replace a node (after its operands
+    are rebuilt) by returning a new one, or keep it by returning None."""
+    rebuilt = _with_fields_mapped(expression, change)
     replaced = change(rebuilt)
     return rebuilt if replaced is None else replaced
 
 
-def map_statement(
-    statement: ir.Statement, change: Callable[[ir.Expression], ir.Expression | None]
-) -> ir.Statement:
+def map_statement(statement: ir.Statement, change: Change) -> ir.Statement:
     """``statement`` with ``change`` applied to its expressions and nested bodies."""
-    updates: dict[str, object] = {}
-    for item in dataclasses.fields(statement):
-        value = getattr(statement, item.name)
-        if isinstance(value, ir.Expression):
-            updates[item.name] = map_expression(value, change)
-        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Statement):
-            updates[item.name] = tuple(map_statement(s, change) for s in value)
-        elif isinstance(value, tuple) and value and isinstance(value[0], ir.Expression):
-            updates[item.name] = tuple(map_expression(v, change) for v in value)
-    return dataclasses.replace(statement, **updates) if updates else statement
+    return _with_fields_mapped(statement, change)
 
 
 def renamed(statement: ir.Statement, names: dict[str, str]) -> ir.Statement:
