@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import luisa_nb as lnb
 from luisa_nb.kernels import (
+    StructType,
     abs,
     acos,
     acosh,
@@ -248,3 +249,19 @@ def slopes_of_two_types(xs, out):
     x = xs.read(i)
     v = slope(float3(x, x, x))
     out.write(i, slope(x) + v.y)
+
+
+Shape = StructType(scale=float, offset=float3)
+
+
+def struct_fields(xs, out):
+    """Fields of a struct made before the block are constants in it."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    shape = Shape(scale=x * 2.0, offset=float3(1.0, 2.0, x))
+    with autodiff():
+        requires_grad(x)
+        value = x * shape.scale + shape.offset.z * x * x
+        backward(value)
+        dx = grad(x)
+    out.write(i, dx)

@@ -363,3 +363,12 @@ def test_python_mode_says_when_a_callable_differentiates_two_types():
     if compiler_available():
         run(KernelDefinition(function, mode="c"), COUNT, FakeBuffer(x), out)
         np.testing.assert_allclose(out.array, 6 * x * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_struct_fields_read_in_a_block_are_constants(mode):
+    x = np.random.default_rng(10).uniform(-2.0, 2.0, COUNT).astype(np.float32)
+    out = FakeBuffer(np.zeros(COUNT, np.float32))
+    run(KernelDefinition(autodiff_kernels.struct_fields, mode=mode), COUNT, FakeBuffer(x), out)
+    # d/dx (x * s + o * x * x) with s = 2x and o = x held fixed: s + 2 o x
+    np.testing.assert_allclose(out.array, 2 * x + 2 * x * x, rtol=1e-6)

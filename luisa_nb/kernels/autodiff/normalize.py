@@ -141,10 +141,11 @@ class BlockNormalizer:
                 f"atomic {node.operation} cannot be differentiated (its result depends on "
                 f"other threads); do the atomic outside the autodiff block"
             )
-        if isinstance(node, ir.InitCall) or is_aggregate_type(node.type):
+        read_only = isinstance(node, (ir.Local, ir.Field, ir.Element))
+        if isinstance(node, ir.InitCall) or (is_aggregate_type(node.type) and not read_only):
             raise AutodiffError(
-                "autodiff blocks differentiate float scalars and vectors; move structs and "
-                "arrays out of the block (pass their fields in)"
+                "autodiff blocks differentiate float scalars and vectors: structs and arrays "
+                "made before the block may be read there (as constants), not made in it"
             )
         if isinstance(node.type, MatrixType):
             raise AutodiffError(

@@ -132,6 +132,8 @@ class PythonBlockWriter:
             return f"{helper}.number({node.value!r}, {self.kind(node.type)})"
         if isinstance(node, ir.Local):
             return node.name
+        if isinstance(node, ir.Field):
+            return f"{self.expression(node.operand)}.{node.name}"
         if isinstance(node, ir.Member):
             return f"{self.expression(node.operand)}.{node.field}"
         if isinstance(node, ir.Element):
