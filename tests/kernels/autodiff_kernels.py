@@ -265,3 +265,21 @@ def struct_fields(xs, out):
         backward(value)
         dx = grad(x)
     out.write(i, dx)
+
+
+def intermediates(xs, out, w):
+    """``grad`` of an intermediate value, of a local assigned again after
+    ``requires_grad``, of a scalar argument, and of a local the output ignores."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    ignored = x * 5.0
+    with autodiff():
+        requires_grad(x, w)
+        y = x * x
+        z = y * w + x
+        x = x * 3.0
+        backward(z + x)
+        out.write(i * 4, grad(y))
+        out.write(i * 4 + 1, grad(x))
+        out.write(i * 4 + 2, grad(w))
+        out.write(i * 4 + 3, grad(ignored))

@@ -372,3 +372,17 @@ def test_struct_fields_read_in_a_block_are_constants(mode):
     run(KernelDefinition(autodiff_kernels.struct_fields, mode=mode), COUNT, FakeBuffer(x), out)
     # d/dx (x * s + o * x * x) with s = 2x and o = x held fixed: s + 2 o x
     np.testing.assert_allclose(out.array, 2 * x + 2 * x * x, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_of_intermediates_reassigned_locals_and_arguments(mode):
+    x = np.random.default_rng(13).uniform(-2.0, 2.0, COUNT).astype(np.float32)
+    out = FakeBuffer(np.zeros(COUNT * 4, np.float32))
+    w = np.float32(0.625)
+    definition = KernelDefinition(autodiff_kernels.intermediates, mode=mode)
+    run(definition, COUNT, FakeBuffer(x), out, w)
+    found = out.array.reshape(COUNT, 4)
+    np.testing.assert_allclose(found[:, 0], np.full(COUNT, w))  # d/dy (y w + x0 + 3 x0)
+    np.testing.assert_allclose(found[:, 1], 2 * x * w + 4, rtol=1e-6)  # by x0, not 3 x0
+    np.testing.assert_allclose(found[:, 2], x * x, rtol=1e-6)
+    np.testing.assert_array_equal(found[:, 3], np.zeros(COUNT))

@@ -106,7 +106,9 @@ class ReverseMode:
         for statement in statements[split + 1 :]:
             if isinstance(_marker(statement), RequiresGradient):
                 raise AutodiffError("requires_grad() comes before backward()")
-            statement = map_statement(statement, self.gradient_value)
+            statement = map_statement(
+                statement, lambda node: self.gradient_value(node, environment)
+            )
             after += self.forward(statement, environment)
         restored = [
             ir.Assign(name, ir.Local(self.types[name], version))
@@ -145,10 +147,14 @@ class ReverseMode:
         if b.is_differentiable(self.types[name]) and self.depends(value):
             self.active[name] = None
 
-    def gradient_value(self, node: ir.Expression) -> ir.Expression | None:
+    def gradient_value(
+        self, node: ir.Expression, environment: dict[str, str]
+    ) -> ir.Expression | None:
+        """``grad(name)``: the adjoint of the value ``requires_grad`` named, else of the
+        local's current value (zero when the output does not depend on it)."""
         if not isinstance(node, Gradient):
             return None
-        version = self.marked.get(node.name, node.name)
+        version = self.marked.get(node.name, environment.get(node.name, node.name))
         adjoint = self.adjoint_of(version)
         kind = self.types[node.name]
         return b.zero(kind) if adjoint is None else ir.Local(kind, adjoint)
