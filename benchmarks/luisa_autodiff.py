@@ -30,7 +30,7 @@ def differentiate():
     with autodiff():
         requires_grad(x, v)
         y = sin(x) * exp(x * 0.25) + length(v) * x
-        if y > 0.0:
+        if y > 0.0:  # noqa: SIM108 (a branch, not a select)
             y = y * y + dot(v, float3(1.0, 2.0, 3.0))
         else:
             y = cos(y) - x * x
