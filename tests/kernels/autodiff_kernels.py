@@ -19,15 +19,18 @@ from luisa_nb.kernels import (
     cos,
     cosh,
     cross,
+    determinant,
     dispatch_id,
     dot,
     exp,
     exp2,
     exp10,
     float3,
+    float3x3,
     fma,
     fmod,
     fract,
+    inverse,
     length,
     lerp,
     log,
@@ -46,6 +49,7 @@ from luisa_nb.kernels import (
     sqrt,
     tan,
     tanh,
+    transpose,
 )
 from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
 
@@ -283,3 +287,28 @@ def intermediates(xs, out, w):
         out.write(i * 4 + 1, grad(x))
         out.write(i * 4 + 2, grad(w))
         out.write(i * 4 + 3, grad(ignored))
+
+
+def matrices(xs, out):
+    """Matrix products (by a matrix, a vector and a scalar), division by a scalar, a
+    column, ``transpose``, ``inverse`` and ``determinant``; gradients by a float, a
+    float3x3 and a float3, written as 13 floats per thread (the matrix column by
+    column)."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    m = float3x3(float3(x, 1.0, 0.5), float3(0.2, x * x, 1.0), float3(0.3, 0.1, 2.0))
+    v = float3(1.0, x, 2.0)
+    with autodiff():
+        requires_grad(x, m, v)
+        n = m * transpose(m) * 0.5 + inverse(m) / 2.0
+        w = n * v + m[1] * sin(x)
+        y = dot(w, v) + determinant(m) * x
+        backward(y)
+        gx = grad(x)
+        gm = grad(m)
+        gv = grad(v)
+    out.write(i * 13, gx)
+    for c in range(3):
+        out.write(i * 13 + 1 + c, gv[c])
+        for r in range(3):
+            out.write(i * 13 + 4 + c * 3 + r, gm[c][r])

@@ -179,7 +179,7 @@ def test_detach_stops_the_gradient(mode):
 
 HEADER = """\
 import luisa_nb as lnb
-from luisa_nb.kernels import dispatch_id, float2x2
+from luisa_nb.kernels import dispatch_id, float2x2, float3x3
 from luisa_nb.kernels.lang.autodiff import autodiff, backward, detach, grad, requires_grad
 
 
@@ -249,10 +249,11 @@ REJECTED = {  # block body -> (line, column) of the caret, part of the message
         (22, 5),
         "a while loop cannot be differentiated",
     ),
-    "matrix": (
-        "requires_grad(x)\nm = float2x2(x, 0.0, 0.0, x)\nbackward(x)",
+    "resized_matrix": (
+        "m = float3x3(x, 0.0, 0.0, 0.0, x, 0.0, 0.0, 0.0, x)\nrequires_grad(m)\n"
+        "backward(float2x2(m)[0].x)",
         (22, 5),
-        "does not differentiate matrices",
+        "resizing a matrix to float2x2 has no derivative here",
     ),
     "detach_in_a_callable": (
         "requires_grad(x)\ny = frozen(x)\nbackward(y)",
@@ -386,3 +387,46 @@ def test_grad_of_intermediates_reassigned_locals_and_arguments(mode):
     np.testing.assert_allclose(found[:, 1], 2 * x * w + 4, rtol=1e-6)  # by x0, not 3 x0
     np.testing.assert_allclose(found[:, 2], x * x, rtol=1e-6)
     np.testing.assert_array_equal(found[:, 3], np.zeros(COUNT))
+
+
+def _matrix_inputs(x: float) -> tuple[np.ndarray, np.ndarray]:
+    """The matrix and vector ``autodiff_kernels.matrices`` differentiates by, in float64
+    (the kernel's columns are the numpy matrix's columns)."""
+    columns = np.array([[x, 1.0, 0.5], [0.2, x * x, 1.0], [0.3, 0.1, 2.0]])
+    return columns.T, np.array([1.0, x, 2.0])
+
+
+def _matrix_function(x: float, m: np.ndarray, v: np.ndarray) -> float:
+    n = m @ m.T * 0.5 + np.linalg.inv(m) / 2.0
+    w = n @ v + m[:, 1] * np.sin(x)
+    return float(w @ v + np.linalg.det(m) * x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_matrix_gradients_match_central_differences(mode):
+    x = np.random.default_rng(14).uniform(-2.0, 2.0, COUNT)
+    out = FakeBuffer(np.zeros(COUNT * 13, np.float32))
+    run(
+        KernelDefinition(autodiff_kernels.matrices, mode=mode),
+        COUNT,
+        FakeBuffer(x.astype(np.float32)),
+        out,
+    )
+    for value, found in zip(
+        x.astype(np.float32).astype(np.float64), out.array.reshape(COUNT, 13), strict=True
+    ):
+        m, v = _matrix_inputs(value)
+        function = _matrix_function
+        by_x = (function(value + STEP, m, v) - function(value - STEP, m, v)) / (2 * STEP)
+        by_v = [
+            (function(value, m, v + e) - function(value, m, v - e)) / (2 * STEP)
+            for e in np.eye(3) * STEP
+        ]
+        by_m = []
+        for column in range(3):
+            for row in range(3):
+                e = np.zeros((3, 3))
+                e[row, column] = STEP
+                by_m.append((function(value, m + e, v) - function(value, m - e, v)) / (2 * STEP))
+        # float32 gradients against float64 differences
+        np.testing.assert_allclose(found, [by_x, *by_v, *by_m], rtol=1e-4, atol=1e-4)

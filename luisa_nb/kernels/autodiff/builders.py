@@ -12,19 +12,24 @@ BOOL = ScalarType.BOOL
 
 
 def is_differentiable(kind: object) -> bool:
-    """Float scalars and float vectors carry gradients."""
+    """Float scalars, float vectors and matrices carry gradients."""
     if isinstance(kind, ScalarType):
         return kind.is_float
+    if isinstance(kind, MatrixType):
+        return True
     return isinstance(kind, VectorType) and kind.element.is_float
 
 
 def element_type(kind: KernelType) -> ScalarType:
-    return kind.element if isinstance(kind, VectorType) else kind
+    return kind.element if isinstance(kind, (VectorType, MatrixType)) else kind
 
 
 def constant(kind: KernelType, value: float) -> ir.Expression:
-    """``value`` as a scalar of ``kind``, or every component of a vector of ``kind``."""
+    """``value`` as a scalar of ``kind``, every component of a vector of ``kind``, or
+    every element of a matrix of ``kind``."""
     scalar = ir.Constant(element_type(kind), float(value))
+    if isinstance(kind, MatrixType):
+        return ir.Construct(kind, (constant(kind.column, value),) * kind.size)
     return scalar if isinstance(kind, ScalarType) else ir.Construct(kind, (scalar,))
 
 
@@ -144,5 +149,24 @@ def component_sum(expression: ir.Expression) -> ir.Expression:
     return total
 
 
-def is_matrix(kind: object) -> bool:
-    return isinstance(kind, MatrixType)
+def column(matrix: ir.Expression, index: int) -> ir.Expression:
+    """Column ``index`` of a matrix."""
+    return ir.Element(matrix.type.column, matrix, ir.Constant(ScalarType.INT32, index))
+
+
+def by_columns(kind: MatrixType, make: Callable[[int], ir.Expression]) -> ir.Expression:
+    """A matrix of ``kind`` whose column ``j`` is ``make(j)``."""
+    return ir.Construct(kind, tuple(make(j) for j in range(kind.size)))
+
+
+def matrix_call(function: str, matrix: ir.Expression) -> ir.Expression:
+    """``transpose`` or ``inverse`` of a matrix."""
+    return ir.Call(matrix.type, function, (matrix,))
+
+
+def frobenius(left: ir.Expression, right: ir.Expression) -> ir.Expression:
+    """The sum of the element-wise products of two matrices."""
+    total = scalar_call("dot", column(left, 0), column(right, 0))
+    for j in range(1, left.type.size):
+        total = add(total, scalar_call("dot", column(left, j), column(right, j)))
+    return total

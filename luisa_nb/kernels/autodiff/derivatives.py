@@ -9,7 +9,7 @@ from collections.abc import Callable
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.autodiff import builders as b
 from luisa_nb.kernels.autodiff.markers import Detach
-from luisa_nb.kernels.type_system import ScalarType, VectorType
+from luisa_nb.kernels.type_system import MatrixType, ScalarType, VectorType
 
 NO_GRADIENT = frozenset(
     ("floor", "ceil", "trunc", "round", "sign", "step", "isnan", "isinf", "any", "all")
@@ -118,9 +118,18 @@ class AdjointPropagation:
 
     def adjoint_element(self, expression: ir.Element, adjoint: ir.Expression) -> None:
         operand = expression.operand
+        index = self.hold(expression.index)
+        if isinstance(operand.type, MatrixType):
+            nothing = b.zero(operand.type.column)
+
+            def column(k: int) -> ir.Expression:
+                position = ir.Constant(index.type, k)
+                return b.select(b.compare("eq", index, position), adjoint, nothing)
+
+            self.propagate(operand, b.by_columns(operand.type, column))
+            return
         if not isinstance(operand.type, VectorType):
             raise UnsupportedDerivative(f"indexing {operand.type} has no derivative here")
-        index = self.hold(expression.index)
         nothing = b.constant(operand.type.element, 0.0)
 
         def make(k: int) -> ir.Expression:
@@ -131,9 +140,12 @@ class AdjointPropagation:
 
     def adjoint_construct(self, expression: ir.Construct, adjoint: ir.Expression) -> None:
         kind = expression.type
+        arguments = expression.arguments
+        if isinstance(kind, MatrixType):
+            self.matrix_construct(kind, arguments, adjoint)
+            return
         if not isinstance(kind, VectorType):
             raise UnsupportedDerivative(f"building {kind} has no derivative here")
-        arguments = expression.arguments
         if len(arguments) == 1 and not isinstance(arguments[0].type, VectorType):
             self.propagate(arguments[0], b.component_sum(adjoint))
             return
@@ -145,9 +157,53 @@ class AdjointPropagation:
             self.propagate(argument, part)
             position += width
 
+    def matrix_construct(self, kind: MatrixType, arguments, adjoint: ir.Expression) -> None:
+        """A matrix from its columns, from its elements column by column, or a diagonal
+        from one scalar."""
+        size = kind.size
+        if len(arguments) == 1 and isinstance(arguments[0].type, ScalarType):
+            diagonal = [b.component(b.column(adjoint, j), j) for j in range(size)]
+            total = diagonal[0]
+            for element in diagonal[1:]:
+                total = b.add(total, element)
+            self.propagate(arguments[0], total)
+        elif len(arguments) == size:
+            for j, argument in enumerate(arguments):
+                self.propagate(argument, b.column(adjoint, j))
+        elif len(arguments) == size * size:
+            for k, argument in enumerate(arguments):
+                self.propagate(argument, b.component(b.column(adjoint, k // size), k % size))
+        else:
+            raise UnsupportedDerivative(f"resizing a matrix to {kind} has no derivative here")
+
+    def matrix_product(self, expression: ir.Binary, adjoint: ir.Expression) -> None:
+        """``m * v``, ``m * n``, ``s * m``, ``m * s`` and ``m / s``."""
+        left, right = expression.left, expression.right
+        if expression.operator == "truediv":
+            self.propagate(left, ir.Binary(left.type, "truediv", adjoint, right))
+            share = b.frobenius(adjoint, left)
+            self.propagate(right, b.neg(b.div(b.div(share, right), right)))
+            return
+        if isinstance(left.type, ScalarType) or isinstance(right.type, ScalarType):
+            scalar, matrix = (left, right) if isinstance(left.type, ScalarType) else (right, left)
+            self.propagate(matrix, ir.Binary(matrix.type, "mul", scalar, adjoint))
+            self.propagate(scalar, b.frobenius(adjoint, matrix))
+            return
+        transposed = b.matrix_call("transpose", left)
+        self.propagate(right, ir.Binary(right.type, "mul", transposed, adjoint))
+        if isinstance(right.type, MatrixType):
+            share = ir.Binary(left.type, "mul", adjoint, b.matrix_call("transpose", right))
+        else:
+            right = self.hold(right)
+            share = b.by_columns(left.type, lambda j: b.mul(adjoint, b.component(right, j)))
+        self.propagate(left, share)
+
     def adjoint_binary(self, expression: ir.Binary, adjoint: ir.Expression) -> None:
         left, right, operator = expression.left, expression.right, expression.operator
-        if operator == "add":
+        matrices = isinstance(left.type, MatrixType) or isinstance(right.type, MatrixType)
+        if matrices and operator in ("mul", "truediv"):
+            self.matrix_product(expression, adjoint)
+        elif operator == "add":
             self.propagate(left, adjoint)
             self.propagate(right, adjoint)
         elif operator == "sub":
@@ -307,6 +363,21 @@ class AdjointPropagation:
         self.propagate(arguments[0], self.by_component(adjoint, [x, low, high], outside))
         self.propagate(arguments[1], self.by_component(adjoint, [x, low, high], not_below))
         self.propagate(arguments[2], self.by_component(adjoint, [x, low, high], not_above))
+
+    def call_transpose(self, arguments, result, adjoint) -> None:
+        self.propagate(arguments[0], b.matrix_call("transpose", adjoint))
+
+    def call_determinant(self, arguments, result, adjoint) -> None:
+        (matrix,) = arguments
+        inverse_transposed = b.matrix_call("transpose", b.matrix_call("inverse", matrix))
+        scale = b.mul(adjoint, result)
+        self.propagate(matrix, ir.Binary(matrix.type, "mul", scale, inverse_transposed))
+
+    def call_inverse(self, arguments, result, adjoint) -> None:
+        (matrix,) = arguments
+        transposed = self.hold(b.matrix_call("transpose", result))
+        product = ir.Binary(matrix.type, "mul", transposed, adjoint)
+        self.propagate(matrix, b.neg(ir.Binary(matrix.type, "mul", product, transposed)))
 
     def call_dot(self, arguments, result, adjoint) -> None:
         left, right = arguments

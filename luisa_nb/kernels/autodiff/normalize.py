@@ -11,7 +11,7 @@ from typing import Any
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.autodiff import builders as b
-from luisa_nb.kernels.type_system import MatrixType, ScalarType, VectorType, is_aggregate_type
+from luisa_nb.kernels.type_system import ScalarType, VectorType, is_aggregate_type
 
 MAX_UNROLLED_STATEMENTS = 20_000
 LETTERS = "xyzw"
@@ -146,11 +146,6 @@ class BlockNormalizer:
             raise AutodiffError(
                 "autodiff blocks differentiate float scalars and vectors: structs and arrays "
                 "made before the block may be read there (as constants), not made in it"
-            )
-        if isinstance(node.type, MatrixType):
-            raise AutodiffError(
-                "luisa_nb does not differentiate matrices; compute with their columns "
-                "(float vectors) in the block, or move the matrix work out of it"
             )
         if isinstance(node, ir.FunctionCall):
             return self.inline(node, out)

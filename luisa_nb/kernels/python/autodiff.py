@@ -15,10 +15,12 @@ import numpy as np
 from luisa_nb.errors import UnsupportedFeatureError
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.lang import builtins as kernel_builtins
-from luisa_nb.kernels.lang import math_builtins
+from luisa_nb.kernels.lang import math_builtins, matrices
+from luisa_nb.kernels.lang.matrices import composite_class
 from luisa_nb.kernels.lang.scalar_names import convert_scalar
 from luisa_nb.kernels.lang.vectors import vector_class
-from luisa_nb.kernels.type_system import KernelType, ScalarType, VectorType
+from luisa_nb.kernels.type_system import KernelType, MatrixType, ScalarType, VectorType
+from luisa_nb.kernels.typing.matrices import MATRIX_FUNCTIONS
 
 HELPERS_NAME = "__lnb_autodiff__"
 OPERATORS = {
@@ -46,7 +48,7 @@ class AutodiffHelpers:
         return convert_scalar(value, ScalarType(kind))
 
     def make(self, kind: str, *parts: Any) -> Any:
-        return vector_class(self.kinds[kind])(*parts)
+        return composite_class(self.kinds[kind])(*parts)
 
     def cast(self, kind: str, value: Any) -> Any:
         target = self.kinds[kind]
@@ -55,7 +57,8 @@ class AutodiffHelpers:
         return convert_scalar(value, target)
 
     def call(self, function: str, *arguments: Any) -> Any:
-        return getattr(math_builtins, function)(*arguments)
+        module = matrices if function in MATRIX_FUNCTIONS else math_builtins
+        return getattr(module, function)(*arguments)
 
     def dispatch(self, which: str) -> Any:
         return getattr(kernel_builtins, DISPATCH_FUNCTIONS[which])()
@@ -138,7 +141,7 @@ class PythonBlockWriter:
             return f"{self.expression(node.operand)}.{node.field}"
         if isinstance(node, ir.Element):
             return f"{self.expression(node.operand)}[{self.expression(node.index)}]"
-        if isinstance(node, ir.Construct) and isinstance(node.type, VectorType):
+        if isinstance(node, ir.Construct) and isinstance(node.type, (VectorType, MatrixType)):
             parts = "".join(f", {self.expression(a)}" for a in node.arguments)
             return f"{helper}.make({self.kind(node.type)}{parts})"
         if isinstance(node, ir.Cast):

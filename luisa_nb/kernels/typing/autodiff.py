@@ -32,7 +32,7 @@ TYPE_NAMES: dict[Any, Any] = {
     **{name: name.kernel_type for name in SCALAR_NAMES},
     **{cls: cls.__lnb_type__ for cls in VECTOR_CLASSES},
 }
-DIFFERENTIABLE = "float scalars and float vectors"
+DIFFERENTIABLE = "float scalars, float vectors and matrices"
 _GENERATED_PREFIX = re.compile(r"lnb_ad\d+_")
 
 
