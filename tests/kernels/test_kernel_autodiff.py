@@ -288,18 +288,27 @@ def test_autodiff_calls_outside_a_block_are_rejected(tmp_path):
         run(KernelDefinition(function, mode="python"), 2, xs, out, counts)
 
 
-def _cuda_cases() -> tuple[list[tuple[object, list[FakeBuffer]]], np.dtype]:
-    """(kernel function, its arguments) with distinct kernel names: one translation unit."""
+def _cuda_cases() -> list[tuple[object, list[FakeBuffer]]]:
+    """(kernel function, all its arguments) with distinct kernel names: one translation
+    unit."""
     x, y = inputs(seed=11)
     rng = np.random.default_rng(12)
     points, directions = (_vectors(rng.uniform(-1.5, 1.5, (COUNT, 3))) for _ in range(2))
-    vector = dtype_of(float3)
+
+    def zeros(dtype: object, per_thread: int = 1) -> FakeBuffer:
+        return FakeBuffer(np.zeros(COUNT * per_thread, dtype))
+
+    doubles = [zeros(np.float64) for _ in range(3)]
     return [
-        (gradient_kernel(CALLABLES["early_return"]), [FakeBuffer(x), FakeBuffer(y)]),
-        (autodiff_kernels.in_block, [FakeBuffer(x), FakeBuffer(y)]),
-        (autodiff_kernels.detached, [FakeBuffer(x)]),
-        (autodiff_kernels.vectors, [points, directions, FakeBuffer(np.zeros(COUNT, np.float32))]),
-    ], vector
+        (gradient_kernel(CALLABLES["early_return"]), [FakeBuffer(x), FakeBuffer(y), *doubles]),
+        (autodiff_kernels.in_block, [FakeBuffer(x), FakeBuffer(y), *doubles]),
+        (autodiff_kernels.detached, [FakeBuffer(x), *doubles[:2]]),
+        (
+            autodiff_kernels.vectors,
+            [points, directions, zeros(np.float32), zeros(dtype_of(float3))],
+        ),
+        (autodiff_kernels.matrices, [FakeBuffer(x.astype(np.float32)), zeros(np.float32, 13)]),
+    ]
 
 
 @pytest.mark.skipif(not compiler_available(), reason="no C compiler")
@@ -310,17 +319,8 @@ def test_the_cuda_source_computes_the_c_gradients():
 
     if find_cxx_compiler() is None:
         pytest.skip("the CUDA emulation needs a C++ compiler")
-    cases, vector = _cuda_cases()
-    outputs = {
-        "differentiate": 3 * [np.float64],
-        "in_block": 3 * [np.float64],
-        "detached": 2 * [np.float64],
-        "vectors": [vector],
-    }
     executables, argument_lists = [], []
-    for function, inputs_ in cases:
-        extra = [FakeBuffer(np.zeros(COUNT, dtype)) for dtype in outputs[function.__name__]]
-        arguments = [*inputs_, *extra]
+    for function, arguments in _cuda_cases():
         types = tuple(argument_type(a) for a in arguments)
         definition = KernelDefinition(function, mode="c")
         executables.append(definition.executable(types, KernelChecks.BOUNDS))
