@@ -53,15 +53,21 @@ def map_statement(statement: ir.Statement, change: Change) -> ir.Statement:
     return _with_fields_mapped(statement, change)
 
 
-def renamed(statement: ir.Statement, names: dict[str, str]) -> ir.Statement:
-    """``statement`` (and the statements nested in it) with the locals in ``names``
-    renamed."""
+def renaming(names: dict[str, str]) -> Change:
+    """A change for ``map_expression``: each local in ``names`` read under its new name."""
 
     def rename(node: ir.Expression) -> ir.Expression | None:
         if isinstance(node, ir.Local) and node.name in names:
             return ir.Local(node.type, names[node.name])
         return None
 
+    return rename
+
+
+def renamed(statement: ir.Statement, names: dict[str, str]) -> ir.Statement:
+    """``statement`` (and the statements nested in it) with the locals in ``names``
+    renamed."""
+    rename = renaming(names)
     if isinstance(statement, ir.If):
         return ir.If(
             map_expression(statement.condition, rename),

@@ -22,6 +22,7 @@ from luisa_nb.kernels.autodiff.normalize import (
     BlockNormalizer,
     map_expression,
     map_statement,
+    renaming,
 )
 from luisa_nb.kernels.type_system import KernelType, ScalarType
 
@@ -54,6 +55,8 @@ def _strip_detach(node: ir.Expression) -> ir.Expression | None:
 
 
 class ReverseMode:
+    """Differentiates one normalized block; ``local_types`` gets the new locals' types."""
+
     def __init__(self, local_types: dict[str, KernelType], defined: set[str], fresh: Fresh) -> None:
         self.types = local_types
         self.defined = defined
@@ -133,12 +136,7 @@ class ReverseMode:
         return self.adjoints[name]
 
     def renamed(self, expression: ir.Expression, environment: dict[str, str]) -> ir.Expression:
-        def rename(node: ir.Expression) -> ir.Expression | None:
-            if isinstance(node, ir.Local) and node.name in environment:
-                return ir.Local(node.type, environment[node.name])
-            return None
-
-        return map_expression(expression, rename)
+        return map_expression(expression, renaming(environment))
 
     def depends(self, expression: ir.Expression) -> bool:
         return AdjointPropagation(self.adjoint_of, lambda kind: "").depends(expression)
@@ -207,13 +205,7 @@ class ReverseMode:
                 environment[name] = merged
             body, orelse = (tuple(lowered) for lowered, _ in branches)
             return [*out, ir.If(condition, body, orelse)]
-        return [map_statement(statement, lambda node: self.renamed_local(node, environment))]
-
-    @staticmethod
-    def renamed_local(node: ir.Expression, environment: dict[str, str]) -> ir.Expression | None:
-        if isinstance(node, ir.Local) and node.name in environment:
-            return ir.Local(node.type, environment[node.name])
-        return None
+        return [map_statement(statement, renaming(environment))]
 
     def reverse(self, forward: list[ir.Statement] | tuple[ir.Statement, ...]) -> list[ir.Statement]:
         """The adjoint code of the forward sweep ``forward``, last statement first."""
