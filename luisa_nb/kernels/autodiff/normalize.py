@@ -133,6 +133,10 @@ class BlockNormalizer:
             raise AutodiffError("return inside an autodiff block; end the block first")
         elif isinstance(statement, ir.Barrier):
             raise AutodiffError("sync_block() inside an autodiff block; move it out")
+        elif isinstance(statement, ir.Print):
+            raise AutodiffError(
+                "print() inside an autodiff block; print the values before or after the block"
+            )
         elif isinstance(statement, ir.Evaluate) and isinstance(statement.value, ir.FunctionCall):
             self.inline(statement.value, out)
         else:

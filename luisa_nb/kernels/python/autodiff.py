@@ -119,8 +119,6 @@ class PythonBlockWriter:
             return [f"{indent}{name}.write({index}, {value})"]
         if isinstance(statement, ir.Evaluate):
             return [f"{indent}{self.expression(statement.value)}"]
-        if isinstance(statement, ir.Print):
-            return [f"{indent}print({', '.join(map(self.expression, statement.arguments))})"]
         raise _unsupported(type(statement).__name__)
 
     def kind(self, kind: KernelType) -> str:
