@@ -25,6 +25,7 @@ from luisa_nb.kernels import (
     exp,
     exp2,
     exp10,
+    float2,
     float3,
     float3x3,
     fma,
@@ -312,3 +313,17 @@ def matrices(xs, out):
         out.write(i * 13 + 1 + c, gv[c])
         for r in range(3):
             out.write(i * 13 + 4 + c * 3 + r, gm[c][r])
+
+
+def image_weights(image, out):
+    """An image texel read in the block is a constant; the block writes the image too."""
+    coord = dispatch_id().xy
+    x = float(coord.x) * 0.25 + 0.5
+    with autodiff():
+        requires_grad(x)
+        texel = image.read(coord)
+        value = texel.x * x * x + texel.y * x
+        image.write(coord, float2(value, texel.y))
+        backward(value)
+        dx = grad(x)
+    out.write(coord.y * 4 + coord.x, dx)

@@ -22,6 +22,7 @@ from luisa_nb.kernels.lang.autodiff import autodiff, backward, grad, requires_gr
 from . import autodiff_kernels
 from .autodiff_kernels import CALLABLES
 from .helpers import FakeBuffer, load_function, run
+from .test_kernel_images import FakeImage
 
 MODES = ["python", pytest.param("c", marks=pytest.mark.skipif(
     not compiler_available(), reason="no C compiler"))]  # fmt: skip
@@ -430,3 +431,18 @@ def test_matrix_gradients_match_central_differences(mode):
                 by_m.append((function(value, m + e, v) - function(value, m - e, v)) / (2 * STEP))
         # float32 gradients against float64 differences
         np.testing.assert_allclose(found, [by_x, *by_v, *by_m], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_image_reads_are_constants_and_writes_happen_once(mode):
+    image = FakeImage(4, 3, 2, "float", np.float32)
+    texels = np.random.default_rng(15).uniform(0.0, 1.0, (3, 4, 2)).astype(np.float32)
+    image.array[:] = texels.ravel()
+    out = FakeBuffer(np.zeros(12, np.float32))
+    run(KernelDefinition(autodiff_kernels.image_weights, mode=mode), (4, 3), image, out)
+    x = np.arange(4, dtype=np.float32) * np.float32(0.25) + np.float32(0.5)
+    a, b = texels[..., 0], texels[..., 1]
+    np.testing.assert_allclose(out.array.reshape(3, 4), 2 * a * x + b, rtol=1e-6)
+    written = image.array.reshape(3, 4, 2)
+    np.testing.assert_allclose(written[..., 0], a * x * x + b * x, rtol=1e-6)
+    np.testing.assert_array_equal(written[..., 1], b)

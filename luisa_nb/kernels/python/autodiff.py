@@ -113,9 +113,10 @@ class PythonBlockWriter:
             if statement.orelse:
                 lines += [f"{indent}else:", *self.statements(statement.orelse, depth + 1)]
             return lines
-        if isinstance(statement, ir.BufferWrite):
+        if isinstance(statement, (ir.BufferWrite, ir.ImageWrite)):
             name = self.buffers[statement.buffer].name
-            index, value = self.expression(statement.index), self.expression(statement.value)
+            where = statement.index if isinstance(statement, ir.BufferWrite) else statement.coord
+            index, value = self.expression(where), self.expression(statement.value)
             return [f"{indent}{name}.write({index}, {value})"]
         if isinstance(statement, ir.Evaluate):
             return [f"{indent}{self.expression(statement.value)}"]
@@ -160,9 +161,10 @@ class PythonBlockWriter:
         if isinstance(node, ir.Call):
             arguments = "".join(f", {self.expression(a)}" for a in node.arguments)
             return f"{helper}.call({node.function!r}{arguments})"
-        if isinstance(node, ir.BufferRead):
+        if isinstance(node, (ir.BufferRead, ir.ImageRead)):
             name = self.buffers[node.buffer].name
-            return f"{name}.read({self.expression(node.index)})"
+            where = node.index if isinstance(node, ir.BufferRead) else node.coord
+            return f"{name}.read({self.expression(where)})"
         if isinstance(node, ir.DispatchValue):
             return f"{helper}.dispatch({node.which!r})"
         raise _unsupported(type(node).__name__)
