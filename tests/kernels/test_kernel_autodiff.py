@@ -446,3 +446,11 @@ def test_image_reads_are_constants_and_writes_happen_once(mode):
     written = image.array.reshape(3, 4, 2)
     np.testing.assert_allclose(written[..., 0], a * x * x + b * x, rtol=1e-6)
     np.testing.assert_array_equal(written[..., 1], b)
+
+
+def test_the_block_is_found_by_the_name_autodiff(tmp_path):
+    module = "import luisa_nb.luisa.autodiff as differentiation\n"
+    source = module + HEADER.replace("with autodiff():", "with differentiation.autodiff():")
+    body = "        requires_grad(x)\n        backward(x)\n    out.write(i, x)\n"
+    with pytest.raises(KernelCompileError, match="with autodiff imported by name"):
+        KernelDefinition(load_function(tmp_path, source + body), mode="python")

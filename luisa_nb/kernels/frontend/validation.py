@@ -148,13 +148,27 @@ class SyntaxValidator(ast.NodeVisitor):
             return False
         (item,) = node.items
         context = item.context_expr
-        if not (isinstance(context, ast.Call) and isinstance(context.func, ast.Name)):
+        if not isinstance(context, ast.Call):
             return False
-        if builtin_name(self.enclosing_names().get(context.func.id)) != "autodiff":
+        if builtin_name(self.resolved(context.func)) != "autodiff":
             return False
+        if not isinstance(context.func, ast.Name):
+            self.reject(
+                node,
+                "write `with autodiff():` with autodiff imported by name (`from "
+                "luisa.autodiff import autodiff`): luisa-python finds the block by that name",
+            )
         if context.args or context.keywords or item.optional_vars is not None:
             self.reject(node, "write the block as `with autodiff():` (no arguments, no `as`)")
         return True
+
+    def resolved(self, node: ast.expr) -> object:
+        """The object a name or attribute chain names, or None."""
+        if isinstance(node, ast.Name):
+            return self.enclosing_names().get(node.id)
+        if isinstance(node, ast.Attribute):
+            return getattr(self.resolved(node.value), node.attr, None)
+        return None
 
     def reject_missing_feature(self, node: ast.With) -> None:
         """Name the luisa-python feature a ``with`` block uses when luisa_nb lacks it (an
