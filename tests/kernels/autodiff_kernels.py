@@ -327,3 +327,23 @@ def image_weights(image, out):
         backward(value)
         dx = grad(x)
     out.write(coord.y * 4 + coord.x, dx)
+
+
+def repeated_blocks(xs, out):
+    """A block inside a run-time loop starts its gradients from zero each time; a local
+    first assigned in one branch of the block holds zero on the other path."""
+    i = dispatch_id().x
+    x = xs.read(i)
+    round_ = 0
+    while round_ < 3:
+        with autodiff():
+            requires_grad(x)
+            y = x * x
+            if y > 1.0:
+                scaled = y * 3.0
+                y = scaled
+            backward(y + scaled)
+            g = grad(x)
+        out.write(i * 3 + round_, g)
+        x = x + 0.5
+        round_ += 1

@@ -454,3 +454,14 @@ def test_the_block_is_found_by_the_name_autodiff(tmp_path):
     body = "        requires_grad(x)\n        backward(x)\n    out.write(i, x)\n"
     with pytest.raises(KernelCompileError, match="with autodiff imported by name"):
         KernelDefinition(load_function(tmp_path, source + body), mode="python")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_block_in_a_loop_starts_from_zero_gradients(mode):
+    x = np.array([-0.25, 0.2, 0.75, -1.5], np.float32)
+    out = FakeBuffer(np.zeros(12, np.float32))
+    run(KernelDefinition(autodiff_kernels.repeated_blocks, mode=mode), 4, FakeBuffer(x), out)
+    steps = x[:, None] + np.float32(0.5) * np.arange(3, dtype=np.float32)
+    # y + scaled is 6 x^2 where x^2 > 1 (scaled = 3 x^2 there), else x^2 (+ zero)
+    expected = np.where(steps * steps > 1, 12 * steps, 2 * steps)
+    np.testing.assert_allclose(out.array.reshape(4, 3), expected, rtol=1e-6)
