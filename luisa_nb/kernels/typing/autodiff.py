@@ -163,11 +163,11 @@ class AutodiffTyping:
         if len(node.args) == 1:
             return Backward(None, value, builders.constant(value.type, 1.0), node.lineno)
         seed = self.visit(node.args[1])
-        if seed.type != value.type and not (
-            isinstance(seed, ir.Constant) and isinstance(seed.value, (int, float))
-        ):
+        if isinstance(seed, ir.Constant) and seed.type is not ScalarType.BOOL:
+            seed = builders.constant(value.type, float(seed.value))  # every component
+        elif seed.type != value.type:
             self.fail(node.args[1], f"the seed of backward() must be {value.type}, got {seed.type}")
-        return Backward(None, value, self.convert(seed, value.type, node.args[1]), node.lineno)
+        return Backward(None, value, seed, node.lineno)
 
     def autodiff_grad(self: KernelTyper, node: ast.Call) -> ir.Expression:
         self.autodiff_arity(node, 1, 1)
