@@ -50,6 +50,37 @@ def expected_vector_gradients() -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True) + np.array([1.0, 2.0, 3.0])
 
 
+def functions(x: float) -> float:
+    """The "functions" block in float64."""
+    value = abs(x) * (x * x + 1) ** 1.5 + np.arctan2(x, 2.0) + 1.3 * x + min(x, 0.6)
+    return value + np.tanh(x) + 2**x + np.log(x * x + 1) + np.sqrt(x * x + 1) + x * x + 1
+
+
+def geometry(v: np.ndarray) -> float:
+    """The "geometry" block in float64."""
+    normal = np.array([0.0, 1.0, 0.0])
+    reflected = v - 2 * np.dot(normal, v) * normal
+    w = v / np.linalg.norm(v) * 2 + np.cross(v, [0.3, 0.2, 0.1]) + reflected
+    return float(np.dot(w, v) + np.linalg.norm(v - 1.0) + np.dot(v, v))
+
+
+def components(v: np.ndarray, x: float) -> float:
+    """The "components" block in float64."""
+    u = v * x
+    u[1] = u[0] * 2
+    return float(u[1] + u[2] * v[1] + np.sin(u[0]))
+
+
+def central(function, point: np.ndarray, step: float = 1e-6) -> np.ndarray:
+    """Central differences of ``function`` at ``point`` (a vector), in float64."""
+    return np.array(
+        [
+            (function(point + e) - function(point - e)) / (2 * step)
+            for e in np.eye(len(point)) * step
+        ]
+    )
+
+
 def luisa_nb_result() -> dict[str, list]:
     luisa.del_device()
     printed = io.StringIO()
@@ -74,13 +105,29 @@ def test_gradients_are_the_derivatives(ours):
     )
 
 
+def test_gradients_match_central_differences(ours):
+    """The blocks with many functions, against float64 central differences."""
+    by = {"functions": [], "geometry": [], "components": [], "components_by_vector": []}
+    for x in X:
+        v = np.array([x, 2 * x, 1.0])
+        by["functions"].append(central(lambda p: functions(p[0]), np.array([x]))[0])
+        by["geometry"].append(central(geometry, v))
+        both = central(lambda p: components(p[:3], p[3]), np.append(v, x))
+        by["components_by_vector"].append(both[:3])
+        by["components"].append(both[3])
+    for row, expected in by.items():
+        # float32 gradients against float64 differences
+        np.testing.assert_allclose(ours[row], expected, rtol=1e-5, atol=1e-5, err_msg=row)
+
+
 def test_gradients_agree_with_real_luisa(ours):
     """Equal to real luisa-python's, except clamp above its upper bound: 0.3.7 passes the
     gradient on there (LuisaCompute's later test-autodiff-clamp-builtin.py expects 0,
     as the derivative is); luisa_nb gives 0."""
     require_real_luisa()
     real = json.loads(run_on_real_luisa(PROGRAM).strip().splitlines()[-1])
-    for row in ("chain", "branch", "selected", "callable", "seeded", "vector"):
+    rows = ("chain", "branch", "selected", "callable", "seeded", "functions", "components")
+    for row in (*rows, "vector", "geometry", "components_by_vector"):
         np.testing.assert_allclose(ours[row], real[row], rtol=1e-6, atol=1e-6, err_msg=row)
     above = {"pieces": X > 1.0, "inner": 2 * X > 1.5}
     slope = {"pieces": 1.0, "inner": 2.0}
