@@ -154,8 +154,9 @@ class BlockNormalizer:
         read_only = isinstance(node, (ir.Local, ir.Field, ir.Element))
         if isinstance(node, ir.InitCall) or (is_aggregate_type(node.type) and not read_only):
             raise AutodiffError(
-                "autodiff blocks differentiate float scalars and vectors: structs and arrays "
-                "made before the block may be read there (as constants), not made in it"
+                "autodiff blocks differentiate float scalars, vectors and matrices: structs "
+                "and arrays made before the block may be read there (as constants), not made "
+                "in it"
             )
         if isinstance(node, ir.FunctionCall):
             return self.inline(node, out)
@@ -167,7 +168,7 @@ class BlockNormalizer:
         if any(call.references):
             raise AutodiffError(
                 f"callable {function.name!r} takes a struct or array by reference; autodiff "
-                f"blocks inline callables of scalars and vectors only"
+                f"blocks inline callables of scalars, vectors and matrices only"
             )
         names: dict[str, str] = {}
         for (name, kind, _), argument in zip(function.parameters, call.arguments, strict=True):
