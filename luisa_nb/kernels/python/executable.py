@@ -28,7 +28,6 @@ from luisa_nb.kernels.lang.aggregates import from_record, python_callables, to_r
 from luisa_nb.kernels.lang.builtins import thread_state
 from luisa_nb.kernels.lang.matrices import composite_class
 from luisa_nb.kernels.lang.vectors import int3, uint2, uint3, vector_class
-from luisa_nb.kernels.python.autodiff import autodiff_rewrite
 from luisa_nb.kernels.python.bindless import BindlessShim
 from luisa_nb.kernels.python.blocks import run_blocks
 from luisa_nb.kernels.python.indirect import IndirectShim
@@ -284,6 +283,19 @@ def _argument_converter(kind: Any) -> Callable[[Any], Any]:
     return composite_class(kind)
 
 
+def _autodiff_rewrite(kernel: ir.KernelIR, definition: Any = None) -> tuple[Any, dict[str, Any]]:
+    """``python.autodiff.autodiff_rewrite``, loaded only for kernels with autodiff blocks."""
+    if definition is None:
+        has_blocks = bool(kernel.autodiff_blocks)
+    else:
+        has_blocks = any(f.definition is definition and f.autodiff_blocks for f in kernel.functions)
+    if not has_blocks:
+        return None, {}
+    from luisa_nb.kernels.python.autodiff import autodiff_rewrite
+
+    return autodiff_rewrite(kernel, definition)
+
+
 class PythonExecutable(Executable):
     """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays. A set
     :class:`CancelFlag` is noticed between threads and, in a kernel with loops, on every
@@ -336,7 +348,7 @@ class PythonExecutable(Executable):
             for name, kind in kernel.locals.items()
             if isinstance(kind, ScalarType) and kind.is_numeric
         }
-        rewrite, autodiff_globals = autodiff_rewrite(kernel)
+        rewrite, autodiff_globals = _autodiff_rewrite(kernel)
         copies = value_locals or scalar_locals or self._copied_arguments or rewrite is not None
         if copies or rules.rewrites_python:
             self._function = copying_function(
@@ -406,7 +418,7 @@ class PythonExecutable(Executable):
         self._python_functions[id(definition)] = call
         captures = definition.capture_resolver()
         namespace, closure = self._namespaces(captures)
-        rewrite, autodiff_globals = autodiff_rewrite(self._kernel, definition)
+        rewrite, autodiff_globals = _autodiff_rewrite(self._kernel, definition)
         function = copying_function(
             definition.kernel_source,
             namespace,

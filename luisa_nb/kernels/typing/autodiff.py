@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.autodiff import builders
 from luisa_nb.kernels.autodiff.markers import Backward, Detach, Gradient, RequiresGradient
-from luisa_nb.kernels.autodiff.normalize import AutodiffError
-from luisa_nb.kernels.autodiff.reverse import differentiate
 from luisa_nb.kernels.frontend.captures import builtin_name
 from luisa_nb.kernels.lang.scalar_names import SCALAR_NAMES
 from luisa_nb.kernels.lang.vectors import VECTOR_CLASSES
@@ -75,6 +73,10 @@ class AutodiffTyping:
             body = self.block(statements)
         finally:
             self.in_autodiff_block = False
+        # the stage loads with the first block: kernels without one never import it
+        from luisa_nb.kernels.autodiff.normalize import AutodiffError
+        from luisa_nb.kernels.autodiff.reverse import differentiate
+
         try:
             expanded = differentiate(
                 body, self.context.functions, self.locals, defined, self.autodiff_local
