@@ -28,6 +28,7 @@ from luisa_nb.kernels import (
     float2,
     float3,
     float3x3,
+    floor,
     fma,
     fmod,
     fract,
@@ -39,15 +40,19 @@ from luisa_nb.kernels import (
     log10,
     max,
     min,
+    mod,
     normalize,
     pow,
     reflect,
+    round,
     rsqrt,
     select,
+    sign,
     sin,
     sinh,
     smoothstep,
     sqrt,
+    step,
     tan,
     tanh,
     transpose,
@@ -84,7 +89,8 @@ def exponentials(x, y):
 def piecewise(x, y):
     value = abs(x) * y + min(x, y) + max(x, y * 0.5) + clamp(x, -0.5, 0.7) * y
     value += fmod(x * 3.0, 1.3) + lerp(x, y, x * 0.3) + smoothstep(-1.0, 1.2, x * y)
-    return value + fract(x * 2.0) * y + copysign(x, y) + fma(x, y, x)
+    value += fract(x * 2.0) * y + copysign(x, y) + fma(x, y, x) + mod(x * 2.0, 0.7) * y
+    return value + floor(x * 3.0) * y + round(x * 2.0) * x + sign(x) * y + step(0.1, x) * y
 
 
 @lnb.kernel
@@ -127,10 +133,10 @@ def nested_calls(x, y):
 @lnb.kernel
 def early_return(x, y):
     s = x
-    for step in range(5):
+    for turn in range(5):
         if s > 2.0:
             return s * y
-        s = s * (x + 1.2) + y * float(step)
+        s = s * (x + 1.2) + y * float(turn)
     return s
 
 
