@@ -318,6 +318,8 @@ class FunctionIR:
     locals: dict[str, Any] = field(default_factory=dict)
     body: tuple[Statement, ...] = ()
     definition: Any = None  # the callable's KernelDefinition, for Python mode
+    # the differentiated statements of each ``with autodiff():``, by its (line, column)
+    autodiff_blocks: dict[tuple[int, int], tuple[Statement, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -338,6 +340,8 @@ class KernelIR:
     shared: tuple[str, ...] = ()  # the locals that are the block's shared arrays
     rules: str = "python"  # the name of the kernel's ``rules.KernelRules``
     kernel_id_scalar: int | None = None  # the hidden scalar ``kernel_id()`` reads, if used
+    # the differentiated statements of each ``with autodiff():``, by its (line, column)
+    autodiff_blocks: dict[tuple[int, int], tuple[Statement, ...]] = field(default_factory=dict)
 
     @property
     def uses_blocks(self) -> bool:

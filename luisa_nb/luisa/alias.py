@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-SUBMODULES = ("mathtypes", "types", "builtin", "util")
+SUBMODULES = ("mathtypes", "types", "builtin", "util", "autodiff")
 
 
 def luisa_modules() -> dict[str, ModuleType]:

@@ -53,7 +53,6 @@ _FEATURES = {
         "is_procedural",
         "MeshFormat",
     ),
-    "automatic differentiation": ("autodiff",),
     "raster shaders": ("save_raster_shader",),
     "byte buffers": ("ByteBuffer", "ByteBufferType"),
     "16-bit types": (

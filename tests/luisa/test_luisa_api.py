@@ -15,7 +15,7 @@ from luisa_nb.errors import (
     HostDtypeError,
     HostSizeError,
     InvalidArgumentError,
-    KernelCompileError,
+    KernelError,
     NotInitializedError,
     UnsupportedFeatureError,
 )
@@ -106,8 +106,6 @@ def test_use_before_init_says_to_call_init(fresh_session):
 def test_unsupported_features_name_themselves(fresh_session):
     with pytest.raises(UnsupportedFeatureError, match=r"luisa.Accel \(ray tracing\)"):
         luisa.Accel()
-    with pytest.raises(UnsupportedFeatureError, match="automatic differentiation"):
-        luisa.autodiff.requires_grad  # noqa: B018
     with pytest.raises(UnsupportedFeatureError, match="16-bit"):
         luisa.half.anything  # noqa: B018
     luisa.init("cpu")
@@ -326,18 +324,24 @@ def test_log_functions_format_filter_and_reach_a_callback():
     ]
 
 
-def test_autodiff_and_saved_shaders_say_they_are_missing(fresh_session):
-    from luisa_nb.luisa.differentiation import autodiff, backward
+def test_saved_shaders_say_they_are_missing_and_autodiff_works_in_kernels_only(fresh_session):
+    from luisa_nb.luisa.autodiff import autodiff, backward, grad, requires_grad
 
-    with pytest.raises(UnsupportedFeatureError, match="automatic differentiation"):
+    with pytest.raises(KernelError, match=r"only works inside `with autodiff\(\):`"):
         backward(1.0)
     luisa.init("cpu")
-    with pytest.raises(KernelCompileError, match="'autodiff' is part of automatic differentiation"):
+    out = luisa.Buffer(1, float)
 
-        @luisa.func
-        def differentiated(out):
-            with autodiff():
-                out.write(0, 1.0)
+    @luisa.func
+    def differentiated():
+        x = 3.0
+        with autodiff():
+            requires_grad(x)
+            backward(x * x)
+            out.write(0, grad(x))
+
+    differentiated(dispatch_size=1)
+    assert out.numpy().tolist() == [6.0]
 
     @luisa.func
     def plain(out):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from luisa_nb.kernels.lang import builtins as kernel_builtins
+from luisa_nb.kernels.lang.autodiff import AUTODIFF_FUNCTIONS
 from luisa_nb.kernels.lang.math_builtins import MATH_BUILTINS
 from luisa_nb.kernels.lang.matrices import MATRIX_CLASSES, MATRIX_FUNCTIONS
 from luisa_nb.kernels.lang.scalar_names import SCALAR_NAMES
@@ -34,6 +35,7 @@ LANGUAGE_OBJECTS = (
 )
 _BUILTIN_TABLE: list[tuple[Any, str]] = [
     *((function, function.__name__) for function in LANGUAGE_OBJECTS),
+    *((function, function.__name__) for function in AUTODIFF_FUNCTIONS),  # imported only
     (math.sqrt, "sqrt"),
     (math.sin, "sin"),
     (math.cos, "cos"),

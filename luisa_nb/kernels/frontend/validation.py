@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import contextlib
 
+from luisa_nb.kernels.frontend.captures import builtin_name
 from luisa_nb.kernels.frontend.source import KernelSource
 
 REJECTED_CONSTRUCTS: dict[type[ast.AST], str] = {
@@ -119,6 +120,10 @@ class SyntaxValidator(ast.NodeVisitor):
         raise self.source.error(node, message)
 
     def visit(self, node: ast.AST) -> None:
+        if isinstance(node, ast.With) and self.is_autodiff_block(node):
+            for statement in node.body:
+                self.visit(statement)
+            return
         construct = REJECTED_CONSTRUCTS.get(type(node))
         if construct is not None:
             if isinstance(node, ast.With):
@@ -126,15 +131,49 @@ class SyntaxValidator(ast.NodeVisitor):
             self.reject(node, f"{construct} is not supported in kernels")
         super().visit(node)
 
-    def reject_missing_feature(self, node: ast.With) -> None:
-        """Name the luisa-python feature a ``with`` block uses (``with autodiff():``) when
-        luisa_nb lacks it (an object whose ``__lnb_unsupported__`` is true)."""
+    def enclosing_names(self) -> dict[str, object]:
+        """The globals and closure cells the kernel's function sees."""
         function = self.source.function
         names = dict(getattr(function, "__globals__", {}))
         cells = getattr(function, "__closure__", None) or ()
         for name, cell in zip(function.__code__.co_freevars, cells, strict=True):
             with contextlib.suppress(ValueError):  # a cell not assigned yet
                 names[name] = cell.cell_contents
+        return names
+
+    def is_autodiff_block(self, node: ast.With) -> bool:
+        """``with autodiff():`` (luisa.autodiff's): one item, called with nothing, no ``as``;
+        the typer differentiates it."""
+        if len(node.items) != 1:
+            return False
+        (item,) = node.items
+        context = item.context_expr
+        if not isinstance(context, ast.Call):
+            return False
+        if builtin_name(self.resolved(context.func)) != "autodiff":
+            return False
+        if not isinstance(context.func, ast.Name):
+            self.reject(
+                node,
+                "write `with autodiff():` with autodiff imported by name (`from "
+                "luisa.autodiff import autodiff`): luisa-python finds the block by that name",
+            )
+        if context.args or context.keywords or item.optional_vars is not None:
+            self.reject(node, "write the block as `with autodiff():` (no arguments, no `as`)")
+        return True
+
+    def resolved(self, node: ast.expr) -> object:
+        """The object a name or attribute chain names, or None."""
+        if isinstance(node, ast.Name):
+            return self.enclosing_names().get(node.id)
+        if isinstance(node, ast.Attribute):
+            return getattr(self.resolved(node.value), node.attr, None)
+        return None
+
+    def reject_missing_feature(self, node: ast.With) -> None:
+        """Name the luisa-python feature a ``with`` block uses when luisa_nb lacks it (an
+        object whose ``__lnb_unsupported__`` is true)."""
+        names = self.enclosing_names()
         for item in node.items:
             context = item.context_expr
             called = context.func if isinstance(context, ast.Call) else context

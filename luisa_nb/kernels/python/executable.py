@@ -283,6 +283,19 @@ def _argument_converter(kind: Any) -> Callable[[Any], Any]:
     return composite_class(kind)
 
 
+def _autodiff_rewrite(kernel: ir.KernelIR, definition: Any = None) -> tuple[Any, dict[str, Any]]:
+    """``python.autodiff.autodiff_rewrite``, loaded only for kernels with autodiff blocks."""
+    if definition is None:
+        has_blocks = bool(kernel.autodiff_blocks)
+    else:
+        has_blocks = any(f.definition is definition and f.autodiff_blocks for f in kernel.functions)
+    if not has_blocks:
+        return None, {}
+    from luisa_nb.kernels.python.autodiff import autodiff_rewrite
+
+    return autodiff_rewrite(kernel, definition)
+
+
 class PythonExecutable(Executable):
     """Runs the function per thread; ``launch`` takes typed 1-D numpy arrays. A set
     :class:`CancelFlag` is noticed between threads and, in a kernel with loops, on every
@@ -300,6 +313,7 @@ class PythonExecutable(Executable):
         rules: KernelRules = PYTHON_RULES,
     ) -> None:
         super().__init__(kernel, source, checks)
+        self._kernel = kernel
         function = captures.function
         self.rules = rules
         self.source = source.text
@@ -334,9 +348,18 @@ class PythonExecutable(Executable):
             for name, kind in kernel.locals.items()
             if isinstance(kind, ScalarType) and kind.is_numeric
         }
-        if value_locals or scalar_locals or self._copied_arguments or rules.rewrites_python:
+        rewrite, autodiff_globals = _autodiff_rewrite(kernel)
+        copies = value_locals or scalar_locals or self._copied_arguments or rewrite is not None
+        if copies or rules.rewrites_python:
             self._function = copying_function(
-                source, namespace, closure, captures, rules, scalar_locals
+                source,
+                namespace,
+                closure,
+                captures,
+                rules,
+                scalar_locals,
+                rewrite,
+                autodiff_globals,
             )
         else:
             self._function = types.FunctionType(
@@ -395,8 +418,15 @@ class PythonExecutable(Executable):
         self._python_functions[id(definition)] = call
         captures = definition.capture_resolver()
         namespace, closure = self._namespaces(captures)
+        rewrite, autodiff_globals = _autodiff_rewrite(self._kernel, definition)
         function = copying_function(
-            definition.kernel_source, namespace, closure, captures, definition.rules
+            definition.kernel_source,
+            namespace,
+            closure,
+            captures,
+            definition.rules,
+            rewrite=rewrite,
+            extra_globals=autodiff_globals,
         )
         return call
 

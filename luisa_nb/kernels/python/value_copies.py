@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import copy
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from luisa_nb.kernels.frontend.captures import CaptureResolver
@@ -85,10 +85,13 @@ def copying_function(
     captures: CaptureResolver,
     rules: KernelRules = PYTHON_RULES,
     scalar_locals: Mapping[str, ScalarType] | None = None,
+    rewrite: Callable[[ast.FunctionDef], ast.FunctionDef] | None = None,
+    extra_globals: Mapping[str, Any] | None = None,
 ) -> types.FunctionType:
     """The kernel function recompiled with copies of shared values, rewritten for
-    ``rules``, with ``scalar_locals`` typed as declared; the closure's values become
-    globals of the copy (captures are fixed by then)."""
+    ``rules`` and then by ``rewrite`` (autodiff blocks), with ``scalar_locals`` typed as
+    declared; the closure's values become globals of the copy (captures are fixed by
+    then), beside ``extra_globals``."""
     tree = copy.deepcopy(source.tree)
     tree.decorator_list = []
     tree.returns = None
@@ -96,6 +99,8 @@ def copying_function(
         argument.annotation = None
     if rules.rewrites_python:
         tree = RulesRewriter(rules).visit(tree)
+    if rewrite is not None:
+        tree = rewrite(tree)
     if scalar_locals:
         tree = _TypedLocals(scalar_locals).visit(tree)
     tree = ast.fix_missing_locations(_CopyInserter().visit(tree))
@@ -111,4 +116,5 @@ def copying_function(
     globals_[TYPED_NAME] = _typed
     if rules.rewrites_python:
         globals_.update(HELPERS)
+    globals_.update(extra_globals or {})
     return types.FunctionType(function_code, globals_, source.name)

@@ -31,6 +31,7 @@ from luisa_nb.kernels.type_system import (
 )
 from luisa_nb.kernels.typing.aggregates import AggregateTyping, TypingContext
 from luisa_nb.kernels.typing.atomics import AtomicTyping
+from luisa_nb.kernels.typing.autodiff import AutodiffTyping
 from luisa_nb.kernels.typing.bindless import BindlessTyping
 from luisa_nb.kernels.typing.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.typing.constant_conditions import ConstantConditions
@@ -55,6 +56,7 @@ class KernelTyper(
     ExpressionTyping,
     VectorTyping,
     MatrixTyping,
+    AutodiffTyping,
     AggregateTyping,
     AtomicTyping,
     ImageTyping,
@@ -155,6 +157,7 @@ class KernelTyper(
             tuple(self.shared),
             self.rules.name,
             self.kernel_id_slot,
+            self.autodiff_blocks,
         )
 
     def run_function(self, definition: Any) -> ir.FunctionIR:
@@ -169,7 +172,9 @@ class KernelTyper(
         local_types = {
             name: t for name, t in self.locals.items() if name not in self.scalar_arguments
         }
-        return ir.FunctionIR("", parameters, self.return_type, local_types, body, definition)
+        return ir.FunctionIR(
+            "", parameters, self.return_type, local_types, body, definition, self.autodiff_blocks
+        )
 
     def block(self, statements: list[ast.stmt]) -> tuple[ir.Statement, ...]:
         typed: list[ir.Statement] = []
