@@ -277,9 +277,12 @@ class Return(Statement):
 
 @dataclass(frozen=True)
 class Print(Statement):
-    """``print``/``breakpoint``: only in Python mode; emitters never see it."""
+    """``print(...)`` (``breakpoint()`` in Python mode). ``pieces``: each positional
+    argument of a device print in order, a string constant or ``None`` for the next of
+    ``arguments``; empty for Python mode's own ``print``, which emitters never see."""
 
     arguments: tuple[Expression, ...]
+    pieces: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -347,8 +350,8 @@ class KernelIR:
     @property
     def has_control_flow(self) -> bool:
         """Whether the body has loops or early returns, or calls callables with loops, or
-        uses atomics or blocks (all of which rule out ``omp simd``)."""
-        if self.uses_blocks:
+        uses atomics, blocks or device prints (all of which rule out ``omp simd``)."""
+        if self.uses_blocks or self.prints:
             return True
         if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
             return True
@@ -364,6 +367,11 @@ class KernelIR:
             for expression in statement_expressions(statement)
             for node in walk_expression(expression)
         )
+
+    @property
+    def prints(self) -> tuple[Print, ...]:
+        """The device prints of the body and callables, numbered by position here."""
+        return tuple(s for s in self.all_statements() if isinstance(s, Print) and s.pieces)
 
     def all_statements(self) -> Iterator[Statement]:
         """Every statement of the body and of the callables' bodies."""

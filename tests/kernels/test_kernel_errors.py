@@ -61,14 +61,15 @@ DEFINITION_ERRORS = [
 ]
 
 SPECIALISATION_ERRORS = [
-    ("print(i)", 0, 5, 'print() only works in Python mode; define the kernel with mode="python"'),
+    ("print(i, end='')", 0, 14, "a kernel's print() takes values only (no sep=, end="),
+    ("print(lnb.kernels.float2x2())", 0, 11, "a kernel's print() prints scalars and vectors, not"),
     ("breakpoint()", 0, 5, "breakpoint() only works in Python mode"),
     ("v = len(out)", 0, 9, "call to unknown function 'len' (builtin_function_or_method)"),
     ("v = undefined_name + 1", 0, 9, "name 'undefined_name' is not defined"),
     ("v = i.real", 0, 9, "int32 values have no attribute 'real'"),
     ("v = out.size", 0, 9, "buffers have only .read(i), .write(i, value) and atomics"),
     ("v = out.append(1)", 0, 9, "atomics (.atomic_fetch_add(i, v), ...), not .append"),
-    ("v = 'abc'", 0, 9, "strings are only allowed in print(...) in Python mode"),
+    ("v = 'abc'", 0, 9, "strings are only allowed as arguments of print(...)"),
     ("v = f'{i}'", 0, 9, "f-strings are only allowed in print(...) in Python mode"),
     ("v = 1\nv = 2.5", 1, 5, "cannot assign a float32 value to 'v', which is int32 (first"),
     ("out.write(i, 1.5)", 0, 18, "cannot write a float32 value into 'out', a buffer of int32"),
@@ -184,7 +185,7 @@ def test_debug_variable_keeps_the_compiler_traceback(tmp_path, monkeypatch) -> N
 
 GOLDEN_ERRORS = {
     "unsupported_lambda": "f = lambda: 1",
-    "print_in_c_mode": "if i > 2:\n    print(i)",
+    "print_keyword_in_c_mode": "if i > 2:\n    print(i, sep=', ')",
     "type_change": "v = 1\nv = v * 0.5",
     "unknown_function": "v = len(out)",
     "signed_unsigned": "out.write(i, n + u)",

@@ -22,6 +22,7 @@ from luisa_nb.kernels.c.checks import (
     access_function,
     access_function_name,
 )
+from luisa_nb.kernels.c.device_print import PrintEmission
 from luisa_nb.kernels.c.helpers import helper_template, needs_math
 from luisa_nb.kernels.c.images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c.launch import LaunchEmission
@@ -97,6 +98,7 @@ class CEmitter(
     BindlessEmission,
     BlockEmission,
     LaunchEmission,
+    PrintEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
 
@@ -206,6 +208,7 @@ class CEmitter(
             self.prelude(),
             "\n".join(self.type_definitions()),
             self.launch_prelude,
+            *((self.print_definitions,) if self.kernel.prints else ()),
             arguments,
             *structs,
             *self.helper_texts,
@@ -387,6 +390,8 @@ class CEmitter(
             return self.for_range(statement, depth)
         if isinstance(statement, ir.Barrier):
             return self.barrier(statement, indent)
+        if isinstance(statement, ir.Print):
+            return self.print_statement(statement, indent)
         if isinstance(statement, ir.Return):
             if self.in_kernel_body:  # a thread of a block: it takes no part in later rounds
                 return [f"{indent}lnb_l->lnb_finished = 1;", f"{indent}return;"]

@@ -260,7 +260,7 @@ class ExpressionTyping:
 
     def visit_Constant(self: KernelTyper, node: ast.Constant) -> ir.Expression:
         if isinstance(node.value, str):
-            self.fail(node, "strings are only allowed in print(...) in Python mode")
+            self.fail(node, "strings are only allowed as arguments of print(...)")
         return self.literal(node.value, node)
 
     def visit_Name(self: KernelTyper, node: ast.Name) -> ir.Expression:
@@ -370,4 +370,7 @@ class ExpressionTyping:
         )
 
     def visit_JoinedStr(self: KernelTyper, node: ast.JoinedStr) -> ir.Expression:
-        self.fail(node, "f-strings are only allowed in print(...) in Python mode")
+        self.fail(
+            node,
+            "f-strings are only allowed in print(...) in Python mode; a kernel's print takes values separated by commas",
+        )
