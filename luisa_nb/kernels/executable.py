@@ -104,10 +104,11 @@ class Executable:
     ``parameters`` lists what ``launch`` takes: buffers (arguments, then captures) and
     scalars; a scalar with ``count_of`` set is the element count of that buffer, which the
     caller appends (checked C kernels only). ``prints`` lists the kernel's device prints;
-    a launch hands their lines to ``lang.device_print``'s collector of its thread. ``kernel_id_position``, when not None, is the
-    position among the scalars of the kernel id that ``kernel_id()`` reads (after the
-    arguments' scalars, before the counts). ``kernel`` is the typed IR it was built from,
-    for a device that compiles it again with its own code generator.
+    a launch hands their lines to ``lang.device_print``'s collector of its thread.
+    ``kernel_id_position``, when not None, is the position among the scalars of the kernel
+    id that ``kernel_id()`` reads (after the arguments' scalars, before the counts).
+    ``kernel`` is the typed IR it was built from, for a device that compiles it again with
+    its own code generator.
     """
 
     mode: str

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import luisa_nb.luisa as luisa
-from luisa_nb.kernels.rules import LUISA_RULES
-from luisa_nb.luisa.functions import Func
-from luisa_nb.runtime import Kernel
 from tests.luisa.running import require_real_luisa, run_on_luisa_nb, run_on_real_luisa
 
 PROGRAM = Path(__file__).parent / "programs" / "device_print.py"
@@ -28,18 +23,6 @@ EXPECTED_THREAD_1 = [
 def device_lines(output: str) -> list[str]:
     """The device lines of a program's output, without real luisa-python's log prefix."""
     return [line[line.index("[DEVICE]") :] for line in output.splitlines() if "[DEVICE]" in line]
-
-
-@pytest.fixture(params=["c", "python"])
-def kernel_mode(request, monkeypatch):
-    """``luisa.func`` kernels compiled to C, or run in Python mode."""
-    if request.param == "python":
-
-        def python_mode(self, function):
-            Kernel.__init__(self, function, mode="python", rules=LUISA_RULES)
-
-        monkeypatch.setattr(Func, "__init__", python_mode)
-    return request.param
 
 
 def test_lines_are_luisa_pythons_in_both_modes(fresh_session, kernel_mode, capsys) -> None:
@@ -77,4 +60,5 @@ def test_a_dispatch_keeps_its_lines_in_the_trace(fresh_session, kernel_mode, cap
     assert printed.threads == [(0, 0, 0), (2, 0, 0), (4, 0, 0)]
     assert printed.of_thread(2) == ["even 2"] and printed.of_thread((1, 0, 0)) == []
     assert printed.dropped == 0
-    assert device_lines(capsys.readouterr().out) == ["[DEVICE] even 0", "[DEVICE] even 2", "[DEVICE] even 4"]
+    expected = ["[DEVICE] even 0", "[DEVICE] even 2", "[DEVICE] even 4"]
+    assert device_lines(capsys.readouterr().out) == expected

@@ -32,6 +32,7 @@ from luisa_nb.kernels.c.toolchain import SIMD_LOOPS, THREAD_BY_THREAD
 from luisa_nb.kernels.c.vectors import VectorEmission
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import (
+    INT3,
     ImageType,
     KernelType,
     MatrixType,
@@ -524,7 +525,11 @@ class CEmitter(
                 for axis, extent in zip("xyz", self.kernel.block_size, strict=True)
             ]
             return f"({self.compound(self.type_name(expression.type), ', '.join(parts))})"
-        return "dispatch_id" if expression.which == "id" else "dispatch_size"
+        name = "dispatch_id" if expression.which == "id" else "dispatch_size"
+        if expression.type != INT3:  # luisa-python's uint3
+            parts = ", ".join(f"(uint32_t){name}.{axis}" for axis in "xyz")
+            return f"({self.compound(self.type_name(expression.type), parts)})"
+        return name
 
     def expression_member(self, expression: ir.Member) -> str:
         if len(expression.field) > 1:

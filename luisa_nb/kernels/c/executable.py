@@ -89,9 +89,7 @@ class CExecutable(Executable):
         self._function = launch_function(loaded, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
         self.runner = runner_of(loaded)
-        self._print_target = (
-            ctypes.c_void_p.in_dll(loaded, PRINT_TARGET) if self.prints else None
-        )
+        self._print_target = ctypes.c_void_p.in_dll(loaded, PRINT_TARGET) if self.prints else None
         self._print_lock = threading.Lock()
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {

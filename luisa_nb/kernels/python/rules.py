@@ -30,7 +30,7 @@ import numpy as np
 
 from luisa_nb.kernels.lang.math_builtins import apply
 from luisa_nb.kernels.lang.scalar_names import convert_scalar
-from luisa_nb.kernels.lang.vectors import Vector, value_type
+from luisa_nb.kernels.lang.vectors import Vector, c_quotient, value_type
 from luisa_nb.kernels.rules import (
     KernelRules,
     is_float_valued,
@@ -59,14 +59,6 @@ def _is_python_int(value: Any) -> bool:
     return type(value) is int
 
 
-def _c_quotient(left: np.ndarray | np.integer, right: np.ndarray | np.integer) -> Any:
-    """C's integer ``left / right`` on numpy operands of one dtype (0 for a zero divisor)."""
-    floored = np.floor_divide(left, right)
-    remainder = np.fmod(left, right)
-    inexact_negative = (remainder != 0) & ((remainder < 0) != (right < 0))
-    return (floored + inexact_negative).astype(floored.dtype)
-
-
 def luisa_floordiv(left: Any, right: Any) -> Any:
     """``left // right`` under luisa-python's rules: a true division when an operand is a
     float, else rounded toward zero in the operands' common type."""
@@ -74,7 +66,7 @@ def luisa_floordiv(left: Any, right: Any) -> Any:
         return left / right
     if _is_python_int(left) and _is_python_int(right):
         return truncated_quotient(left, right)
-    return apply(_c_quotient, (left, right), "//", floating=False)
+    return apply(c_quotient, (left, right), "//", floating=False)
 
 
 def luisa_mod(left: Any, right: Any) -> Any:

@@ -14,6 +14,7 @@ from luisa_nb.kernels.lang.vectors import VECTOR_CLASSES
 from luisa_nb.kernels.rules import wrap_integer
 from luisa_nb.kernels.type_system import (
     INT3,
+    UINT3,
     ImageType,
     MatrixType,
     ScalarType,
@@ -142,7 +143,8 @@ class BuiltinCallTyping:
             expected = str(low) if low == high else f"{low} or more"
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
         if name in DISPATCH_VALUES:
-            return ir.DispatchValue(INT3, DISPATCH_VALUES[name])
+            kind = UINT3 if self.rules.luisa_types else INT3  # luisa-python's: uint3
+            return ir.DispatchValue(kind, DISPATCH_VALUES[name])
         if name == "kernel_id":
             return self.kernel_id_value(node)
         arguments = [self.visit(argument) for argument in node.args]

@@ -28,6 +28,7 @@ from luisa_nb.kernels.type_system import (
     is_aggregate_type,
     is_buffer_like,
     is_composite,
+    luisa_types_active,
     promote,
     true_division_type,
 )
@@ -102,7 +103,10 @@ class ExpressionTyping:
         if isinstance(target, VectorType):
             return self.broadcast(expression, target, node)
         if is_weak(expression):
-            return self.literal_as(expression.value, target, node)
+            value = expression.value
+            if luisa_types_active() and isinstance(value, float) and target.is_integer:
+                return ir.Cast(target, expression)  # luisa-python stores 2.7 as 2
+            return self.literal_as(value, target, node)
         return ir.Cast(target, expression)
 
     def literal_as(
@@ -164,6 +168,11 @@ class ExpressionTyping:
                 names = [t.value if isinstance(t, ScalarType) else str(t) for t in kinds]
                 self.fail(node, float_remainder_message(*names))
             operator = ruled
+        if operator == "truediv" and luisa_types_active():
+            vectors = isinstance(left.type, VectorType) or isinstance(right.type, VectorType)
+            integers = not (is_float_valued(left.type) or is_float_valued(right.type))
+            if vectors and integers:
+                operator = "div"  # luisa-python: int2(3) / int2(2) == int2(1, 1)
         if operator == "matmul" or is_composite(left.type) or is_composite(right.type):
             return self.composite_arithmetic(operator, left, right, node)
         if is_weak(left) and is_weak(right) and foldable(operator, left.value, right.value):
@@ -372,5 +381,6 @@ class ExpressionTyping:
     def visit_JoinedStr(self: KernelTyper, node: ast.JoinedStr) -> ir.Expression:
         self.fail(
             node,
-            "f-strings are only allowed in print(...) in Python mode; a kernel's print takes values separated by commas",
+            "f-strings are only allowed in print(...) in Python mode; a kernel's print takes "
+            "values separated by commas",
         )
