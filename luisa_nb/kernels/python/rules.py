@@ -231,8 +231,10 @@ class RulesRewriter(ast.NodeTransformer):
 
     def visit_For(self, node: ast.For) -> ast.stmt | list[ast.stmt]:
         self.generic_visit(node)
-        if not self.rules.loop_end_values:
-            return node
+        call = node.iter
+        ranged = isinstance(call, ast.Call) and ast.unparse(call.func).endswith("range")
+        if not self.rules.loop_end_values or not ranged:
+            return node  # a loop over an array, vector or matrix ends on its last element
         holder = f"{LOOP_PREFIX}{self.loops}__"
         self.loops += 1
         bounds = ast.Call(ast.Name(RANGE_NAME, ast.Load()), node.iter.args, [])

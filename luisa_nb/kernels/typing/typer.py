@@ -35,6 +35,7 @@ from luisa_nb.kernels.typing.bindless import BindlessTyping
 from luisa_nb.kernels.typing.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.typing.constant_conditions import ConstantConditions
 from luisa_nb.kernels.typing.device_print import device_print
+from luisa_nb.kernels.typing.element_loops import element_loop
 from luisa_nb.kernels.typing.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.typing.images import ImageTyping
 from luisa_nb.kernels.typing.indirect import IndirectTyping
@@ -447,6 +448,10 @@ class KernelTyper(
 
     def visit_For(self, node: ast.For) -> list[ir.Statement]:
         call = node.iter
+        if not isinstance(call, ast.Call) or (
+            self.is_capture_chain(call.func) and self.callee(call) != "range"
+        ):
+            return element_loop(self, node)
         if not self.is_capture_chain(call.func) or self.callee(call) != "range":
             self.fail(call, "for loops must iterate over range(...)")
         if call.keywords or not 1 <= len(call.args) <= 3:
