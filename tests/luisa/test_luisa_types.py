@@ -31,6 +31,8 @@ EXPECTED = [
     "others float4(3,3,3,3) bool2(true,false) int3(-1,0,2147483647)",
     "matrices float2x2([1,2], [3,4]) float3x3([1,0,0], [0,1,0], [0,0,1])",
     "compare bool3(true,true,true) bool2(true,true)",
+    "aggregates {a:float3(4,4,4), b:2} [5,32,6]",
+    "vector array [float3(1,1,1),float3(2.5,3,4)]",
 ]
 
 

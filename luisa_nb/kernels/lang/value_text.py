@@ -44,3 +44,11 @@ def matrix_text(name: str, columns: np.ndarray) -> str:
     """``columns`` as rows of the array, each written ``[a,b]``."""
     texts = ("[" + ",".join(component_text(c) for c in column) + "]" for column in columns)
     return f"{name}({', '.join(texts)})"
+
+
+def value_text(value: Any) -> str:
+    """A struct field or array element: a number as :func:`component_text` writes it, a
+    vector, matrix, struct or array as its ``repr``."""
+    if isinstance(value, (bool, int, float, np.generic)):
+        return component_text(value)
+    return repr(value)

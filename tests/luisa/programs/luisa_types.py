@@ -65,3 +65,5 @@ print("magnitudes", float3(1e16), float3(1e15), float2(1e-4, 1.5e-5), float2(3.0
 print("others", float4(3, 3, 3, 3), bool2(True, False), int3(-1, 0, 2147483647))
 print("matrices", float2x2(1, 2, 3, 4), float3x3(1))
 print("compare", float3(1, 2, 3) == float3(1, 2, 3), int2(3) < int2(4))
+print("aggregates", luisa.struct(a=float3(4), b=2), luisa.array([5, 32, 6]))
+print("vector array", luisa.array([float3(1), float3(2.5, 3, 4)]))
