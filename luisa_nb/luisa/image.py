@@ -15,6 +15,7 @@ import numpy as np
 
 from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+from luisa_nb.kernels.frontend.portability import warn_caller_not_in_luisa
 from luisa_nb.luisa import session
 from luisa_nb.luisa.buffers import ListedCopies, add_to_list
 from luisa_nb.luisa.image_files import (
@@ -179,7 +180,9 @@ class Image2D(_Image):
     def zeros(
         width: int, height: int, channel: int, dtype: Any = float, storage: str | None = None
     ) -> Image2D:
-        """An image whose zero fill is added to the stream's command list."""
+        """An image whose zero fill is added to the stream's command list (luisa_nb's:
+        0.3.7 has none, so it warns)."""
+        warn_caller_not_in_luisa("Image2D.zeros", "use Image2D(...) and fill it")
         created = Image2D(width, height, channel, dtype, 1, storage)
         session.stream().add(created.fill_async(0))
         return created
@@ -268,7 +271,9 @@ class Image3D(_Image):
         dtype: Any = float,
         storage: str | None = None,
     ) -> Image3D:
-        """An image whose zero fill is added to the stream's command list."""
+        """An image whose zero fill is added to the stream's command list (luisa_nb's:
+        0.3.7 has none, so it warns)."""
+        warn_caller_not_in_luisa("Image3D.zeros", "use Image3D(...) and fill it")
         created = Image3D(width, height, volume, channel, dtype, 1, storage)
         session.stream().add(created.fill_async(0))
         return created

@@ -87,6 +87,7 @@ class CaptureResolver:
         self._builtins: dict[str, Any] = builtins_namespace
         self._resolved: dict[str, Any] = {}
         self._enclosing: dict[str, Any] = {}  # resolved from closure cells or globals
+        self.unbound_names: set[str] = set()  # language names no import defines
 
     def resolve_name(self, name: str) -> Any:
         """The object ``name`` refers to in the kernel's enclosing scopes."""
@@ -108,6 +109,7 @@ class CaptureResolver:
             value = self._builtins[name]
         elif name in _UNBOUND_BUILTINS:
             value = self._enclosing[name] = _UNBOUND_BUILTINS[name]
+            self.unbound_names.add(name)
         else:
             raise Unresolved(f"name {name!r} is not defined")
         self._resolved[name] = value

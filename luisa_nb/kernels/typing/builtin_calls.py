@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.frontend.captures import Unresolved, builtin_name
+from luisa_nb.kernels.frontend.portability import warn_not_in_luisa
 from luisa_nb.kernels.lang.matrices import MATRIX_CLASSES
 from luisa_nb.kernels.lang.scalar_names import SCALAR_NAMES
 from luisa_nb.kernels.lang.vectors import VECTOR_CLASSES
@@ -98,6 +99,19 @@ UNKNOWN_CALL_HINT = (
     "kernels can call luisa_nb builtins (dispatch_id, sqrt, clamp, float3, length, ...), "
     "math functions, abs/min/max/pow/int/float/bool, and range() in for loops"
 )
+
+
+def warn_unimported_type(typer: KernelTyper, node: ast.expr) -> None:
+    """A type name (``float2``, ``float3x3`` ...) no import defines: luisa-python 0.3.7
+    finds its functions by name, but not its types."""
+    if isinstance(node, ast.Name) and node.id in typer.captures.unbound_names:
+        warn_not_in_luisa(
+            f"{node.id} in a kernel without an import",
+            typer.source.filename,
+            node.lineno,
+            'add `from luisa.mathtypes import *` (real luisa-python: "undeclared '
+            f"identifier '{node.id}'\")",
+        )
 
 
 class BuiltinCallTyping:
@@ -394,6 +408,9 @@ class BuiltinCallTyping:
 
     def resolve(self: KernelTyper, node: ast.expr) -> object:
         try:
-            return self.captures.resolve(node)
+            value = self.captures.resolve(node)
         except Unresolved as error:
             self.fail(node, str(error))
+        if self.rules.luisa_types and isinstance(value, type):
+            warn_unimported_type(self, node)
+        return value
