@@ -199,13 +199,14 @@ class Image2D(_Image):
 
     @staticmethod
     def from_ldr_image(path: str | Path) -> Image2D:
-        """An RGBA image of byte storage from a PNG file (luisa-python reads other 8-bit
-        formats too, through stb_image; luisa_nb reads PNG)."""
+        """An RGBA image of byte storage from an image file, read as luisa-python reads it
+        (``image_files.load_ldr_image``)."""
         return Image2D.from_array(load_ldr_image(path))
 
     @staticmethod
     def from_hdr_image(path: str | Path) -> Image2D:
-        """An RGBA image of float storage from a Radiance HDR file (alpha 1)."""
+        """An RGBA image of float storage from an image file: Radiance HDR (alpha 1), or
+        an 8-bit file linearised as luisa-python does (``image_files.load_hdr_image``)."""
         return Image2D.from_array(load_hdr_image(path))
 
     def to_image(self, path: str | Path) -> None:
