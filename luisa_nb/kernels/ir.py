@@ -277,12 +277,13 @@ class Return(Statement):
 
 @dataclass(frozen=True)
 class Print(Statement):
-    """``print(...)`` (``breakpoint()`` in Python mode). ``pieces``: each positional
-    argument of a device print in order, a string constant or ``None`` for the next of
-    ``arguments``; empty for Python mode's own ``print``, which emitters never see."""
+    """``print(...)`` (``breakpoint()`` in Python mode). ``pieces``: per positional
+    argument of a device print, its parts written with nothing between them (an f-string
+    has several): a string, or ``None`` for the next of ``arguments``; empty for Python
+    mode's own ``print``, which emitters never see."""
 
     arguments: tuple[Expression, ...]
-    pieces: tuple[str | None, ...] = ()
+    pieces: tuple[tuple[str | None, ...], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class KernelRules:
     ``c_sign_mixing``: signed and unsigned integers combine as in C (``int2 < uint2``
     compares as uint2) instead of being rejected. ``luisa_types``: ``dispatch_id()``,
     ``dispatch_size()``, ``thread_id()`` and ``block_id()`` are ``uint3``; a number stores
-    into any numeric place as a C cast; integer vectors divide as integers.
+    into any numeric place as a C cast.
     ``vector_boolean_operators``: ``and`` and ``or`` with a bool vector operand work
     component by component, as ``&`` and ``|``.
     """

@@ -453,8 +453,8 @@ _host_luisa_types = [False]  # a luisa_nb.luisa session's host code, outside ker
 def luisa_types(enabled: bool = True) -> Iterator[None]:
     """While the block runs (with ``enabled``), types follow luisa-python 0.3.7 where it
     converts implicitly: :func:`assignable` lets any number be stored into any numeric
-    place (converted as a C cast), and integer vectors divide as C divides (see
-    :func:`luisa_types_active`). Kernel rules set it while a kernel is typed and while
+    place (converted as a C cast); host integer vectors divide as C divides (see
+    :func:`host_vectors_divide_as_integers`). Kernel rules set it while a kernel is typed and while
     Python mode runs it; elsewhere :func:`set_host_luisa_types` decides."""
     token = _LUISA_TYPES.set(enabled)
     try:
@@ -471,11 +471,16 @@ def set_host_luisa_types(enabled: bool) -> None:
 
 
 def luisa_types_active() -> bool:
-    """Whether :func:`luisa_types` is on: then ``/`` on integer vectors gives an integer
-    vector, C's truncated quotient (``int2(3) / int2(2) == int2(1, 1)``), as in
-    luisa-python (a scalar ``/`` still gives a float there: ``7 / 2 == 3.5``)."""
+    """Whether :func:`luisa_types` is on (in a kernel being typed or run, or host code)."""
     enabled = _LUISA_TYPES.get()
     return _host_luisa_types[0] if enabled is None else enabled
+
+
+def host_vectors_divide_as_integers() -> bool:
+    """Whether host code (no kernel rules in force) follows luisa-python's host vectors,
+    where ``/`` on integer vectors gives C's truncated quotient (``int2(3) / int2(2) ==
+    int2(1, 1)``); in its kernels, as for scalars, ``/`` gives floats."""
+    return _LUISA_TYPES.get() is None and _host_luisa_types[0]
 
 
 def promote(left: ScalarType, right: ScalarType, left_weak: bool, right_weak: bool) -> ScalarType:

@@ -62,3 +62,23 @@ def test_a_dispatch_keeps_its_lines_in_the_trace(fresh_session, kernel_mode, cap
     assert printed.dropped == 0
     expected = ["[DEVICE] even 0", "[DEVICE] even 2", "[DEVICE] even 4"]
     assert device_lines(capsys.readouterr().out) == expected
+
+
+def test_and_or_and_chains_evaluate_every_operand(fresh_session, kernel_mode, capsys) -> None:
+    """luisa-python evaluates both operands of ``and``/``or`` and every comparison of a
+    chain, so a callable there prints whatever the first operand gave."""
+    luisa.init("cpu")
+
+    @luisa.func
+    def loud():
+        print("called")
+        return 3
+
+    @luisa.func
+    def strict():
+        print(False and loud() > 1, 2 < 1 < loud())  # noqa: SIM223 - the point
+
+    strict(dispatch_size=1)
+    luisa.synchronize()
+    lines = device_lines(capsys.readouterr().out)
+    assert lines == ["[DEVICE] called", "[DEVICE] called", "[DEVICE] false false"]

@@ -19,7 +19,8 @@ PROGRAM = Path(__file__).parent / "programs" / "luisa_types.py"
 
 # Printed by real luisa-python 0.3.7 on its CPU backend.
 EXPECTED = [
-    "floats [2.0, 3.0, 3.5, 1.5, 0.43340104818344116, 0.31312859058380127]",
+    "floats [2.0, 3.0, 3.5, 1.5, 0.43340104818344116, 0.31312859058380127, "
+    "-2.6666667461395264, 4.5]",
     "ints [2, -2, 3, -2, 4, 2]",
     "uints [4294967295, 4294967294, 1, 5]",
     "divide int2(1,1) int2(-3,-3) int2(0,1) int2(1,1)",

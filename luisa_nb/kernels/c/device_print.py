@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from luisa_nb.kernels import ir
-from luisa_nb.kernels.lang.device_print import PrintCollector, format_scalar
+from luisa_nb.kernels.lang.aggregates import StructType
+from luisa_nb.kernels.lang.device_print import PrintCollector, format_scalar, leaf_kinds, render
 from luisa_nb.kernels.type_system import ScalarType, VectorType
 
 if TYPE_CHECKING:
@@ -38,14 +39,25 @@ static inline uint64_t lnb_print_double(double value) {{
 }}"""
 
 
-def components_of(kind: ScalarType | VectorType) -> int:
-    return kind.length if isinstance(kind, VectorType) else 1
-
-
 def record_width(prints: Sequence[ir.Print]) -> int:
-    """Words per record: the header and the most value components of any print."""
-    counts = [sum(components_of(v.type) for v in p.arguments) for p in prints]
+    """Words per record: the header and the most leaf values of any print."""
+    counts = [sum(len(leaf_kinds(v.type)) for v in p.arguments) for p in prints]
     return RECORD_HEADER + max(counts, default=0)
+
+
+def leaves(value: ir.Expression) -> list[ir.Expression]:
+    """The scalar leaves of ``value`` (see ``lang.device_print.leaf_kinds``) as IR."""
+    kind = value.type
+    if isinstance(kind, ScalarType):
+        return [value]
+    if isinstance(kind, VectorType):
+        return [ir.Member(kind.element, value, axis) for axis in "xyzw"[: kind.length]]
+    if isinstance(kind, StructType):
+        fields = [ir.Field(t, value, name) for name, t in kind.fields.items()]
+        return [leaf for field in fields for leaf in leaves(field)]
+    indices = [ir.Constant(ScalarType.INT32, i) for i in range(kind.size)]
+    elements = [ir.Element(kind.element, value, index) for index in indices]
+    return [leaf for element in elements for leaf in leaves(element)]
 
 
 def c_word(value: str, kind: ScalarType) -> str:
@@ -74,14 +86,8 @@ class PrintEmission:
         inner = indent + "    "
         lines = [f"{indent}{{"]
         words: list[str] = []
-        for position, value in enumerate(statement.arguments):
-            kind = value.type
-            if isinstance(kind, VectorType):
-                name = f"lnb_printed{position}"
-                lines.append(f"{inner}{self.type_name(kind)} {name} = {self.expression(value)};")
-                words += [c_word(f"{name}.{axis}", kind.element) for axis in "xyzw"[: kind.length]]
-            else:
-                words.append(c_word(self.expression(value), kind))
+        for value in self.printed_leaves(statement, lines, inner):
+            words.append(c_word(self.expression(value), value.type))
         lines += [
             f"{inner}lnb_print_log *lnb_log = {PRINT_TARGET};",
             f"{inner}uint64_t lnb_slot = lnb_log ? __atomic_fetch_add(&lnb_log->count, 1, "
@@ -101,6 +107,20 @@ class PrintEmission:
             f"{indent}}}",
         ]
         return lines
+
+    def printed_leaves(
+        self: CEmitter, statement: ir.Print, lines: list[str], indent: str
+    ) -> list[ir.Expression]:
+        """The leaves of a print's values; each value is evaluated once, in order, into a
+        local declared in ``lines`` (so a callable that prints, called in an argument,
+        prints its line first, as in luisa-python)."""
+        found: list[ir.Expression] = []
+        for position, value in enumerate(statement.arguments):
+            name = f"lnb_printed{position}"
+            declared = f"{self.type_name(value.type)} {self.variable_name(name)}"
+            lines.append(f"{indent}{declared} = {self.expression(value)};")
+            found += leaves(ir.Local(value.type, name))
+        return found
 
 
 class PrintLogStruct(ctypes.Structure):
@@ -137,24 +157,17 @@ class PrintLog:
     def _line(self, record: np.ndarray) -> tuple[tuple[int, int, int], str]:
         statement = self.prints[int(record[0])]
         thread = (int(record[1]), int(record[2]), int(record[3]))
-        words = record[RECORD_HEADER:]
+        kinds = [leaf for value in statement.arguments for leaf in leaf_kinds(value.type)]
+        texts = iter(map(_decode, record[RECORD_HEADER:].tolist(), kinds))
         values = iter(statement.arguments)
-        position = 0
-        parts: list[str] = []
-        for piece in statement.pieces:
-            if piece is not None:
-                parts.append(piece)
-                continue
-            kind = next(values).type
-            count = components_of(kind)
-            texts = [_decode(w, kind) for w in words[position : position + count]]
-            position += count
-            parts.append(texts[0] if count == 1 else f"({', '.join(texts)})")
+        parts = [
+            "".join(render(next(values).type, texts) if part is None else part for part in piece)
+            for piece in statement.pieces
+        ]
         return thread, " ".join(parts)
 
 
-def _decode(word: np.uint64, kind: Any) -> str:
-    scalar = kind.element if isinstance(kind, VectorType) else kind
+def _decode(word: int, scalar: ScalarType) -> str:
     if scalar.is_float:
         return format_scalar(np.array([word], np.uint64).view(np.float64)[0], scalar)
     if scalar.is_signed:

@@ -10,8 +10,8 @@ import json
 from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
-from luisa_nb.kernels.lang.device_print import DEVICE_PREFIX
-from luisa_nb.kernels.type_system import ScalarType, VectorType
+from luisa_nb.kernels.lang.device_print import DEVICE_PREFIX, leaf_kinds, render
+from luisa_nb.kernels.type_system import ScalarType
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.cuda.emitter import CudaEmitter
@@ -40,26 +40,21 @@ class CudaPrintEmission:
     def print_statement(self: CudaEmitter, statement: ir.Print, indent: str) -> list[str]:
         inner = indent + "    "
         lines = [f"{indent}{{"]
-        formats: list[str] = []
-        values: list[str] = []
+        values = [
+            CONVERSIONS[leaf.type][1].format(self.expression(leaf))
+            for leaf in self.printed_leaves(statement, lines, inner)
+        ]
+        kinds = [kind for value in statement.arguments for kind in leaf_kinds(value.type)]
+        formats = iter(CONVERSIONS[kind][0] for kind in kinds)
         arguments = iter(statement.arguments)
-        for position, piece in enumerate(statement.pieces):
-            if piece is not None:
-                formats.append(piece.replace("%", "%%"))
-                continue
-            value = next(arguments)
-            kind = value.type
-            if isinstance(kind, VectorType):
-                name = f"lnb_printed{position}"
-                lines.append(f"{inner}{self.type_name(kind)} {name} = {self.expression(value)};")
-                conversion, cast = CONVERSIONS[kind.element]
-                formats.append("(" + ", ".join([conversion] * kind.length) + ")")
-                values += [cast.format(f"{name}.{axis}") for axis in "xyzw"[: kind.length]]
-            else:
-                conversion, cast = CONVERSIONS[kind]
-                formats.append(conversion)
-                values.append(cast.format(self.expression(value)))
-        text = c_string(DEVICE_PREFIX + " ".join(formats) + "\n")
+        parts = [
+            "".join(
+                render(next(arguments).type, formats) if part is None else part.replace("%", "%%")
+                for part in piece
+            )
+            for piece in statement.pieces
+        ]
+        text = c_string(DEVICE_PREFIX + " ".join(parts) + "\n")
         lines.append(f"{inner}printf({', '.join([text, *values])});")
         lines.append(f"{indent}}}")
         return lines

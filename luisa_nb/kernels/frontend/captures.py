@@ -53,6 +53,7 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (python_builtins.any, "any"),
     (python_builtins.all, "all"),
     (python_builtins.range, "range"),
+    (python_builtins.len, "len"),
     *((name, name.__name__) for name in SCALAR_NAMES),  # uint(x) ... (luisa.types)
     (python_builtins.print, "print"),
     (python_builtins.breakpoint, "breakpoint"),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.kernels.lang.aggregates import ArrayType, StructType
 from luisa_nb.kernels.type_system import ScalarType, VectorType
 
 DEVICE_PREFIX = "[DEVICE] "
@@ -52,20 +53,57 @@ def format_scalar(value: Any, kind: ScalarType) -> str:
     return str(int(value))
 
 
-def format_value(value: Any, kind: ScalarType | VectorType) -> str:
-    """A scalar, or a vector as ``(x, y, z)``."""
+def leaf_kinds(kind: Any) -> list[ScalarType]:
+    """The scalars a value of ``kind`` prints, in order: itself, a vector's components, a
+    struct's fields or an array's elements, each in turn."""
+    if isinstance(kind, ScalarType):
+        return [kind]
     if isinstance(kind, VectorType):
-        components = np.asarray(value).tolist()
-        return "(" + ", ".join(format_scalar(c, kind.element) for c in components) + ")"
-    return format_scalar(value, kind)
+        return [kind.element] * kind.length
+    if isinstance(kind, StructType):
+        return [leaf for field in kind.fields.values() for leaf in leaf_kinds(field)]
+    if isinstance(kind, ArrayType):
+        return leaf_kinds(kind.element) * kind.size
+    raise TypeError(f"{kind} values are not printed")
+
+
+def render(kind: Any, texts: Iterator[str]) -> str:
+    """A value of ``kind`` from the texts of its leaves: ``(x, y)`` for a vector,
+    ``{a, b}`` for a struct, ``[a, b]`` for an array, as luisa-python writes them."""
+    if isinstance(kind, ScalarType):
+        return next(texts)
+    if isinstance(kind, VectorType):
+        return "(" + ", ".join(next(texts) for _ in range(kind.length)) + ")"
+    if isinstance(kind, StructType):
+        return "{" + ", ".join(render(field, texts) for field in kind.fields.values()) + "}"
+    return "[" + ", ".join(render(kind.element, texts) for _ in range(kind.size)) + "]"
+
+
+def python_leaves(value: Any, kind: Any) -> list[Any]:
+    """The leaf scalars of a Python-mode value of ``kind`` (see :func:`leaf_kinds`)."""
+    if isinstance(kind, ScalarType):
+        return [value]
+    if isinstance(kind, VectorType):
+        return np.asarray(value).tolist()
+    if isinstance(kind, StructType):
+        fields = [python_leaves(getattr(value, name), t) for name, t in kind.fields.items()]
+        return [leaf for field in fields for leaf in field]
+    return [leaf for i in range(kind.size) for leaf in python_leaves(value[i], kind.element)]
+
+
+def format_value(value: Any, kind: Any) -> str:
+    """A scalar, vector, struct or array of kernel type ``kind``."""
+    texts = map(format_scalar, python_leaves(value, kind), leaf_kinds(kind))
+    return render(kind, iter(texts))
 
 
 def format_python_value(value: Any) -> str:
-    """A Python-mode value (a numpy scalar, a vector, a Python number or a string)."""
+    """A Python-mode value (a numpy scalar, a vector, a struct, an array, a Python number
+    or a string)."""
     if isinstance(value, str):
         return value
     kind = getattr(type(value), "__lnb_type__", None)
-    if isinstance(kind, (ScalarType, VectorType)):
+    if isinstance(kind, (ScalarType, VectorType, StructType, ArrayType)):
         return format_value(value, kind)
     if isinstance(value, (bool, np.bool_)):
         return format_scalar(value, ScalarType.BOOL)

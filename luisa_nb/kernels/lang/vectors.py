@@ -26,8 +26,8 @@ from luisa_nb.kernels.type_system import (
     article,
     element_of,
     elementwise_types,
+    host_vectors_divide_as_integers,
     is_aggregate_type,
-    luisa_types_active,
 )
 
 NUMPY_OPERATIONS = {
@@ -165,7 +165,7 @@ class Vector:
             return NotImplemented
         integer_division = (
             operator == "truediv"
-            and luisa_types_active()
+            and host_vectors_divide_as_integers()
             and element_of(left_type[0]).is_integer
             and element_of(right_type[0]).is_integer
         )

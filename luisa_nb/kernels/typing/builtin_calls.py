@@ -27,6 +27,7 @@ from luisa_nb.kernels.type_system import (
     is_composite,
 )
 from luisa_nb.kernels.typing.atomics import ATOMIC_OPERATIONS
+from luisa_nb.kernels.typing.element_loops import element_count
 from luisa_nb.kernels.typing.expressions import BUFFER_METHODS, is_weak
 from luisa_nb.kernels.typing.matrices import MATRIX_FUNCTIONS
 
@@ -66,6 +67,7 @@ DISPATCH_VALUES = {
     "block_id": "block",
 }
 ARITIES = {
+    "len": (1, 1),
     **dict.fromkeys((*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *VECTOR_FUNCTIONS), (1, 1)),
     **dict.fromkeys(MATRIX_FUNCTIONS, (1, 1)),
     **dict.fromkeys(TWO, (2, 2)),
@@ -156,6 +158,13 @@ class BuiltinCallTyping:
         if not low <= len(node.args) <= high:
             expected = str(low) if low == high else f"{low} or more"
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
+        if name == "len":  # of an array, vector or matrix: a constant, as in luisa-python
+            if self.is_buffer(node.args[0]):
+                self.fail(node.args[0], "len() takes an array, a vector or a matrix, not a buffer")
+            count = element_count(self.visit(node.args[0]).type)
+            if count is None:
+                self.fail(node.args[0], "len() takes an array, a vector or a matrix")
+            return ir.Constant(ScalarType.INT32, count)
         if name in DISPATCH_VALUES:
             kind = UINT3 if self.rules.luisa_types else INT3  # luisa-python's: uint3
             return ir.DispatchValue(kind, DISPATCH_VALUES[name])

@@ -1,5 +1,6 @@
-"""Typing of a device ``print(...)``: string constants and scalar or vector values, as
-luisa-python's kernels take them (see ``lang.device_print`` for the formatting)."""
+"""Typing of a device ``print(...)``: string constants, f-strings and scalar, vector,
+struct or array values, as luisa-python's kernels take them (see ``lang.device_print``
+for the formatting)."""
 
 from __future__ import annotations
 
@@ -7,41 +8,50 @@ import ast
 from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.lang.aggregates import ArrayType, StructType
 from luisa_nb.kernels.type_system import ScalarType, VectorType
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.typing.typer import KernelTyper
 
+PRINTABLE = (ScalarType, VectorType, StructType, ArrayType)
+
 
 def device_print(typer: KernelTyper, node: ast.Call) -> ir.Print:
-    """``print(a, "text", v)``: a line of the arguments separated by spaces."""
+    """``print(a, "text", f"x={x}")``: a line of the arguments separated by spaces."""
     if node.keywords:
         typer.fail(
             node.keywords[0],
             "a kernel's print() takes values only (no sep=, end= or file=); it writes "
             "them separated by spaces, one line per call",
         )
-    pieces: list[str | None] = []
+    pieces: list[tuple[str | None, ...]] = []
     values: list[ir.Expression] = []
     for argument in node.args:
-        if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
-            pieces.append(argument.value)
-            continue
-        if isinstance(argument, (ast.JoinedStr, ast.Starred)):
-            typer.fail(
-                argument,
-                "a kernel's print() takes string constants and values separated by "
-                'commas, e.g. print("x =", x)',
-            )
-        value = typer.visit(argument)
-        if not isinstance(value.type, (ScalarType, VectorType)):
-            typer.fail(
-                argument,
-                f"a kernel's print() prints scalars and vectors, not {value.type}; print "
-                "its fields or components",
-            )
-        pieces.append(None)
-        values.append(value)
-    if not pieces:
-        pieces.append("")
-    return ir.Print(tuple(values), tuple(pieces))
+        if isinstance(argument, ast.Starred):
+            typer.fail(argument, "a kernel's print() takes its values one by one, not *args")
+        parts = argument.values if isinstance(argument, ast.JoinedStr) else [argument]
+        piece: list[str | None] = []
+        for part in parts:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                piece.append(part.value)
+                continue
+            if isinstance(part, ast.FormattedValue):
+                if part.conversion != -1 or part.format_spec is not None:
+                    typer.fail(part, "a kernel's f-string takes plain {value} fields")
+                part = part.value
+            values.append(printable(typer, part))
+            piece.append(None)
+        pieces.append(tuple(piece))
+    return ir.Print(tuple(values), tuple(pieces) or (("",),))
+
+
+def printable(typer: KernelTyper, node: ast.expr) -> ir.Expression:
+    value = typer.visit(node)
+    if not isinstance(value.type, PRINTABLE):
+        typer.fail(
+            node,
+            f"a kernel's print() prints scalars, vectors, structs and arrays, not "
+            f"{value.type}; print its columns",
+        )
+    return value

@@ -168,11 +168,6 @@ class ExpressionTyping:
                 names = [t.value if isinstance(t, ScalarType) else str(t) for t in kinds]
                 self.fail(node, float_remainder_message(*names))
             operator = ruled
-        if operator == "truediv" and luisa_types_active():
-            vectors = isinstance(left.type, VectorType) or isinstance(right.type, VectorType)
-            integers = not (is_float_valued(left.type) or is_float_valued(right.type))
-            if vectors and integers:
-                operator = "div"  # luisa-python: int2(3) / int2(2) == int2(1, 1)
         if operator == "matmul" or is_composite(left.type) or is_composite(right.type):
             return self.composite_arithmetic(operator, left, right, node)
         if is_weak(left) and is_weak(right) and foldable(operator, left.value, right.value):
@@ -341,9 +336,17 @@ class ExpressionTyping:
                 )
             values.append(value)
         result = values[0]
+        combined = self.strict_operator(operator)
         for value in values[1:]:
-            result = ir.Binary(ScalarType.BOOL, operator, result, value)
+            result = ir.Binary(ScalarType.BOOL, combined, result, value)
         return result
+
+    def strict_operator(self: KernelTyper, operator: str) -> str:
+        """``and``/``or`` of bool scalars; luisa-python evaluates both operands (so a
+        callable in the second one runs, and prints, whatever the first gave)."""
+        if not self.rules.vector_boolean_operators:
+            return operator
+        return "bitand" if operator == "and" else "bitor"
 
     def visit_Compare(self: KernelTyper, node: ast.Compare) -> ir.Expression:
         left = self.visit(node.left)
@@ -354,7 +357,8 @@ class ExpressionTyping:
             test = self.comparison(operator, symbol, left, right, node)
             if len(node.ops) > 1 and is_composite(test.type):
                 self.fail(node, "chained comparisons need scalars; combine vector tests with &")
-            result = test if result is None else ir.Binary(ScalarType.BOOL, "and", result, test)
+            combined = self.strict_operator("and")
+            result = test if result is None else ir.Binary(ScalarType.BOOL, combined, result, test)
             left = right
         return result
 
