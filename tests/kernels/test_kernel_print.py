@@ -8,12 +8,14 @@ import ctypes
 
 import numpy as np
 import pytest
+from helpers.cuda import needs_nvrtc
 
 import luisa_nb as lnb
 from luisa_nb.errors import KernelIndexError
 from luisa_nb.kernels import KernelDefinition, compiler_available, dispatch_id, float2, uint3
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.cuda.emitter import CudaEmitter
+from luisa_nb.kernels.cuda.nvrtc import compile_cuda
 from luisa_nb.kernels.lang.device_print import (
     PRINT_LIMIT_VARIABLE,
     collecting,
@@ -22,6 +24,7 @@ from luisa_nb.kernels.lang.device_print import (
 )
 from luisa_nb.kernels.rules import LUISA_RULES
 from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.luisa.util import array, struct
 
 from .helpers import FakeBuffer, run
 
@@ -177,3 +180,34 @@ def test_the_cuda_source_prints_luisa_lines_in_the_emulation(capfd) -> None:
         "[DEVICE] square of 0 is 0 0 (0, 0.5) false",
         "[DEVICE] square of 1 is 1 0.25 (1, 0.5) false",
     ]
+
+
+POINT = struct(a=float2(1.0, 2.0), b=3)
+PAIR = array([5, -2])
+
+
+def composite_print(out):
+    i = dispatch_id().x
+    print(f"<{float2(i, 0.5)}>", "100%", POINT, PAIR)
+    out.write(i, i)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_f_strings_structs_and_arrays_print_as_luisa_python(mode) -> None:
+    definition = KernelDefinition(composite_print, mode=mode, rules=LUISA_RULES)
+    with collecting() as collector:
+        run(definition, 2, FakeBuffer(np.zeros(2, np.int32)))
+    assert [text for _, text in collector.lines] == [
+        "<(0, 0.5)> 100% {(1, 2), 3} [5, -2]",
+        "<(1, 0.5)> 100% {(1, 2), 3} [5, -2]",
+    ]
+
+
+@needs_nvrtc
+def test_nvrtc_compiles_the_printf_of_every_kind_of_value() -> None:
+    definition = KernelDefinition(composite_print, mode="c", rules=LUISA_RULES)
+    kernel = definition._typed((lnb.kernels.BufferType(ScalarType.INT32),))[1]
+    emitter = CudaEmitter(kernel, KernelChecks.BOUNDS)
+    source = emitter.emit()
+    assert '"[DEVICE] <(%g, %g)> 100%% {(%g, %g), %d} [%d, %d]\\n"' in source
+    compile_cuda(source, emitter.entry_name, "compute_90")
