@@ -95,8 +95,9 @@ class CpuBackend(Backend):
         buffers: Sequence[KernelBuffer],
         scalars: Sequence[Any],
     ) -> PreparedLaunch | None:
-        """Compiled C runs in batches; python mode one dispatch at a time."""
-        if executable.mode != "c":
+        """Compiled C runs in batches; python mode, and kernels that print, one dispatch
+        at a time."""
+        if executable.mode != "c" or executable.prints:
             return None
         addresses = [b.allocation.address + b.offset for b in buffers]
         return executable.prepare(dims, addresses, scalars)

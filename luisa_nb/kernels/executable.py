@@ -106,10 +106,12 @@ class Executable:
 
     ``parameters`` lists what ``launch`` takes: buffers (arguments, then captures) and
     scalars; a scalar with ``count_of`` set is the element count of that buffer, which the
-    caller appends (checked C kernels only). ``kernel_id_position``, when not None, is the
-    position among the scalars of the kernel id that ``kernel_id()`` reads (after the
-    arguments' scalars, before the counts). ``kernel`` is the typed IR it was built from,
-    for a device that compiles it again with its own code generator.
+    caller appends (checked C kernels only). ``prints`` lists the kernel's device prints;
+    a launch hands their lines to ``lang.device_print``'s collector of its thread.
+    ``kernel_id_position``, when not None, is the position among the scalars of the kernel
+    id that ``kernel_id()`` reads (after the arguments' scalars, before the counts).
+    ``kernel`` is the typed IR it was built from, for a device that compiles it again with
+    its own code generator.
     """
 
     mode: str
@@ -125,6 +127,7 @@ class Executable:
         self.buffer_names = [slot.name for slot in kernel.buffers]
         self.buffer_elements = [slot.element for slot in kernel.buffers]
         self.kernel_id_position = kernel.kernel_id_scalar
+        self.prints = kernel.prints  # device prints: launched one at a time, never batched
 
     @property
     def scalar_parameters(self) -> list[Parameter]:

@@ -277,9 +277,13 @@ class Return(Statement):
 
 @dataclass(frozen=True)
 class Print(Statement):
-    """``print``/``breakpoint``: only in Python mode; emitters never see it."""
+    """``print(...)`` (``breakpoint()`` in Python mode). ``pieces``: per positional
+    argument of a device print, its parts written with nothing between them (an f-string
+    has several): a string, or ``None`` for the next of ``arguments``; empty for Python
+    mode's own ``print``, which emitters never see."""
 
     arguments: tuple[Expression, ...]
+    pieces: tuple[tuple[str | None, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -351,8 +355,8 @@ class KernelIR:
     @property
     def has_control_flow(self) -> bool:
         """Whether the body has loops or early returns, or calls callables with loops, or
-        uses atomics or blocks (all of which rule out ``omp simd``)."""
-        if self.uses_blocks:
+        uses atomics, blocks or device prints (all of which rule out ``omp simd``)."""
+        if self.uses_blocks or self.prints:
             return True
         if any(isinstance(s, (While, ForRange, Return)) for s in walk_statements(self.body)):
             return True
@@ -368,6 +372,11 @@ class KernelIR:
             for expression in statement_expressions(statement)
             for node in walk_expression(expression)
         )
+
+    @property
+    def prints(self) -> tuple[Print, ...]:
+        """The device prints of the body and callables, numbered by position here."""
+        return tuple(s for s in self.all_statements() if isinstance(s, Print) and s.pieces)
 
     def all_statements(self) -> Iterator[Statement]:
         """Every statement of the body and of the callables' bodies."""

@@ -20,7 +20,8 @@ the C emitter and Python mode all follow it, and it is part of the compile cache
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from luisa_nb.kernels.type_system import (
@@ -29,6 +30,7 @@ from luisa_nb.kernels.type_system import (
     VectorType,
     c_sign_mixing,
     element_of,
+    luisa_types,
 )
 
 DIVISION_OPERATORS = ("floordiv", "mod")
@@ -42,8 +44,11 @@ class KernelRules:
     float ``%`` is rejected. ``loop_end_values``: a ``for`` variable ends at
     ``start + iterations * step`` after a loop that was not left by ``break``.
     ``c_sign_mixing``: signed and unsigned integers combine as in C (``int2 < uint2``
-    compares as uint2) instead of being rejected. ``vector_boolean_operators``: ``and``
-    and ``or`` with a bool vector operand work component by component, as ``&`` and ``|``.
+    compares as uint2) instead of being rejected. ``luisa_types``: ``dispatch_id()``,
+    ``dispatch_size()``, ``thread_id()`` and ``block_id()`` are ``uint3``; a number stores
+    into any numeric place as a C cast.
+    ``vector_boolean_operators``: ``and`` and ``or`` with a bool vector operand work
+    component by component, as ``&`` and ``|``.
     """
 
     name: str
@@ -51,11 +56,15 @@ class KernelRules:
     loop_end_values: bool
     c_sign_mixing: bool
     vector_boolean_operators: bool
+    luisa_types: bool = False
 
-    def applied(self) -> AbstractContextManager[None]:
+    @contextmanager
+    def applied(self) -> Iterator[None]:
         """The block in which these rules' typing applies (while a kernel is typed, and
-        while Python mode runs it): C's mixing of signed and unsigned integers."""
-        return c_sign_mixing(self.c_sign_mixing)
+        while Python mode runs it): C's mixing of signed and unsigned integers, and
+        luisa-python's conversions (``type_system.luisa_types``)."""
+        with c_sign_mixing(self.c_sign_mixing), luisa_types(self.luisa_types):
+            yield
 
     def __repr__(self) -> str:
         return f"<KernelRules {self.name}>"
@@ -94,6 +103,7 @@ LUISA_RULES = KernelRules(
     loop_end_values=True,
     c_sign_mixing=True,
     vector_boolean_operators=True,
+    luisa_types=True,
 )
 
 

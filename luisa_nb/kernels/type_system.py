@@ -269,6 +269,7 @@ VECTOR_TYPES = tuple(
 )
 MATRIX_TYPES = tuple(MatrixType(size) for size in (2, 3, 4))
 INT3 = VectorType(ScalarType.INT32, 3)
+UINT3 = VectorType(ScalarType.UINT32, 3)
 
 KernelType = ScalarType | VectorType | MatrixType
 
@@ -444,6 +445,44 @@ def c_sign_mixing(enabled: bool = True) -> Iterator[None]:
         _C_SIGN_MIXING.reset(token)
 
 
+_LUISA_TYPES: ContextVar[bool | None] = ContextVar("luisa_types", default=None)
+_host_luisa_types = [False]  # a luisa_nb.luisa session's host code, outside kernels
+
+
+@contextmanager
+def luisa_types(enabled: bool = True) -> Iterator[None]:
+    """While the block runs (with ``enabled``), types follow luisa-python 0.3.7 where it
+    converts implicitly: :func:`assignable` lets any number be stored into any numeric
+    place (converted as a C cast); host integer vectors divide as C divides (see
+    :func:`host_vectors_divide_as_integers`). Kernel rules set it while a kernel is typed and while
+    Python mode runs it; elsewhere :func:`set_host_luisa_types` decides."""
+    token = _LUISA_TYPES.set(enabled)
+    try:
+        yield
+    finally:
+        _LUISA_TYPES.reset(token)
+
+
+def set_host_luisa_types(enabled: bool) -> None:
+    """Whether host code outside any kernel rules follows :func:`luisa_types`: on while a
+    ``luisa_nb.luisa`` session is open (``init()`` to ``del_device()``), as host vectors
+    in luisa-python divide as integers."""
+    _host_luisa_types[0] = enabled
+
+
+def luisa_types_active() -> bool:
+    """Whether :func:`luisa_types` is on (in a kernel being typed or run, or host code)."""
+    enabled = _LUISA_TYPES.get()
+    return _host_luisa_types[0] if enabled is None else enabled
+
+
+def host_vectors_divide_as_integers() -> bool:
+    """Whether host code (no kernel rules in force) follows luisa-python's host vectors,
+    where ``/`` on integer vectors gives C's truncated quotient (``int2(3) / int2(2) ==
+    int2(1, 1)``); in its kernels, as for scalars, ``/`` gives floats."""
+    return _LUISA_TYPES.get() is None and _host_luisa_types[0]
+
+
 def promote(left: ScalarType, right: ScalarType, left_weak: bool, right_weak: bool) -> ScalarType:
     """The common type of two numeric operands.
 
@@ -493,9 +532,12 @@ def assignable(target: ScalarType, value: ScalarType, weak: bool) -> bool:
     """Whether a value of type ``value`` may be stored into ``target`` implicitly.
 
     Allowed: the same type; any integer into a float; int32 into int64 and uint32
-    into uint64; a weak literal into any type that represents it.
+    into uint64; a weak literal into any type that represents it; under
+    :func:`luisa_types`, any number into any numeric type.
     """
     if target == value:
+        return True
+    if value.is_numeric and target.is_numeric and luisa_types_active():
         return True
     if weak and value.is_numeric and target.is_numeric:
         return value.is_integer or target.is_float

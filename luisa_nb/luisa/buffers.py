@@ -23,6 +23,7 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     LuisaNbError,
 )
+from luisa_nb.kernels.frontend.portability import warn_caller_not_in_luisa
 from luisa_nb.kernels.lang.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
 from luisa_nb.kernels.type_system import ScalarType
@@ -214,7 +215,9 @@ class Buffer(ListedCopies, runtime.Buffer):
 
     @staticmethod
     def zeros(size: int, dtype: Any) -> Buffer:
-        """A buffer whose zero fill is added to the stream's command list."""
+        """A buffer whose zero fill is added to the stream's command list (luisa_nb's:
+        0.3.7 has none, so it warns)."""
+        warn_caller_not_in_luisa("Buffer.zeros", "use Buffer(size, dtype) and fill it")
         created = Buffer(size, dtype)
         session.stream().add(created.fill_async(0))
         return created

@@ -15,6 +15,7 @@ import numpy as np
 
 from luisa_nb import runtime
 from luisa_nb.errors import InvalidArgumentError, UnsupportedFeatureError
+from luisa_nb.kernels.frontend.portability import warn_caller_not_in_luisa
 from luisa_nb.luisa import session
 from luisa_nb.luisa.buffers import ListedCopies, add_to_list
 from luisa_nb.luisa.image_files import (
@@ -179,7 +180,9 @@ class Image2D(_Image):
     def zeros(
         width: int, height: int, channel: int, dtype: Any = float, storage: str | None = None
     ) -> Image2D:
-        """An image whose zero fill is added to the stream's command list."""
+        """An image whose zero fill is added to the stream's command list (luisa_nb's:
+        0.3.7 has none, so it warns)."""
+        warn_caller_not_in_luisa("Image2D.zeros", "use Image2D(...) and fill it")
         created = Image2D(width, height, channel, dtype, 1, storage)
         session.stream().add(created.fill_async(0))
         return created
@@ -196,13 +199,14 @@ class Image2D(_Image):
 
     @staticmethod
     def from_ldr_image(path: str | Path) -> Image2D:
-        """An RGBA image of byte storage from a PNG file (luisa-python reads other 8-bit
-        formats too, through stb_image; luisa_nb reads PNG)."""
+        """An RGBA image of byte storage from an image file, read as luisa-python reads it
+        (``image_files.load_ldr_image``)."""
         return Image2D.from_array(load_ldr_image(path))
 
     @staticmethod
     def from_hdr_image(path: str | Path) -> Image2D:
-        """An RGBA image of float storage from a Radiance HDR file (alpha 1)."""
+        """An RGBA image of float storage from an image file: Radiance HDR (alpha 1), or
+        an 8-bit file linearised as luisa-python does (``image_files.load_hdr_image``)."""
         return Image2D.from_array(load_hdr_image(path))
 
     def to_image(self, path: str | Path) -> None:
@@ -268,7 +272,9 @@ class Image3D(_Image):
         dtype: Any = float,
         storage: str | None = None,
     ) -> Image3D:
-        """An image whose zero fill is added to the stream's command list."""
+        """An image whose zero fill is added to the stream's command list (luisa_nb's:
+        0.3.7 has none, so it warns)."""
+        warn_caller_not_in_luisa("Image3D.zeros", "use Image3D(...) and fill it")
         created = Image3D(width, height, volume, channel, dtype, 1, storage)
         session.stream().add(created.fill_async(0))
         return created

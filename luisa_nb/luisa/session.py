@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping
 
 from luisa_nb.errors import NotInitializedError
+from luisa_nb.kernels.type_system import set_host_luisa_types
 from luisa_nb.recording.recorder import register_namer
 from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
@@ -26,13 +27,16 @@ def init(backend_name: str | None = None) -> None:
     """Create the session's device unless one exists: :data:`forced_device`, else
     ``backend_name`` (a luisa_nb device name such as ``"cpu"``, ``"dx"`` or
     ``"cpu:submit"``), else ``$LUISA_NB_DEVICE``, else ``"cpu"``. It also becomes luisa_nb's
-    default device. At exit its streams are synchronized, as luisa-python's are."""
+    default device, and host vectors follow luisa-python's types until :func:`close`
+    (``int2(3) / int2(2) == int2(1, 1)``). At exit its streams are synchronized, as
+    luisa-python's are."""
     global _device
     if _device is not None:
         return
     name = forced_device or backend_name or os.environ.get(DEVICE_VARIABLE) or "cpu"
     device = create_device(name)
     set_default_device(device)
+    set_host_luisa_types(True)
     _device = device
 
 
@@ -48,6 +52,7 @@ def close() -> None:
     finally:
         if device.closed:
             forget_default_device(device)
+            set_host_luisa_types(False)
             _device = None
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from luisa_nb import kernels
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.lang.aggregates import Array, Struct
+from luisa_nb.kernels.type_system import MatrixType, VectorType
 from luisa_nb.luisa.functions import func
 from luisa_nb.luisa.types import element_dtype, element_type_of
 
@@ -23,8 +24,8 @@ from luisa_nb.luisa.types import element_dtype, element_type_of
 def _kernel_type(kind: Any) -> Any:
     if kind in (bool, int, float):
         return kind
-    if isinstance(kind, (kernels.StructType, kernels.ArrayType)):
-        return kind
+    if isinstance(kind, (kernels.StructType, kernels.ArrayType, VectorType, MatrixType)):
+        return kind  # kernel types, as a vector or matrix value's type gives them
     if getattr(kind, "__lnb_type__", None) is not None:
         return kind
     return element_dtype(kind)

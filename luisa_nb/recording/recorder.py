@@ -44,10 +44,12 @@ from luisa_nb.recording.records import (
     Capture,
     CommandKind,
     CompileRecord,
+    DevicePrintRecord,
     DeviceRange,
     HostRange,
     KernelLaunch,
     PendingCommand,
+    PrintedLine,
     RangeRecord,
     ReleaseRecord,
     Status,
@@ -241,6 +243,13 @@ class Recorder:
         build made before)."""
         return None
 
+    def device_printed(
+        self, command_id: int, lines: Sequence[tuple[tuple[int, int, int], str]], dropped: int
+    ) -> None:
+        """Dispatch ``command_id`` printed ``lines`` (thread, text) and dropped ``dropped``
+        more past its limit."""
+        return None
+
 
 NULL_RECORDER = Recorder()
 
@@ -281,6 +290,7 @@ class TraceRecorderBase(Recorder):
         self.sync_errors: list[str] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
+        self.device_prints: dict[int, DevicePrintRecord] = {}
         self.releases: list[ReleaseRecord] = []
         self._watches: dict[int, tuple[weakref.ref, HostRange, FrameSite]] = {}
         """Per memory owner (by ``id``): a weak reference to it, its memory, and where the
@@ -581,6 +591,12 @@ class TraceRecorderBase(Recorder):
 
     def compiled(self, label: str, begin: int, end: int, cached: bool) -> None:
         self.compiles.append(CompileRecord(label, begin, end, cached))
+
+    def device_printed(
+        self, command_id: int, lines: Sequence[tuple[tuple[int, int, int], str]], dropped: int
+    ) -> None:
+        printed = [PrintedLine(thread, text) for thread, text in lines]
+        self.device_prints[command_id] = DevicePrintRecord(command_id, printed, dropped)
 
     def close_ranges(self, time: int) -> None:
         """End every range still open at ``time`` (the trace stopped)."""

@@ -254,6 +254,36 @@ class CompileRecord:
     cached: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PrintedLine:
+    """One line a kernel printed (without luisa-python's ``[DEVICE]`` prefix) and the
+    dispatch id of the thread that printed it."""
+
+    thread: tuple[int, int, int]
+    text: str
+
+
+@dataclass(slots=True)
+class DevicePrintRecord:
+    """The lines dispatch ``command`` printed, ordered by thread (x fastest), each
+    thread's in program order; ``dropped`` lines past the per-dispatch limit were only
+    counted."""
+
+    command: int
+    lines: list[PrintedLine]
+    dropped: int = 0
+
+    def of_thread(self, thread: tuple[int, ...] | int) -> list[str]:
+        """The texts thread ``thread`` printed (an ``(x, y, z)`` id, or x alone)."""
+        wanted = (thread, 0, 0) if isinstance(thread, int) else (*thread, 0, 0)[:3]
+        return [line.text for line in self.lines if line.thread == wanted]
+
+    @property
+    def threads(self) -> list[tuple[int, int, int]]:
+        """The threads that printed, in order, each once."""
+        return list(dict.fromkeys(line.thread for line in self.lines))
+
+
 @dataclass(slots=True)
 class BufferInfo:
     """A buffer a trace saw; ``image`` is ``(height, width, channels)`` for an image

@@ -44,6 +44,7 @@ from luisa_nb.recording.records import (
     BufferInfo,
     CommandRecord,
     CompileRecord,
+    DevicePrintRecord,
     HostRange,
     RangeRecord,
     ReleaseRecord,
@@ -101,6 +102,7 @@ class _HostActivity(TypedDict, total=False):
     ranges: list[dict[str, Any]]
     compiles: list[dict[str, Any]]
     releases: list[dict[str, Any]]
+    device_prints: list[dict[str, Any]]
 
 
 class _DocumentV2(_Document, _HostActivity):
@@ -136,6 +138,7 @@ def save_trace(
         **fields,
         "ranges": [record_to_dict(record) for record in trace.ranges],
         "compiles": [record_to_dict(record) for record in trace.compiles],
+        "device_prints": [record_to_dict(record) for record in trace.device_prints.values()],
     }
     text = json.dumps(document).encode()
     with file_errors(path, "save the trace to", MISSING_FOLDER):
@@ -173,6 +176,8 @@ def load_trace(
             hosts = _hosts(document["hosts"], where)
             table, syncs, trace.blobs = read_contents(ColumnReader(archive, where), document, hosts)
             trace.set_host_activity(*_host_activity(document, where))
+            prints = document.get("device_prints", [])
+            trace.set_device_prints(build_list(DevicePrintRecord, prints, where, "device_prints"))
     trace.set_contents(table, syncs)
     _check_blobs_present(trace, where)
     return trace

@@ -22,6 +22,7 @@ from luisa_nb.recording.records import (
     Capture,
     CommandRecord,
     CompileRecord,
+    DevicePrintRecord,
     DeviceRange,
     HostRange,
     KernelLaunch,
@@ -88,6 +89,7 @@ class Trace:
             tuple[list[RangeRecord], list[CompileRecord], list[ReleaseRecord]] | None
         ) = None
         self._capture_lock = threading.Lock()
+        self._loaded_prints: dict[int, DevicePrintRecord] | None = None
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
     # -- recording (called by the recorder) ------------------------------------------
@@ -269,6 +271,25 @@ class Trace:
         if self._host_activity is not None:
             return list(self._host_activity[1])
         return self.recorder.compiles[:]
+
+    @property
+    def device_prints(self) -> dict[int, DevicePrintRecord]:
+        """The lines each dispatch's kernel printed, by command id (dispatches that
+        printed nothing are absent)."""
+        if self._loaded_prints is not None:
+            return dict(self._loaded_prints)
+        return dict(self.recorder.device_prints)
+
+    def set_device_prints(self, records: list[DevicePrintRecord]) -> None:
+        """Make this trace hold ``records`` (a trace read from a file)."""
+        self._loaded_prints = {record.command: record for record in records}
+
+    def printed(self, command: CommandRecord | int) -> DevicePrintRecord:
+        """What dispatch ``command`` (a record or its id) printed; an empty record for a
+        command that printed nothing."""
+        command_id = command if isinstance(command, int) else command.id
+        found = self.device_prints.get(command_id)
+        return found if found is not None else DevicePrintRecord(command_id, [])
 
     @property
     def releases(self) -> list[ReleaseRecord]:

@@ -28,6 +28,7 @@ from luisa_nb.recording.recorder import (
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.recording.trace import now
+from luisa_nb.runtime.device_prints import printing_dispatch
 from luisa_nb.runtime.host import array_memo, host_range
 
 if TYPE_CHECKING:
@@ -402,6 +403,8 @@ class DispatchCommand(Command):
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         arguments = self.arguments
+        if getattr(arguments.executable, "prints", None):
+            return printing_dispatch(self, transfers)
         return transfers.backend.dispatch(
             arguments.executable, self.dims, arguments.buffers, arguments.scalars
         )

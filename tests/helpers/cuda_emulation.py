@@ -61,6 +61,7 @@ EMULATION_HEADER = """\
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <cstdio>  /* printf, which NVRTC declares itself */
 #include <ucontext.h>
 
 #define __global__
@@ -315,6 +316,7 @@ class EmulatedCudaExecutable(CExecutable):
         bindless_sites: list[ir.BindlessCall],
     ) -> None:
         Executable.__init__(self, kernel, source, checks)
+        self.prints = ()  # the CUDA source prints with printf itself
         if checks.bounds:
             self.parameters += count_parameters(kernel)
         self.cuda_source = cuda_source

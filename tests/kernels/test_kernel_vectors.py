@@ -159,7 +159,7 @@ def test_host_vectors() -> None:
     assert (v.zyx + 1).x == 4 and v.x.dtype == np.float32
     assert np.array_equal(np.asarray(int3(7, -8, 9) // 2), [3, -4, 4])
     assert (uint3(1, 2, 3) + 1).x.dtype == np.uint32
-    assert repr(int2(1, 2)) == "int2(1, 2)"
+    assert repr(int2(1, 2)) == "int2(1,2)"
     with pytest.raises(KernelError, match="no single truth value"):
         bool(v == v)
     with pytest.raises(InvalidArgumentError, match="cannot add float3 and int2"):

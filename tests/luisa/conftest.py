@@ -1,6 +1,9 @@
 import pytest
 
 import luisa_nb.luisa as luisa
+from luisa_nb.kernels.rules import LUISA_RULES
+from luisa_nb.luisa.functions import Func
+from luisa_nb.runtime import Kernel
 
 DEVICES = ["cpu:execute", "cpu:submit", "dx", "metal"]
 
@@ -20,3 +23,15 @@ def fresh_session():
     luisa.del_device()
     yield
     luisa.del_device()
+
+
+@pytest.fixture(params=["c", "python"])
+def kernel_mode(request, monkeypatch):
+    """``luisa.func`` kernels compiled to C, or run in Python mode."""
+    if request.param == "python":
+
+        def python_mode(self, function):
+            Kernel.__init__(self, function, mode="python", rules=LUISA_RULES)
+
+        monkeypatch.setattr(Func, "__init__", python_mode)
+    return request.param

@@ -277,8 +277,8 @@ def test_texture_arguments_are_checked_at_compile_time(fresh_session):
 
     with pytest.raises(KernelCompileError, match=r"texture3d_sample\(slot, uv\) takes a float3"):
         flat_uv(out, dispatch_size=1)
-    with pytest.raises(KernelCompileError, match="slots and indices are integers"):
-        float_level(out, dispatch_size=1)
+    float_level(out, dispatch_size=1)  # a float level compiles, as in luisa-python
+    luisa.synchronize()
 
 
 def test_update_changes_the_sampler_and_remove_texture3d_empties_the_slot(fresh_session):

@@ -94,7 +94,7 @@ def test_a_2d_coordinate_is_a_compile_error(fresh_session):
     def flat(image):
         image.write(dispatch_id().xy, 1.0)  # noqa: F821
 
-    with pytest.raises(KernelCompileError, match="int3 or uint3 coordinate, got int2"):
+    with pytest.raises(KernelCompileError, match="int3 or uint3 coordinate, got uint2"):
         flat(image, dispatch_size=(2, 2))
 
 

@@ -22,6 +22,7 @@ from luisa_nb.kernels.c.checks import (
     access_function,
     access_function_name,
 )
+from luisa_nb.kernels.c.device_print import PrintEmission
 from luisa_nb.kernels.c.helpers import helper_template, needs_math
 from luisa_nb.kernels.c.images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c.launch import LaunchEmission
@@ -31,6 +32,7 @@ from luisa_nb.kernels.c.toolchain import SIMD_LOOPS, THREAD_BY_THREAD
 from luisa_nb.kernels.c.vectors import VectorEmission
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import (
+    INT3,
     ImageType,
     KernelType,
     MatrixType,
@@ -97,6 +99,7 @@ class CEmitter(
     BindlessEmission,
     BlockEmission,
     LaunchEmission,
+    PrintEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
 
@@ -206,6 +209,7 @@ class CEmitter(
             self.prelude(),
             "\n".join(self.type_definitions()),
             self.launch_prelude,
+            *((self.print_definitions,) if self.kernel.prints else ()),
             arguments,
             *structs,
             *self.helper_texts,
@@ -387,6 +391,8 @@ class CEmitter(
             return self.for_range(statement, depth)
         if isinstance(statement, ir.Barrier):
             return self.barrier(statement, indent)
+        if isinstance(statement, ir.Print):
+            return self.print_statement(statement, indent)
         if isinstance(statement, ir.Return):
             if self.in_kernel_body:  # a thread of a block: it takes no part in later rounds
                 return [f"{indent}lnb_l->lnb_finished = 1;", f"{indent}return;"]
@@ -519,7 +525,11 @@ class CEmitter(
                 for axis, extent in zip("xyz", self.kernel.block_size, strict=True)
             ]
             return f"({self.compound(self.type_name(expression.type), ', '.join(parts))})"
-        return "dispatch_id" if expression.which == "id" else "dispatch_size"
+        name = "dispatch_id" if expression.which == "id" else "dispatch_size"
+        if expression.type != INT3:  # luisa-python's uint3
+            parts = ", ".join(f"(uint32_t){name}.{axis}" for axis in "xyz")
+            return f"({self.compound(self.type_name(expression.type), parts)})"
+        return name
 
     def expression_member(self, expression: ir.Member) -> str:
         if len(expression.field) > 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from luisa_nb.errors import (
     KernelIndexError,
 )
 from luisa_nb.kernels import ir
+from luisa_nb.kernels.c.device_print import PRINT_TARGET, PrintLog
 from luisa_nb.kernels.c.emitter import CEmitter, argument_struct
 from luisa_nb.kernels.c.fault_guard import guard_address
 from luisa_nb.kernels.c.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
@@ -44,6 +46,7 @@ from luisa_nb.kernels.executable import (
 )
 from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.indirect import capacity_of, entry_of, entry_offset_error
+from luisa_nb.kernels.lang.device_print import current_collector, deliver
 from luisa_nb.kernels.type_system import ImageType, ScalarType
 
 
@@ -86,6 +89,8 @@ class CExecutable(Executable):
         self._function = launch_function(loaded, emitter.launch_name)
         self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
         self.runner = runner_of(loaded)
+        self._print_target = ctypes.c_void_p.in_dll(loaded, PRINT_TARGET) if self.prints else None
+        self._print_lock = threading.Lock()
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {
             position: slot.type
@@ -107,9 +112,27 @@ class CExecutable(Executable):
         scalars: Sequence[Any],
         cancel: CancelFlag | None = None,
     ) -> None:
-        stopped = run_launch(self._function, self.pack(dims, buffers, scalars), cancel)
+        packed = self.pack(dims, buffers, scalars)
+        if self.prints:
+            stopped = self._printing_launch(packed, cancel)
+        else:
+            stopped = run_launch(self._function, packed, cancel)
         if stopped is not None:
             raise self.failure(stopped, dims, scalars)
+
+    def _printing_launch(self, packed: bytes, cancel: CancelFlag | None) -> LaunchRecord | None:
+        """A launch of a kernel with device prints: one at a time (the library holds
+        one print log), its lines handed to this thread's collector even if it failed."""
+        collector = current_collector()
+        log = PrintLog(self.prints, collector.limit - len(collector.lines))
+        with self._print_lock:
+            self._print_target.value = log.address
+            try:
+                return run_launch(self._function, packed, cancel)
+            finally:
+                self._print_target.value = None
+                log.collect(collector)
+                deliver(collector)
 
     def prepare(
         self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]

@@ -28,6 +28,7 @@ import re
 from luisa_nb.errors import UnsupportedFeatureError
 from luisa_nb.kernels.c.checks import LAUNCH_TYPES, NOTE_FUNCTION, THREAD_FIELDS
 from luisa_nb.kernels.c.emitter import CEmitter, argument_struct
+from luisa_nb.kernels.cuda.device_print import CudaPrintEmission
 from luisa_nb.kernels.lang.builtins import DEFAULT_BLOCK_SIZE
 from luisa_nb.kernels.type_system import ScalarType
 
@@ -169,7 +170,7 @@ def _from_bits(kind: ScalarType, value: str) -> str:
     return f"({CudaEmitter.type_names[kind]})({value})"
 
 
-class CudaEmitter(CEmitter):
+class CudaEmitter(CudaPrintEmission, CEmitter):
     """Emits one kernel as CUDA C++ (NVRTC, ``-std=c++17``) with the C emitter's IR
     walk; ``entry_name`` is the ``__global__`` function's name."""
 

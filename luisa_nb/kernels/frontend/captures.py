@@ -55,6 +55,7 @@ _BUILTIN_TABLE: list[tuple[Any, str]] = [
     (python_builtins.any, "any"),
     (python_builtins.all, "all"),
     (python_builtins.range, "range"),
+    (python_builtins.len, "len"),
     *((name, name.__name__) for name in SCALAR_NAMES),  # uint(x) ... (luisa.types)
     (python_builtins.print, "print"),
     (python_builtins.breakpoint, "breakpoint"),
@@ -89,6 +90,7 @@ class CaptureResolver:
         self._builtins: dict[str, Any] = builtins_namespace
         self._resolved: dict[str, Any] = {}
         self._enclosing: dict[str, Any] = {}  # resolved from closure cells or globals
+        self.unbound_names: set[str] = set()  # language names no import defines
 
     def resolve_name(self, name: str) -> Any:
         """The object ``name`` refers to in the kernel's enclosing scopes."""
@@ -110,6 +112,7 @@ class CaptureResolver:
             value = self._builtins[name]
         elif name in _UNBOUND_BUILTINS:
             value = self._enclosing[name] = _UNBOUND_BUILTINS[name]
+            self.unbound_names.add(name)
         else:
             raise Unresolved(f"name {name!r} is not defined")
         self._resolved[name] = value

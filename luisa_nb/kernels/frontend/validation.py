@@ -199,8 +199,6 @@ class SyntaxValidator(ast.NodeVisitor):
             self.reject(node.target, "a for loop variable must be a single name")
         if node.orelse:
             self.reject(node, "for ... else is not supported in kernels")
-        if not isinstance(node.iter, ast.Call):
-            self.reject(node.iter, "for loops must iterate over range(...)")
         self.generic_visit(node)
 
     def visit_While(self, node: ast.While) -> None:

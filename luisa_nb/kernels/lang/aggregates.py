@@ -19,6 +19,7 @@ import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.lang.matrices import composite_class, matrix_class
+from luisa_nb.kernels.lang.value_text import value_text
 from luisa_nb.kernels.lang.vectors import Vector, VectorIndexError, components_of, vector_class
 from luisa_nb.kernels.type_system import (
     MatrixType,
@@ -311,8 +312,12 @@ class Struct:
         return value
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={v!r}" for n, v in self._values.items())
-        return f"{type(self).__lnb_type__}{{{fields}}}"
+        """As luisa-python writes a struct: ``Struct {a:float3(4,4,4), b:2}`` (``str``
+        leaves out ``Struct ``)."""
+        return f"Struct {self}"
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(f"{n}:{value_text(v)}" for n, v in self._values.items()) + "}"
 
 
 class Array:
@@ -352,7 +357,12 @@ class Array:
         return value
 
     def __repr__(self) -> str:
-        return f"{type(self).__lnb_type__}({self._values!r})"
+        """As luisa-python writes an array: ``Array [5,32,6]`` (``str`` leaves out
+        ``Array ``)."""
+        return f"Array {self}"
+
+    def __str__(self) -> str:
+        return f"[{','.join(value_text(v) for v in self._values)}]"
 
 
 def _copied(value: Any) -> Any:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.errors import KernelError
-from luisa_nb.kernels.lang.vectors import Vector, int3
+from luisa_nb.kernels.lang.vectors import Vector, int3, uint3
+from luisa_nb.kernels.type_system import luisa_types_active
 
 if TYPE_CHECKING:
     from luisa_nb.kernels.python.blocks import BlockBarrier
@@ -33,20 +34,28 @@ class _ThreadState(threading.local):
 thread_state = _ThreadState()
 
 
+def _index_vector(values: Vector) -> Vector:
+    """A copy of thread-index vector ``values``: an ``int3``, or luisa-python's ``uint3``
+    under its types (``type_system.luisa_types``)."""
+    return uint3(*values._values.tolist()) if luisa_types_active() else values.copy()
+
+
 def dispatch_id() -> Vector:
-    """The id of the current thread, an ``int3``. Only valid inside a kernel."""
+    """The id of the current thread, an ``int3`` (``uint3`` in a luisa-python kernel).
+    Only valid inside a kernel."""
     value = thread_state.dispatch_id
     if value is None:
         raise KernelError("dispatch_id() only works inside a kernel; dispatch the kernel")
-    return value.copy()
+    return _index_vector(value)
 
 
 def dispatch_size() -> Vector:
-    """The dispatch size, an ``int3``. Only valid inside a kernel."""
+    """The dispatch size, an ``int3`` (``uint3`` in a luisa-python kernel). Only valid
+    inside a kernel."""
     value = thread_state.dispatch_size
     if value is None:
         raise KernelError("dispatch_size() only works inside a kernel; dispatch the kernel")
-    return value.copy()
+    return _index_vector(value)
 
 
 def kernel_id() -> np.uint32:
@@ -68,13 +77,17 @@ def thread_id() -> Vector:
     """The thread's position in its block, an ``int3``: ``dispatch_id() % block size``
     (``set_block_size``, default 256 x 1 x 1)."""
     value = dispatch_id()._values.tolist()
-    return int3(*(v % b for v, b in zip(value, thread_state.block_size, strict=True)))
+    return _index_vector(
+        int3(*(v % b for v, b in zip(value, thread_state.block_size, strict=True)))
+    )
 
 
 def block_id() -> Vector:
     """The thread's block, an ``int3``: ``dispatch_id() // block size``."""
     value = dispatch_id()._values.tolist()
-    return int3(*(v // b for v, b in zip(value, thread_state.block_size, strict=True)))
+    return _index_vector(
+        int3(*(v // b for v, b in zip(value, thread_state.block_size, strict=True)))
+    )
 
 
 def sync_block() -> None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
+from luisa_nb.kernels.lang.value_text import matrix_text
 from luisa_nb.kernels.lang.vectors import Vector, VectorIndexError, value_type, vector_class
 from luisa_nb.kernels.type_system import (
     MatrixType,
@@ -144,9 +145,7 @@ class Matrix:
         return array.view(np.float32).reshape(len(array), size, padded)[:, :, :size]
 
     def __repr__(self) -> str:
-        column = vector_class(self.__lnb_type__.column)
-        columns = ", ".join(repr(column.wrap(values)) for values in self._values)
-        return f"{type(self).__name__}({columns})"
+        return matrix_text(type(self).__name__, self._values)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._values.T.astype(dtype or np.float32)

@@ -17,13 +17,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError, KernelError
+from luisa_nb.kernels.lang.value_text import vector_text
 from luisa_nb.kernels.type_system import (
     MatrixType,
     PromotionError,
     ScalarType,
     VectorType,
     article,
+    element_of,
     elementwise_types,
+    host_vectors_divide_as_integers,
     is_aggregate_type,
 )
 
@@ -47,6 +50,15 @@ NUMPY_OPERATIONS = {
     "gt": np.greater,
     "ge": np.greater_equal,
 }
+
+
+def c_quotient(left: np.ndarray | np.integer, right: np.ndarray | np.integer) -> Any:
+    """C's integer ``left / right`` on numpy operands of one dtype (0 for a zero divisor)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floored = np.floor_divide(left, right)
+        remainder = np.fmod(left, right)
+    inexact_negative = (remainder != 0) & ((remainder < 0) != (right < 0))
+    return (floored + inexact_negative).astype(floored.dtype)
 
 
 class VectorIndexError(KernelError, IndexError):
@@ -110,7 +122,7 @@ class Vector:
         return array.view(element).reshape(len(array), padded)[:, : cls.__lnb_type__.length]
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(str(v) for v in self._values.tolist())})"
+        return vector_text(type(self).__name__, self._values)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return self._values.astype(dtype or self._values.dtype)
@@ -151,14 +163,25 @@ class Vector:
             return NotImplemented
         if isinstance(left_type[0], MatrixType) or isinstance(right_type[0], MatrixType):
             return NotImplemented
+        integer_division = (
+            operator == "truediv"
+            and host_vectors_divide_as_integers()
+            and element_of(left_type[0]).is_integer
+            and element_of(right_type[0]).is_integer
+        )
         try:
             operand, result = elementwise_types(
-                operator, left_type[0], right_type[0], left_type[1], right_type[1]
+                "floordiv" if integer_division else operator,
+                left_type[0],
+                right_type[0],
+                left_type[1],
+                right_type[1],
             )
         except PromotionError as error:
             raise InvalidArgumentError(str(error)) from None
         dtype = operand.element.dtype
-        values = NUMPY_OPERATIONS[operator](components_of(left, dtype), components_of(right, dtype))
+        operation = c_quotient if integer_division else NUMPY_OPERATIONS[operator]
+        values = operation(components_of(left, dtype), components_of(right, dtype))
         return vector_class(result).wrap(values.astype(result.element.dtype, copy=False))
 
     def __neg__(self) -> Vector:

@@ -26,6 +26,12 @@ from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.lang import math_builtins
 from luisa_nb.kernels.lang.aggregates import from_record, python_callables, to_record
 from luisa_nb.kernels.lang.builtins import thread_state
+from luisa_nb.kernels.lang.device_print import (
+    PrintCollector,
+    current_collector,
+    deliver,
+    format_python_value,
+)
 from luisa_nb.kernels.lang.matrices import composite_class
 from luisa_nb.kernels.lang.vectors import int3, uint2, uint3, vector_class
 from luisa_nb.kernels.python.bindless import BindlessShim
@@ -240,6 +246,20 @@ class ImageShim(BufferShim):
         return (uint3 if self.image.depth else uint2)(*self.image.size)
 
 
+class DevicePrinter:
+    """``print`` in a luisa-python kernel run in Python mode: a line for the launch's
+    collector, formatted as compiled C formats it."""
+
+    __slots__ = ("collector",)
+
+    def __init__(self) -> None:
+        self.collector = PrintCollector()
+
+    def __call__(self, *values: Any) -> None:
+        text = " ".join(format_python_value(value) for value in values)
+        self.collector.add(current_thread(), text)
+
+
 def copy_vector(value: Any) -> Any:
     """A vector or matrix argument of a callable is passed by value: a copy."""
     kind = getattr(type(value), "__lnb_type__", None)
@@ -340,6 +360,7 @@ class PythonExecutable(Executable):
         }
         self._buffer_slots = kernel.buffers
         self._python_functions: dict[int, Callable[..., Any]] = {}
+        self._printer = DevicePrinter()
         self._definitions = [f.definition for f in kernel.functions]
         namespace, closure = self._namespaces(captures)
         value_locals = any(not isinstance(t, ScalarType) for t in kernel.locals.values())
@@ -393,6 +414,8 @@ class PythonExecutable(Executable):
                 replacements[name] = self._python_function(callable_definition(value))
         namespace, closure = captures.python_mode_namespaces(replacements)
         namespace["__builtins__"] = {**vars(python_builtins), **KERNEL_BUILTINS}
+        if self.prints:
+            namespace["__builtins__"]["print"] = self._printer
         return namespace, closure
 
     def _captured_heap_shim(self, name: str) -> BindlessShim:
@@ -460,11 +483,13 @@ class PythonExecutable(Executable):
             position = self.kernel_id_position
             previous_id = thread_state.kernel_id
             thread_state.kernel_id = 0 if position is None else int(scalars[position])
+            collector = self._printer.collector = current_collector()
             try:
                 with self.rules.applied():
                     self._run(dims, arguments, cancel)
             finally:
                 thread_state.kernel_id = previous_id
+                deliver(collector)
 
     def _run(
         self, dims: tuple[int, int, int], arguments: list[Any], cancel: CancelFlag | None

@@ -28,9 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from luisa_nb.kernels.lang.device_print import format_python_value
 from luisa_nb.kernels.lang.math_builtins import apply
 from luisa_nb.kernels.lang.scalar_names import convert_scalar
-from luisa_nb.kernels.lang.vectors import Vector, value_type
+from luisa_nb.kernels.lang.vectors import Vector, c_quotient, value_type
 from luisa_nb.kernels.rules import (
     KernelRules,
     is_float_valued,
@@ -47,6 +48,7 @@ MIXED_NAME = "__lnb_mixed__"
 OPERATOR_NAME = "__lnb_operator__"
 AND_NAME = "__lnb_and__"
 OR_NAME = "__lnb_or__"
+TEXT_NAME = "__lnb_device_text__"  # an f-string field in a device print
 LOOP_PREFIX = "__lnb_loop"
 
 
@@ -59,14 +61,6 @@ def _is_python_int(value: Any) -> bool:
     return type(value) is int
 
 
-def _c_quotient(left: np.ndarray | np.integer, right: np.ndarray | np.integer) -> Any:
-    """C's integer ``left / right`` on numpy operands of one dtype (0 for a zero divisor)."""
-    floored = np.floor_divide(left, right)
-    remainder = np.fmod(left, right)
-    inexact_negative = (remainder != 0) & ((remainder < 0) != (right < 0))
-    return (floored + inexact_negative).astype(floored.dtype)
-
-
 def luisa_floordiv(left: Any, right: Any) -> Any:
     """``left // right`` under luisa-python's rules: a true division when an operand is a
     float, else rounded toward zero in the operands' common type."""
@@ -74,7 +68,7 @@ def luisa_floordiv(left: Any, right: Any) -> Any:
         return left / right
     if _is_python_int(left) and _is_python_int(right):
         return truncated_quotient(left, right)
-    return apply(_c_quotient, (left, right), "//", floating=False)
+    return apply(c_quotient, (left, right), "//", floating=False)
 
 
 def luisa_mod(left: Any, right: Any) -> Any:
@@ -162,6 +156,7 @@ HELPERS = {
     AND_NAME: luisa_and,
     OR_NAME: luisa_or,
     OPERATOR_NAME: operator,
+    TEXT_NAME: format_python_value,
 }
 DIVISIONS = {ast.FloorDiv: DIVIDE_NAME, ast.Mod: REMAINDER_NAME}
 MIXED_OPERATORS = {  # operators whose integer operands C converts to a common type
@@ -217,10 +212,24 @@ class RulesRewriter(ast.NodeTransformer):
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:
         self.generic_visit(node)
+        if len(node.ops) > 1 and self.rules.vector_boolean_operators:
+            return self.strict_chain(node)
         (operator,) = node.ops if len(node.ops) == 1 else (None,)
         if self.rules.c_sign_mixing and type(operator) in MIXED_OPERATORS:
             return self.mixed(operator, node.left, node.comparators[0], node)
         return node
+
+    def strict_chain(self, node: ast.Compare) -> ast.expr:
+        """``a < b < c`` as luisa-python computes it: every comparison made (``b``, an
+        operand of two, is evaluated for each)."""
+        operands = [node.left, *node.comparators]
+        tests = [
+            self.visit_Compare(
+                ast.copy_location(ast.Compare(copy.deepcopy(left), [operator], [right]), node)
+            )
+            for left, operator, right in zip(operands[:-1], node.ops, operands[1:], strict=True)
+        ]
+        return ast.copy_location(ast.Call(ast.Name(AND_NAME, ast.Load()), tests, []), node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
         self.generic_visit(node)
@@ -237,10 +246,21 @@ class RulesRewriter(ast.NodeTransformer):
             value = self.mixed(node.op, current, node.value, node.value)
         return ast.copy_location(ast.Assign([node.target], value), node)
 
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> ast.expr:
+        """A field of an f-string (which kernels allow only in ``print``) formatted as a
+        device print formats values, under luisa-python's types."""
+        self.generic_visit(node)
+        if self.rules.luisa_types:
+            call = ast.Call(ast.Name(TEXT_NAME, ast.Load()), [node.value], [])
+            node.value = ast.copy_location(call, node.value)
+        return node
+
     def visit_For(self, node: ast.For) -> ast.stmt | list[ast.stmt]:
         self.generic_visit(node)
-        if not self.rules.loop_end_values:
-            return node
+        call = node.iter
+        ranged = isinstance(call, ast.Call) and ast.unparse(call.func).endswith("range")
+        if not self.rules.loop_end_values or not ranged:
+            return node  # a loop over an array, vector or matrix ends on its last element
         holder = f"{LOOP_PREFIX}{self.loops}__"
         self.loops += 1
         bounds = ast.Call(ast.Name(RANGE_NAME, ast.Load()), node.iter.args, [])

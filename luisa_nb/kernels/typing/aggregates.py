@@ -257,4 +257,8 @@ class AggregateTyping:
                     for name, t in kind.fields.items()
                 ),
             )
+        if isinstance(kind, ArrayType):
+            return ir.Construct(
+                kind, tuple(self.aggregate_constant(kind.element, v, node) for v in value)
+            )
         self.fail(node, f"a captured {kind} cannot be used in kernels; pass it as an argument")

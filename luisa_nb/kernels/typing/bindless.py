@@ -36,7 +36,7 @@ FLOAT4 = VectorType(ScalarType.FLOAT32, 4)
 TEXTURE_ARGUMENTS = {  # texture method -> its arguments after the slot
     "read": ("coord",),
     "sample": ("uv",),
-    "sample_mip": ("uv", "level"),
+    "sample_mip": ("uv", "sample_level"),
     "sample_grad": ("uv", "ddx", "ddy"),
     "sample_grad_level": ("uv", "ddx", "ddy", "min_level"),
     "size": (),
@@ -190,6 +190,10 @@ class BindlessTyping:
                 )
         elif kind == "level":
             value = self.integer(value, node, usage)
+        elif kind == "sample_level":  # a float in luisa-python; an integer converts
+            value = self.scalar(value, node)
+            if not value.type.is_numeric:
+                self.fail(node, f"{usage}: level is a number, got {value.type}")
         elif kind == "min_level":
             value = self.scalar(value, node)
             if not value.type.is_float:

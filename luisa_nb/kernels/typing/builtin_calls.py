@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from luisa_nb.kernels import ir
 from luisa_nb.kernels.frontend.captures import Unresolved, builtin_name
+from luisa_nb.kernels.frontend.portability import warn_not_in_luisa
 from luisa_nb.kernels.lang.matrices import MATRIX_CLASSES
 from luisa_nb.kernels.lang.scalar_names import SCALAR_NAMES
 from luisa_nb.kernels.lang.vectors import VECTOR_CLASSES
 from luisa_nb.kernels.rules import wrap_integer
 from luisa_nb.kernels.type_system import (
     INT3,
+    UINT3,
     ImageType,
     MatrixType,
     ScalarType,
@@ -25,6 +27,7 @@ from luisa_nb.kernels.type_system import (
     is_composite,
 )
 from luisa_nb.kernels.typing.atomics import ATOMIC_OPERATIONS
+from luisa_nb.kernels.typing.element_loops import element_count
 from luisa_nb.kernels.typing.expressions import BUFFER_METHODS, is_weak
 from luisa_nb.kernels.typing.matrices import MATRIX_FUNCTIONS
 
@@ -64,6 +67,7 @@ DISPATCH_VALUES = {
     "block_id": "block",
 }
 ARITIES = {
+    "len": (1, 1),
     **dict.fromkeys((*FLOAT_FUNCTIONS, *TEST_FUNCTIONS, *VECTOR_FUNCTIONS), (1, 1)),
     **dict.fromkeys(MATRIX_FUNCTIONS, (1, 1)),
     **dict.fromkeys(TWO, (2, 2)),
@@ -97,6 +101,19 @@ UNKNOWN_CALL_HINT = (
     "kernels can call luisa_nb builtins (dispatch_id, sqrt, clamp, float3, length, ...), "
     "math functions, abs/min/max/pow/int/float/bool, and range() in for loops"
 )
+
+
+def warn_unimported_type(typer: KernelTyper, node: ast.expr) -> None:
+    """A type name (``float2``, ``float3x3`` ...) no import defines: luisa-python 0.3.7
+    finds its functions by name, but not its types."""
+    if isinstance(node, ast.Name) and node.id in typer.captures.unbound_names:
+        warn_not_in_luisa(
+            f"{node.id} in a kernel without an import",
+            typer.source.filename,
+            node.lineno,
+            'add `from luisa.mathtypes import *` (real luisa-python: "undeclared '
+            f"identifier '{node.id}'\")",
+        )
 
 
 class BuiltinCallTyping:
@@ -141,8 +158,16 @@ class BuiltinCallTyping:
         if not low <= len(node.args) <= high:
             expected = str(low) if low == high else f"{low} or more"
             self.fail(node, f"{label}() takes {expected} arguments, got {len(node.args)}")
+        if name == "len":  # of an array, vector or matrix: a constant, as in luisa-python
+            if self.is_buffer(node.args[0]):
+                self.fail(node.args[0], "len() takes an array, a vector or a matrix, not a buffer")
+            count = element_count(self.visit(node.args[0]).type)
+            if count is None:
+                self.fail(node.args[0], "len() takes an array, a vector or a matrix")
+            return ir.Constant(ScalarType.INT32, count)
         if name in DISPATCH_VALUES:
-            return ir.DispatchValue(INT3, DISPATCH_VALUES[name])
+            kind = UINT3 if self.rules.luisa_types else INT3  # luisa-python's: uint3
+            return ir.DispatchValue(kind, DISPATCH_VALUES[name])
         if name == "kernel_id":
             return self.kernel_id_value(node)
         arguments = [self.visit(argument) for argument in node.args]
@@ -392,6 +417,9 @@ class BuiltinCallTyping:
 
     def resolve(self: KernelTyper, node: ast.expr) -> object:
         try:
-            return self.captures.resolve(node)
+            value = self.captures.resolve(node)
         except Unresolved as error:
             self.fail(node, str(error))
+        if self.rules.luisa_types and isinstance(value, type):
+            warn_unimported_type(self, node)
+        return value

@@ -28,6 +28,7 @@ from luisa_nb.kernels.type_system import (
     is_aggregate_type,
     is_buffer_like,
     is_composite,
+    luisa_types_active,
     promote,
     true_division_type,
 )
@@ -102,7 +103,10 @@ class ExpressionTyping:
         if isinstance(target, VectorType):
             return self.broadcast(expression, target, node)
         if is_weak(expression):
-            return self.literal_as(expression.value, target, node)
+            value = expression.value
+            if luisa_types_active() and isinstance(value, float) and target.is_integer:
+                return ir.Cast(target, expression)  # luisa-python stores 2.7 as 2
+            return self.literal_as(value, target, node)
         return ir.Cast(target, expression)
 
     def literal_as(
@@ -260,7 +264,7 @@ class ExpressionTyping:
 
     def visit_Constant(self: KernelTyper, node: ast.Constant) -> ir.Expression:
         if isinstance(node.value, str):
-            self.fail(node, "strings are only allowed in print(...) in Python mode")
+            self.fail(node, "strings are only allowed as arguments of print(...)")
         return self.literal(node.value, node)
 
     def visit_Name(self: KernelTyper, node: ast.Name) -> ir.Expression:
@@ -332,9 +336,17 @@ class ExpressionTyping:
                 )
             values.append(value)
         result = values[0]
+        combined = self.strict_operator(operator)
         for value in values[1:]:
-            result = ir.Binary(ScalarType.BOOL, operator, result, value)
+            result = ir.Binary(ScalarType.BOOL, combined, result, value)
         return result
+
+    def strict_operator(self: KernelTyper, operator: str) -> str:
+        """``and``/``or`` of bool scalars; luisa-python evaluates both operands (so a
+        callable in the second one runs, and prints, whatever the first gave)."""
+        if not self.rules.vector_boolean_operators:
+            return operator
+        return "bitand" if operator == "and" else "bitor"
 
     def visit_Compare(self: KernelTyper, node: ast.Compare) -> ir.Expression:
         left = self.visit(node.left)
@@ -345,7 +357,8 @@ class ExpressionTyping:
             test = self.comparison(operator, symbol, left, right, node)
             if len(node.ops) > 1 and is_composite(test.type):
                 self.fail(node, "chained comparisons need scalars; combine vector tests with &")
-            result = test if result is None else ir.Binary(ScalarType.BOOL, "and", result, test)
+            combined = self.strict_operator("and")
+            result = test if result is None else ir.Binary(ScalarType.BOOL, combined, result, test)
             left = right
         return result
 
@@ -370,4 +383,8 @@ class ExpressionTyping:
         )
 
     def visit_JoinedStr(self: KernelTyper, node: ast.JoinedStr) -> ir.Expression:
-        self.fail(node, "f-strings are only allowed in print(...) in Python mode")
+        self.fail(
+            node,
+            "f-strings are only allowed in print(...) in Python mode; a kernel's print takes "
+            "values separated by commas",
+        )

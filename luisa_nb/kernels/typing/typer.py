@@ -35,6 +35,8 @@ from luisa_nb.kernels.typing.autodiff import AutodiffTyping
 from luisa_nb.kernels.typing.bindless import BindlessTyping
 from luisa_nb.kernels.typing.builtin_calls import BuiltinCallTyping
 from luisa_nb.kernels.typing.constant_conditions import ConstantConditions
+from luisa_nb.kernels.typing.device_print import device_print
+from luisa_nb.kernels.typing.element_loops import element_loop
 from luisa_nb.kernels.typing.expressions import BINARY_OPERATORS, ExpressionTyping, is_weak
 from luisa_nb.kernels.typing.images import ImageTyping
 from luisa_nb.kernels.typing.indirect import IndirectTyping
@@ -356,8 +358,12 @@ class KernelTyper(
         self.shared.append(name)
 
     def debug_statement(self, node: ast.Call) -> ir.Print:
-        """``print(...)``/``breakpoint()``: Python mode only; typed for access analysis."""
+        """``print(...)``/``breakpoint()``: in Python mode typed for access analysis (a
+        luisa-python kernel's print is a device print there too); elsewhere ``print`` is
+        a device print (see ``lang.device_print``)."""
         name = ast.unparse(node.func)
+        if name == "print" and (self.target != "python" or self.rules.name == "luisa"):
+            return device_print(self, node)
         if self.target != "python":
             hint = 'define the kernel with mode="python" to debug with it'
             self.fail(node, f"{name}() only works in Python mode; {hint}")
@@ -447,6 +453,10 @@ class KernelTyper(
 
     def visit_For(self, node: ast.For) -> list[ir.Statement]:
         call = node.iter
+        if not isinstance(call, ast.Call) or (
+            self.is_capture_chain(call.func) and self.callee(call) != "range"
+        ):
+            return element_loop(self, node)
         if not self.is_capture_chain(call.func) or self.callee(call) != "range":
             self.fail(call, "for loops must iterate over range(...)")
         if call.keywords or not 1 <= len(call.args) <= 3:
