@@ -5,6 +5,7 @@ of the command list."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -129,9 +130,6 @@ def test_what_luisa_nb_lacks_says_so(fresh_session):
 def test_cuda_devices_say_to_use_another_backend():
     from luisa_nb.runtime import Accel
 
-    class CudaLike:
-        class backend:  # noqa: N801 (stands for a backend object)
-            name = "cuda"
-
+    cuda_like = SimpleNamespace(backend=SimpleNamespace(name="cuda"))
     with pytest.raises(UnsupportedFeatureError, match="create the device with 'cpu'"):
-        Accel(CudaLike())
+        Accel(cuda_like)

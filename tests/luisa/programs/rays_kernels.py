@@ -16,5 +16,5 @@ def depth(accel, out):
 
 @luisa.func
 def query(accel, out):
-    q = accel.query_all(luisa.inf_ray(float3(0.0), float3(0.0, 0.0, 1.0)), -1)
+    accel.query_all(luisa.inf_ray(float3(0.0), float3(0.0, 0.0, 1.0)), -1)
     out.write(0, 1.0)
