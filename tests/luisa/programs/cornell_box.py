@@ -61,7 +61,7 @@ accel = luisa.Accel()
 normal_list = []
 first_normal = []
 keep = []  # the buffers the accel reads
-for corners, albedo, emission, transform in meshes:
+for corners, _, _, transform in meshes:
     points = np.array(corners, dtype=np.float32)
     vertices = luisa.Buffer(len(points), float3)
     vertices.copy_from([float3(*p) for p in points.tolist()])
@@ -131,14 +131,14 @@ def render(accel, normals, offsets, albedos, emissions, image):
     rng = Rng()
     rng.state = uint(pixel) * uint(9781) + uint(12345)
     total = float3(0.0)
-    for s in range(SAMPLES):
+    for _sample in range(SAMPLES):
         u = (float(x) + rng.next()) / WIDTH * 2.0 - 1.0
         v = 1.0 - (float(y) + rng.next()) / HEIGHT * 2.0
         origin = float3(0.5, 0.5, 2.4)
         ray = luisa.make_ray(origin, normalize(float3(u * 0.42, v * 0.42, -1.0)), 0.0, 1e30)
         throughput = float3(1.0)
         radiance = float3(0.0)
-        for bounce in range(BOUNCES):
+        for _bounce in range(BOUNCES):
             hit = accel.trace_closest(ray, -1)
             if hit.miss():
                 break
