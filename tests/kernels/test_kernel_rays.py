@@ -358,7 +358,7 @@ def test_the_bvh_is_a_tree_over_every_triangle_with_boxes_holding_their_children
             assert np.all(soup[members].min(axis=1) >= lower[index])
             assert np.all(soup[members].max(axis=1) <= upper[index])
             continue
-        for child in (index + 1, node["child"]):
+        for child in (node["child"], node["child"] + 1):
             depth[child] = depth[index] + 1
             assert np.all(lower[child] >= lower[index]) and np.all(upper[child] <= upper[index])
     assert seen.tolist() == [1] * 500

@@ -12,7 +12,7 @@ An acceleration structure, as kernels see it, is three buffers (see docs/kernels
 order the leaves list them (:data:`BVH_TRIANGLE`), and one record per instance
 (:data:`ACCEL_INSTANCE`). A node with ``count >= 0`` is a leaf holding triangles
 ``child .. child + count - 1``; an inner node has ``count = -1 - axis`` (the axis it was
-split on), its first child right after it and its second child at ``child``.
+split on) and its two children at ``child`` and ``child + 1``.
 """
 
 from __future__ import annotations
@@ -223,11 +223,11 @@ def _descend(nodes, node_index, node, direction, stack, top):
     the axis the node was split on)."""
     axis = -1 - node.count
     along = select(select(direction.z, direction.y, axis == 1), direction.x, axis == 0)
-    near = node_index + 1
-    far = node.child
+    near = node.child
+    far = node.child + 1
     if along < 0.0:
-        near = node.child
-        far = node_index + 1
+        near = node.child + 1
+        far = node.child
     stack[top] = far
     return near
 
