@@ -66,7 +66,9 @@ def main() -> None:
     reference: dict[str, float] = {}
     for runtime in RUNTIMES:
         outcome = run(
-            command(runtime, RAYS, [str(arguments.triangles), width, height, str(arguments.repeats)])
+            command(
+                runtime, RAYS, [str(arguments.triangles), width, height, str(arguments.repeats)]
+            )
         )
         if isinstance(outcome, str):
             rows.append([runtime, "", "", "", "", "", f"did not run: {outcome}"])
@@ -104,8 +106,7 @@ def main() -> None:
         real_seconds = real_seconds or outcome[1]
         rows.append([runtime, outcome[1], outcome[1] / real_seconds, f"{mean:.6f}"])
     print_table(
-        f"Cornell box {side}x{side}, {samples} paths per pixel, whole process "
-        f"({load_average()})",
+        f"Cornell box {side}x{side}, {samples} paths per pixel, whole process ({load_average()})",
         ["runtime", "seconds", "vs real", "mean pixel"],
         rows,
     )
