@@ -366,3 +366,27 @@ def test_the_bvh_is_a_tree_over_every_triangle_with_boxes_holding_their_children
     assert len(nodes) < 2 * 500 - 1  # some leaves hold several triangles
     empty = build_bvh(np.zeros((0, 3, 3), np.float32))
     assert len(empty.nodes) == 1 and empty.nodes[0]["count"] == 0
+
+
+def test_a_dispatch_reads_the_accel_and_a_build_on_another_stream_races_it(device):
+    mesh = mesh_of(device, [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [0, 1, 2])
+    accel = device.create_accel(name="scene")
+    accel.emplace_back(mesh)
+    accel.build(sync=True)
+    builder = device.create_stream("builder")
+    origins = float3_buffer(device, [(0.2, 0.2, 1.0)])
+    directions = float3_buffer(device, [(0.0, 0.0, -1.0)])
+    hits = device.create_buffer(1, np.uint32)
+    kernel = lnb.kernel(ray_kernels.trace_captured)
+    ray_kernels.scene = accel
+    device.synchronize()
+    with lnb.trace() as trace_:
+        builder.submit([accel.build_async()])
+        device.default_stream.submit([kernel.dispatch_async(1, origins, directions, hits)])
+        device.synchronize()
+    dispatch = next(r for r in trace_.commands if r.label.startswith("trace_captured"))
+    read = {r.buffer for r in dispatch.device_ranges if r.access.value == "read"}
+    assert {view.buffer.id for view in accel.views()} <= read
+    races = [h for h in trace_.hazards if h.kind is HazardKind.DEVICE_RACE]
+    assert races and all(dispatch.id in h.command_ids for h in races)
+    assert {h.device.buffer for h in races} <= {view.buffer.id for view in accel.views()}
