@@ -22,17 +22,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench_luisa_programs import ON_LUISA_NB
 from timing import load_average, print_table
 
 RAYS = Path(__file__).with_name("luisa_rays.py")
 CORNELL_BOX = Path(__file__).parents[1] / "tests" / "luisa" / "programs" / "cornell_box.py"
-ON_LUISA_NB = (
-    "import runpy, sys\n"
-    "from luisa_nb.luisa.alias import as_luisa\n"
-    "sys.argv = sys.argv[1:]\n"
-    "with as_luisa():\n"
-    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-)
 RUNTIMES = ("real luisa-python cpu", "luisa_nb cpu")
 
 

@@ -30,6 +30,7 @@ from luisa_nb.runtime.buffer import BufferView
 from luisa_nb.runtime.bvh import build_bvh
 from luisa_nb.runtime.commands import Command
 from luisa_nb.runtime.indirect import finish
+from luisa_nb.runtime.stream import submit_one
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
@@ -249,14 +250,7 @@ class Accel:
 
     def build(self, *, sync: bool = False, stream: Stream | None = None) -> None:
         """Build on ``stream`` (default: the device's), after its earlier work."""
-        command = self.build_async()
-        if stream is None:
-            stream = self.device.default_stream
-            stream._submit_made(command)
-        else:
-            stream.submit([command])
-        if sync:
-            stream.synchronize()
+        submit_one(self.build_async(), stream, sync)
 
     def _create_buffers(self, sizes: tuple[int, int, int]) -> tuple[BufferView, ...]:
         label = self._name()

@@ -233,9 +233,9 @@ def _descend(nodes, node_index, node, direction, stack, top):
 
 
 @ray_callable
-def trace_closest(nodes, triangles, instances, ray, mask):
+def _traverse(nodes, triangles, ray, mask, first_hit):
     """The nearest hit of ``ray`` on triangles whose instance's mask shares a bit with
-    ``mask``, in ``ray.t_min .. ray.t_max``."""
+    ``mask``, in ``ray.t_min .. ray.t_max``; with ``first_hit``, the first one found."""
     origin = ray.get_origin()
     direction = ray.get_dir()
     inverse = _inverse_direction(direction)
@@ -263,7 +263,9 @@ def trace_closest(nodes, triangles, instances, ray, mask):
                         hit.prim = triangle.primitive
                         hit.bary = found.yz
                         hit.ray_t = found.x
-        if top == 0:
+                        if first_hit:
+                            break
+        if top == 0 or (first_hit and hit.inst != MISS):
             break
         top -= 1
         node_index = stack[top]
@@ -271,35 +273,17 @@ def trace_closest(nodes, triangles, instances, ray, mask):
 
 
 @ray_callable
+def trace_closest(nodes, triangles, instances, ray, mask):
+    """The nearest hit of ``ray`` on triangles whose instance's mask shares a bit with
+    ``mask``, in ``ray.t_min .. ray.t_max``."""
+    return _traverse(nodes, triangles, ray, mask, False)
+
+
+@ray_callable
 def trace_any(nodes, triangles, instances, ray, mask):
     """Whether ``ray`` hits any triangle whose instance's mask shares a bit with
     ``mask`` in ``ray.t_min .. ray.t_max``; it stops at the first hit found."""
-    origin = ray.get_origin()
-    direction = ray.get_dir()
-    inverse = _inverse_direction(direction)
-    stack = TRAVERSAL_STACK()
-    top = 0
-    node_index = 0
-    hit = False
-    while not hit:
-        node = nodes.read(node_index)
-        if _enters_box(node, origin, inverse, ray.t_min, ray.t_max):
-            if node.count < 0:
-                node_index = _descend(nodes, node_index, node, direction, stack, top)
-                top += 1
-                continue
-            for index in range(node.child, node.child + node.count):
-                triangle = triangles.read(index)
-                if (triangle.mask & mask) != 0:
-                    found = _intersect(triangle, origin, direction)
-                    if found.w != 0.0 and found.x >= ray.t_min and found.x <= ray.t_max:
-                        hit = True
-                        break
-        if top == 0:
-            break
-        top -= 1
-        node_index = stack[top]
-    return hit
+    return _traverse(nodes, triangles, ray, mask, True).inst != MISS
 
 
 @ray_callable
