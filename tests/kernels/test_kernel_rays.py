@@ -390,3 +390,14 @@ def test_a_dispatch_reads_the_accel_and_a_build_on_another_stream_races_it(devic
     races = [h for h in trace_.hazards if h.kind is HazardKind.DEVICE_RACE]
     assert races and all(dispatch.id in h.command_ids for h in races)
     assert {h.device.buffer for h in races} <= {view.buffer.id for view in accel.views()}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_accel_with_no_instances_misses_everything(device, mode):
+    accel = device.create_accel()
+    accel.emplace_back(mesh_of(device, [(0, 0, 0), (1, 0, 0), (0, 1, 0)], [0, 1, 2]))
+    accel.pop_back()
+    accel.build()
+    origins = np.array([[0.2, 0.2, 1.0]], np.float32)
+    hits, _, anys = trace(device, accel, origins, np.array([[0, 0, -1]], np.float32), mode)
+    assert hits.tolist() == [[MISS, MISS]] and anys.tolist() == [False]
