@@ -59,6 +59,7 @@ TRAVERSAL_STACK = ArrayType(64, ScalarType.INT32)
 MAX_BVH_DEPTH = 60
 MISS = np.uint32(0xFFFFFFFF)
 TINY_DIRECTION = 1e-30  # direction components smaller than this count as this
+MISSED_BOX = 3.0e38  # the entry distance of a box a ray misses
 
 
 class RayCallable:
@@ -193,6 +194,24 @@ def _enters_box(node, origin, inverse, t_min, t_max):
 
 
 @ray_callable
+def _box_entry(node, origin, inverse, t_min, t_max):
+    """Where the ray's span ``t_min .. t_max`` enters the node's box, or MISSED_BOX
+    where it misses it (see :func:`_enters_box`)."""
+    lower = float3(node.lower[0], node.lower[1], node.lower[2])
+    upper = float3(node.upper[0], node.upper[1], node.upper[2])
+    near = (lower - origin) * inverse
+    far = (upper - origin) * inverse
+    entry = min(near, far)
+    leave = max(near, far)
+    enter = max(max(entry.x, entry.y), max(entry.z, t_min))
+    exit = min(min(leave.x, leave.y), min(leave.z, t_max)) * 1.0000004
+    result = MISSED_BOX
+    if enter <= exit:
+        result = enter
+    return result
+
+
+@ray_callable
 def _intersect(triangle, origin, direction):
     """Moller-Trumbore: ``float4(t, u, v, 1)`` where the ray's line meets the triangle
     (edges and vertices included), else ``w == 0``."""
@@ -218,24 +237,11 @@ def _intersect(triangle, origin, direction):
 
 
 @ray_callable
-def _descend(nodes, node_index, node, direction, stack, top):
-    """Push the far child of inner ``node`` on ``stack``; the near child's index (along
-    the axis the node was split on)."""
-    axis = -1 - node.count
-    along = select(select(direction.z, direction.y, axis == 1), direction.x, axis == 0)
-    near = node.child
-    far = node.child + 1
-    if along < 0.0:
-        near = node.child + 1
-        far = node.child
-    stack[top] = far
-    return near
-
-
-@ray_callable
 def _traverse(nodes, triangles, ray, mask, first_hit):
     """The nearest hit of ``ray`` on triangles whose instance's mask shares a bit with
-    ``mask``, in ``ray.t_min .. ray.t_max``; with ``first_hit``, the first one found."""
+    ``mask``, in ``ray.t_min .. ray.t_max``; with ``first_hit``, the first one found.
+    At an inner node both children's boxes are tested: the nearer entered one is
+    visited next, the other waits on the stack, and a missed one is never read again."""
     origin = ray.get_origin()
     direction = ray.get_dir()
     inverse = _inverse_direction(direction)
@@ -245,14 +251,30 @@ def _traverse(nodes, triangles, ray, mask, first_hit):
     best = ray.t_max
     stack = TRAVERSAL_STACK()
     top = 0
-    node_index = 0
-    while True:
-        node = nodes.read(node_index)
-        if _enters_box(node, origin, inverse, ray.t_min, best):
-            if node.count < 0:
-                node_index = _descend(nodes, node_index, node, direction, stack, top)
+    node = nodes.read(0)
+    visiting = _enters_box(node, origin, inverse, ray.t_min, best)
+    while visiting:
+        if node.count < 0:
+            left = nodes.read(node.child)
+            right = nodes.read(node.child + 1)
+            enter_left = _box_entry(left, origin, inverse, ray.t_min, best)
+            enter_right = _box_entry(right, origin, inverse, ray.t_min, best)
+            if enter_left < MISSED_BOX and enter_right < MISSED_BOX:
+                if enter_left <= enter_right:
+                    stack[top] = node.child + 1
+                    node = left
+                else:
+                    stack[top] = node.child
+                    node = right
                 top += 1
                 continue
+            if enter_left < MISSED_BOX:
+                node = left
+                continue
+            if enter_right < MISSED_BOX:
+                node = right
+                continue
+        else:
             for index in range(node.child, node.child + node.count):
                 triangle = triangles.read(index)
                 if (triangle.mask & mask) != 0:
@@ -265,10 +287,12 @@ def _traverse(nodes, triangles, ray, mask, first_hit):
                         hit.ray_t = found.x
                         if first_hit:
                             break
-        if top == 0 or (first_hit and hit.inst != MISS):
-            break
-        top -= 1
-        node_index = stack[top]
+        visiting = False
+        if not (first_hit and hit.inst != MISS):
+            while top > 0 and not visiting:
+                top -= 1
+                node = nodes.read(stack[top])
+                visiting = _enters_box(node, origin, inverse, ray.t_min, best)
     return hit
 
 
