@@ -29,8 +29,8 @@ def printed_rows(output: str) -> np.ndarray:
 
 def kernels():
     with as_luisa():
-        from tests.luisa.programs import rays_kernels
-    return rays_kernels
+        from tests.luisa import ray_kernels
+    return ray_kernels
 
 
 def square(z: float = 0.0):

@@ -1,6 +1,8 @@
-"""luisa-python kernels tracing rays, for tests/luisa/test_luisa_accel.py."""
+"""luisa-python kernels tracing rays, for tests/luisa/test_luisa_accel.py (imported with
+`import luisa` standing for luisa_nb.luisa)."""
 
 import luisa
+from luisa.builtin import dispatch_id
 from luisa.mathtypes import float3
 
 
