@@ -121,6 +121,7 @@ from luisa_nb.kernels.lang.vectors import (
     uint3,
     uint4,
 )
+from luisa_nb.kernels.rays import Ray, TriangleHit, inf_ray, make_ray
 from luisa_nb.kernels.type_system import (
     BufferType,
     MatrixType,
@@ -136,9 +137,11 @@ __all__ = [
     "KernelDefinition",
     "MatrixType",
     "Parameter",
+    "Ray",
     "ScalarType",
     "SharedArrayType",
     "StructType",
+    "TriangleHit",
     "VectorType",
     "abs",
     "acos",
@@ -185,6 +188,7 @@ __all__ = [
     "fma",
     "fmod",
     "fract",
+    "inf_ray",
     "int2",
     "int3",
     "int4",
@@ -210,6 +214,7 @@ __all__ = [
     "make_int2",
     "make_int3",
     "make_int4",
+    "make_ray",
     "make_uint2",
     "make_uint3",
     "make_uint4",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from luisa_nb.kernels import SharedArrayType
 from luisa_nb.luisa import lcapi, session
+from luisa_nb.luisa.accel import Accel, Ray, TriangleHit, inf_ray, make_ray
 from luisa_nb.luisa.bindless import BindlessArray, bindless_array
 from luisa_nb.luisa.buffers import Buffer, BufferType
 from luisa_nb.luisa.functions import Func, func
@@ -101,6 +102,11 @@ def Event() -> _Event:
 __all__ = [
     *_math_names,
     *MISSING,
+    "Accel",
+    "Ray",
+    "TriangleHit",
+    "inf_ray",
+    "make_ray",
     "ArrayType",
     "BindlessArray",
     "RandomSampler",

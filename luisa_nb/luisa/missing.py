@@ -36,15 +36,9 @@ class Missing:
 
 
 _FEATURES = {
-    "ray tracing": (
-        "Accel",
-        "Mesh",
+    "procedural primitives and ray queries": (
         "ProceduralPrimitive",
-        "make_ray",
-        "inf_ray",
         "offset_ray_origin",
-        "Ray",
-        "TriangleHit",
         "CommittedHit",
         "ProceduralHit",
         "RayQueryAllType",

@@ -1,5 +1,6 @@
 """Runtime layer: devices, buffers, streams, events, commands and kernels."""
 
+from luisa_nb.runtime.accel import Accel, AccelBuildCommand, Mesh
 from luisa_nb.runtime.bindless import BindlessArray
 from luisa_nb.runtime.buffer import Buffer, BufferView
 from luisa_nb.runtime.commands import (
@@ -21,6 +22,8 @@ from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import Event, Stream
 
 __all__ = [
+    "Accel",
+    "AccelBuildCommand",
     "BindlessArray",
     "Buffer",
     "BufferView",
@@ -36,6 +39,7 @@ __all__ = [
     "IndirectDispatchBuffer",
     "IndirectDispatchCommand",
     "Kernel",
+    "Mesh",
     "StagingPolicy",
     "Stream",
     "UploadCommand",

@@ -34,7 +34,7 @@ from luisa_nb.runtime.commands import (
     UploadCommand,
 )
 from luisa_nb.runtime.host import ArrayMemo, host_bytes
-from luisa_nb.runtime.stream import Stream, check_stream
+from luisa_nb.runtime.stream import Stream, check_stream, submit_one
 
 if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
@@ -206,13 +206,7 @@ class BufferView:
     # -- synchronous forms -----------------------------------------------------------
 
     def _submit(self, command: Command, stream: Stream | None, sync: bool) -> None:
-        if stream is None:
-            stream = self.device.default_stream
-            stream._submit_made(command)
-        else:
-            stream.submit([command])
-        if sync:
-            stream.synchronize()
+        submit_one(command, stream, sync)
 
     def copy_from(
         self, array: np.ndarray, *, sync: bool = False, stream: Stream | None = None

@@ -15,7 +15,8 @@ from luisa_nb.errors import (
 )
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import BufferType
-from luisa_nb.runtime.buffer import Buffer
+from luisa_nb.runtime.accel import Accel, Mesh
+from luisa_nb.runtime.buffer import Buffer, BufferView
 from luisa_nb.runtime.callbacks import in_callback, wait_in_callback
 from luisa_nb.runtime.image import Image
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer
@@ -162,6 +163,18 @@ class Device:
     def streams(self) -> list[Stream]:
         """The streams made on this device and still alive (its default stream too)."""
         return list(self._streams)
+
+    def create_mesh(self, vertices: BufferView, triangles: BufferView) -> Mesh:
+        """The triangles of ``vertices`` (a float3 or float4 buffer) indexed by
+        ``triangles`` (int32 or uint32, three per triangle), for :meth:`create_accel`."""
+        self.check_open()
+        return Mesh(self, vertices, triangles)
+
+    def create_accel(self, *, name: str | None = None) -> Accel:
+        """An empty acceleration structure: add meshes with ``emplace_back``, then build
+        it (a command) before kernels trace rays against it."""
+        self.check_open()
+        return Accel(self, buffer_name(name))
 
     def create_stream(self, name: str | None = None) -> Stream:
         self.check_open()

@@ -433,6 +433,18 @@ class _InterruptedWaits:
 _interrupted_waits = _InterruptedWaits()
 
 
+def submit_one(command: Command, stream: Stream | None, sync: bool) -> None:
+    """Submit ``command`` (just made by a ``*_async`` call) on ``stream``, default its
+    device's stream; with ``sync``, wait for it: the synchronous forms of commands."""
+    if stream is None:
+        stream = command.device.default_stream
+        stream._submit_made(command)
+    else:
+        stream.submit([command])
+    if sync:
+        stream.synchronize()
+
+
 def check_stream(stream: object, call: str) -> None:
     """Raise :class:`InvalidArgumentError` unless ``stream``, the ``stream=`` argument of
     ``call`` (None stands for the default stream, and is not checked), is a

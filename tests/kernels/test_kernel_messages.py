@@ -14,7 +14,7 @@ from .helpers import FakeBuffer, load_function
 
 MISSING = """\
 import luisa_nb.luisa as luisa
-from luisa_nb.luisa import Accel
+from luisa_nb.luisa import ProceduralPrimitive
 
 
 def kernel_under_test(out):
@@ -25,8 +25,8 @@ def kernel_under_test(out):
 @pytest.mark.parametrize(
     ("statement", "column", "label", "feature"),
     [
-        ("r = luisa.make_ray(1.0)", 9, "luisa.make_ray", "ray tracing"),
-        ("a = Accel()", 9, "Accel", "ray tracing"),
+        ("r = luisa.CommittedHit()", 9, "luisa.CommittedHit", "procedural primitives"),
+        ("a = ProceduralPrimitive()", 9, "ProceduralPrimitive", "procedural primitives"),
         ("b = luisa.ByteBuffer", 9, "luisa.ByteBuffer", "byte buffers"),
     ],
 )

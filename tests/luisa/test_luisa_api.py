@@ -104,8 +104,8 @@ def test_use_before_init_says_to_call_init(fresh_session):
 
 
 def test_unsupported_features_name_themselves(fresh_session):
-    with pytest.raises(UnsupportedFeatureError, match=r"luisa.Accel \(ray tracing\)"):
-        luisa.Accel()
+    with pytest.raises(UnsupportedFeatureError, match=r"luisa.CommittedHit \(procedural"):
+        luisa.CommittedHit()
     with pytest.raises(UnsupportedFeatureError, match="16-bit"):
         luisa.half.anything  # noqa: B018
     luisa.init("cpu")

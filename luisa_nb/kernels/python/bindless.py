@@ -14,6 +14,7 @@ import numpy as np
 from luisa_nb.kernels.checks import slot_error, texel_error
 from luisa_nb.kernels.lang.builtins import thread_state
 from luisa_nb.kernels.lang.vectors import float4, int2, int3, uint2, uint3
+from luisa_nb.kernels.python.rays import AccelShimMethods
 from luisa_nb.kernels.type_system import BufferType, Sampler, resource_kind_of
 from luisa_nb.kernels.typing.bindless import element_type_of
 
@@ -93,7 +94,7 @@ def sample(shim: ImageShim, uv: Any) -> Any:
     return float4.wrap(blend(len(taps) - 1, ()))
 
 
-class BindlessShim:
+class BindlessShim(AccelShimMethods):
     """A bindless array ``name`` whose slots hold the buffer and image shims of
     ``entries`` (``(slot, shim)`` pairs, a slot up to once per resource kind)."""
 

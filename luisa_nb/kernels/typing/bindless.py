@@ -114,10 +114,13 @@ class BindlessTyping:
             self.captured_heaps[id(value)] = self.add_heap(node.id, argument_type(value), value)
         return self.captured_heaps[id(value)]
 
-    def heap_method(self: KernelTyper, node: ast.Call) -> ir.BindlessCall:
-        """A method call on a bindless array."""
+    def heap_method(self: KernelTyper, node: ast.Call) -> ir.Expression:
+        """A method call on a bindless array (or on an acceleration structure, which
+        kernels see as one: ``typing/rays.py``)."""
         method = node.func.attr
         heap = self.heap_index(node.func.value)
+        if self.is_accel_heap(heap):
+            return self.accel_method(node, heap)
         name, pairs = self.heaps[heap]
         if method == "byte_buffer_read":
             self.fail(

@@ -41,6 +41,7 @@ from luisa_nb.kernels.typing.expressions import BINARY_OPERATORS, ExpressionTypi
 from luisa_nb.kernels.typing.images import ImageTyping
 from luisa_nb.kernels.typing.indirect import IndirectTyping
 from luisa_nb.kernels.typing.matrices import MatrixTyping
+from luisa_nb.kernels.typing.rays import AccelTyping
 from luisa_nb.kernels.typing.vectors import VectorTyping
 
 MAX_BLOCK_THREADS = 1024  # luisa-python's limit for set_block_size
@@ -64,6 +65,7 @@ class KernelTyper(
     ImageTyping,
     IndirectTyping,
     BindlessTyping,
+    AccelTyping,
     BuiltinCallTyping,
     ast.NodeVisitor,
 ):

@@ -58,8 +58,9 @@ MISUSES = (
     "f(a=buffer, dispatch_size=16)", "f(buffer, dispatch_size=16, stream='s')",
     "f(an int buffer) against BufferType(float)", "f(a numpy array, dispatch_size=16)",
     "copy_to(a list)", "copy_from(a list one too long)",
-    "from_array(an object array)", "from_array(a structured array)", "luisa.Accel()",
-    "luisa.half", "Stream(3)", "Buffer(16, float).copy_from(None)",
+    "from_array(an object array)", "from_array(a structured array)",
+    "Accel().add(a float buffer, a float buffer)", "luisa.half", "Stream(3)",
+    "Buffer(16, float).copy_from(None)",
 )  # fmt: skip
 SESSION_MISUSES = (
     "Buffer before init()", "init('nope')", "init(3)", "init('cpu:later')",
@@ -155,7 +156,9 @@ def misuse(what: str) -> None:
             "from_array(a structured array)": lambda: luisa.Buffer.from_array(
                 np.zeros(4, [("a", "<f4"), ("b", "<i8")])
             ),
-            "luisa.Accel()": lambda: luisa.Accel(),
+            "Accel().add(a float buffer, a float buffer)": lambda: luisa.Accel().add(
+                buffer, buffer
+            ),
             "luisa.half": lambda: luisa.half(1.0),
             "Stream(3)": lambda: luisa.Stream(3).synchronize(),
             "Buffer(16, float).copy_from(None)": lambda: buffer.copy_from(None),

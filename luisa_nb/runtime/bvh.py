@@ -1,0 +1,163 @@
+"""A bounding volume hierarchy over triangles, built with a binned surface area heuristic,
+in the layout kernels traverse (:mod:`luisa_nb.kernels.lang.rays`).
+
+Each node's triangles are sorted into :data:`BINS` bins by centroid along each axis; the
+split between two bins that minimises ``area(left) * count(left) + area(right) *
+count(right)`` wins, unless intersecting every triangle of a node of up to
+:data:`MAX_LEAF` triangles costs less (the node is then a leaf). A node whose centroids
+coincide is split at its middle triangle. The tree is built a level at a time, every
+node of a level in the same numpy operations, and its nodes are numbered level by level:
+an inner node's two children are next to each other."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from luisa_nb.kernels.lang.rays import BVH_NODE, MAX_BVH_DEPTH
+
+BINS = 16
+MAX_LEAF = 8  # a node with more triangles is always split
+TRAVERSAL_COST = 1.0  # the cost of visiting a node, in triangle intersections
+
+
+class Bvh(NamedTuple):
+    """``nodes`` (a record array of ``BVH_NODE``) and ``order``: the triangle each leaf
+    position holds."""
+
+    nodes: np.ndarray
+    order: np.ndarray
+
+
+def _half_area(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Half the surface area of boxes (zero for empty boxes, whose lower > upper)."""
+    extent = np.maximum(upper - lower, 0.0)
+    x, y, z = extent[..., 0], extent[..., 1], extent[..., 2]
+    return x * y + y * z + z * x
+
+
+def _coordinate_half_area(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """:func:`_half_area` of boxes whose coordinates are the first axis."""
+    extent = np.maximum(upper - lower, 0.0)
+    return extent[0] * extent[1] + extent[1] * extent[2] + extent[2] * extent[0]
+
+
+class _Level:
+    """The nodes of one level: their indices and their ranges of ``order``."""
+
+    def __init__(self, nodes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.nodes, self.starts, self.ends = nodes, starts, ends
+        self.sizes = ends - starts
+        # where each node's triangles begin when the level's ranges are laid end to end
+        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
+        self.segment = np.repeat(np.arange(len(nodes)), self.sizes)
+        self.positions = (
+            np.arange(int(self.sizes.sum())) - self.offsets[self.segment] + starts[self.segment]
+        )
+
+
+def _split_costs(
+    level: _Level, lower: np.ndarray, upper: np.ndarray, centroids: np.ndarray, bins_used: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per triangle of the level its bin on each axis ``(n, 3)``, and per node the cost
+    of splitting after each of ``bins_used`` bins on each axis ``(k, 3, bins_used - 1)``
+    (inf where a side would be empty)."""
+    count = len(level.nodes)
+    low = np.minimum.reduceat(centroids, level.offsets)
+    high = np.maximum.reduceat(centroids, level.offsets)
+    extent = high - low
+    scale = np.divide(bins_used, extent, out=np.zeros_like(extent), where=extent > 0)
+    segment = level.segment
+    bins = ((centroids - low[segment]) * scale[segment]).astype(np.int64)
+    np.clip(bins, 0, bins_used - 1, out=bins)
+    keys = ((segment[:, None] * 3 + np.arange(3)) * bins_used + bins).ravel()
+    counts = np.bincount(keys, minlength=count * 3 * bins_used).reshape(count, 3, bins_used)
+    bin_lower = np.full((3, count * 3 * bins_used), np.inf, np.float32)
+    bin_upper = np.full((3, count * 3 * bins_used), -np.inf, np.float32)
+    for coordinate in range(3):  # one-dimensional ufunc.at is numpy's fast path
+        np.minimum.at(bin_lower[coordinate], keys, np.repeat(lower[:, coordinate], 3))
+        np.maximum.at(bin_upper[coordinate], keys, np.repeat(upper[:, coordinate], 3))
+    # (coordinate, node, axis, bin): accumulating along the last, contiguous axis
+    bin_lower = bin_lower.reshape(3, count, 3, bins_used)
+    bin_upper = bin_upper.reshape(3, count, 3, bins_used)
+    left_area = _coordinate_half_area(
+        np.minimum.accumulate(bin_lower, axis=-1)[..., :-1],
+        np.maximum.accumulate(bin_upper, axis=-1)[..., :-1],
+    )
+    reversed_lower = np.ascontiguousarray(bin_lower[..., ::-1])
+    reversed_upper = np.ascontiguousarray(bin_upper[..., ::-1])
+    right_area = _coordinate_half_area(
+        np.minimum.accumulate(reversed_lower, axis=-1)[..., ::-1][..., 1:],
+        np.maximum.accumulate(reversed_upper, axis=-1)[..., ::-1][..., 1:],
+    )
+    left_count = np.cumsum(counts, axis=2)[:, :, :-1]
+    right_count = level.sizes[:, None, None] - left_count
+    costs = left_area * left_count + right_area * right_count
+    costs[(left_count == 0) | (right_count == 0)] = np.inf
+    return bins, costs
+
+
+def build_bvh(triangles: np.ndarray) -> Bvh:
+    """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions).
+    With no triangles it is one empty leaf, which no ray enters."""
+    count = len(triangles)
+    nodes = np.zeros(max(2 * count - 1, 1), BVH_NODE.dtype)
+    order = np.arange(count, dtype=np.int64)
+    lowers = nodes["lower"]["elements"]
+    uppers = nodes["upper"]["elements"]
+    if count == 0:
+        lowers[0], uppers[0] = np.inf, -np.inf
+        return Bvh(nodes, order)
+    lower = triangles.min(axis=1)
+    upper = triangles.max(axis=1)
+    centroids = (lower + upper) * np.float32(0.5)
+    level = _Level(np.array([0]), np.array([0]), np.array([count]))
+    used = 1
+    for depth in range(MAX_BVH_DEPTH + 1):
+        members = order[level.positions]
+        node_lower = np.minimum.reduceat(lower[members], level.offsets)
+        node_upper = np.maximum.reduceat(upper[members], level.offsets)
+        lowers[level.nodes], uppers[level.nodes] = node_lower, node_upper
+        split = level.sizes > 1 if depth < MAX_BVH_DEPTH else np.zeros(len(level.nodes), bool)
+        bins_used = int(min(BINS, max(2, level.sizes.max())))
+        bins, costs = _split_costs(
+            level, lower[members], upper[members], centroids[members], bins_used
+        )
+        flat = costs.reshape(len(level.nodes), -1)
+        best = np.argmin(flat, axis=1)
+        best_cost = flat[np.arange(len(best)), best]
+        area = _half_area(node_lower, node_upper)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cheaper_as_leaf = TRAVERSAL_COST + best_cost / area >= level.sizes
+        split &= ~((level.sizes <= MAX_LEAF) & (area > 0) & cheaper_as_leaf)
+        leaves = ~split
+        nodes["child"][level.nodes[leaves]] = level.starts[leaves]
+        nodes["count"][level.nodes[leaves]] = level.sizes[leaves]
+        if not split.any():
+            break
+        axis, after = best // (bins_used - 1), best % (bins_used - 1)
+        segment = level.segment
+        binned = np.isfinite(best_cost)
+        goes_left = np.where(
+            binned[segment],
+            bins[np.arange(len(segment)), axis[segment]] <= after[segment],
+            np.arange(len(segment)) - level.offsets[segment] < level.sizes[segment] // 2,
+        )
+        splitting = split[segment]
+        rank = np.lexsort((~goes_left, segment))
+        order[level.positions[splitting]] = members[rank][splitting[rank]]
+        left_sizes = np.bincount(segment, weights=goes_left, minlength=len(split)).astype(int)
+        parents = level.nodes[split]
+        children = used + 2 * np.arange(len(parents))
+        used += 2 * len(parents)
+        nodes["child"][parents] = children
+        nodes["count"][parents] = -1 - np.where(binned[split], axis[split], 0)
+        starts, ends = level.starts[split], level.ends[split]
+        middles = starts + left_sizes[split]
+        level = _Level(
+            np.concatenate([children, children + 1]),
+            np.concatenate([starts, middles]),
+            np.concatenate([middles, ends]),
+        )
+    return Bvh(nodes[:used], order)
