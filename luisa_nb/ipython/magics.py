@@ -337,6 +337,8 @@ def _save_path(text: str | None) -> Path | None:
     if text is None:
         return None
     path = Path(text).expanduser()
+    if not path.name or path.is_dir():
+        raise UsageError(f"--save {text}: it names a folder; pass the path of a file")
     if not path.parent.is_dir():
         raise UsageError(f"--save {text}: folder {str(path.parent)!r} does not exist; create it")
     return path

@@ -138,6 +138,7 @@ def timeline_figure(data: TimelineData) -> Figure:
         if not chosen.any():
             continue
         cells = np.unique(np.round((hosts[chosen] - t0) / step))
+        cells = cells[(cells >= 0) & (cells < COLUMNS)]  # the moments in view
         axes.scatter(
             (t0 + cells * step) * to_axis,
             np.full(cells.size, MARKER_Y),

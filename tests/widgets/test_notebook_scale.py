@@ -19,6 +19,7 @@ device = lnb.default_device()
 a = device.create_buffer(4, np.float32, name="a")
 b = device.create_buffer(4, np.float32, name="b")
 h = np.zeros(4, np.float32)
+a.copy_from(np.ones(4, np.float32))  # written, so downloading it reads no uninitialized bytes
 stream = device.default_stream
 for step in range(5000):
     stream.submit([a.copy_to_async(h), b.copy_from_async(h)])
