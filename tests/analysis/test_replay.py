@@ -2,6 +2,7 @@
 held there, which the downloads of the live run saw."""
 
 import io
+import itertools
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -215,7 +216,7 @@ def test_before_a_command_is_the_state_after_the_one_replayed_before_it():
     order = engine.command_ids
     assert sorted(order) == sorted(c.id for c in trace.commands if c.status is Status.OK)
     assert engine.before(order[0]).command_id is None  # nothing replayed yet
-    for previous, command_id in zip(order, order[1:], strict=False):
+    for previous, command_id in itertools.pairwise(order):
         before = engine.before(command_id)
         assert before.command_id == previous
         for info in trace.buffers.values():
