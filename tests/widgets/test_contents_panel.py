@@ -142,3 +142,26 @@ def test_the_viewer_links_the_panel_to_the_selection(full):
     assert viewer.selected_command == ids[2] == viewer.timeline.selected_command
     viewer.selected_hazard = 0  # the hazard's upload
     assert viewer.contents.selected_command == ids[3]
+
+
+def test_an_image_shows_as_pictures_channel_by_channel():
+    device = lnb.create_device("cpu")
+    pixels = np.linspace(0, 1, 4 * 8 * 4, dtype=np.float32).reshape(4, 8, 4)
+    with lnb.trace(capture="full") as trace:
+        image = device.create_image(8, 4, 4, name="frame")
+        image.copy_from(pixels)
+        device.synchronize()
+    (upload,) = trace.commands
+    panel = ContentsPanel(trace, upload.id)
+    (frame,) = panel.summary["buffers"]
+    summary = frame["summary"]
+    assert frame["name"] == "frame" and summary["shape"] == [4, 8, 4]
+    assert summary["index_name"] == "pixel (x, y, channel)"
+    assert list(summary["pictures"])[:3] == [
+        "before (after the start) · channel 0 (R)",
+        f"after #{upload.id} · channel 0 (R)",
+        "difference · channel 0 (R)",
+    ]
+    comparison = panel.contents.buffers[0].comparison
+    np.testing.assert_array_equal(comparison.actual.reshape(4, 8, 4), pixels)
+    assert comparison.count == pixels.size - 1  # all but the first texel, 0.0 before and after
