@@ -23,6 +23,7 @@ from luisa_nb.views.contents import CommandContents, command_contents
 from luisa_nb.views.fallbacks import diff_fallback
 from luisa_nb.views.html import escape
 from luisa_nb.widgets.base import StaticFallbackWidget
+from luisa_nb.widgets.diff import page_reply
 from luisa_nb.widgets.html_page import module_source
 from luisa_nb.widgets.pages import array_diff_state
 
@@ -133,13 +134,7 @@ class ContentsPanel(StaticFallbackWidget):
         entry = contents.buffers[buffer]
         if entry.comparison is None:
             return {"type": "error", **echo, "message": entry.reason}, []
-        try:
-            number = content.get("page", 0)
-            if isinstance(number, bool) or not isinstance(number, int):
-                raise ValueError(f"page must be an integer, not {number!r}")
-            message, buffers = entry.comparison.page(content.get("mode", "all"), number)
-        except ValueError as error:
-            return {"type": "error", **echo, "message": str(error)}, []
+        message, buffers = page_reply(entry.comparison, content)
         return {**message, **echo}, buffers
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
