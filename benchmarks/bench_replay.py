@@ -7,7 +7,10 @@ checkpoints (the reference), all in one run.
 The trace is a loop of uploads, fills, kernel dispatches and downloads on four small
 buffers, recorded with ``capture="full"``. "first" is the first replay (it builds the
 checkpoints on the way to the last command); "step" is a click on a random command, then
-the arrow key (the next command), each timed from the call to the array in hand.
+the arrow key (the next command), each timed from the call to the array in hand. "panel"
+is the same through the notebook's contents panel (``ContentsPanel``): from setting its
+selection to its summary ready to send (two replays, before and after, and a diff view
+of each buffer the command touched), the kernel's share of a click in the browser.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from timing import load_average, print_table
 
 import luisa_nb as lnb
 from luisa_nb.analysis import ReplayEngine
+from luisa_nb.widgets import ContentsPanel
 
 SIZE = 256
 
@@ -82,6 +86,15 @@ def main() -> None:
         position = picker.randrange(len(ids) - 1)
         clicks.append(seconds(lambda p=position: engine.state(ids[p]).buffer("b1").numpy()))
         arrows.append(seconds(lambda p=position: engine.state(ids[p + 1]).buffer("b1").numpy()))
+    panel = ContentsPanel(trace, ids[-1])  # its own replay: checkpoints made here
+    panel_clicks, panel_arrows = [], []
+    for _ in range(args.steps):
+        position = picker.randrange(len(ids) - 1)
+        panel_clicks.append(seconds(lambda p=position: setattr(panel, "selected_command", ids[p])))
+        panel_arrows.append(
+            seconds(lambda p=position: setattr(panel, "selected_command", ids[p + 1]))
+        )
+    assert panel.summary["record_id"] == ids[position + 1] and panel.summary["buffers"]
     unchecked = ReplayEngine(trace, every=len(ids) + 1)
     reference = seconds(lambda: unchecked.state(ids[-1]).buffer("b1").numpy())
     rows = [
@@ -92,6 +105,17 @@ def main() -> None:
         ("click: slowest", max(clicks) * 1e3, max(clicks) / reference),
         ("arrow: median", statistics.median(arrows) * 1e3, statistics.median(arrows) / reference),
         ("arrow: slowest", max(arrows) * 1e3, max(arrows) / reference),
+        (
+            "panel click: median",
+            statistics.median(panel_clicks) * 1e3,
+            statistics.median(panel_clicks) / reference,
+        ),
+        (
+            "panel arrow: median",
+            statistics.median(panel_arrows) * 1e3,
+            statistics.median(panel_arrows) / reference,
+        ),
+        ("panel arrow: slowest", max(panel_arrows) * 1e3, max(panel_arrows) / reference),
     ]
     title = f"replay of {len(ids):,} commands, checkpoint every {engine.every} ({load_average()})"
     print_table(title, ("what", "ms", "ratio to reference"), rows)

@@ -18,6 +18,7 @@ export const ENTRIES = {
   table: "table.js",
   hazards: "hazards.js",
   diff: "diff.js",
+  contents: "contents.js",
 };
 
 const outdir = process.argv[2] || `${STATIC}bundles`;

@@ -207,19 +207,35 @@ class ReplayEngine:
         self._position = {command_id: index for index, command_id in enumerate(ids)}
         self._checkpoints: list[_Memory] = [self._initial()]
 
+    @property
+    def command_ids(self) -> list[int]:
+        """The ids of the commands replayed, in the order replay applies them."""
+        return [step[1] for step in self._steps]
+
     def state(self, to: int | None = None) -> ReplayState:
         """The state right after command ``to`` (``None``: after the last)."""
         if to is None:
-            end = len(self._steps)
-        else:
-            position = self._position.get(to)
-            if position is None:
-                self.trace.command(to)  # raises for an id the trace does not hold
-                raise RecordNotFoundError(
-                    f"#{to} did not run (its status is {self.trace.command(to).status.value}): "
-                    "replay to a command that ran"
-                )
-            end = position + 1
+            return self._replay(len(self._steps), None)
+        return self._replay(self._position_of(to) + 1, to)
+
+    def before(self, command_id: int) -> ReplayState:
+        """The state right before command ``command_id``: after the command replay applies
+        before it, or before the first (its ``command_id`` is then ``None``)."""
+        position = self._position_of(command_id)
+        previous = self._steps[position - 1][1] if position else None
+        return self._replay(position, previous)
+
+    def _position_of(self, command_id: int) -> int:
+        position = self._position.get(command_id)
+        if position is None:
+            record = self.trace.command(command_id)  # raises for an id the trace does not hold
+            raise RecordNotFoundError(
+                f"#{command_id} did not run (its status is {record.status.value}): "
+                "replay to a command that ran"
+            )
+        return position
+
+    def _replay(self, end: int, to: int | None) -> ReplayState:
         checkpoint = min(end // self.every, len(self._checkpoints) - 1)
         memory = self._checkpoints[checkpoint].copy()
         at = checkpoint * self.every

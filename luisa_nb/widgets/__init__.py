@@ -15,6 +15,7 @@ from luisa_nb.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from luisa_nb.recording import Trace
+    from luisa_nb.widgets.contents import ContentsPanel
     from luisa_nb.widgets.diff import DiffView, StagingInspector
     from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, TimelineWidget
     from luisa_nb.widgets.viewer import TraceViewer
@@ -26,10 +27,12 @@ _LAZY = {
     "DiffView": "luisa_nb.widgets.diff",
     "StagingInspector": "luisa_nb.widgets.diff",
     "TraceViewer": "luisa_nb.widgets.viewer",
+    "ContentsPanel": "luisa_nb.widgets.contents",
 }
 
 __all__ = [
     "CommandTableWidget",
+    "ContentsPanel",
     "DiffView",
     "HazardList",
     "StagingInspector",

@@ -80,16 +80,8 @@ class ArrayDiffWidget(StaticFallbackWidget):
         if self.comparison is None:
             reason = self._reason or "nothing to compare"
             return {"type": "error", "request": request, "message": reason}, []
-        try:
-            mode = content.get("mode", "all")
-            number = content.get("page", 0)
-            if isinstance(number, bool) or not isinstance(number, int):
-                raise ValueError(f"page must be an integer, not {number!r}")
-            message, buffers = self.comparison.page(mode, number)
-        except ValueError as error:
-            return {"type": "error", "request": request, "message": str(error)}, []
-        message["request"] = request
-        return message, buffers
+        message, buffers = page_reply(self.comparison, content)
+        return {**message, "request": request}, buffers
 
     def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "page":
@@ -106,6 +98,20 @@ class ArrayDiffWidget(StaticFallbackWidget):
             return f"<{type(self).__name__}: {self._reason or 'nothing to compare'}>"
         differ = f"{self.comparison.count} of {self.comparison.size} elements differ"
         return f"<{type(self).__name__}: {differ}>"
+
+
+def page_reply(
+    comparison: ArrayDiff, content: dict[str, Any]
+) -> tuple[dict[str, Any], list[bytes]]:
+    """The page ``content`` asks for (``mode``, ``page``) of ``comparison`` and its buffers,
+    or an ``error`` message saying what was wrong with the request."""
+    number = content.get("page", 0)
+    if isinstance(number, bool) or not isinstance(number, int):
+        return {"type": "error", "message": f"page must be an integer, not {number!r}"}, []
+    try:
+        return comparison.page(content.get("mode", "all"), number)
+    except ValueError as error:
+        return {"type": "error", "message": str(error)}, []
 
 
 class DiffView(ArrayDiffWidget):

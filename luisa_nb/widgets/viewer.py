@@ -1,12 +1,14 @@
-"""``TraceViewer``: timeline, command table, hazard list and inspector of one trace,
-linked by selection. Choosing a hazard selects both of its commands and shows the
-upload's staged bytes against stream order."""
+"""``TraceViewer``: timeline, contents panel, command table, hazard list and inspector of
+one trace, linked by selection. Choosing a hazard selects both of its commands and shows
+the upload's staged bytes against stream order; choosing a command shows the buffers it
+touched before and after it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import ipywidgets
+import traitlets
 from traitlets import observe
 
 from luisa_nb.errors import InvalidArgumentError
@@ -15,6 +17,7 @@ from luisa_nb.views.fallbacks import findings_anchor
 from luisa_nb.views.html import escape, trace_facts
 from luisa_nb.views.timeline import Analysis, build_timeline, windowed
 from luisa_nb.widgets.base import display_with_static_twin
+from luisa_nb.widgets.contents import ContentsPanel
 from luisa_nb.widgets.diff import StagingInspector
 from luisa_nb.widgets.pages import TWIN_RECORDS, findings_heading, trace_fragment
 from luisa_nb.widgets.selection import SelectionMixin, link_selection
@@ -23,8 +26,8 @@ from luisa_nb.widgets.trace_views import CommandTableWidget, HazardList, Timelin
 
 class TraceViewer(SelectionMixin, ipywidgets.VBox):
     """The visual debugger of one trace. ``selected_command``, ``selected_hazard`` and
-    ``selected_commands`` mirror those of every view; ``timeline``, ``table``,
-    ``hazard_list`` and ``inspector`` are the views themselves. ``anchor`` is the element
+    ``selected_commands`` mirror those of every view; ``timeline``, ``contents``,
+    ``table``, ``hazard_list`` and ``inspector`` are the views themselves. ``anchor`` is the element
     id of the finding list (live and in the static twin), where links may point."""
 
     def __init__(self, trace: Trace, *, anchor: str = "", **kwargs: Any) -> None:
@@ -50,13 +53,28 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         if hazards and hazards[0]["upload"] is not None:
             # the timeline opens on the first hazard: so does the inspector
             self.inspector.command_id = hazards[0]["upload"]
-        self._links = []
+        self.contents = ContentsPanel(trace)
+        self._links = [
+            traitlets.link((self, "selected_command"), (self.contents, "selected_command"))
+        ]
         for view in (self.timeline, self.table, self.hazard_list):
             self._links += link_selection(self, view)
         # Side by side where the command table keeps a readable "what" column, one above
         # the other on a laptop-sized notebook.
         narrow = ipywidgets.Layout(flex="1 1 300px", min_width="0")
         wide = ipywidgets.Layout(flex="3 1 760px", min_width="0")
+        # the contents panel beside the timeline, below it where the notebook is narrow
+        self.timeline.layout = wide
+        timeline_row = ipywidgets.HBox(
+            [
+                self.timeline,
+                ipywidgets.VBox(
+                    [_heading("Contents before and after"), self.contents],
+                    layout=ipywidgets.Layout(flex="1 1 380px", min_width="0"),
+                ),
+            ],
+            layout=ipywidgets.Layout(flex_flow="row wrap"),
+        )
         panels = ipywidgets.HBox(
             [
                 ipywidgets.VBox(
@@ -69,7 +87,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         )
         children = [
             ipywidgets.HTML(trace_facts(self.timeline_data.meta)),
-            self.timeline,
+            timeline_row,
             panels,
             _heading("Inspector"),
             self.inspector,
@@ -103,7 +121,8 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
     def _ipython_display_(self, **_kwargs: Any) -> None:
         """The widget view and its static twin, which any of the views hides when it
         renders live (see :mod:`luisa_nb.widgets.base`)."""
-        for view in (self.timeline, self.table, self.hazard_list, self.inspector):
+        views = (self.timeline, self.contents, self.table, self.hazard_list, self.inspector)
+        for view in views:
             view.hides_twin(self.model_id)
         meta = self.timeline_data.meta
         text = (

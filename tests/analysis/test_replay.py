@@ -2,6 +2,7 @@
 held there, which the downloads of the live run saw."""
 
 import io
+import itertools
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -206,3 +207,21 @@ def test_checkpoints_do_not_change_what_replay_shows():
                 every_command.state(record.id).buffer(info.id).numpy(),
                 rarely.state(record.id).buffer(info.id).numpy(),
             )
+
+
+def test_before_a_command_is_the_state_after_the_one_replayed_before_it():
+    run = run_program(lnb.create_device("cpu"), random_program(3))
+    trace = run.trace
+    engine = ReplayEngine(trace, every=4)
+    order = engine.command_ids
+    assert sorted(order) == sorted(c.id for c in trace.commands if c.status is Status.OK)
+    assert engine.before(order[0]).command_id is None  # nothing replayed yet
+    for previous, command_id in itertools.pairwise(order):
+        before = engine.before(command_id)
+        assert before.command_id == previous
+        for info in trace.buffers.values():
+            np.testing.assert_array_equal(
+                before.buffer(info.id).numpy(), engine.state(previous).buffer(info.id).numpy()
+            )
+    with pytest.raises(RecordNotFoundError):
+        engine.before(10**9)

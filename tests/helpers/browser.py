@@ -161,3 +161,30 @@ def choose_hazard(page: Any, index: int) -> None:
         group = page.evaluate(f"() => {hazards}[{index}].group")
         page.click(f".lnb-finding[data-group='{group}'] .lnb-expand")
     occurrence.click()
+
+
+def run_cell(page, tries: int = 3) -> None:
+    """Shift+Enter in the cell until its prompt shows it queued or ran: a key pressed
+    while JupyterLab is still wiring up the editor is lost on a loaded machine."""
+    prompt = page.locator(".jp-Cell .jp-InputPrompt").first
+    for _ in range(tries):
+        page.click(".jp-Notebook .jp-Cell .cm-content")
+        page.keyboard.press("Shift+Enter")
+        for _ in range(40):
+            if prompt.inner_text().strip() not in ("[ ]:", ""):
+                return
+            page.wait_for_timeout(250)
+    raise AssertionError(f"the cell did not run after {tries} presses of Shift+Enter")
+
+
+def open_lab_notebook(page, url: str) -> None:
+    """Open a notebook in JupyterLab and wait until its kernel is idle, accepting the
+    dialogs (kernel, news) it may open first."""
+    page.goto(url)
+    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+    page.wait_for_timeout(500)
+    for _ in range(3):
+        if not page.locator(".jp-Dialog").count():
+            break
+        page.locator(".jp-Dialog .jp-mod-accept").first.click()

@@ -22,7 +22,7 @@ from luisa_nb.widgets.html_page import BUNDLES, STATIC, module_source
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "js"
-VIEWS = ("page", "timeline", "table", "hazards", "diff")
+VIEWS = ("page", "timeline", "table", "hazards", "diff", "contents")
 MAX_LINES = 400
 
 

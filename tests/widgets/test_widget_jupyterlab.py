@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
+from helpers.browser import (
+    jupyter_lab,
+    launch_chromium,
+    missing_browser_reason,
+    open_lab_notebook,
+    run_cell,
+)
 
 if reason := missing_browser_reason(lab=True):
     pytest.skip(reason, allow_module_level=True)
@@ -29,20 +35,6 @@ def lab(tmp_path, seed):
         yield server.url("lab/tree/viewer.ipynb")
 
 
-def run_cell(page, tries: int = 3) -> None:
-    """Shift+Enter in the cell until its prompt shows it queued or ran: a key pressed
-    while JupyterLab is still wiring up the editor is lost on a loaded machine."""
-    prompt = page.locator(".jp-Cell .jp-InputPrompt").first
-    for _ in range(tries):
-        page.click(".jp-Notebook .jp-Cell .cm-content")
-        page.keyboard.press("Shift+Enter")
-        for _ in range(40):
-            if prompt.inner_text().strip() not in ("[ ]:", ""):
-                return
-            page.wait_for_timeout(250)
-    pytest.fail(f"the cell did not run after {tries} presses of Shift+Enter")
-
-
 def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
@@ -52,15 +44,7 @@ def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(lab)
-        page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
-        idle = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-        page.wait_for_selector(idle, timeout=60_000)
-        page.wait_for_timeout(500)
-        for _ in range(3):  # a kernel or news dialog may ask first
-            if not page.locator(".jp-Dialog").count():
-                break
-            page.locator(".jp-Dialog .jp-mod-accept").first.click()
+        open_lab_notebook(page, lab)
         run_cell(page)
         try:  # a loaded machine can take a while to start the kernel and import numpy
             page.wait_for_selector(".lnb-timeline[data-draws]", timeout=120_000)

@@ -718,6 +718,7 @@ function attachControls(timeline) {
     else if (key === "a") timeline.pan(-KEY_PAN);
     else if (key === "d") timeline.pan(KEY_PAN);
     else if (key === "f" || key === "0") timeline.fit();
+    else if (key === "arrowright" || key === "arrowleft") timeline.step(key === "arrowright" ? 1 : -1);
     else if (key === "escape" && pointer.measure) {
       pointer.measure = null;
       timeline.drawCursor();
@@ -1156,6 +1157,7 @@ function commandView(summary, records, view, plotWidth, id) {
 }
 
 // luisa_nb/widgets/static/src/timeline/timeline.js
+var COMMAND_KINDS = /* @__PURE__ */ new Set(["upload", "download", "copy", "fill", "dispatch"]);
 function registry() {
   const root = globalThis.__luisa_nb = globalThis.__luisa_nb || {};
   root.timelines = root.timelines || [];
@@ -1170,7 +1172,7 @@ var Timeline = class {
     this.frame = element("div", "lnb-timeline-frame");
     this.frame.tabIndex = 0;
     this.frame.setAttribute("role", "figure");
-    this.frame.setAttribute("aria-label", "timeline: W/S zoom, A/D pan, F fit");
+    this.frame.setAttribute("aria-label", "timeline: W/S zoom, A/D pan, F fit, arrows step commands");
     this.canvas = element("canvas", "lnb-timeline-canvas");
     this.cursorLayer = element("canvas", "lnb-timeline-cursor");
     this.cursorLayer.style.cssText = "position:absolute;left:0;top:0;pointer-events:none";
@@ -1328,6 +1330,18 @@ var Timeline = class {
     } finally {
       this.ownSelection = false;
     }
+  }
+  // Select the command `direction` (+1, -1) steps after the selected record in issue
+  // order (ArrowRight, ArrowLeft); sync points are stepped over.
+  step(direction) {
+    const { id, kind } = this.records.columns;
+    const kinds = this.summary.kinds || [];
+    const ids = Array.from(id).filter((_, row) => COMMAND_KINDS.has((kinds[kind[row]] || {}).name)).sort((a, b) => a - b);
+    const current = this.model.get("selected_command");
+    const next = direction > 0 ? ids.find((k) => current == null || k > current) : ids.findLast((k) => current == null || k < current);
+    if (next === void 0) return;
+    this.model.set("selected_command", next);
+    this.model.save_changes();
   }
   // What tests and tools reach through globalThis.__luisa_nb.timelines.
   hooks() {

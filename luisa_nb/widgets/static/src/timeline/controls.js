@@ -1,6 +1,7 @@
 // Input on the timeline. A plain vertical wheel is the page's (it scrolls the notebook);
 // Ctrl/⌘ + wheel zooms about the pointer; Shift + wheel or a horizontal wheel pans. With
-// the timeline focused: W/S zoom, A/D pan, F or 0 fits, Esc drops the measurement. A drag
+// the timeline focused: W/S zoom, A/D pan, F or 0 fits, ←/→ select the previous/next
+// command, Esc drops the measurement. A drag
 // pans; Shift + drag (or a drag with the ruler on) measures a span; a click selects what
 // is under the pointer; a double-click fits.
 //
@@ -46,6 +47,7 @@ export function attachControls(timeline) {
     else if (key === "a") timeline.pan(-KEY_PAN);
     else if (key === "d") timeline.pan(KEY_PAN);
     else if (key === "f" || key === "0") timeline.fit();
+    else if (key === "arrowright" || key === "arrowleft") timeline.step(key === "arrowright" ? 1 : -1);
     else if (key === "escape" && pointer.measure) {
       pointer.measure = null;
       timeline.drawCursor();

@@ -36,6 +36,9 @@ import {
   zoomedView,
 } from "./view.js";
 
+// The kinds of commands (the others are sync points).
+const COMMAND_KINDS = new Set(["upload", "download", "copy", "fill", "dispatch"]);
+
 // The page's registry of timelines (the test hooks).
 function registry() {
   const root = (globalThis.__luisa_nb = globalThis.__luisa_nb || {});
@@ -54,7 +57,7 @@ class Timeline {
     this.frame = element("div", "lnb-timeline-frame");
     this.frame.tabIndex = 0;
     this.frame.setAttribute("role", "figure");
-    this.frame.setAttribute("aria-label", "timeline: W/S zoom, A/D pan, F fit");
+    this.frame.setAttribute("aria-label", "timeline: W/S zoom, A/D pan, F fit, arrows step commands");
     this.canvas = element("canvas", "lnb-timeline-canvas");
     // the pointer's time line and the measured span, redrawn alone as the pointer moves
     this.cursorLayer = element("canvas", "lnb-timeline-cursor");
@@ -230,6 +233,21 @@ class Timeline {
     } finally {
       this.ownSelection = false;
     }
+  }
+
+  // Select the command `direction` (+1, -1) steps after the selected record in issue
+  // order (ArrowRight, ArrowLeft); sync points are stepped over.
+  step(direction) {
+    const { id, kind } = this.records.columns;
+    const kinds = this.summary.kinds || [];
+    const ids = Array.from(id)
+      .filter((_, row) => COMMAND_KINDS.has((kinds[kind[row]] || {}).name))
+      .sort((a, b) => a - b);
+    const current = this.model.get("selected_command");
+    const next = direction > 0 ? ids.find((k) => current == null || k > current) : ids.findLast((k) => current == null || k < current);
+    if (next === undefined) return;
+    this.model.set("selected_command", next);
+    this.model.save_changes();
   }
 
   // What tests and tools reach through globalThis.__luisa_nb.timelines.
