@@ -32,7 +32,7 @@ from luisa_nb.runtime.indirect import (
     IndirectDispatchCommand,
     dispatch_window,
 )
-from luisa_nb.runtime.stream import Stream, check_stream
+from luisa_nb.runtime.stream import Stream, check_stream, submit_one
 
 if TYPE_CHECKING:
     pass
@@ -397,14 +397,7 @@ class Kernel:
             raise self._keywords_error(keywords)
         if stream is not None:
             check_stream(stream, f"kernel {self.name!r}")
-        command = self.dispatch_async(size, *args)
-        if stream is None:
-            stream = command.device.default_stream
-            stream._submit_made(command)
-        else:
-            stream.submit([command])
-        if sync:
-            stream.synchronize()
+        submit_one(self.dispatch_async(size, *args), stream, sync)
 
     def __call__(
         self,
