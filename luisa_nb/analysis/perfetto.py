@@ -86,15 +86,15 @@ class _Events:
     def add(self, times, tracks, types, names, flows=0, ids=-1, ties=0, texts=None) -> None:
         count = len(times)
         self.times.append(np.asarray(times, np.int64))
-        for column, values in (
-            (self.tracks, tracks),
-            (self.types, types),
-            (self.names, names),
-            (self.flows, flows),
-            (self.ids, ids),
-            (self.ties, ties),
+        for column, values, dtype in (  # narrow types: a million commands' columns
+            (self.tracks, tracks, np.int32),
+            (self.types, types, np.int8),
+            (self.names, names, np.int32),
+            (self.flows, flows, np.int64),
+            (self.ids, ids, np.int64),
+            (self.ties, ties, np.int64),
         ):
-            column.append(np.broadcast_to(np.asarray(values, np.int64), (count,)))
+            column.append(np.broadcast_to(np.asarray(values, dtype), (count,)))
         self.texts.append(texts if texts is not None else [None] * count)
 
 
