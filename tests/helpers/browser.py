@@ -188,3 +188,15 @@ def open_lab_notebook(page, url: str) -> None:
         if not page.locator(".jp-Dialog").count():
             break
         page.locator(".jp-Dialog .jp-mod-accept").first.click()
+
+
+def run_all_cells(page: Any, url: str, timeout: float = 60) -> None:
+    """Open the notebook at ``url`` in JupyterLab, wait until its kernel is idle, then run
+    every cell through JupyterLab's own command (no key press to lose)."""
+    page.goto(url, timeout=timeout * 1000)
+    page.wait_for_function(
+        "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
+        "?.kernel?.status === 'idle'",
+        timeout=timeout * 1000,
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers.browser import jupyter_lab, missing_browser_reason
+from helpers.browser import jupyter_lab, missing_browser_reason, run_all_cells
 
 import luisa_nb as lnb
 from luisa_nb.seed import run_seed
@@ -356,13 +356,7 @@ def test_jupyterlab_shows_one_copy_of_each_view(browser, executed, tmp_path):
             page = context.new_page()
             errors = []
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(lab.url("lab/tree/live.ipynb"), timeout=60_000)
-            page.wait_for_function(
-                "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
-                "?.kernel?.status === 'idle'",
-                timeout=60_000,
-            )
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            run_all_cells(page, lab.url("lab/tree/live.ipynb"))
             page.wait_for_selector(".lnb-timeline[data-draws]", timeout=60_000)
             page.wait_for_selector(".lnb-diff tbody tr", timeout=60_000)
             page.wait_for_function(  # both widgets rendered live, both twins displayed

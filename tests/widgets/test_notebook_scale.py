@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
+from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason, run_all_cells
 
 if reason := missing_browser_reason(lab=True):
     pytest.skip(reason, allow_module_level=True)
@@ -59,13 +59,7 @@ def test_a_loop_of_stale_uploads_is_one_finding_one_screen_above_the_viewer(lab,
         page = browser.new_page(viewport={"width": 1280, "height": SCREEN})
         errors = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(lab)
-        page.wait_for_function(
-            "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
-            "?.kernel?.status === 'idle'",
-            timeout=90_000,
-        )
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        run_all_cells(page, lab, timeout=90)
         page.wait_for_selector(".lnb-viewer .lnb-timeline[data-draws]", timeout=120_000)
         page.wait_for_selector(".lnb-viewer .lnb-finding", timeout=30_000)
         measured = page.evaluate(MEASURE)
