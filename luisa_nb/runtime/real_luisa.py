@@ -11,20 +11,21 @@ What is measured and what is inferred, since luisa-python reports nothing per co
 
 - an upload's host read is at its list's submission: LuisaCompute's CPU backend copies
   upload bytes into staging when ``execute()`` hands it the list;
-- the bytes it sent are read back from the device right after it by a download into a
-  private array that the instrumentation adds to the list (the *shadow readback*), so the
-  trace holds what really reached the device; without the shadow, the host bytes at the
-  submission;
+- the bytes it sent are read back from the device after it, before any command that may
+  write its buffer, by a download into a private array that the instrumentation adds to the list
+  (the *shadow readback*), so the trace holds what really reached the device; without
+  the shadow, the host bytes at the submission;
 - a download's host write is at the synchronize that waited for it, or just before a
   later list's upload read the same host bytes, when that upload sent exactly what the
   download wrote (the shadow proves the write came first);
 - a list's commands are drawn at its submission; the last one ends at that synchronize.
 
 What a traced command costs is kept small (``benchmarks/bench_luisa_instrument.py``):
-a buffer upload's readback waits until the next command added to its stream (or the
-list's ``execute()``), so that a run of uploads of one host array into one buffer adds
-one readback, after the last of them, and the earlier ones share its bytes: they sent
-the same bytes, read at the same submission. An image upload is read back at once,
+a buffer upload's readback waits until the list is submitted or a command that may
+write its buffer comes (a kernel, a download, another array's upload into it, a command
+no trace records), so that a run of uploads of one host array into one buffer adds one
+readback, after the last of them, and the earlier ones share its bytes: they sent the
+same bytes, read at the same submission. An image upload is read back at once,
 since texture-to-texture copies, which are not traced, may write an image in between.
 Commands with the same buffers, host array and captured bytes share their trace fields.
 """
