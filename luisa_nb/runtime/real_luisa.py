@@ -11,20 +11,31 @@ What is measured and what is inferred, since luisa-python reports nothing per co
 
 - an upload's host read is at its list's submission: LuisaCompute's CPU backend copies
   upload bytes into staging when ``execute()`` hands it the list;
-- the bytes it sent are read back from the device right after it by a download into a
-  private array that the instrumentation adds to the list (the *shadow readback*), so the
-  trace holds what really reached the device; without the shadow, the host bytes at the
-  submission;
+- the bytes it sent are read back from the device after it, before any command that may
+  write its buffer, by a download into a private array that the instrumentation adds to the list
+  (the *shadow readback*), so the trace holds what really reached the device; without
+  the shadow, the host bytes at the submission;
 - a download's host write is at the synchronize that waited for it, or just before a
   later list's upload read the same host bytes, when that upload sent exactly what the
   download wrote (the shadow proves the write came first);
 - a list's commands are drawn at its submission; the last one ends at that synchronize.
+
+What a traced command costs is kept small (``benchmarks/bench_luisa_instrument.py``):
+a buffer upload's readback waits until the list is submitted or a command that may
+write its buffer comes (a kernel, a download, another array's upload into it, a command
+no trace records), so that a run of uploads of one host array into one buffer adds one
+readback, after the last of them, and the earlier ones share its bytes: they sent the
+same bytes, read at the same submission. An image upload is read back at once,
+since texture-to-texture copies, which are not traced, may write an image in between.
+Commands with the same buffers, host array and captured bytes share their trace fields.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -33,6 +44,7 @@ from luisa_nb.errors import LuisaNbError
 from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import user_namespaces, variable_name
 from luisa_nb.recording.recorder import (
+    HOST_FIELD,
     Recorder,
     TraceFields,
     active_recorder,
@@ -49,64 +61,99 @@ from luisa_nb.recording.records import (
     SyncKind,
 )
 from luisa_nb.runtime.buffer import next_buffer_id
-from luisa_nb.runtime.commands import next_id, report_submitted, start_run
+from luisa_nb.runtime.commands import next_id, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import next_stream_id
 
+_UPLOAD, _DOWNLOAD, _DISPATCH = CommandKind.UPLOAD, CommandKind.DOWNLOAD, CommandKind.DISPATCH
+"""Read off the enums once: an enum member read off its class costs a metaclass hook."""
+_BYTES = np.dtype(np.uint8)
+
 
 class LuisaMemory:
-    """A luisa-python buffer or image as the trace sees it; its own view."""
+    """A luisa-python buffer or image as the trace sees it; its own view. It keeps the
+    trace fields of its latest upload and download, which the next ones of the same host
+    array share (:meth:`transfer_fields`)."""
 
     def __init__(
         self, resource: Any, dtype: np.dtype, size: int, shape: tuple[int, int, int] | None
     ) -> None:
         self.id = next_buffer_id()
         self.buffer = self
+        self.views = (self,)
         self.name: str | None = None
         self.handle = resource.handle
         self.nbytes = int(resource.bytesize)
         self.dtype = dtype
         self.size = size
+        self.image = shape is not None
         if shape is not None:
             self.__lnb_image__ = True
             self.shape = shape
+        self.upload_memo: tuple[Any, ...] | None = None
+        self.download_memo: tuple[Any, ...] | None = None
 
     def ranges(self, access: Access) -> tuple[DeviceRange, ...]:
         return (DeviceRange(self.id, 0, self.nbytes, access),)
 
+    def transfer_fields(self, host: np.ndarray, capture: Any, upload: bool) -> TraceFields:
+        """The trace fields of an upload from (``upload``) or a download into ``host``,
+        whose bytes at enqueue were captured as ``capture``: the latest ones, while they
+        were made for the same live array with the same shape, dtype and capture."""
+        memo = self.upload_memo if upload else self.download_memo
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+            and memo[3] is capture
+        ):
+            return memo[4]
+        kind, access = (_UPLOAD, Access.WRITE) if upload else (_DOWNLOAD, Access.READ)
+        fields = (kind, "", self.ranges(access), host_range(host), capture)
+        memo = (weakref.ref(host), host.shape, host.dtype, capture, fields)
+        if upload:
+            self.upload_memo = memo
+        else:
+            self.download_memo = memo
+        return fields
+
 
 class LuisaCommand:
-    """One command added to a luisa-python stream, with what its trace records need."""
+    """One command added to a luisa-python stream, with its trace fields."""
+
+    __slots__ = ("enqueued", "fields", "host", "id", "sent", "views")
 
     def __init__(
         self,
-        kind: CommandKind,
-        label: str,
-        memories: Sequence[tuple[LuisaMemory, Access]],
+        fields: TraceFields,
+        views: Sequence[LuisaMemory],
         host: np.ndarray | None = None,
     ) -> None:
         self.id = next_id()
         self.enqueued = now()
-        self.kind = kind
-        self.label = label
-        self.views = [memory for memory, _ in memories]
-        self._ranges = tuple(r for memory, access in memories for r in memory.ranges(access))
+        self.fields = fields
+        self.views = views
         self.host = host
-        self.enqueue_capture = None
         self.sent: np.ndarray | None = None
         """An upload's bytes as the device got them (shadow) or as the host held them."""
 
-    def device_ranges(self) -> tuple[DeviceRange, ...]:
-        return self._ranges
+    @property
+    def kind(self) -> CommandKind:
+        return self.fields[0]
+
+    @property
+    def label(self) -> str:
+        return self.fields[1]
 
     def host_range(self) -> HostRange | None:
-        return None if self.host is None else host_range(self.host)
+        return self.fields[HOST_FIELD]
 
     def trace_fields(self) -> TraceFields:
         """What the trace records of this command besides ids and times."""
-        return (self.kind, self.label, self._ranges, self.host_range(), self.enqueue_capture)
+        return self.fields
 
 
 class LuisaDevice:
@@ -122,7 +169,9 @@ class LuisaDevice:
 
 class LuisaStream:
     """The trace's side of one luisa-python stream: the commands added since the last
-    ``execute()`` and the lists submitted since the last ``synchronize()``."""
+    ``execute()``, the lists submitted since the last ``synchronize()``, and the buffer
+    uploads whose shadow readback is still to be added, by buffer: the luisa buffer and
+    the uploads that will share the readback, the last of them last."""
 
     def __init__(self, stream: Any, device: LuisaDevice) -> None:
         self.device = device
@@ -131,6 +180,7 @@ class LuisaStream:
         self.name = f"luisa stream {self.id}"
         self.pending: list[LuisaCommand] = []
         self.in_flight: list[tuple[list[LuisaCommand], int, Recorder]] = []
+        self.unread: dict[int, tuple[Any, list[LuisaCommand]]] = {}
 
 
 class Instrumentation:
@@ -144,11 +194,17 @@ class Instrumentation:
         self.streams: dict[int, LuisaStream] = {}
         self.memories: dict[int, tuple[Any, LuisaMemory]] = {}
         self.originals: list[tuple[Any, str, Any]] = []
+        self.unread: set[LuisaStream] = set()
+        """The streams with uploads whose readback is still to be added."""
+        self.dispatches: dict[int, tuple[tuple[Any, ...], TraceFields, list[LuisaMemory]]] = {}
+        """By luisa ``func`` (its ``id``): the arguments of its latest traced dispatch, and
+        their trace fields and memories, which a dispatch with the same arguments shares."""
 
     # -- luisa-python objects as the trace sees them -----------------------------------
 
     def stream_of(self, stream: Any) -> LuisaStream:
-        stream = stream if stream is not None else self.luisa.globalvars.vars.stream
+        if stream is None:
+            stream = self.luisa.globalvars.vars.stream
         known = self.streams.get(id(stream))
         if known is None or known.stream is not stream:
             known = self.streams[id(stream)] = LuisaStream(stream, self.device)
@@ -189,28 +245,77 @@ class Instrumentation:
 
     # -- commands ----------------------------------------------------------------------
 
-    def transfer(
-        self, resource: Any, host: Any, stream: Any, upload: bool
-    ) -> tuple[LuisaStream, LuisaCommand] | None:
-        """The command of a copy between ``resource`` and a host array, or None when no
-        trace records it (no trace, or a list rather than an array)."""
-        recorder = active_recorder()
-        if not recorder.recording or not isinstance(host, np.ndarray):
-            return None
-        memory = self.memory_of(resource)
-        kind = CommandKind.UPLOAD if upload else CommandKind.DOWNLOAD
-        access = Access.WRITE if upload else Access.READ
-        command = LuisaCommand(kind, "", [(memory, access)], host)
-        if upload:
-            command.enqueue_capture = recorder.upload_enqueued(host, _bytes_of(host))
+    def upload(
+        self,
+        original: Callable[..., None],
+        resource: Any,
+        host: Any,
+        stream: Any,
+        recorder: Recorder,
+    ) -> LuisaStream:
+        """Add an upload of ``host`` (an array) into ``resource`` to the stream, traced,
+        with its shadow readback added or waiting."""
+        luisa_stream = self.stream_of(stream)
+        known = self.memories.get(id(resource))  # memory_of(), its common case written out
+        memory = known[1] if known is not None and known[0] is resource else None
+        if memory is None:
+            memory = self.memory_of(resource)
+        capture = recorder.upload_enqueued(host, _bytes_of(host))
+        memo = memory.upload_memo  # transfer_fields(), its common case written out
+        if (
+            memo is not None
+            and memo[0]() is host
+            and memo[1] == host.shape
+            and memo[2] is host.dtype
+            and memo[3] is capture
+        ):
+            fields = memo[4]
         else:
-            recorder.download_enqueued(host)
-        return self.stream_of(stream), command
+            fields = memory.transfer_fields(host, capture, True)
+        unread = luisa_stream.unread.get(memory.id)
+        if unread is not None and unread[1][-1].fields[HOST_FIELD] is not fields[HOST_FIELD]:
+            self.read_back(luisa_stream)  # the readback of another array's upload goes first
+            unread = None
+        original(resource, host, False, luisa_stream.stream)
+        command = LuisaCommand(fields, memory.views, host)
+        luisa_stream.pending.append(command)
+        if not self.shadow:
+            return luisa_stream
+        if memory.image:
+            self.add_shadow(resource, luisa_stream, [command])
+        elif unread is None:
+            luisa_stream.unread[memory.id] = (resource, [command])
+            self.unread.add(luisa_stream)
+        else:
+            unread[1].append(command)
+        return luisa_stream
 
-    def add_shadow(self, resource: Any, luisa_stream: LuisaStream, command: LuisaCommand) -> None:
-        """Read the device bytes an upload left into a private array, right after it."""
+    def download(
+        self,
+        original: Callable[..., None],
+        resource: Any,
+        host: Any,
+        stream: Any,
+        recorder: Recorder,
+    ) -> LuisaStream:
+        """Add a download from ``resource`` into ``host`` (an array) to the stream, traced."""
+        luisa_stream = self.stream_of(stream)
+        if luisa_stream.unread:
+            self.read_back(luisa_stream)
+        memory = self.memory_of(resource)
+        recorder.download_enqueued(host)
+        fields = memory.transfer_fields(host, None, False)
+        original(resource, host, False, luisa_stream.stream)
+        luisa_stream.pending.append(LuisaCommand(fields, memory.views, host))
+        return luisa_stream
+
+    def add_shadow(
+        self, resource: Any, luisa_stream: LuisaStream, commands: Sequence[LuisaCommand]
+    ) -> None:
+        """Read the device bytes the last of ``commands`` (uploads into ``resource``) left
+        into a private array, which all of them share as the bytes they sent."""
         lcapi = self.lcapi
-        shadow = np.empty(command.views[0].nbytes, np.uint8)
+        shadow = np.empty(commands[-1].views[0].nbytes, np.uint8)
         if hasattr(resource, "channel"):
             size = lcapi.uint3(resource.width, resource.height, 1)
             readback = lcapi.TextureDownloadCommand.create(
@@ -221,31 +326,64 @@ class Instrumentation:
                 resource.handle, 0, resource.bytesize, shadow
             )
         luisa_stream.stream.add(readback)
-        command.sent = shadow
+        for command in commands:
+            command.sent = shadow
 
-    def dispatch(self, function: Any, args: Sequence[Any], stream: Any) -> None:
-        if not active_recorder().recording:
-            return
-        memories = [
-            (self.memory_of(argument), Access.READ_WRITE)
-            for argument in args
-            if hasattr(argument, "handle") and hasattr(argument, "bytesize")
-        ]
-        label = getattr(function, "__name__", "func")
-        self.stream_of(stream).pending.append(LuisaCommand(CommandKind.DISPATCH, label, memories))
+    def read_back(self, luisa_stream: LuisaStream) -> None:
+        """Add the shadow readbacks still waiting on ``luisa_stream``."""
+        unread, luisa_stream.unread = luisa_stream.unread, {}
+        self.unread.discard(luisa_stream)
+        for resource, commands in unread.values():
+            self.add_shadow(resource, luisa_stream, commands)
+
+    def read_back_all(self) -> None:
+        """Add every stream's waiting shadow readbacks (before a command that no trace
+        records, which may write their buffers)."""
+        for luisa_stream in list(self.unread):
+            self.read_back(luisa_stream)
+
+    def dispatch(self, function: Any, args: tuple[Any, ...], luisa_stream: LuisaStream) -> None:
+        """Record a dispatch of ``function`` with ``args``, just added to the stream."""
+        known = self.dispatches.get(id(function))
+        if known is not None and _same_objects(known[0], args):
+            fields, memories = known[1], known[2]
+        else:
+            memories = [
+                self.memory_of(argument)
+                for argument in args
+                if hasattr(argument, "handle") and hasattr(argument, "bytesize")
+            ]
+            ranges = tuple(
+                memory_range
+                for memory in memories
+                for memory_range in memory.ranges(Access.READ_WRITE)
+            )
+            label = getattr(function, "__name__", "func")
+            fields = (_DISPATCH, label, ranges, None, None)
+            self.dispatches[id(function)] = (args, fields, memories)
+        luisa_stream.pending.append(LuisaCommand(fields, memories))
 
     # -- submission and completion -----------------------------------------------------
 
     def submitted(self, luisa_stream: LuisaStream) -> None:
-        """Record the pending list as one submission, at this moment."""
+        """Add the waiting shadow readbacks, and record the pending list as one
+        submission, at this moment."""
+        if luisa_stream.unread:
+            self.read_back(luisa_stream)
         commands, luisa_stream.pending = luisa_stream.pending, []
         recorder = active_recorder()
         if not commands or not recorder.recording:
             return
-        report_submitted(recorder, luisa_stream, commands)
-        for command in commands:
-            if command.kind is CommandKind.UPLOAD and command.sent is None:
-                command.sent = _bytes_of(command.host).copy()
+        recorder.submitted(
+            luisa_stream.id,
+            [command.id for command in commands],
+            [command.enqueued for command in commands],
+            [command.fields for command in commands],
+            luisa_stream,
+            commands,
+        )
+        if not self.shadow:
+            _copy_sent_bytes(commands)
         luisa_stream.in_flight.append((commands, now(), recorder))
 
     def completed(self, luisa_stream: LuisaStream, done: int) -> None:
@@ -255,16 +393,17 @@ class Instrumentation:
         writes = _write_times(lists, done)
         for commands, submitted, recorder in lists:
             log = start_run(recorder, commands)
-            for _ in commands:
-                log.tick_at(submitted)
-            log.tick_at(done)
+            ticks = np.full(len(commands) + 1, submitted, np.int64)  # one call, not one each
+            ticks[-1] = done
+            log.times.frombytes(ticks)
             log.spans(())
+            host_read, host_write = recorder.host_read, recorder.host_write
             for command in commands:
-                if command.kind is CommandKind.UPLOAD:
-                    recorder.host_read(command.id, 0, command.sent, at=submitted)
-                elif command.kind is CommandKind.DOWNLOAD:
-                    at = writes.get(command.id, done)
-                    recorder.host_write(command.id, _bytes_of(command.host), at=at)
+                kind = command.fields[0]
+                if kind is _UPLOAD:
+                    host_read(command.id, 0, command.sent, submitted)
+                elif kind is _DOWNLOAD:
+                    host_write(command.id, _bytes_of(command.host), writes.get(command.id, done))
 
     # -- wrapping ----------------------------------------------------------------------
 
@@ -279,8 +418,27 @@ class Instrumentation:
         self.originals.clear()
 
 
+def _same_objects(first: tuple[Any, ...], second: tuple[Any, ...]) -> bool:
+    if len(first) == 1:  # the common case, a kernel of one argument, without a map
+        return len(second) == 1 and first[0] is second[0]
+    return len(first) == len(second) and all(map(is_, first, second))
+
+
 def _bytes_of(array: np.ndarray) -> np.ndarray:
-    return array.reshape(-1).view(np.uint8)
+    return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
+
+
+def _copy_sent_bytes(commands: Sequence[LuisaCommand]) -> None:
+    """Without the shadow, the bytes each upload of a list sent are its host bytes now, at
+    the list's submission: one copy per host range, which its uploads share."""
+    copies: dict[int, np.ndarray] = {}
+    for command in commands:
+        if command.fields[0] is _UPLOAD:
+            read = command.fields[HOST_FIELD]
+            sent = copies.get(id(read))
+            if sent is None:
+                sent = copies[id(read)] = _bytes_of(command.host).copy()
+            command.sent = sent
 
 
 def _write_times(
@@ -291,12 +449,12 @@ def _write_times(
     times: dict[int, int] = {}
     for position, (commands, _, _) in enumerate(lists):
         for download in commands:
-            if download.kind is not CommandKind.DOWNLOAD:
+            if download.fields[0] is not _DOWNLOAD:
                 continue
             written = download.host_range()
             for later, submitted, _ in lists[position + 1 :]:
                 for upload in later:
-                    if upload.kind is CommandKind.UPLOAD and _sent_what_was_written(
+                    if upload.fields[0] is _UPLOAD and _sent_what_was_written(
                         upload, download, written
                     ):
                         times[download.id] = min(times.get(download.id, done), submitted - 1)
@@ -444,17 +602,16 @@ def _transfer(
     state: Instrumentation, original: Callable[..., None], upload: bool, default_sync: bool
 ) -> Callable[..., None]:
     """A wrapped ``copy_from`` (``upload``) or ``copy_to`` of a luisa buffer or image."""
+    traced = state.upload if upload else state.download
 
     def copy(self: Any, arr: Any, sync: bool = default_sync, stream: Any = None) -> None:
-        traced = state.transfer(self, arr, stream, upload=upload)
-        if traced is None:
+        recorder = active_recorder()
+        if not recorder.recording or not isinstance(arr, np.ndarray):
+            if state.unread:  # a list's upload, say, may write a buffer waiting for one
+                state.read_back_all()
             original(self, arr, sync, stream)
             return
-        luisa_stream, command = traced
-        original(self, arr, False, luisa_stream.stream)
-        if upload and state.shadow:
-            state.add_shadow(self, luisa_stream, command)
-        luisa_stream.pending.append(command)
+        luisa_stream = traced(original, self, arr, stream, recorder)
         if sync:
             state.luisa.synchronize(luisa_stream.stream)
 
@@ -463,8 +620,16 @@ def _transfer(
 
 def _dispatch(state: Instrumentation, original: Callable[..., None]) -> Callable[..., None]:
     def __call__(self: Any, *args: Any, dispatch_size: Any = None, stream: Any = None, **kw: Any):
+        if not active_recorder().recording:
+            if state.unread:  # the kernel may write a buffer waiting for its readback
+                state.read_back_all()
+            original(self, *args, dispatch_size=dispatch_size, stream=stream, **kw)
+            return
+        luisa_stream = state.stream_of(stream)
+        if luisa_stream.unread:
+            state.read_back(luisa_stream)
         original(self, *args, dispatch_size=dispatch_size, stream=stream, **kw)
-        state.dispatch(self, args, stream)
+        state.dispatch(self, args, luisa_stream)
 
     return __call__
 

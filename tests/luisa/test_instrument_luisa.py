@@ -74,6 +74,24 @@ def test_a_download_into_an_array_dropped_before_synchronize_is_a_real_use_after
     assert "luisa-python keeps no reference to a download's array" in hazard["message"]
 
 
+@pytest.mark.parametrize("shadow", ["--shadow", "--no-shadow"])
+def test_runs_of_uploads_share_one_readback_and_record_what_each_sent(shadow):
+    """Three rounds of (a <- h, b <- g), h written before the submission, then a <- g, a
+    kernel on a and a <- g again: one readback per run of a buffer's uploads of one
+    array, taken before another array's upload into it or a kernel; each upload sent
+    the bytes at the submission (5.0 for h), as a readback after every upload shows."""
+    [result] = run("runs", shadow)
+    assert result["readbacks"] == ([3, 3, 1, 1] if shadow == "--shadow" else [])
+    assert result["sent"] == [[5.0, 5.0], [2.0, 2.0]] * 3 + [[2.0, 2.0]] * 2
+    assert result["device"] == [2.0, 2.0]
+    hazards = result["hazards"]
+    assert [h["kind"] for h in hazards] == ["HOST_WRITE_IN_FLIGHT"] * 3
+    assert [h["message"].split(":")[0] for h in hazards] == [
+        f"#{number} upload a <- h" for number in (1, 3, 5)
+    ]
+    assert all(h["staged"] == [5.0] * 4 and h["expected"] == INDEX for h in hazards)
+
+
 def test_a_synchronous_download_before_the_reupload_is_clean():
     [result] = run("sync")
     assert not result["stale"]

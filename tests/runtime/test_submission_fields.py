@@ -27,6 +27,7 @@ from luisa_nb.runtime.commands import (
     python_report_submitted,
     python_start_run,
 )
+from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.real_luisa import LuisaCommand
 
 NATIVE_MISSING = "the C submission report is not in use (not built, or LUISA_NB_PYTHON_RECORDER)"
@@ -184,7 +185,8 @@ def test_c_and_python_hand_the_same_values(c_first):
         check(buffer.fill_async(1.0))
         record_entry.dispatch(1, indirect)
         check(add_kernel_id.dispatch_indirect_async(indirect, counts))
-        check(LuisaCommand(CommandKind.UPLOAD, "luisa upload", [], host=other))
+        luisa_fields = (CommandKind.UPLOAD, "luisa upload", (), host_range(other), None)
+        check(LuisaCommand(luisa_fields, (), other))
         check_both_agree(stream, made, c_first, one_each=False)
         check_both_agree(stream, tuple(made), c_first, one_each=False)
         check_both_agree(stream, [], c_first)
@@ -202,7 +204,7 @@ def test_an_error_of_trace_fields_is_raised_from_both():
             raise ValueError("no fields")
 
     stream = lnb.create_device("cpu").default_stream
-    command = Failing(CommandKind.DISPATCH, "failing", [])
+    command = Failing((CommandKind.DISPATCH, "failing", (), None, None), ())
     for report in (commands_module.report_submitted, python_report_submitted):
         with pytest.raises(ValueError, match="no fields"):
             report(Hook(), stream, [command])

@@ -104,6 +104,41 @@ def released():
     report(trace, kept=kept[:4].tolist())
 
 
+@luisa.func
+def fill_nines(target):
+    target.write(dispatch_id().x, 9.0)
+
+
+def runs():
+    """Runs of uploads of one array into one buffer: one readback each, and what every
+    upload sent, read back or shared."""
+    from luisa_nb.runtime import real_luisa
+
+    state = real_luisa._active
+    readbacks = []
+    add_shadow = state.add_shadow
+    state.add_shadow = lambda resource, stream, uploads: (
+        readbacks.append(len(uploads)),
+        add_shadow(resource, stream, uploads),
+    )
+    a, b = luisa.Buffer(N, float), luisa.Buffer(N, float)
+    h = np.arange(N, dtype=np.float32)
+    g = np.full(N, 2.0, np.float32)
+    with AnalyzedTrace() as trace:
+        for _ in range(3):
+            a.copy_from(h)
+            b.copy_from(g)  # another buffer's upload leaves a's run waiting
+        h[:] = 5.0  # before the submission, which reads the host bytes
+        a.copy_from(g)  # another array into a: the run's readback goes first
+        fill_nines(a, dispatch_size=N)  # a kernel: the waiting readbacks go first
+        a.copy_from(g)
+        luisa.synchronize()
+    state.add_shadow = add_shadow
+    uploads = [c for c in trace.commands if c.kind.value == "upload"]
+    sent = [trace.captured_bytes(c.data_capture).view(np.float32)[:2].tolist() for c in uploads]
+    report(trace, readbacks=readbacks, sent=sent, device=a.numpy()[:2].tolist())
+
+
 def pending():
     """A trace that ends before execute(): the upload waits in luisa's command list."""
     a = luisa.Buffer(N, float)
@@ -134,6 +169,8 @@ elif scenario == "images":
     images()
 elif scenario == "released":
     released()
+elif scenario == "runs":
+    runs()
 elif scenario.endswith("lists"):
     for _ in range(5):
         copies(scenario)
