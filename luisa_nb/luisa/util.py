@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from luisa_nb import kernels
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.lang.aggregates import Array, Struct
@@ -22,7 +20,7 @@ from luisa_nb.luisa.types import element_dtype, element_type_of
 
 
 def _kernel_type(kind: Any) -> Any:
-    if kind in (bool, int, float):
+    if kind is bool or kind is int or kind is float:  # a numpy dtype compares equal to int
         return kind
     if isinstance(kind, (kernels.StructType, kernels.ArrayType, VectorType, MatrixType)):
         return kind  # kernel types, as a vector or matrix value's type gives them
@@ -60,7 +58,7 @@ def _value_type(value: Any) -> Any:
     return declared if declared is not None else element_type_of(value)
 
 
-RandomSampler = StructType(state=np.uint32)
+RandomSampler = StructType(state=int)
 """A pseudo-random sampler: ``RandomSampler(seed)``, then ``s.next()`` (a float in
 [0, 1)), ``s.next2f()``, ``s.next3f()``; a linear congruential generator on ``state``."""
 
