@@ -28,7 +28,6 @@ from luisa_nb.kernels.frontend.nesting import (
 )
 from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.frontend.validation import SyntaxValidator
-from luisa_nb.kernels.python.executable import PythonExecutable
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.type_system import (
     BindlessType,
@@ -219,4 +218,6 @@ class KernelDefinition:
     def _build(self, target: str, kernel: ir.KernelIR, checks: KernelChecks) -> Executable:
         if target == "c":
             return CExecutable(kernel, self.kernel_source, checks)
+        from luisa_nb.kernels.python.executable import PythonExecutable  # Python mode only
+
         return PythonExecutable(kernel, self._captures, self.kernel_source, checks, self.rules)
