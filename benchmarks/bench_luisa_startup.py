@@ -62,9 +62,7 @@ def timed(arguments: list[str], environment: dict[str, str]) -> tuple[float, flo
     """Wall and CPU seconds of one run of ``python ARGUMENTS``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, *arguments], env=environment, check=True, capture_output=True
-    )
+    subprocess.run([sys.executable, *arguments], env=environment, check=True, capture_output=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -101,7 +99,9 @@ def main() -> None:
         "program on luisa_nb": "program on real luisa",
     }
     print(f"{runs} runs each; load average {os.getloadavg()[0]:.2f}")
-    print(f"{'':24} {'wall med':>9} {'wall min':>9} {'cpu med':>8} {'cpu min':>8}  ratio (wall med)")
+    print(
+        f"{'':24} {'wall med':>9} {'wall min':>9} {'cpu med':>8} {'cpu min':>8}  ratio (wall med)"
+    )
     medians = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
     for name, values in times.items():
         walls = [w for w, _ in values]

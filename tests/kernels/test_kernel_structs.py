@@ -3,7 +3,6 @@ and arguments of structs, in C and in Python mode; luisa.util's RandomSampler.""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

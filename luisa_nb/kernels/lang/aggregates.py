@@ -129,7 +129,6 @@ class StructType:
         return f"StructType[{self.alignment}]({fields})"
 
 
-
 class ArrayType:
     """A fixed-size array of ``size`` elements of ``dtype`` (luisa-python's
     ``ArrayType(size, dtype)``). ``A()`` is zeroed, ``A([v0, v1, ...])`` holds values."""
@@ -172,7 +171,6 @@ class ArrayType:
     def __repr__(self) -> str:
         """As luisa-python writes an array type, ``print`` too: ``ArrayType(3,int2)``."""
         return f"ArrayType({self.size},{luisa_type_name(self.element)})"
-
 
 
 def zero_value(kind: Any) -> Any:
