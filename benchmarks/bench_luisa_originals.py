@@ -4,7 +4,7 @@ a table: whether each completed, whether their outputs agree, and both times wit
 ratio, and the load average.
 
     python benchmarks/bench_luisa_originals.py extract --repo LUISACOMPUTE_CHECKOUT --out DIR
-    python benchmarks/bench_luisa_originals.py run DIR [--only NAME ...] [--timeout 120]
+    python benchmarks/bench_luisa_originals.py run DIR [--only NAME ...] [--timeout S] [--repeat N]
 
 Real luisa-python runs on its CPU backend with no window (``init()`` is given ``"cpu"``
 and ``support_gui=False``), luisa_nb with ``import luisa`` giving ``luisa_nb.luisa``.
@@ -13,22 +13,29 @@ and ``support_gui=False``), luisa_nb with ``import luisa`` giving ``luisa_nb.lui
 ``src/py`` or ``src/tests/python``, each beside the files of its folder at that commit
 (helper modules, textures). Outputs agree when the printed lines match (numbers within a
 relative 1e-4, as float formatting differs) and every image file both wrote holds the
-same pixels (within 1 level of 255, or a relative 1e-3 for float images).
+same pixels (within 1 level of 255, or a relative 1e-3 for float images). With
+``--repeat N`` each program runs N times on each runtime, the two interleaved, and the
+times are medians. luisa_nb's modules are compiled to bytecode first, as ``pip install``
+does (an environment with ``PYTHONDONTWRITEBYTECODE`` would compile them on every run).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+import luisa_nb
 
 HELPERS = {"aces.py", "cornell_box.py", "parseobj.py", "parse_bindings.py", "meshformat.py"}
 PROGRAMS = ("src/py/*.py", "src/tests/python/*.py")
@@ -209,11 +216,15 @@ def main() -> None:
     running.add_argument("folder", type=Path)
     running.add_argument("--only", nargs="*")
     running.add_argument("--timeout", type=float, default=120)
+    running.add_argument(
+        "--repeat", type=int, default=1, help="runs per runtime, interleaved; times are medians"
+    )
     arguments = parser.parse_args()
     if arguments.command == "extract":
         names = extract(arguments.repo, arguments.out / "programs")
         print(f"{len(names)} programs in {arguments.out / 'programs'}")
         return
+    compileall.compile_dir(Path(luisa_nb.__file__).parent, quiet=1)  # as pip install does
     programs = sorted((arguments.folder / "programs").iterdir())
     if arguments.only:
         programs = [p for p in programs if p.name in arguments.only]
@@ -222,6 +233,13 @@ def main() -> None:
     for folder in programs:
         theirs = run_one(folder, True, arguments.timeout)
         ours = run_one(folder, False, arguments.timeout) if theirs["status"] == 0 else None
+        if ours is not None and arguments.repeat > 1:
+            real_times, nb_times = [theirs["seconds"]], [ours["seconds"]]
+            for _ in range(arguments.repeat - 1):
+                real_times.append(run_one(folder, True, arguments.timeout)["seconds"])
+                nb_times.append(run_one(folder, False, arguments.timeout)["seconds"])
+            theirs["seconds"] = statistics.median(real_times)
+            ours["seconds"] = statistics.median(nb_times)
         agree = (
             ours is not None
             and ours["status"] == 0
@@ -237,6 +255,11 @@ def main() -> None:
             f"{theirs['seconds']:7.2f} {nb_seconds:7.2f} {ratio:5.2f}",
             flush=True,
         )
+    ratios = [
+        r["nb"]["seconds"] / r["real"]["seconds"] for r in results.values() if r["nb"] is not None
+    ]
+    if ratios:
+        print(f"\nratio nb / real: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
     completed = [n for n, r in results.items() if r["real"]["status"] == 0]
     agreeing = [n for n, r in results.items() if r["agree"]]
     print(
