@@ -13,7 +13,9 @@ and ``support_gui=False``), luisa_nb with ``import luisa`` giving ``luisa_nb.lui
 ``src/py`` or ``src/tests/python``, each beside the files of its folder at that commit
 (helper modules, textures). Outputs agree when the printed lines match (numbers within a
 relative 1e-4, as float formatting differs) and every image file both wrote holds the
-same pixels (within 1 level of 255, or a relative 1e-3 for float images). With
+same pixels (within 1 level of 255, or a relative 1e-3 for float images). Times are wall
+seconds and CPU seconds (user and system, of the process and its threads): on a loaded
+machine the CPU time is the steadier measure. With
 ``--repeat N`` each program runs N times on each runtime, the two interleaved, and the
 times are medians. luisa_nb's modules are compiled to bytecode first, as ``pip install``
 does (an environment with ``PYTHONDONTWRITEBYTECODE`` would compile them on every run).
@@ -26,6 +28,7 @@ import compileall
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -142,6 +145,7 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         command = [sys.executable, "-c", REAL_LAUNCHER, program]
     else:  # as `luisa-nb run` runs it, without its report of hazards
         command = [sys.executable, "-c", NB_LAUNCHER, program]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -153,6 +157,8 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         output = output.decode() if isinstance(output, bytes) else output
         error = error.decode() if isinstance(error, bytes) else error
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     lines = [  # device prints come through real luisa-python's log, after its prefix
         line[line.index(DEVICE) :] if DEVICE in line else line
         for line in output.splitlines()
@@ -163,6 +169,7 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
     return {
         "status": status,
         "seconds": seconds,
+        "cpu": cpu,
         "lines": lines,
         "written": written,
         "error": last_error[:200],
@@ -229,17 +236,21 @@ def main() -> None:
     if arguments.only:
         programs = [p for p in programs if p.name in arguments.only]
     results = {}
-    print(f"{'program':58} {'real':>8} {'nb':>8} {'agree':>6} {'real s':>7} {'nb s':>7} ratio")
+    print(
+        f"{'program':44} {'real':>4} {'nb':>4} {'agree':>6} {'real s':>7} {'nb s':>7} ratio "
+        f"{'real cpu':>7} {'nb cpu':>7} ratio"
+    )
     for folder in programs:
         theirs = run_one(folder, True, arguments.timeout)
         ours = run_one(folder, False, arguments.timeout) if theirs["status"] == 0 else None
         if ours is not None and arguments.repeat > 1:
-            real_times, nb_times = [theirs["seconds"]], [ours["seconds"]]
+            runs = {"real": [theirs], "nb": [ours]}
             for _ in range(arguments.repeat - 1):
-                real_times.append(run_one(folder, True, arguments.timeout)["seconds"])
-                nb_times.append(run_one(folder, False, arguments.timeout)["seconds"])
-            theirs["seconds"] = statistics.median(real_times)
-            ours["seconds"] = statistics.median(nb_times)
+                runs["real"].append(run_one(folder, True, arguments.timeout))
+                runs["nb"].append(run_one(folder, False, arguments.timeout))
+            for result, repeated in ((theirs, runs["real"]), (ours, runs["nb"])):
+                for measure in ("seconds", "cpu"):
+                    result[measure] = statistics.median(run[measure] for run in repeated)
         agree = (
             ours is not None
             and ours["status"] == 0
@@ -249,17 +260,22 @@ def main() -> None:
         results[folder.name] = {"real": theirs, "nb": ours, "agree": agree}
         nb_status = "-" if ours is None else ours["status"]
         nb_seconds = ours["seconds"] if ours else float("nan")
+        nb_cpu = ours["cpu"] if ours else float("nan")
         ratio = nb_seconds / theirs["seconds"] if ours else float("nan")
+        cpu_ratio = nb_cpu / theirs["cpu"] if ours else float("nan")
         print(
-            f"{folder.name[:58]:58} {theirs['status']!s:>8} {nb_status!s:>8} {agree!s:>6} "
-            f"{theirs['seconds']:7.2f} {nb_seconds:7.2f} {ratio:5.2f}",
+            f"{folder.name[:44]:44} {theirs['status']!s:>4} {nb_status!s:>4} {agree!s:>6} "
+            f"{theirs['seconds']:7.2f} {nb_seconds:7.2f} {ratio:5.2f} "
+            f"{theirs['cpu']:7.2f} {nb_cpu:7.2f} {cpu_ratio:5.2f}",
             flush=True,
         )
-    ratios = [
-        r["nb"]["seconds"] / r["real"]["seconds"] for r in results.values() if r["nb"] is not None
-    ]
-    if ratios:
-        print(f"\nratio nb / real: median {statistics.median(ratios):.2f}, max {max(ratios):.2f}")
+    for measure in ("seconds", "cpu"):
+        ratios = [r["nb"][measure] / r["real"][measure] for r in results.values() if r["nb"]]
+        if ratios:
+            print(
+                f"ratio nb / real ({'wall' if measure == 'seconds' else 'cpu'}): median "
+                f"{statistics.median(ratios):.2f}, max {max(ratios):.2f}"
+            )
     completed = [n for n, r in results.items() if r["real"]["status"] == 0]
     agreeing = [n for n, r in results.items() if r["agree"]]
     print(

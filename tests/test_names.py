@@ -116,8 +116,10 @@ def test_no_helper_of_the_package_module_leaks_into_its_namespace():
 
 def test_importing_the_luisa_layer_loads_no_analysis_view_or_notebook_module():
     """A luisa-python program (``import luisa_nb.luisa``) starts without the layers it
-    does not use: they load when a public name of the package needs them. Python mode
-    loads with its first kernel, entry points of other backends when a device names one."""
+    does not use: they load when a public name of the package needs them. The typer and
+    the code generators load with the first kernel that runs (a program that only defines
+    kernels needs neither), Python mode with its first kernel, a trace's tables with the
+    first trace, entry points of other backends when a device names one."""
     probe = "import json, sys, luisa_nb.luisa; print(json.dumps(sorted(sys.modules)))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120
@@ -129,6 +131,11 @@ def test_importing_the_luisa_layer_loads_no_analysis_view_or_notebook_module():
         "luisa_nb.widgets",
         "luisa_nb.ipython",
         "luisa_nb.kernels.python",
+        "luisa_nb.kernels.typing",
+        "luisa_nb.kernels.ir",
+        "luisa_nb.kernels.c.emitter",
+        "luisa_nb.kernels.autodiff",
+        "luisa_nb.recording.trace",
         "IPython",
         "importlib.metadata",
     )
