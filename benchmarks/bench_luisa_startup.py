@@ -100,19 +100,21 @@ def main() -> None:
     }
     print(f"{runs} runs each; load average {os.getloadavg()[0]:.2f}")
     print(
-        f"{'':24} {'wall med':>9} {'wall min':>9} {'cpu med':>8} {'cpu min':>8}  ratio (wall med)"
+        f"{'':24} {'wall med':>9} {'wall min':>9} {'cpu med':>8} {'cpu min':>8}  "
+        "ratio: wall med, cpu med"
     )
-    medians = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
+    wall = {name: statistics.median(w for w, _ in values) for name, values in times.items()}
+    cpu = {name: statistics.median(c for _, c in values) for name, values in times.items()}
     for name, values in times.items():
-        walls = [w for w, _ in values]
-        cpus = [c for _, c in values]
         reference = references.get(name)
         ratio = (
-            f"{medians[name] / medians[reference]:.2f}x {reference}" if reference in times else ""
+            f"{wall[name] / wall[reference]:.2f}x, {cpu[name] / cpu[reference]:.2f}x {reference}"
+            if reference in times
+            else ""
         )
         print(
-            f"{name:24} {medians[name]:9.3f} {min(walls):9.3f} {statistics.median(cpus):8.3f} "
-            f"{min(cpus):8.3f}  {ratio}"
+            f"{name:24} {wall[name]:9.3f} {min(w for w, _ in values):9.3f} {cpu[name]:8.3f} "
+            f"{min(c for _, c in values):8.3f}  {ratio}"
         )
     print(f"load average {os.getloadavg()[0]:.2f}")
 
