@@ -75,6 +75,7 @@ _NUMPY_SCALAR_NAMES: dict[type, Any] = {
     np.uint64: ulong,
 }
 _TYPE_ATTRIBUTES = ("texture3DType", "texture2DType", "bufferType")
+_TYPE_CLASSES = ("BufferType", "Texture2DType", "Texture3DType", "SharedArrayType")
 
 
 def dtype_of(value: Any) -> Any:
@@ -95,6 +96,8 @@ def dtype_of(value: Any) -> Any:
         if hasattr(kind, attribute):
             return getattr(value, attribute)
     if isinstance(value, type) or getattr(value, "__lnb_type__", None) is not None:
+        return type
+    if kind.__name__ in _TYPE_CLASSES:
         return type
     if kind.__name__ in ("BindlessArray", "Accel", "IndirectDispatchBuffer"):
         return kind

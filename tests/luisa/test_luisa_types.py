@@ -39,7 +39,7 @@ EXPECTED = [
     "nested StructType[16](a:uint, m:float3x3, f:float, g:bool2, inner:StructType[8](x:long)) "
     "ArrayType(3,int2) ArrayType(2,StructType[4](x:float))",
     "aggregate reprs {a:float3(4,4,4), b:2} [5,32,6] {state:45}",
-    "value types <class 'int'> <class 'float'> <class 'bool'> float3",
+    "value types <class 'int'> <class 'float'> <class 'bool'> float3 <class 'type'> True",
     "captured members [2.0, 6.0, 0.22050327062606812, 0.8980050086975098] {state:45}",
 ]
 

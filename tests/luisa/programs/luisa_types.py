@@ -76,7 +76,15 @@ print("struct types", dtype_of(sampler), dtype_of(pair), dtype_of(luisa.array([1
 nested = luisa.StructType(a=uint, m=float3x3, f=float, g=bool2, inner=luisa.StructType(x=long))
 print("nested", nested, luisa.ArrayType(3, int2), luisa.ArrayType(2, luisa.StructType(x=float)))
 print("aggregate reprs", repr(pair), repr(luisa.array([5, 32, 6])), repr(sampler.copy()))
-print("value types", dtype_of(1), dtype_of(2.5), dtype_of(True), dtype_of(float3(1)).__name__)
+print(
+    "value types",
+    dtype_of(1),
+    dtype_of(2.5),
+    dtype_of(True),
+    dtype_of(float3(1)).__name__,
+    dtype_of(floats.bufferType),
+    dtype_of(floats) == floats.bufferType,
+)
 offset = float3(1, 2, 3)
 captured = luisa.Buffer(4, float)
 
