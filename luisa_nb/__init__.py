@@ -11,6 +11,49 @@ Quick start::
 """
 
 import importlib
+import typing
+
+if typing.TYPE_CHECKING:  # the public names, for type checkers and editors
+    from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+    from luisa_nb.comparing import Comparison, compare
+    from luisa_nb.errors import LuisaNbError, LuisaNbWarning
+    from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
+    from luisa_nb.kernels import (  # noqa: F401 - abs, max, min, pow: kernels' own
+        abs,
+        ceil,
+        clamp,
+        cos,
+        dispatch_id,
+        dispatch_size,
+        exp,
+        floor,
+        kernel_id,
+        log,
+        max,
+        min,
+        pow,
+        sin,
+        sqrt,
+        tan,
+    )
+    from luisa_nb.recording.ranges import Range
+    from luisa_nb.recording.ranges import Range as range  # noqa: F401
+    from luisa_nb.runtime import (
+        Buffer,
+        BufferView,
+        Device,
+        Event,
+        IndirectDispatchBuffer,
+        Kernel,
+        Stream,
+        create_device,
+        default_device,
+        kernel,
+        name,
+        set_default_device,
+    )
+    from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
+    from luisa_nb.viewable_trace import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
 
