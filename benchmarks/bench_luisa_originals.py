@@ -4,7 +4,7 @@ a table: whether each completed, whether their outputs agree, and both times wit
 ratio, and the load average.
 
     python benchmarks/bench_luisa_originals.py extract --repo LUISACOMPUTE_CHECKOUT --out DIR
-    python benchmarks/bench_luisa_originals.py run DIR [--only NAME ...] [--timeout 120]
+    python benchmarks/bench_luisa_originals.py run DIR [--only NAME ...] [--timeout S] [--repeat N]
 
 Real luisa-python runs on its CPU backend with no window (``init()`` is given ``"cpu"``
 and ``support_gui=False``), luisa_nb with ``import luisa`` giving ``luisa_nb.luisa``.
@@ -13,22 +13,32 @@ and ``support_gui=False``), luisa_nb with ``import luisa`` giving ``luisa_nb.lui
 ``src/py`` or ``src/tests/python``, each beside the files of its folder at that commit
 (helper modules, textures). Outputs agree when the printed lines match (numbers within a
 relative 1e-4, as float formatting differs) and every image file both wrote holds the
-same pixels (within 1 level of 255, or a relative 1e-3 for float images).
+same pixels (within 1 level of 255, or a relative 1e-3 for float images). Times are wall
+seconds and CPU seconds (user and system, of the process and its threads): on a loaded
+machine the CPU time is the steadier measure. With
+``--repeat N`` each program runs N times on each runtime, the two interleaved, and the
+times are medians. luisa_nb's modules are compiled to bytecode first, as ``pip install``
+does (an environment with ``PYTHONDONTWRITEBYTECODE`` would compile them on every run).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+import luisa_nb
 
 HELPERS = {"aces.py", "cornell_box.py", "parseobj.py", "parse_bindings.py", "meshformat.py"}
 PROGRAMS = ("src/py/*.py", "src/tests/python/*.py")
@@ -135,6 +145,7 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         command = [sys.executable, "-c", REAL_LAUNCHER, program]
     else:  # as `luisa-nb run` runs it, without its report of hazards
         command = [sys.executable, "-c", NB_LAUNCHER, program]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -146,6 +157,8 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         output = output.decode() if isinstance(output, bytes) else output
         error = error.decode() if isinstance(error, bytes) else error
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     lines = [  # device prints come through real luisa-python's log, after its prefix
         line[line.index(DEVICE) :] if DEVICE in line else line
         for line in output.splitlines()
@@ -156,6 +169,7 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
     return {
         "status": status,
         "seconds": seconds,
+        "cpu": cpu,
         "lines": lines,
         "written": written,
         "error": last_error[:200],
@@ -209,19 +223,34 @@ def main() -> None:
     running.add_argument("folder", type=Path)
     running.add_argument("--only", nargs="*")
     running.add_argument("--timeout", type=float, default=120)
+    running.add_argument(
+        "--repeat", type=int, default=1, help="runs per runtime, interleaved; times are medians"
+    )
     arguments = parser.parse_args()
     if arguments.command == "extract":
         names = extract(arguments.repo, arguments.out / "programs")
         print(f"{len(names)} programs in {arguments.out / 'programs'}")
         return
+    compileall.compile_dir(Path(luisa_nb.__file__).parent, quiet=1)  # as pip install does
     programs = sorted((arguments.folder / "programs").iterdir())
     if arguments.only:
         programs = [p for p in programs if p.name in arguments.only]
     results = {}
-    print(f"{'program':58} {'real':>8} {'nb':>8} {'agree':>6} {'real s':>7} {'nb s':>7} ratio")
+    print(
+        f"{'program':44} {'real':>4} {'nb':>4} {'agree':>6} {'real s':>7} {'nb s':>7} ratio "
+        f"{'real cpu':>7} {'nb cpu':>7} ratio"
+    )
     for folder in programs:
         theirs = run_one(folder, True, arguments.timeout)
         ours = run_one(folder, False, arguments.timeout) if theirs["status"] == 0 else None
+        if ours is not None and arguments.repeat > 1:
+            runs = {"real": [theirs], "nb": [ours]}
+            for _ in range(arguments.repeat - 1):
+                runs["real"].append(run_one(folder, True, arguments.timeout))
+                runs["nb"].append(run_one(folder, False, arguments.timeout))
+            for result, repeated in ((theirs, runs["real"]), (ours, runs["nb"])):
+                for measure in ("seconds", "cpu"):
+                    result[measure] = statistics.median(run[measure] for run in repeated)
         agree = (
             ours is not None
             and ours["status"] == 0
@@ -231,12 +260,22 @@ def main() -> None:
         results[folder.name] = {"real": theirs, "nb": ours, "agree": agree}
         nb_status = "-" if ours is None else ours["status"]
         nb_seconds = ours["seconds"] if ours else float("nan")
+        nb_cpu = ours["cpu"] if ours else float("nan")
         ratio = nb_seconds / theirs["seconds"] if ours else float("nan")
+        cpu_ratio = nb_cpu / theirs["cpu"] if ours else float("nan")
         print(
-            f"{folder.name[:58]:58} {theirs['status']!s:>8} {nb_status!s:>8} {agree!s:>6} "
-            f"{theirs['seconds']:7.2f} {nb_seconds:7.2f} {ratio:5.2f}",
+            f"{folder.name[:44]:44} {theirs['status']!s:>4} {nb_status!s:>4} {agree!s:>6} "
+            f"{theirs['seconds']:7.2f} {nb_seconds:7.2f} {ratio:5.2f} "
+            f"{theirs['cpu']:7.2f} {nb_cpu:7.2f} {cpu_ratio:5.2f}",
             flush=True,
         )
+    for measure in ("seconds", "cpu"):
+        ratios = [r["nb"][measure] / r["real"][measure] for r in results.values() if r["nb"]]
+        if ratios:
+            print(
+                f"ratio nb / real ({'wall' if measure == 'seconds' else 'cpu'}): median "
+                f"{statistics.median(ratios):.2f}, max {max(ratios):.2f}"
+            )
     completed = [n for n, r in results.items() if r["real"]["status"] == 0]
     agreeing = [n for n, r in results.items() if r["agree"]]
     print(

@@ -10,52 +10,127 @@ Quick start::
     print(t.hazards)
 """
 
-from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
-from luisa_nb.comparing import Comparison, compare
-from luisa_nb.errors import LuisaNbError, LuisaNbWarning
-from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
-from luisa_nb.kernels import (  # abs, min, max, pow: lnb.max(...) in kernels, not in __all__
-    abs,  # noqa: F401
-    ceil,
-    clamp,
-    cos,
-    dispatch_id,
-    dispatch_size,
-    exp,
-    floor,
-    kernel_id,
-    log,
-    max,  # noqa: F401
-    min,  # noqa: F401
-    pow,  # noqa: F401
-    sin,
-    sqrt,
-    tan,
-)
-from luisa_nb.recording.ranges import Range
-from luisa_nb.runtime import (
-    Buffer,
-    BufferView,
-    Device,
-    Event,
-    IndirectDispatchBuffer,
-    Kernel,
-    Stream,
-    create_device,
-    default_device,
-    kernel,
-    name,
-    set_default_device,
-)
-from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
-from luisa_nb.viewable_trace import ViewableTrace, load_trace, trace
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:  # the public names, for type checkers and editors
+    from luisa_nb.analysis import AnalyzedTrace, Hazard, HazardKind
+    from luisa_nb.comparing import Comparison, compare
+    from luisa_nb.errors import LuisaNbError, LuisaNbWarning
+    from luisa_nb.ipython import last_trace, load_ipython_extension, unload_ipython_extension
+    from luisa_nb.kernels import (  # noqa: F401 - abs, max, min, pow: kernels' own
+        abs,
+        ceil,
+        clamp,
+        cos,
+        dispatch_id,
+        dispatch_size,
+        exp,
+        floor,
+        kernel_id,
+        log,
+        max,
+        min,
+        pow,
+        sin,
+        sqrt,
+        tan,
+    )
+    from luisa_nb.recording.ranges import Range
+    from luisa_nb.recording.ranges import Range as range  # noqa: F401
+    from luisa_nb.runtime import (
+        Buffer,
+        BufferView,
+        Device,
+        Event,
+        IndirectDispatchBuffer,
+        Kernel,
+        Stream,
+        create_device,
+        default_device,
+        kernel,
+        name,
+        set_default_device,
+    )
+    from luisa_nb.runtime.real_luisa import instrument_luisa, uninstrument_luisa
+    from luisa_nb.viewable_trace import ViewableTrace, load_trace, trace
 
 __version__ = "0.1.0"
 
-range = Range
-"""``with lnb.range("iteration 37"):`` (or ``@lnb.range("step")``): a named, nested range of
-the program that traces record and the timeline brackets; out of ``__all__``, so a star
-import keeps the builtin ``range``."""
+# Where each public name lives. They load on first use (PEP 562), so that
+# ``import luisa_nb.luisa`` (a luisa-python program) loads the runtime and the compiler
+# but not the analysis, the views or IPython.
+_LOCATIONS = {
+    "AnalyzedTrace": "luisa_nb.analysis",
+    "Hazard": "luisa_nb.analysis",
+    "HazardKind": "luisa_nb.analysis",
+    "Comparison": "luisa_nb.comparing",
+    "compare": "luisa_nb.comparing",
+    "LuisaNbError": "luisa_nb.errors",
+    "LuisaNbWarning": "luisa_nb.errors",
+    "last_trace": "luisa_nb.ipython",
+    "load_ipython_extension": "luisa_nb.ipython",
+    "unload_ipython_extension": "luisa_nb.ipython",
+    **dict.fromkeys(
+        # lnb.max(...) in kernels; abs, min, max and pow stay out of __all__
+        [
+            "abs",
+            "ceil",
+            "clamp",
+            "cos",
+            "dispatch_id",
+            "dispatch_size",
+            "exp",
+            "floor",
+            "kernel_id",
+            "log",
+            "max",
+            "min",
+            "pow",
+            "sin",
+            "sqrt",
+            "tan",
+        ],
+        "luisa_nb.kernels",
+    ),
+    "Range": "luisa_nb.recording.ranges",
+    **dict.fromkeys(
+        [
+            "Buffer",
+            "BufferView",
+            "Device",
+            "Event",
+            "IndirectDispatchBuffer",
+            "Kernel",
+            "Stream",
+            "create_device",
+            "default_device",
+            "kernel",
+            "name",
+            "set_default_device",
+        ],
+        "luisa_nb.runtime",
+    ),
+    "instrument_luisa": "luisa_nb.runtime.real_luisa",
+    "uninstrument_luisa": "luisa_nb.runtime.real_luisa",
+    "ViewableTrace": "luisa_nb.viewable_trace",
+    "load_trace": "luisa_nb.viewable_trace",
+    "trace": "luisa_nb.viewable_trace",
+}
+
+
+def __getattr__(attribute: str) -> object:
+    """A public name, loaded from its module on first use. ``lnb.range("iteration 37")``
+    (or ``@lnb.range("step")``) is :class:`Range`: a named, nested range of the program
+    that traces record and the timeline brackets; out of ``__all__``, so a star import
+    keeps the builtin ``range``."""
+    location = _LOCATIONS.get("Range" if attribute == "range" else attribute)
+    if location is None:
+        raise AttributeError(f"module 'luisa_nb' has no attribute {attribute!r}")
+    source = "Range" if attribute == "range" else attribute
+    value = getattr(importlib.import_module(location), source)
+    globals()[attribute] = value
+    return value
 
 
 def show(obj: object, actual: object = None, **options: object) -> None:

@@ -104,12 +104,42 @@ def test_dir_of_the_package_lists_exactly_the_public_api():
 
 
 def test_no_helper_of_the_package_module_leaks_into_its_namespace():
+    for name in PUBLIC_API:  # public names load on first use
+        getattr(luisa_nb, name)
     private = [
         name
         for name, value in vars(luisa_nb).items()
-        if not name.startswith("__") and not isinstance(value, types.ModuleType)
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
     ]
     assert sorted(private) == [name for name in PUBLIC_API if name != "__version__"]
+
+
+def test_importing_the_luisa_layer_loads_no_analysis_view_or_notebook_module():
+    """A luisa-python program (``import luisa_nb.luisa``) starts without the layers it
+    does not use: they load when a public name of the package needs them. The typer and
+    the code generators load with the first kernel that runs (a program that only defines
+    kernels needs neither), Python mode with its first kernel, a trace's tables with the
+    first trace, entry points of other backends when a device names one."""
+    probe = "import json, sys, luisa_nb.luisa; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    unused = (
+        "luisa_nb.analysis",
+        "luisa_nb.views",
+        "luisa_nb.widgets",
+        "luisa_nb.ipython",
+        "luisa_nb.kernels.python",
+        "luisa_nb.kernels.typing",
+        "luisa_nb.kernels.ir",
+        "luisa_nb.kernels.c.emitter",
+        "luisa_nb.kernels.autodiff",
+        "luisa_nb.recording.trace",
+        "IPython",
+        "importlib.metadata",
+    )
+    assert [name for name in json.loads(done.stdout) if name.startswith(unused)] == []
 
 
 def packages() -> list[types.ModuleType]:

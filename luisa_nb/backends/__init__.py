@@ -7,9 +7,7 @@ entry point's name is the backend name, its object a :class:`Backend` subclass.
 
 from __future__ import annotations
 
-import difflib
 import importlib
-from importlib.metadata import entry_points
 
 from luisa_nb.backends.base import (
     Allocation,
@@ -32,6 +30,8 @@ BUILTIN_BACKENDS = {
 
 
 def _entry_points() -> dict[str, object]:
+    from importlib.metadata import entry_points  # slow to import: only for other backends
+
     return {point.name: point for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
@@ -45,6 +45,8 @@ def load_backend(name: str) -> type[Backend]:
     module_name = BUILTIN_BACKENDS.get(name)
     point = None if module_name else _entry_points().get(name)
     if module_name is None and point is None:
+        import difflib
+
         close = difflib.get_close_matches(name, backend_names(), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else "."
         raise BackendNotFoundError(

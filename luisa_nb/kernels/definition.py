@@ -6,7 +6,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from luisa_nb.errors import (
     DEBUG_VARIABLE,
@@ -15,9 +15,6 @@ from luisa_nb.errors import (
     KernelCompileError,
     LuisaNbWarning,
 )
-from luisa_nb.kernels import ir
-from luisa_nb.kernels.c.executable import CExecutable
-from luisa_nb.kernels.c.toolchain import compiler_available
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.executable import Executable
 from luisa_nb.kernels.frontend.captures import CaptureResolver
@@ -28,7 +25,6 @@ from luisa_nb.kernels.frontend.nesting import (
 )
 from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.frontend.validation import SyntaxValidator
-from luisa_nb.kernels.python.executable import PythonExecutable
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.type_system import (
     BindlessType,
@@ -40,7 +36,9 @@ from luisa_nb.kernels.type_system import (
     is_aggregate_type,
     is_bindless_like,
 )
-from luisa_nb.kernels.typing.typer import KernelTyper
+
+if TYPE_CHECKING:
+    from luisa_nb.kernels import ir
 
 MODES = ("auto", "c", "python")
 _fallback_warning_lock = threading.Lock()
@@ -175,6 +173,8 @@ class KernelDefinition:
         if typed is None:
             self._check_argument_types(types)
             target = self._target()
+            from luisa_nb.kernels.typing.typer import KernelTyper  # loads with a first use
+
             typer = KernelTyper(
                 self.kernel_source, types, self.capture_resolver(), target, rules=self.rules
             )
@@ -211,6 +211,8 @@ class KernelDefinition:
     def _target(self) -> str:
         if self.mode != "auto":
             return self.mode
+        from luisa_nb.kernels.c.toolchain import compiler_available
+
         if compiler_available():
             return "c"
         _warn_fallback_once(self.name)
@@ -218,5 +220,9 @@ class KernelDefinition:
 
     def _build(self, target: str, kernel: ir.KernelIR, checks: KernelChecks) -> Executable:
         if target == "c":
+            from luisa_nb.kernels.c.executable import CExecutable
+
             return CExecutable(kernel, self.kernel_source, checks)
+        from luisa_nb.kernels.python.executable import PythonExecutable  # Python mode only
+
         return PythonExecutable(kernel, self._captures, self.kernel_source, checks, self.rules)

@@ -6,15 +6,17 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.kernels import ir
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.lang.aggregates import to_bytes
 from luisa_nb.kernels.type_system import MatrixType, is_aggregate_type
+
+if TYPE_CHECKING:
+    from luisa_nb.kernels import ir
 
 
 class CancelFlag:

@@ -82,12 +82,25 @@ INTEGER_TYPES = frozenset(
 
 
 VECTOR_ELEMENTS = (ScalarType.BOOL, ScalarType.INT32, ScalarType.UINT32, ScalarType.FLOAT32)
-ELEMENT_NAMES = {
+ELEMENT_NAMES = {  # luisa-python's names of the scalar types
     ScalarType.BOOL: "bool",
     ScalarType.INT32: "int",
     ScalarType.UINT32: "uint",
+    ScalarType.INT64: "long",
+    ScalarType.UINT64: "ulong",
     ScalarType.FLOAT32: "float",
 }
+
+
+def luisa_type_name(kind: Any) -> str:
+    """A kernel type as luisa-python 0.3.7 names it in a struct's or array's ``repr``:
+    ``int``, ``uint``, ``float3``, ``float3x3``, and a nested struct or array by its
+    ``repr``."""
+    if isinstance(kind, ScalarType):
+        return ELEMENT_NAMES.get(kind, kind.value)
+    if isinstance(kind, (VectorType, MatrixType)):
+        return str(kind)
+    return repr(kind)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from luisa_nb.errors import (
 from luisa_nb.kernels.frontend.portability import warn_caller_not_in_luisa
 from luisa_nb.kernels.lang.aggregates import to_record
 from luisa_nb.kernels.type_system import BufferType as KernelBufferType
-from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.kernels.type_system import luisa_type_name
 from luisa_nb.luisa import session
 from luisa_nb.luisa.types import element_dtype, element_type_of
 from luisa_nb.runtime import Stream
@@ -44,16 +44,6 @@ def add_to_list(command: runtime.Command, sync: bool, stream: Stream | None) -> 
         chosen.synchronize()
 
 
-_SCALAR_NAMES = {  # luisa-python's names of the scalar kernel types
-    ScalarType.BOOL: "bool",
-    ScalarType.INT32: "int",
-    ScalarType.UINT32: "uint",
-    ScalarType.INT64: "long",
-    ScalarType.UINT64: "ulong",
-    ScalarType.FLOAT32: "float",
-}
-
-
 def _type_name(dtype: Any) -> str:
     """``dtype`` as a luisa-python program writes it (``float``, ``float3``, ...)."""
     if not isinstance(dtype, np.dtype):
@@ -62,7 +52,7 @@ def _type_name(dtype: Any) -> str:
         element = KernelBufferType.of_dtype(dtype).element
     except ValueError:
         return str(dtype)
-    return _SCALAR_NAMES.get(element, str(element))
+    return luisa_type_name(element)
 
 
 class BufferType:

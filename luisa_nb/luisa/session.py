@@ -5,14 +5,17 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from luisa_nb.errors import NotInitializedError
 from luisa_nb.kernels.type_system import set_host_luisa_types
 from luisa_nb.recording.recorder import register_namer
-from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime import Device, DeviceConfig, Stream, create_device, set_default_device
 from luisa_nb.runtime.defaults import forget_default_device
 from luisa_nb.runtime.stream import check_stream
+
+if TYPE_CHECKING:
+    from luisa_nb.recording.trace import Trace
 
 DEVICE_VARIABLE = "LUISA_NB_DEVICE"
 """Names the device ``init()`` creates when the program names none, e.g. ``cpu:submit``."""

@@ -9,12 +9,13 @@ laid out as LuisaCompute lays them out (``float3`` takes 16 bytes). The 16-bit t
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
-from luisa_nb.kernels import dtype_of
+from luisa_nb.kernels import dtype_of as numpy_dtype_of
 from luisa_nb.kernels.lang.scalar_names import long, uint, ulong
 from luisa_nb.luisa import mathtypes
 from luisa_nb.luisa.missing import MISSING, Missing
@@ -40,7 +41,7 @@ def element_dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, Missing):
         dtype.fail()
     if hasattr(dtype, "__lnb_type__"):
-        return dtype_of(dtype)
+        return numpy_dtype_of(dtype)
     try:
         return buffer_dtype(dtype)
     except InvalidArgumentError:
@@ -65,7 +66,50 @@ def element_type_of(value: Any) -> Any:
     )
 
 
+_NUMPY_SCALAR_NAMES: dict[type, Any] = {
+    np.bool_: bool,
+    np.int32: int,
+    np.float32: float,
+    np.uint32: uint,
+    np.int64: long,
+    np.uint64: ulong,
+}
+_TYPE_ATTRIBUTES = ("texture3DType", "texture2DType", "bufferType")
+_TYPE_CLASSES = ("BufferType", "Texture2DType", "Texture3DType", "SharedArrayType")
+
+
+def dtype_of(value: Any) -> Any:
+    """The luisa type of ``value``, as luisa-python's ``luisa.types.dtype_of`` gives it:
+    ``int``, ``float``, ``bool`` (numpy scalars by their luisa names: ``uint`` for a
+    ``np.uint32``), a vector or matrix class (``float3``), a struct's ``StructType``, an
+    array's ``ArrayType``, a buffer's ``BufferType``, an image's ``Texture2DType``; a type
+    itself gives ``type``."""
+    kind = type(value)
+    if kind in (bool, int, float, str) or isinstance(value, types.ModuleType):
+        return kind
+    if kind in _NUMPY_SCALAR_NAMES:
+        return _NUMPY_SCALAR_NAMES[kind]
+    declared = getattr(kind, "__lnb_type__", None)
+    if declared is not None:
+        return declared if getattr(declared, "aggregate", False) else kind
+    for attribute in _TYPE_ATTRIBUTES:
+        if hasattr(kind, attribute):
+            return getattr(value, attribute)
+    if isinstance(value, type) or getattr(value, "__lnb_type__", None) is not None:
+        return type
+    if kind.__name__ in _TYPE_CLASSES:
+        return type
+    if kind.__name__ in ("BindlessArray", "Accel", "IndirectDispatchBuffer"):
+        return kind
+    if isinstance(value, list):
+        raise InvalidArgumentError("a list has no luisa type; make it an array: luisa.array([...])")
+    raise InvalidArgumentError(
+        f"{kind.__name__} {value!r:.40} has no luisa type; luisa values are numbers, vectors, "
+        "matrices, structs, arrays, buffers, images and the types themselves"
+    )
+
+
 VECTOR_TYPES = {name: getattr(mathtypes, name) for name in mathtypes.__all__ if "make_" not in name}
 globals().update(VECTOR_TYPES)
 
-__all__ = ["half", "long", "short", "uint", "ulong", "ushort", *VECTOR_TYPES]
+__all__ = ["dtype_of", "half", "long", "short", "uint", "ulong", "ushort", *VECTOR_TYPES]

@@ -9,20 +9,20 @@ Field and element types may be luisa-python's names (``int``, ``float``, ``uint`
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from luisa_nb import kernels
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.kernels.lang.aggregates import Array, Struct
 from luisa_nb.kernels.type_system import MatrixType, VectorType
-from luisa_nb.luisa.functions import func
+from luisa_nb.luisa.functions import Func, func
 from luisa_nb.luisa.types import element_dtype, element_type_of
 
 
 def _kernel_type(kind: Any) -> Any:
-    if kind in (bool, int, float):
+    if kind is bool or kind is int or kind is float:  # a numpy dtype compares equal to int
         return kind
     if isinstance(kind, (kernels.StructType, kernels.ArrayType, VectorType, MatrixType)):
         return kind  # kernel types, as a vector or matrix value's type gives them
@@ -60,17 +60,42 @@ def _value_type(value: Any) -> Any:
     return declared if declared is not None else element_type_of(value)
 
 
-RandomSampler = StructType(state=np.uint32)
+class _LibraryFunc:
+    """A function of this module as a ``luisa.func``, made when first used, so that a
+    program that never calls it does not parse it when it imports ``luisa``."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self._function = function
+        self._func: Func | None = None
+        functools.update_wrapper(self, function)
+
+    def _built(self) -> Func:
+        if self._func is None:
+            self._func = func(self._function)
+        return self._func
+
+    @property
+    def __lnb_kernel_definition__(self) -> Any:
+        return self._built().__lnb_kernel_definition__
+
+    def __call__(self, *arguments: Any, **keywords: Any) -> Any:
+        return self._built()(*arguments, **keywords)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built(), name)
+
+
+RandomSampler = StructType(state=int)
 """A pseudo-random sampler: ``RandomSampler(seed)``, then ``s.next()`` (a float in
 [0, 1)), ``s.next2f()``, ``s.next3f()``; a linear congruential generator on ``state``."""
 
 
-@func
+@_LibraryFunc
 def _start(self, state):
     self.state = state
 
 
-@func
+@_LibraryFunc
 def make_random_sampler(v0, v1):
     """A sampler seeded from two integers (4 rounds of the TEA hash)."""
     v = kernels.uint2(v0, v1)
@@ -82,7 +107,7 @@ def make_random_sampler(v0, v1):
     return RandomSampler(v.x)
 
 
-@func
+@_LibraryFunc
 def make_random_sampler3d(p):
     """A sampler seeded from an int3 or uint3 (an xxHash32-style mix)."""
     q = kernels.uint3(p)
@@ -95,42 +120,42 @@ def make_random_sampler3d(p):
     return RandomSampler(h ^ (h >> 16))
 
 
-@func
+@_LibraryFunc
 def _next(self):
     self.state = 1664525 * self.state + 1013904223
     return float(self.state & 0x00FFFFFF) * (1.0 / 16777216.0)
 
 
-@func
+@_LibraryFunc
 def _next2f(self):
     return kernels.float2(self.next(), self.next())
 
 
-@func
+@_LibraryFunc
 def _next3f(self):
     return kernels.float3(self.next(), self.next(), self.next())
 
 
-@func
+@_LibraryFunc
 def ite(condition, if_true, if_false):
     """``if_true`` where ``condition`` holds, else ``if_false``: ``select`` with the
     condition first."""
     return kernels.select(if_false, if_true, condition)
 
 
-@func
+@_LibraryFunc
 def make_float2x2_eye(v):
     """A float2x2 with ``v`` on its diagonal."""
     return kernels.float2x2(v, 0, 0, v)
 
 
-@func
+@_LibraryFunc
 def make_float3x3_eye(v):
     """A float3x3 with ``v`` on its diagonal."""
     return kernels.float3x3(v, 0, 0, 0, v, 0, 0, 0, v)
 
 
-@func
+@_LibraryFunc
 def make_float4x4_eye(v):
     """A float4x4 with ``v`` on its diagonal."""
     return kernels.float4x4(v, 0, 0, 0, 0, v, 0, 0, 0, 0, v, 0, 0, 0, 0, v)

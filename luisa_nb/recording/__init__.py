@@ -19,7 +19,17 @@ from luisa_nb.recording.records import (
     SyncKind,
     SyncRecord,
 )
-from luisa_nb.recording.trace import Trace
+
+
+def __getattr__(attribute: str) -> object:
+    """``Trace``, loaded on first use: the runtime records through the recorder alone,
+    so a program that opens no trace does not load the trace's tables."""
+    if attribute != "Trace":
+        raise AttributeError(f"module 'luisa_nb.recording' has no attribute {attribute!r}")
+    from luisa_nb.recording.trace import Trace
+
+    return Trace
+
 
 __all__ = [
     "Access",

@@ -24,8 +24,8 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     ViewRangeError,
 )
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.records import Access, DeviceRange
-from luisa_nb.recording.trace import now
 from luisa_nb.runtime.commands import (
     Command,
     CopyCommand,

@@ -57,6 +57,20 @@ class _Level:
         )
 
 
+def _running(operation: np.ufunc, values: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """``operation.accumulate(values, axis=1)`` (from the last bin back with ``reverse``),
+    a whole row of bins at a time: numpy's accumulate steps along the short bin axis once
+    per row, which is far slower."""
+    result = np.empty_like(values)
+    bins = values.shape[1]
+    first = bins - 1 if reverse else 0
+    result[:, first] = values[:, first]
+    for index in range(bins - 2, -1, -1) if reverse else range(1, bins):
+        previous = index + 1 if reverse else index - 1
+        operation(result[:, previous], values[:, index], out=result[:, index])
+    return result
+
+
 def _split_costs(
     level: _Level, lower: np.ndarray, upper: np.ndarray, centroids: np.ndarray, bins_used: int
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -71,31 +85,29 @@ def _split_costs(
     segment = level.segment
     bins = ((centroids - low[segment]) * scale[segment]).astype(np.int64)
     np.clip(bins, 0, bins_used - 1, out=bins)
-    keys = ((segment[:, None] * 3 + np.arange(3)) * bins_used + bins).ravel()
-    counts = np.bincount(keys, minlength=count * 3 * bins_used).reshape(count, 3, bins_used)
-    bin_lower = np.full((3, count * 3 * bins_used), np.inf, np.float32)
-    bin_upper = np.full((3, count * 3 * bins_used), -np.inf, np.float32)
+    # bin-major keys (bin, node, axis): the scans over bins below then run over whole
+    # rows of nodes and axes at a time, not over many rows of a few bins
+    keys = ((bins * count + segment[:, None]) * 3 + np.arange(3)).ravel()
+    counts = np.bincount(keys, minlength=bins_used * count * 3).reshape(bins_used, count, 3)
+    bin_lower = np.full((3, bins_used * count * 3), np.inf, np.float32)
+    bin_upper = np.full((3, bins_used * count * 3), -np.inf, np.float32)
     for coordinate in range(3):  # one-dimensional ufunc.at is numpy's fast path
         np.minimum.at(bin_lower[coordinate], keys, np.repeat(lower[:, coordinate], 3))
         np.maximum.at(bin_upper[coordinate], keys, np.repeat(upper[:, coordinate], 3))
-    # (coordinate, node, axis, bin): accumulating along the last, contiguous axis
-    bin_lower = bin_lower.reshape(3, count, 3, bins_used)
-    bin_upper = bin_upper.reshape(3, count, 3, bins_used)
+    bin_lower = bin_lower.reshape(3, bins_used, count, 3)  # (coordinate, bin, node, axis)
+    bin_upper = bin_upper.reshape(3, bins_used, count, 3)
     left_area = _coordinate_half_area(
-        np.minimum.accumulate(bin_lower, axis=-1)[..., :-1],
-        np.maximum.accumulate(bin_upper, axis=-1)[..., :-1],
+        _running(np.minimum, bin_lower)[:, :-1], _running(np.maximum, bin_upper)[:, :-1]
     )
-    reversed_lower = np.ascontiguousarray(bin_lower[..., ::-1])
-    reversed_upper = np.ascontiguousarray(bin_upper[..., ::-1])
     right_area = _coordinate_half_area(
-        np.minimum.accumulate(reversed_lower, axis=-1)[..., ::-1][..., 1:],
-        np.maximum.accumulate(reversed_upper, axis=-1)[..., ::-1][..., 1:],
+        _running(np.minimum, bin_lower, reverse=True)[:, 1:],
+        _running(np.maximum, bin_upper, reverse=True)[:, 1:],
     )
-    left_count = np.cumsum(counts, axis=2)[:, :, :-1]
-    right_count = level.sizes[:, None, None] - left_count
+    left_count = _running(np.add, counts[None])[0, :-1]
+    right_count = level.sizes[None, :, None] - left_count
     costs = left_area * left_count + right_area * right_count
     costs[(left_count == 0) | (right_count == 0)] = np.inf
-    return bins, costs
+    return bins, np.moveaxis(costs, 0, -1)  # (node, axis, split)
 
 
 def build_bvh(triangles: np.ndarray) -> Bvh:
@@ -116,14 +128,13 @@ def build_bvh(triangles: np.ndarray) -> Bvh:
     used = 1
     for depth in range(MAX_BVH_DEPTH + 1):
         members = order[level.positions]
-        node_lower = np.minimum.reduceat(lower[members], level.offsets)
-        node_upper = np.maximum.reduceat(upper[members], level.offsets)
+        member_lower, member_upper = lower[members], upper[members]
+        node_lower = np.minimum.reduceat(member_lower, level.offsets)
+        node_upper = np.maximum.reduceat(member_upper, level.offsets)
         lowers[level.nodes], uppers[level.nodes] = node_lower, node_upper
         split = level.sizes > 1 if depth < MAX_BVH_DEPTH else np.zeros(len(level.nodes), bool)
         bins_used = int(min(BINS, max(2, level.sizes.max())))
-        bins, costs = _split_costs(
-            level, lower[members], upper[members], centroids[members], bins_used
-        )
+        bins, costs = _split_costs(level, member_lower, member_upper, centroids[members], bins_used)
         flat = costs.reshape(len(level.nodes), -1)
         best = np.argmin(flat, axis=1)
         best_cost = flat[np.arange(len(best)), best]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from luisa_nb.backends.base import DeviceSpan, KernelBuffer
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import (
     CAPTURE_FIELD,
@@ -27,7 +28,6 @@ from luisa_nb.recording.recorder import (
 )
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
-from luisa_nb.recording.trace import now
 from luisa_nb.runtime.device_prints import printing_dispatch
 from luisa_nb.runtime.host import array_memo, host_range
 

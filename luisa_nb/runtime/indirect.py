@@ -31,7 +31,6 @@ from luisa_nb.kernels.indirect import (
     word_count,
 )
 from luisa_nb.kernels.type_system import INT32_RANGE
-from luisa_nb.kernels.typing.typer import MAX_BLOCK_THREADS
 from luisa_nb.recording.naming import dispatch_label
 from luisa_nb.recording.recorder import TraceFields
 from luisa_nb.recording.records import Access, CommandKind, DeviceRange
@@ -238,6 +237,8 @@ class IndirectDispatchCommand(Command):
             block = tuple(entry[BLOCK_SIZE_WORD : BLOCK_SIZE_WORD + 3])
             size = tuple(entry[DISPATCH_SIZE_WORD : DISPATCH_SIZE_WORD + 3])
             if block != block_size:
+                from luisa_nb.kernels.typing.typer import MAX_BLOCK_THREADS  # an error path
+
                 valid = 0 not in block and math.prod(block) <= MAX_BLOCK_THREADS
                 what = (
                     ""

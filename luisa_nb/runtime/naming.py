@@ -4,16 +4,18 @@ the variables of the code that records a trace are named after them when it stop
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import recorder
 from luisa_nb.recording.naming import give_name
-from luisa_nb.recording.trace import Trace
 from luisa_nb.runtime.buffer import Buffer
 from luisa_nb.runtime.indirect import IndirectDispatchBuffer
+
+if TYPE_CHECKING:
+    from luisa_nb.recording.trace import Trace
 
 Named = TypeVar("Named", np.ndarray, Buffer)
 

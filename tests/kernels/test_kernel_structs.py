@@ -3,8 +3,6 @@ and arguments of structs, in C and in Python mode; luisa.util's RandomSampler.""
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -228,7 +226,11 @@ def unknown_field(out):
     ("function", "message"),
     [
         (wrong_field_store, "cannot store a float3 value into a float4 place"),
-        (wrong_buffer_write, "cannot write a struct0(my_v0, my_v1) value into 'out', a buffer of"),
+        (
+            wrong_buffer_write,
+            "cannot write a StructType[16](my_v0:float3, my_v1:float4) value into 'out', a "
+            "buffer of StructType[4](a:int, b:ArrayType(3,float), c:bool)",
+        ),
         (unknown_field, "has no field 'my_v2'"),
     ],
 )
@@ -237,5 +239,4 @@ def test_struct_type_errors(function, message):
     types = (argument_type(FakeBuffer(np.zeros(1, Inner.dtype))),)
     with pytest.raises(KernelCompileError) as caught:
         definition.executable(types)
-    text = str(caught.value)
-    assert re.sub(r"struct\d+", "struct", message) in re.sub(r"struct\d+", "struct", text)
+    assert message in str(caught.value)

@@ -3,6 +3,9 @@ unpacking, buffers of vectors and vector arguments, in C and in Python mode."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -54,6 +57,25 @@ def test_constructors() -> None:
     i = np.arange(6, dtype=F32)
     expected = i + i * 10 + 100 + i * 1000 + 2 * i * 10000 + 7 * 100000
     np.testing.assert_array_equal(agreeing(vector_kernels.constructors, 6), expected)
+
+
+def test_host_swizzles_that_repeat_a_component_are_read_only_and_made_on_first_use() -> None:
+    from luisa_nb.kernels.lang.vectors import uint4
+
+    probe = "from luisa_nb.kernels.lang.vectors import uint4; print('wzzy' in vars(uint4))"
+    fresh = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert fresh.stdout.split() == ["False"], fresh.stderr  # not made at import
+    v = uint4(1, 2, 3, 4)
+    assert repr(v.wzzy) == "uint4(4,3,3,2)" and repr(v.xx) == "uint2(1,1)"
+    assert "wzzy" in vars(uint4)
+    v.wzyx = (5, 6, 7, 8)  # a swizzle without repeats is writable
+    assert repr(v) == "uint4(8,7,6,5)"
+    with pytest.raises(AttributeError):
+        v.xx = (1, 2)
+    with pytest.raises(AttributeError):
+        v.xyzwx  # noqa: B018 - five letters are no swizzle
 
 
 def test_swizzle_reads_and_writes() -> None:

@@ -218,23 +218,10 @@ COMPLETED_BY_REAL = [
     "src_tests_python_test-buffer",
     "src_tests_python_test-helloworld",
 ]
-NOT_YET = {
-    "src_py_test-2022-05-11-16c38d59": "prints a struct type and calls a captured struct's method",
-    "src_py_test-2022-05-11-41b9dae8": "prints a struct type and calls a captured struct's method",
-    "src_tests_python_test-autodiff": "autodiff",
-}
 SURVEY = Path(__file__).parents[2] / "benchmarks" / "bench_luisa_originals.py"
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason=NOT_YET[n], strict=True))
-        if n in NOT_YET
-        else n
-        for n in COMPLETED_BY_REAL
-    ],
-)
+@pytest.mark.parametrize("name", COMPLETED_BY_REAL)
 def test_collected_program_agrees_with_real_luisa_python(name):
     from tests.luisa.running import require_real_luisa
 

@@ -1,6 +1,7 @@
 """luisa-python's types (docs/luisa.md, "Types"): dispatch ids as uint3, conversions in
-stores and calls, integer vector division, host vector arithmetic and printing; in C and
-in Python mode, beside real luisa-python where it runs."""
+stores and calls, integer vector division, host vector arithmetic and printing, struct and
+array types printed and ``dtype_of``, members of captured values in kernels; in C and in
+Python mode, beside real luisa-python where it runs."""
 
 from __future__ import annotations
 
@@ -34,6 +35,12 @@ EXPECTED = [
     "compare bool3(true,true,true) bool2(true,true)",
     "aggregates {a:float3(4,4,4), b:2} [5,32,6]",
     "vector array [float3(1,1,1),float3(2.5,3,4)]",
+    "struct types StructType[4](state:int) StructType[16](a:float3, b:int) ArrayType(2,int)",
+    "nested StructType[16](a:uint, m:float3x3, f:float, g:bool2, inner:StructType[8](x:long)) "
+    "ArrayType(3,int2) ArrayType(2,StructType[4](x:float))",
+    "aggregate reprs {a:float3(4,4,4), b:2} [5,32,6] {state:45}",
+    "value types <class 'int'> <class 'float'> <class 'bool'> float3 <class 'type'> True",
+    "captured members [2.0, 6.0, 0.22050327062606812, 0.8980050086975098] {state:45}",
 ]
 
 

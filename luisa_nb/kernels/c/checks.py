@@ -25,6 +25,7 @@ from luisa_nb.kernels.checks import (
     STATUS_NON_FINITE,
     STATUS_OK,
 )
+from luisa_nb.kernels.lang.aggregates import ArrayType, StructType
 from luisa_nb.kernels.type_system import KernelType, ScalarType
 from luisa_nb.kernels.typing.atomics import ATOMIC_OPERATIONS as ATOMIC_PARAMETERS
 
@@ -299,6 +300,10 @@ def _label(kind: KernelType) -> str:
     """A type's name as part of a C identifier."""
     if isinstance(kind, ScalarType):
         return kind.value
+    if isinstance(kind, StructType):  # types compare by identity: so do their names
+        return f"struct{kind.number}"
+    if isinstance(kind, ArrayType):
+        return f"array{kind.size}_{_label(kind.element)}"
     return re.sub(r"\W+", "_", str(kind)).strip("_")
 
 

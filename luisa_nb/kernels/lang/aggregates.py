@@ -27,6 +27,7 @@ from luisa_nb.kernels.type_system import (
     VectorType,
     article,
     is_aggregate_type,
+    luisa_type_name,
 )
 
 _struct_numbers = itertools.count()
@@ -40,8 +41,9 @@ def kernel_type_of(kind: Any) -> Any:
     declared = getattr(kind, "__lnb_type__", None)
     if isinstance(declared, (VectorType, MatrixType)):
         return declared
-    if kind in (bool, int, float):
-        return {bool: ScalarType.BOOL, int: ScalarType.INT32, float: ScalarType.FLOAT32}[kind]
+    python_types = {bool: ScalarType.BOOL, int: ScalarType.INT32, float: ScalarType.FLOAT32}
+    if isinstance(kind, type) and kind in python_types:  # a dtype equals int: not one
+        return python_types[kind]
     try:
         return ScalarType.from_dtype(np.dtype(kind))
     except (TypeError, ValueError):
@@ -121,11 +123,10 @@ class StructType:
         return self.value_class.zero(values)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={kind}" for name, kind in self.fields.items())
-        return f"StructType({fields})"
-
-    def __str__(self) -> str:
-        return f"struct{self.number}({', '.join(self.fields)})"
+        """As luisa-python writes a struct type, ``print`` too: ``StructType[16](a:float3,
+        b:int)``, with its alignment in brackets."""
+        fields = ", ".join(f"{name}:{luisa_type_name(kind)}" for name, kind in self.fields.items())
+        return f"StructType[{self.alignment}]({fields})"
 
 
 class ArrayType:
@@ -146,7 +147,7 @@ class ArrayType:
         )
         self.__lnb_type__ = self
         self.value_class: type[Array] = type(
-            str(self), (Array,), {"__slots__": (), "__lnb_type__": self}
+            "Array", (Array,), {"__slots__": (), "__lnb_type__": self}
         )
 
     def __call__(self, values: Any = None) -> Array:
@@ -168,10 +169,8 @@ class ArrayType:
         return hash((ArrayType, self.size, self.element))
 
     def __repr__(self) -> str:
-        return f"ArrayType({self.size}, {self.element})"
-
-    def __str__(self) -> str:
-        return f"array[{self.element}, {self.size}]"
+        """As luisa-python writes an array type, ``print`` too: ``ArrayType(3,int2)``."""
+        return f"ArrayType({self.size},{luisa_type_name(self.element)})"
 
 
 def zero_value(kind: Any) -> Any:
@@ -312,11 +311,7 @@ class Struct:
         return value
 
     def __repr__(self) -> str:
-        """As luisa-python writes a struct: ``Struct {a:float3(4,4,4), b:2}`` (``str``
-        leaves out ``Struct ``)."""
-        return f"Struct {self}"
-
-    def __str__(self) -> str:
+        """As luisa-python writes a struct, ``print`` too: ``{a:float3(4,4,4), b:2}``."""
         return "{" + ", ".join(f"{n}:{value_text(v)}" for n, v in self._values.items()) + "}"
 
 
@@ -357,11 +352,7 @@ class Array:
         return value
 
     def __repr__(self) -> str:
-        """As luisa-python writes an array: ``Array [5,32,6]`` (``str`` leaves out
-        ``Array ``)."""
-        return f"Array {self}"
-
-    def __str__(self) -> str:
+        """As luisa-python writes an array, ``print`` too: ``[5,32,6]``."""
         return f"[{','.join(value_text(v) for v in self._values)}]"
 
 

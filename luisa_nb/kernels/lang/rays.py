@@ -17,7 +17,8 @@ split on) and its two children at ``child`` and ``child + 1``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -64,13 +65,23 @@ MISSED_BOX = 3.0e38  # the entry distance of a box a ray misses
 
 class RayCallable:
     """A function of this module that kernels call (and the host may call). Its
-    definition is made by ``kernels/rays.py``, as this stage cannot import the compiler."""
+    definition is made when a kernel first calls it, by the maker that ``kernels/rays.py``
+    sets (this stage cannot import the compiler); a program that traces no rays never
+    parses these functions."""
+
+    make_definition: ClassVar[Callable[[Any], Any] | None] = None
 
     def __init__(self, function: Any) -> None:
         self.function = function
-        self.definition: Any = None
+        self._definition: Any = None
         self.__name__ = function.__name__
         self.__doc__ = function.__doc__
+
+    @property
+    def definition(self) -> Any:
+        if self._definition is None:
+            self._definition = RayCallable.make_definition(self.function)
+        return self._definition
 
     @property
     def __lnb_kernel_definition__(self) -> Any:
@@ -83,14 +94,9 @@ class RayCallable:
         return f"<ray tracing callable {self.__name__}>"
 
 
-CALLABLES: list[RayCallable] = []
-
-
 def ray_callable(function: Any) -> RayCallable:
-    """``function`` as a :class:`RayCallable`, listed in :data:`CALLABLES`."""
-    wrapped = RayCallable(function)
-    CALLABLES.append(wrapped)
-    return wrapped
+    """``function`` as a :class:`RayCallable`."""
+    return RayCallable(function)
 
 
 ACCEL_METHODS = {

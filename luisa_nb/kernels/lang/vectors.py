@@ -114,6 +114,19 @@ class Vector:
     def copy(self) -> Vector:
         return self.wrap(self._values.copy())
 
+    def __getattr__(self, name: str) -> Any:
+        """A swizzle that repeats a component (``v.xxy``, read-only): its property is made
+        on first use, as there are over a thousand of them."""
+        cls = type(self)
+        length = cls.__lnb_type__.length
+        if not 2 <= len(name) <= 4 or name.strip(SWIZZLE_LETTERS[:length]):
+            raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}")
+        indices = tuple(SWIZZLE_LETTERS.index(letter) for letter in name)
+        result = vector_class(VectorType(cls.__lnb_type__.element, len(name)))
+        swizzle = _swizzle_property(indices, result)
+        setattr(cls, name, swizzle)
+        return swizzle.__get__(self)
+
     @classmethod
     def component_view(cls, array: np.ndarray) -> np.ndarray:
         """A writable (n, length) view of the components of a buffer array of this type."""
@@ -315,9 +328,9 @@ for _cls in VECTOR_CLASSES:
     _length = _cls.__lnb_type__.length
     for _index in range(_length):
         setattr(_cls, SWIZZLE_LETTERS[_index], _component_property(_index))
-    for _size in (2, 3, 4):
+    for _size in range(2, _length + 1):  # the writable swizzles; Vector.__getattr__ the rest
         _result = vector_class(VectorType(_cls.__lnb_type__.element, _size))
-        for _indices in itertools.product(range(_length), repeat=_size):
+        for _indices in itertools.permutations(range(_length), _size):
             _swizzle = "".join(SWIZZLE_LETTERS[i] for i in _indices)
             setattr(_cls, _swizzle, _swizzle_property(_indices, _result))
 

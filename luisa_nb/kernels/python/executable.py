@@ -38,7 +38,7 @@ from luisa_nb.kernels.python.bindless import BindlessShim
 from luisa_nb.kernels.python.blocks import run_blocks
 from luisa_nb.kernels.python.indirect import IndirectShim
 from luisa_nb.kernels.python.rules import KernelRange
-from luisa_nb.kernels.python.value_copies import copying_function
+from luisa_nb.kernels.python.value_copies import captured_aggregate_names, copying_function
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
 from luisa_nb.kernels.type_system import (
     BufferType,
@@ -370,7 +370,13 @@ class PythonExecutable(Executable):
             if isinstance(kind, ScalarType) and kind.is_numeric
         }
         rewrite, autodiff_globals = _autodiff_rewrite(kernel)
-        copies = value_locals or scalar_locals or self._copied_arguments or rewrite is not None
+        copies = (
+            value_locals
+            or scalar_locals
+            or self._copied_arguments
+            or rewrite is not None
+            or captured_aggregate_names(captures)
+        )
         if copies or rules.rewrites_python:
             self._function = copying_function(
                 source,

@@ -25,7 +25,7 @@ from luisa_nb.kernels.frontend.source import KernelSource
 from luisa_nb.kernels.lang.scalar_names import convert_scalar
 from luisa_nb.kernels.python.rules import HELPERS, RulesRewriter
 from luisa_nb.kernels.rules import PYTHON_RULES, KernelRules
-from luisa_nb.kernels.type_system import ScalarType
+from luisa_nb.kernels.type_system import ScalarType, is_aggregate_type
 
 COPY_NAME = "__lnb_copy__"
 TYPED_NAME = "__lnb_typed__"
@@ -62,8 +62,29 @@ def _typed(value: Any, kind: str) -> Any:
     return typed_value(value, ScalarType(kind))
 
 
+def captured_aggregate_names(captures: CaptureResolver) -> frozenset[str]:
+    """The names of captured struct and array values. A kernel holds them as constants,
+    so each use is a copy: a method called on one (``sampler.next()``) changes that copy,
+    never the host's value nor what the next use or thread sees."""
+    return frozenset(
+        name
+        for name, value in captures.captured().items()
+        if is_aggregate_type(getattr(type(value), "__lnb_type__", None))
+    )
+
+
 class _CopyInserter(ast.NodeTransformer):
+    def __init__(self, copied_names: frozenset[str] = frozenset()) -> None:
+        self.copied_names = copied_names
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id not in self.copied_names or not isinstance(node.ctx, ast.Load):
+            return node
+        return ast.copy_location(ast.Call(ast.Name(COPY_NAME, ast.Load()), [node], []), node)
+
     def visit_Assign(self, node: ast.Assign) -> ast.Assign:
+        if self.copied_names:
+            self.generic_visit(node)
         if isinstance(node.value, ast.Tuple):
             node.value.elts = [self.copied(element) for element in node.value.elts]
         else:
@@ -103,7 +124,8 @@ def copying_function(
         tree = rewrite(tree)
     if scalar_locals:
         tree = _TypedLocals(scalar_locals).visit(tree)
-    tree = ast.fix_missing_locations(_CopyInserter().visit(tree))
+    copied_names = captured_aggregate_names(captures)
+    tree = ast.fix_missing_locations(_CopyInserter(copied_names).visit(tree))
     code = compile(ast.Module(body=[tree], type_ignores=[]), source.filename, "exec")
     function_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     globals_ = dict(namespace)

@@ -410,10 +410,23 @@ class BuiltinCallTyping:
         return ir.BufferWrite(slot, index, value, node.lineno)
 
     def is_capture_chain(self: KernelTyper, node: ast.expr) -> bool:
-        """Whether ``node`` is a name (or attribute chain) that is not a kernel local."""
+        """Whether ``node`` is a name that is not a kernel local, or an attribute chain on
+        modules from one. A member of a captured kernel value (``sampler.next``, ``v.x``,
+        ``s.a.z``) is not: it is typed as a field, swizzle or method of that value."""
+        owners = []
         while isinstance(node, ast.Attribute):
             node = node.value
-        return isinstance(node, ast.Name) and node.id not in self.local_names
+            owners.append(node)
+        if not isinstance(node, ast.Name) or node.id in self.local_names:
+            return False
+        for owner in reversed(owners):  # the root name first
+            try:
+                value = self.captures.resolve(owner)
+            except Unresolved:
+                return True  # resolving the whole chain says what is wrong
+            if getattr(type(value), "__lnb_type__", None) is not None:
+                return False
+        return True
 
     def resolve(self: KernelTyper, node: ast.expr) -> object:
         try:

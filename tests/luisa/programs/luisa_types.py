@@ -8,7 +8,7 @@ import numpy as np
 
 import luisa
 from luisa.mathtypes import *
-from luisa.types import uint
+from luisa.types import dtype_of, long, uint
 
 luisa.init(sys.argv[1] if len(sys.argv) > 1 else "cpu", support_gui=False)
 floats = luisa.Buffer(8, float)
@@ -69,3 +69,34 @@ print("matrices", float2x2(1, 2, 3, 4), float3x3(1))
 print("compare", float3(1, 2, 3) == float3(1, 2, 3), int2(3) < int2(4))
 print("aggregates", luisa.struct(a=float3(4), b=2), luisa.array([5, 32, 6]))
 print("vector array", luisa.array([float3(1), float3(2.5, 3, 4)]))
+
+sampler = luisa.RandomSampler(state=45)
+pair = luisa.struct(a=float3(4), b=2)
+print("struct types", dtype_of(sampler), dtype_of(pair), dtype_of(luisa.array([1, 2])))
+nested = luisa.StructType(a=uint, m=float3x3, f=float, g=bool2, inner=luisa.StructType(x=long))
+print("nested", nested, luisa.ArrayType(3, int2), luisa.ArrayType(2, luisa.StructType(x=float)))
+print("aggregate reprs", repr(pair), repr(luisa.array([5, 32, 6])), repr(sampler.copy()))
+print(
+    "value types",
+    dtype_of(1),
+    dtype_of(2.5),
+    dtype_of(True),
+    dtype_of(float3(1)).__name__,
+    dtype_of(floats.bufferType),
+    dtype_of(floats) == floats.bufferType,
+)
+offset = float3(1, 2, 3)
+captured = luisa.Buffer(4, float)
+
+
+@luisa.func
+def members_of_captured_values():
+    captured.write(0, offset.y)  # a captured vector's component
+    captured.write(1, pair.a.z + pair.b)  # a captured struct's fields
+    u = sampler.next2f()  # a method of a captured struct: each use advances its own copy
+    captured.write(2, u.y)
+    captured.write(3, sampler.next())
+
+
+members_of_captured_values(dispatch_size=1)
+print("captured members", captured.numpy().tolist(), sampler)
