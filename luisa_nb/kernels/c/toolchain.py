@@ -331,13 +331,18 @@ class BackgroundBuild:
             if self._ended:  # stopped
                 return
             self._ended = True
-            if self._process.returncode == 0:
+            try:
+                if self._process.returncode != 0:
+                    raise _failure(
+                        self._what, self._build, self._command, self._process.returncode, output
+                    )
                 os.replace(self._temporary, self.library)
-            else:
+            except OSError as error:  # the cache folder went away, or filled up
+                self.error = KernelBuildError(f"{self._what}: {error}")
+            except KernelBuildError as error:
+                self.error = error
+            if self.error is not None:
                 _remove(self._temporary)
-                self.error = _failure(
-                    self._what, self._build, self._command, self._process.returncode, output
-                )
             callbacks, self._callbacks = self._callbacks, []
         try:
             for callback in callbacks:
