@@ -312,13 +312,18 @@ class BackgroundBuild:
         self._lock = threading.Lock()
         self._finished = threading.Event()
         self._ended = self._stopped = False
-        self._process = subprocess.Popen(
-            self._command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
+        self._owner = os.getpid()  # a forked child does not stop its parent's build
+        try:
+            self._process = subprocess.Popen(
+                self._command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError:
+            _remove(self._temporary)
+            raise
         threading.Thread(target=self._wait, name=f"build {self.library.name}", daemon=True).start()
 
     @property
@@ -369,7 +374,7 @@ class BackgroundBuild:
     def stop(self) -> None:
         """End the compiler and its children and remove their output, if still running."""
         with self._lock:
-            if self._ended:
+            if self._ended or os.getpid() != self._owner:
                 return
             self._ended = self._stopped = True
             with contextlib.suppress(ProcessLookupError):
