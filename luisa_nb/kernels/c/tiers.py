@@ -15,7 +15,8 @@ it claims from then on with the optimised block function. Both builds come from 
 with the same floating-point flags (``-ffp-contract=off``, no fast-math), so they compute
 the same bytes.
 
-The fast build is never cached: its temporary file is removed once loaded. Kernels with
+The fast build is never cached: its temporary file is removed once loaded. The optimised
+build reaches the cache whole or not at all, even if this process ends first. Kernels with
 device prints build once, optimised (their print log is a global of the library).
 """
 

@@ -8,20 +8,18 @@ builds of one kernel are safe.
 
 A tiered compile (see ``c/tiers.py``) builds a kernel twice from one source: a fast build
 (:data:`FAST_BUILD`) on the calling thread, never cached, and the optimised build in a
-:class:`BackgroundBuild`, which ends in the cache. Background builds still running when the
-interpreter exits are stopped and leave nothing in the cache.
+:class:`BackgroundBuild`, which ends in the cache. A background build still running when
+the interpreter exits finishes on its own; nothing waits for it.
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import hashlib
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -295,34 +293,52 @@ def build_fast_library(name: str, source: str, optimization: Sequence[str] = SIM
     return Path(temporary)
 
 
+MOVE_INTO_CACHE = (
+    'temporary=$1 library=$2; shift 2; "$@" || { status=$?; rm -f "$temporary"; exit $status; }; '
+    'exec mv -f "$temporary" "$library"'
+)
+"""The shell around a background build: it renames the library into the cache (one
+``rename`` in the cache folder) when the compiler succeeds, and removes its output when it
+fails, whether or not the process that started it is still there."""
+
+
 class BackgroundBuild:
-    """A library compiled in a child process (a session of its own, so that stopping it
-    stops the compiler's own children) and moved into the cache when it succeeds. A thread
-    waits for it and then calls each :meth:`when_done` callback with this object: ``error``
-    is None and ``library`` holds the build, or ``error`` says why not. :meth:`stop` ends it
-    and removes what it wrote; it is stopped at interpreter exit."""
+    """A library compiled by a child process that moves it into the cache when it succeeds
+    (:data:`MOVE_INTO_CACHE`). A thread waits for it and then calls each :meth:`when_done`
+    callback with this object: ``error`` is None and ``library`` holds the build, or
+    ``error`` says why not. The interpreter does not wait for it at exit: the child finishes
+    on its own, in a session of its own, and the cache holds either the whole library or
+    none."""
 
     def __init__(self, build: _Build, what: str) -> None:
         self.library = build.library
         self.error: KernelBuildError | None = None
         self._build, self._what = build, what
-        self._temporary = build.temporary()
-        self._command = build.command(self._temporary)
+        temporary = build.temporary()
+        self._command = build.command(temporary)
         self._callbacks: list[Callable[[BackgroundBuild], None]] = []
         self._lock = threading.Lock()
         self._finished = threading.Event()
-        self._ended = self._stopped = False
-        self._owner = os.getpid()  # a forked child does not stop its parent's build
+        self._ended = False
         try:
             self._process = subprocess.Popen(
-                self._command,
+                [
+                    "/bin/sh",
+                    "-c",
+                    MOVE_INTO_CACHE,
+                    "sh",
+                    temporary,
+                    str(self.library),
+                    *self._command,
+                ],
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 text=True,
                 start_new_session=True,
             )
         except OSError:
-            _remove(self._temporary)
+            _remove(temporary)
             raise
         threading.Thread(target=self._wait, name=f"build {self.library.name}", daemon=True).start()
 
@@ -333,21 +349,10 @@ class BackgroundBuild:
     def _wait(self) -> None:
         output, _ = self._process.communicate()
         with self._lock:
-            if self._ended:  # stopped
-                return
             self._ended = True
-            try:
-                if self._process.returncode != 0:
-                    raise _failure(
-                        self._what, self._build, self._command, self._process.returncode, output
-                    )
-                os.replace(self._temporary, self.library)
-            except OSError as error:  # the cache folder went away, or filled up
-                self.error = KernelBuildError(f"{self._what}: {error}")
-            except KernelBuildError as error:
-                self.error = error
-            if self.error is not None:
-                _remove(self._temporary)
+            if self._process.returncode != 0:
+                code = self._process.returncode
+                self.error = _failure(self._what, self._build, self._command, code, output)
             callbacks, self._callbacks = self._callbacks, []
         try:
             for callback in callbacks:
@@ -357,33 +362,16 @@ class BackgroundBuild:
             self._finished.set()
 
     def when_done(self, callback: Callable[[BackgroundBuild], None]) -> None:
-        """Call ``callback(self)`` when the build has ended (now, if it has); never if it
-        is stopped first."""
+        """Call ``callback(self)`` when the build has ended (now, if it has)."""
         with self._lock:
             if not self._ended:
                 self._callbacks.append(callback)
-                return
-            if self._stopped:
                 return
         callback(self)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the build ended and its callbacks returned; whether it did in time."""
         return self._finished.wait(timeout)
-
-    def stop(self) -> None:
-        """End the compiler and its children and remove their output, if still running."""
-        with self._lock:
-            if self._ended or os.getpid() != self._owner:
-                return
-            self._ended = self._stopped = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
-            self._process.wait()
-            _remove(self._temporary)
-            self._callbacks = []
-            _forget(self)
-            self._finished.set()
 
 
 _background_builds: dict[Path, BackgroundBuild] = {}
@@ -416,16 +404,6 @@ def finish_background_builds(timeout: float | None = None) -> bool:
     with _background_lock:
         running = list(_background_builds.values())
     return all(build.wait(timeout) for build in running)
-
-
-@atexit.register
-def _stop_background_builds() -> None:
-    """At exit, an unfinished optimised build is of no use to this process; the next one
-    that needs it builds it again."""
-    with _background_lock:
-        running = list(_background_builds.values())
-    for build in running:
-        build.stop()
 
 
 def warn_background_failure(build: BackgroundBuild) -> None:
