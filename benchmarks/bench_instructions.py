@@ -117,6 +117,7 @@ def main() -> None:
             CC=str(wrapper),
             OMP_NUM_THREADS="1",
             LUISA_NB_CACHE_DIR=str(folder / "cache"),
+            LUISA_NB_TIERED_COMPILE="0",  # every command on the optimised build
         )
         rows = []
         for loop in [name for name in loops(1, arguments.staging) if "batched" in name]:

@@ -6,11 +6,15 @@ Runs two luisa-python programs unchanged on real luisa-python's CPU backend and 
 luisa_nb's `cpu` (the same file, with `import luisa` standing for luisa_nb.luisa), each
 in its own process: benchmarks/luisa_mandelbrot.py (float2 source) and
 benchmarks/luisa_shading.py (a 100-line kernel of structs and vectors). The first call
-includes compiling the kernel (luisa_nb's from an empty cache; real luisa-python's with
-its shader cache as it is); "best" is the fastest of the repeats of dispatch +
-synchronize, and "compile" what the first call spent before it returned beyond what a
-later call spends (both compile on the calling thread): typing, code generation and
-the compiler, without the first run's own costs (page faults, starting threads).
+includes compiling the kernel, both from an empty cache (real luisa-python runs from a
+throwaway virtual environment, whose shader cache is empty: see ``cold_python``). "best"
+is the fastest of the repeats of dispatch + synchronize; "compile" what the first call
+spent before it returned beyond what a later call spends (both compile on the calling
+thread): typing, code generation and the compiler, without the first run's own costs
+(page faults, starting threads); "first - best" all that the first call and its
+synchronize cost beyond a later one. luisa_nb runs twice: with its tiered compile (the
+first call waits for an -O0 build; see luisa_nb/kernels/c/tiers.py) and with one
+optimised build (LUISA_NB_TIERED_COMPILE=0).
 Real luisa-python needs Debian's clang and libvulkan1; its row says why when it cannot
 run.
 """
@@ -38,11 +42,13 @@ ON_LUISA_NB = (
 )
 
 
-def run(command: list[str], cache: str | None = None) -> dict[str, str] | str:
+def run(command: list[str], cache: str | None = None, tiered: str = "1") -> dict[str, str] | str:
     """The program's ``first``/``best``/``checksum`` line as a dict, or why it failed.
-    ``cache``: luisa_nb's kernel cache folder (an empty one makes the first call cold)."""
+    ``cache``: luisa_nb's kernel cache folder (an empty one makes the first call cold);
+    ``tiered``: ``LUISA_NB_TIERED_COMPILE`` (``0``: one optimised build, no fast one)."""
     clang = shutil.which("clang++")
     environment = {**os.environ, **({"LUISA_CLANG_PATH": clang} if clang else {})}
+    environment["LUISA_NB_TIERED_COMPILE"] = tiered
     if cache is not None:
         environment["LUISA_NB_CACHE_DIR"] = cache
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
@@ -53,31 +59,54 @@ def run(command: list[str], cache: str | None = None) -> dict[str, str] | str:
     return dict(zip(words[::2], words[1::2], strict=True))
 
 
+def cold_python(folder: Path) -> Path:
+    """A Python whose real luisa-python starts with an empty shader cache: real
+    luisa-python keeps compiled kernels in ``.cache`` beside the running executable (here
+    ``<python>/bin/.cache``, shared by every run), so a throwaway virtual environment with
+    its own copy of the interpreter and the system's packages has one of its own."""
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--copies", "--system-site-packages",
+         str(folder / "venv")],
+        check=True,
+    )  # fmt: skip
+    return folder / "venv" / "bin" / "python"
+
+
 def compare(title: str, program: Path, arguments: list[str]) -> None:
     """Run ``program`` on real luisa-python and on luisa_nb (with an empty kernel cache)
     and print one table."""
-    with tempfile.TemporaryDirectory() as cache:
-        runs = {
-            "real luisa-python cpu": run([sys.executable, str(program), "cpu", *arguments]),
-            "luisa_nb cpu": run(
-                [sys.executable, "-c", ON_LUISA_NB, str(program), "cpu", *arguments], cache
-            ),
-        }
+    on_luisa_nb = [sys.executable, "-c", ON_LUISA_NB, str(program), "cpu", *arguments]
+    with tempfile.TemporaryDirectory() as folder:
+        python = cold_python(Path(folder))
+        runs = {"real luisa-python cpu": run([str(python), str(program), "cpu", *arguments])}
+    for name, tiered in (("luisa_nb cpu", "1"), ("luisa_nb cpu, one optimised build", "0")):
+        with tempfile.TemporaryDirectory() as cache:
+            runs[name] = run(on_luisa_nb, cache, tiered)
     reference = runs["real luisa-python cpu"]
     rows = []
     for name, result in runs.items():
         if isinstance(result, str):
-            rows.append([name, "", "", "", f"did not run: {result}"])
+            rows.append([name, "", "", "", "", "", "", "", f"did not run: {result}"])
             continue
         first, best = float(result["first"]), float(result["best"])
-        ratio = best / float(reference["best"]) if isinstance(reference, dict) else ""
+        compile_time = float(result["compile"])
+        ratios = ["", "", ""]
+        if isinstance(reference, dict):
+            ratios = [
+                compile_time / float(reference["compile"]),
+                (first - best) / (float(reference["first"]) - float(reference["best"])),
+                best / float(reference["best"]),
+            ]
         rows.append(
             [
                 name,
                 first * 1e3,
-                float(result["compile"]) * 1e3,
+                compile_time * 1e3,
+                ratios[0],
+                (first - best) * 1e3,
+                ratios[1],
                 best * 1e3,
-                ratio,
+                ratios[2],
                 result["checksum"],
             ]
         )
@@ -87,6 +116,9 @@ def compare(title: str, program: Path, arguments: list[str]) -> None:
             "runtime",
             "first call ms",
             "compile ms",
+            "compile vs real",
+            "first - best ms",
+            "vs real",
             "best ms",
             "time vs real luisa",
             "checksum",

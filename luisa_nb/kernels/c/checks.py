@@ -91,6 +91,10 @@ typedef void (*lnb_block_function)(const void *arguments, lnb_launch *launch, ln
    cancelled or failed launch of any size ends within one claim per thread. */
 typedef struct {
     lnb_block_function run;
+    /* Where the host puts the block function of this kernel's optimised build when this is
+       its fast build (a tiered compile, luisa_nb.kernels.c.tiers): blocks claimed after
+       that run there. Never set in an optimised build. */
+    lnb_block_function *optimised;
     const void *arguments;
     lnb_int3 size;  /* threads along each axis */
     lnb_int3 block; /* threads of a block along each axis */
@@ -102,9 +106,11 @@ typedef struct {
 
 /* Divides a launch of `size` threads into blocks of `block` threads. (Filled in place: a
    struct returned by value was copied through a wide load of narrow stores, ~10 ns.) */
-static void lnb_divide(lnb_blocks *blocks, lnb_block_function run, const void *arguments,
-                       lnb_int3 size, lnb_int3 block, int64_t claim) {
+static void lnb_divide(lnb_blocks *blocks, lnb_block_function run,
+                       lnb_block_function *optimised, const void *arguments, lnb_int3 size,
+                       lnb_int3 block, int64_t claim) {
     blocks->run = run;
+    blocks->optimised = optimised;
     blocks->arguments = arguments;
     blocks->size = size;
     blocks->block = block;
@@ -131,10 +137,12 @@ static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *r
         const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
         if (first >= blocks->total) return;
         end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
+        lnb_block_function run = __atomic_load_n(blocks->optimised, __ATOMIC_ACQUIRE);
+        if (!run) run = blocks->run;
         lnb_int3 block = lnb_block_at(blocks, first);
         for (int64_t index = first; index < end; ++index) {
             *running = index;
-            blocks->run(blocks->arguments, launch, blocks->size, block);
+            run(blocks->arguments, launch, blocks->size, block);
             if (++block.x < blocks->count.x) continue;
             block.x = 0;
             if (++block.y < blocks->count.y) continue;

@@ -20,7 +20,16 @@ from luisa_nb.kernels.c.device_print import PRINT_TARGET, PrintLog
 from luisa_nb.kernels.c.emitter import CEmitter, argument_struct
 from luisa_nb.kernels.c.fault_guard import guard_address
 from luisa_nb.kernels.c.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
-from luisa_nb.kernels.c.toolchain import build_library, launch_function, load_library
+from luisa_nb.kernels.c.tiers import hand_over, start_tiers
+from luisa_nb.kernels.c.toolchain import (
+    BackgroundBuild,
+    build_library,
+    cached_library,
+    launch_function,
+    load_library,
+    tiered_compile,
+    warn_background_failure,
+)
 from luisa_nb.kernels.checks import (
     STATUS_CANCELLED,
     STATUS_DIVERGED_BARRIERS,
@@ -80,23 +89,60 @@ class CExecutable(Executable):
         self.source = emitter.emit()
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
-        library = build_library(
-            emitter.entry_name,
-            f"{self.source}\n{RUNNER_SOURCE}",
-            optimization=emitter.optimization,
-        )
-        loaded = load_library(library)
-        self._function = launch_function(loaded, emitter.launch_name)
-        self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
-        self.runner = runner_of(loaded)
+        self._entry_name, self._launch_name = emitter.entry_name, emitter.launch_name
+        library_source = f"{self.source}\n{RUNNER_SOURCE}"
+        optimization = emitter.optimization
+        self.tier = "optimised"
+        """"fast" while launches run from a tiered compile's fast build, then "optimised"
+        (see ``c/tiers.py``)."""
+        self._optimised_build: BackgroundBuild | None = None
+        if (
+            not self.prints
+            and tiered_compile()
+            and cached_library(self._entry_name, library_source, optimization) is None
+        ):
+            loaded, self._optimised_build = start_tiers(
+                self._entry_name, library_source, optimization
+            )
+            self.tier = "fast"
+        else:
+            loaded = load_library(
+                build_library(self._entry_name, library_source, optimization=optimization)
+            )
+        self._fast_library = loaded  # kept loaded: a launch may still run in it
+        self._use(loaded)
         self._print_target = ctypes.c_void_p.in_dll(loaded, PRINT_TARGET) if self.prints else None
         self._print_lock = threading.Lock()
+        if self._optimised_build is not None:
+            self._optimised_build.when_done(self._switch_to_optimised)
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {
             position: slot.type
             for position, slot in enumerate(kernel.scalars)
             if not isinstance(slot.type, ScalarType)
         }
+
+    def _use(self, library: ctypes.CDLL) -> None:
+        self._function = launch_function(library, self._launch_name)
+        self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
+        self.runner = runner_of(library)
+
+    def _switch_to_optimised(self, build: BackgroundBuild) -> None:
+        """Launch from the optimised build from now on (called when it has ended)."""
+        if build.error is not None:
+            warn_background_failure(build)
+            return
+        optimised = load_library(build.library)
+        hand_over(self._fast_library, optimised, self._entry_name, self._launch_name)
+        self._use(optimised)
+        self.tier = "optimised"
+
+    def wait_optimised(self, timeout: float | None = None) -> bool:
+        """Wait until launches run from the optimised build; whether they do (False after
+        ``timeout`` seconds, or if the optimised build failed, with a warning)."""
+        if self._optimised_build is not None:
+            self._optimised_build.wait(timeout)
+        return self.tier == "optimised"
 
     def pack(
         self, dims: tuple[int, int, int], buffers: Sequence[int], scalars: Sequence[Any]

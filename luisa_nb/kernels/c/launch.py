@@ -184,13 +184,26 @@ class LaunchEmission:
         fence = "\n        lnb_stream_fence();" if self.streamed else ""
         bx, by, bz = block
         return f"""\
+/* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's
+   block function and launch entry here; this build's own block function, for that. */
+{self.kernel_prefix}lnb_block_function {name}_optimised_block;
+{self.kernel_prefix}void (*{name}_optimised_launch)(const void *, lnb_launch *);
+{self.kernel_prefix}const lnb_block_function {name}_own_block = {name}_block;
+
 {self.kernel_prefix}void {self.launch_name}(const void *packed_arguments, lnb_launch *launch) {{
+    void (*optimised)(const void *, lnb_launch *) =
+        __atomic_load_n(&{name}_optimised_launch, __ATOMIC_ACQUIRE);
+    if (optimised) {{
+        optimised(packed_arguments, launch);
+        return;
+    }}
     {name}_arguments a;
     memcpy(&a, packed_arguments, sizeof a);
     if (!lnb_valid_size(a.size, launch)) return;
     const lnb_int3 size = {{(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]}};
     lnb_blocks blocks;
-    lnb_divide(&blocks, {name}_block, &a, size, (lnb_int3){{{bx}, {by}, {bz}}}, {claim});
+    lnb_divide(&blocks, {name}_block, &{name}_optimised_block, &a, size,
+               (lnb_int3){{{bx}, {by}, {bz}}}, {claim});
     if (a.size[0] * a.size[1] * a.size[2] >= {threshold}) {{
 #pragma omp parallel
         {{

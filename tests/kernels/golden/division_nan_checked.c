@@ -195,6 +195,10 @@ typedef void (*lnb_block_function)(const void *arguments, lnb_launch *launch, ln
    cancelled or failed launch of any size ends within one claim per thread. */
 typedef struct {
     lnb_block_function run;
+    /* Where the host puts the block function of this kernel's optimised build when this is
+       its fast build (a tiered compile, luisa_nb.kernels.c.tiers): blocks claimed after
+       that run there. Never set in an optimised build. */
+    lnb_block_function *optimised;
     const void *arguments;
     lnb_int3 size;  /* threads along each axis */
     lnb_int3 block; /* threads of a block along each axis */
@@ -206,9 +210,11 @@ typedef struct {
 
 /* Divides a launch of `size` threads into blocks of `block` threads. (Filled in place: a
    struct returned by value was copied through a wide load of narrow stores, ~10 ns.) */
-static void lnb_divide(lnb_blocks *blocks, lnb_block_function run, const void *arguments,
-                       lnb_int3 size, lnb_int3 block, int64_t claim) {
+static void lnb_divide(lnb_blocks *blocks, lnb_block_function run,
+                       lnb_block_function *optimised, const void *arguments, lnb_int3 size,
+                       lnb_int3 block, int64_t claim) {
     blocks->run = run;
+    blocks->optimised = optimised;
     blocks->arguments = arguments;
     blocks->size = size;
     blocks->block = block;
@@ -235,10 +241,12 @@ static void lnb_run_blocks(void *shared, lnb_launch *launch, volatile int64_t *r
         const int64_t first = __atomic_fetch_add(&blocks->next, blocks->claim, __ATOMIC_RELAXED);
         if (first >= blocks->total) return;
         end = blocks->total - first > blocks->claim ? first + blocks->claim : blocks->total;
+        lnb_block_function run = __atomic_load_n(blocks->optimised, __ATOMIC_ACQUIRE);
+        if (!run) run = blocks->run;
         lnb_int3 block = lnb_block_at(blocks, first);
         for (int64_t index = first; index < end; ++index) {
             *running = index;
-            blocks->run(blocks->arguments, launch, blocks->size, block);
+            run(blocks->arguments, launch, blocks->size, block);
             if (++block.x < blocks->count.x) continue;
             block.x = 0;
             if (++block.y < blocks->count.y) continue;
@@ -411,13 +419,26 @@ static __attribute__((noinline)) void lnb_division_block(const void *arguments, 
     }
 }
 
+/* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's
+   block function and launch entry here; this build's own block function, for that. */
+lnb_block_function lnb_division_optimised_block;
+void (*lnb_division_optimised_launch)(const void *, lnb_launch *);
+const lnb_block_function lnb_division_own_block = lnb_division_block;
+
 void lnb_division_launch(const void *packed_arguments, lnb_launch *launch) {
+    void (*optimised)(const void *, lnb_launch *) =
+        __atomic_load_n(&lnb_division_optimised_launch, __ATOMIC_ACQUIRE);
+    if (optimised) {
+        optimised(packed_arguments, launch);
+        return;
+    }
     lnb_division_arguments a;
     memcpy(&a, packed_arguments, sizeof a);
     if (!lnb_valid_size(a.size, launch)) return;
     const lnb_int3 size = {(int32_t)a.size[0], (int32_t)a.size[1], (int32_t)a.size[2]};
     lnb_blocks blocks;
-    lnb_divide(&blocks, lnb_division_block, &a, size, (lnb_int3){2048, 1, 1}, 8);
+    lnb_divide(&blocks, lnb_division_block, &lnb_division_optimised_block, &a, size,
+               (lnb_int3){2048, 1, 1}, 8);
     if (a.size[0] * a.size[1] * a.size[2] >= 262144) {
 #pragma omp parallel
         {
