@@ -52,6 +52,7 @@ from luisa_nb.runtime.buffer import next_buffer_id
 from luisa_nb.runtime.commands import next_id, report_submitted, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
+from luisa_nb.runtime.luisa_shutdown import leave_cleanly_at_exit
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import next_stream_id
 
@@ -333,6 +334,7 @@ def instrument_luisa(*, shadow: bool = True) -> None:
         ) from None
     if _active is not None:
         uninstrument_luisa()
+    leave_cleanly_at_exit(luisa)
     state = _active = Instrumentation(luisa, lcapi, shadow)
     for resource_class in (luisa.Buffer, luisa.Image2D):
         state.wrap(resource_class, "copy_from", lambda f: _transfer(state, f, True, False))

@@ -124,14 +124,11 @@ print(json.dumps({
     "names": [info.name for info in trace.buffers.values()],
     "kinds": [hazard.kind.value for hazard in trace.hazards],
 }), flush=True)
-# luisa-python sends its log to a Python callback in a non-terminal IPython shell, and that
-# can deadlock LuisaCompute's teardown at interpreter exit; leave without one.
-import os
-os._exit(0)
 """
 
 
 def test_a_notebook_cell_of_real_luisa_is_traced_with_luisa_device():
     require_real_luisa()
-    result = json.loads(run_python("-c", NOTEBOOK, timeout=120).strip().splitlines()[-1])
+    # luisa-python logs through a Python callback in this shell; the process still exits
+    result = json.loads(run_python("-c", NOTEBOOK, timeout=60).strip().splitlines()[-1])
     assert result == {"devices": ["luisa:cpu"], "names": ["z"], "kinds": ["STALE_UPLOAD"]}
