@@ -116,6 +116,8 @@ class LuisaDevice:
     backend does."""
 
     staging = StagingPolicy.SUBMIT
+    times_reported = False
+    """luisa-python reports no per-command times (docs/luisa.md)."""
 
     def __init__(self) -> None:
         self.name = "luisa"

@@ -37,6 +37,19 @@ def test_the_seed_program_is_stale_on_real_luisa_and_says_so(shadow):
     assert "stream.synchronize()" not in hazard["fix"] and "staging" not in hazard["fix"]
 
 
+def test_real_luisa_commands_are_marked_as_not_timed_in_a_saved_trace():
+    """luisa-python 0.3.7 reports no command times: its stream says so through a save and
+    load, the Arrow table has no start or finish for its commands, and the timeline draws
+    each list (the seed's two uploads, then the five commands of #143 and x.numpy()) as
+    one block."""
+    [result] = run("seed")
+    times = result["times"]
+    assert times["reported"] == [False]
+    assert times["arrow"] == [False] and times["arrow_started"] == ["None"]
+    assert times["lanes"] == [None, "times not reported by this runtime"]
+    assert sum(times["blocks"]) == result["commands"] and len(times["blocks"]) >= 2
+
+
 def test_a_trace_ending_before_execute_records_the_upload_as_pending():
     [result] = run("pending")
     assert result["api"] == "luisa"

@@ -4,6 +4,7 @@ run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."
 import json
 import runpy
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -41,7 +42,32 @@ def report(trace, **extra):
 def seed():
     with AnalyzedTrace() as trace:
         program = runpy.run_path(str(Path(__file__).with_name("seed.py")), run_name="__main__")
-    report(trace, x=program["x"].numpy()[:4].tolist(), commands=len(trace.commands))
+    report(
+        trace,
+        x=program["x"].numpy()[:4].tolist(),
+        commands=len(trace.commands),
+        times=times_as_saved(trace),
+    )
+
+
+def times_as_saved(trace):
+    """What a saved and loaded copy of the trace says of its command times: per stream,
+    in the Arrow table, and as the timeline's blocks."""
+    from luisa_nb.recording.frames import trace_arrow
+    from luisa_nb.views.timeline import build_timeline
+
+    with tempfile.TemporaryDirectory() as folder:
+        loaded = AnalyzedTrace.load(trace.save(Path(folder) / "seed.lnbtrace"))
+    table = trace_arrow(loaded).to_pydict()
+    commands = [row for row, kind in enumerate(table["record"]) if kind == "command"]
+    data = build_timeline(loaded)
+    return {
+        "reported": [info.times_reported for info in loaded.streams.values()],
+        "arrow": sorted({table["times_reported"][row] for row in commands}),
+        "arrow_started": sorted({str(table["started"][row]) for row in commands}),
+        "lanes": [lane.get("times") for lane in data.lanes],
+        "blocks": [block["commands"] for block in data.overlays["untimed"]],
+    }
 
 
 @luisa.func
