@@ -52,6 +52,7 @@ from luisa_nb.runtime.buffer import next_buffer_id
 from luisa_nb.runtime.commands import next_id, report_submitted, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
+from luisa_nb.runtime.luisa_backends import check_backend_starts, started_backend
 from luisa_nb.runtime.luisa_shutdown import leave_cleanly_at_exit
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import next_stream_id
@@ -111,9 +112,9 @@ class LuisaCommand:
 
 
 class LuisaDevice:
-    """luisa-python's device as the trace names it (``luisa:cpu``, or ``luisa`` while the
-    backend is unknown). Its staging is recorded as ``submit``, what LuisaCompute's CPU
-    backend does."""
+    """luisa-python's device as the trace names it (``luisa:cpu``, ``luisa:cuda``, or
+    ``luisa`` while the backend is unknown). Its staging is recorded as ``submit``, what
+    LuisaCompute's CPU backend does; the shadow readback shows what any backend sent."""
 
     staging = StagingPolicy.SUBMIT
     times_reported = False
@@ -154,6 +155,8 @@ class Instrumentation:
         stream = stream if stream is not None else self.luisa.globalvars.vars.stream
         known = self.streams.get(id(stream))
         if known is None or known.stream is not stream:
+            if self.device.name == "luisa" and (backend := started_backend(self.luisa)):
+                self.device.name = f"{REAL_LUISA_PREFIX}{backend}"
             known = self.streams[id(stream)] = LuisaStream(stream, self.device)
         return known
 
@@ -408,12 +411,14 @@ def start_real_luisa(backend: str) -> Any:
     if _active is None:
         instrument_luisa()
     luisa = _active.luisa
-    started = _active.device.name.removeprefix(REAL_LUISA_PREFIX)
-    if _active.device.name.startswith(REAL_LUISA_PREFIX) and started != backend:
+    started = started_backend(luisa)
+    if started is not None and started != backend:
         raise LuisaNbError(
             f"real luisa-python runs on {started!r} already, and it starts once per process; "
             f"restart the kernel (or the program) to use {backend!r}"
         )
+    if started is None:
+        check_backend_starts(backend)
     try:
         luisa.init(backend, support_gui=False)
     except Exception as error:

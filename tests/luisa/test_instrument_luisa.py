@@ -28,6 +28,7 @@ def test_the_seed_program_is_stale_on_real_luisa_and_says_so(shadow):
     [result] = run("seed", shadow)
     assert result["x"] == [123.0] * 4
     assert result["commands"] == 8  # the uploads of x and y, the five of #143, x.numpy()
+    assert result["devices"] == ["luisa:cpu"], "named after the backend luisa.init() chose"
     [hazard] = result["hazards"]
     assert hazard["kind"] == "STALE_UPLOAD"
     assert "upload z <- z_data read z_data[0:1024]" in hazard["message"]

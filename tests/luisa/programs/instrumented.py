@@ -1,5 +1,6 @@
 """Scenarios on real luisa-python under lnb.instrument_luisa(); prints one JSON line per
-run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."""
+run with what the trace found.
+`python instrumented.py SCENARIO [--no-shadow] [--backend cuda]` (default: cpu)."""
 
 import json
 import runpy
@@ -18,7 +19,8 @@ from luisa_nb.analysis.uploads import check_uploads
 scenario = sys.argv[1]
 originals = (luisa.Buffer.copy_from, luisa.Buffer.copy_to, luisa.func.__call__, luisa.execute)
 lnb.instrument_luisa(shadow="--no-shadow" not in sys.argv)
-luisa.init("cpu", support_gui=False)
+backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
+luisa.init(backend, support_gui=False)
 N = 1024
 
 
@@ -47,6 +49,7 @@ def seed():
         x=program["x"].numpy()[:4].tolist(),
         commands=len(trace.commands),
         times=times_as_saved(trace),
+        devices=sorted({info.device for info in trace.streams.values()}),
     )
 
 
