@@ -250,3 +250,25 @@ def test_collected_program_agrees_with_real_luisa_python(name):
     assert ours["status"] == 0, ours["error"]
     assert survey["same_lines"](ours["lines"], theirs["lines"]), (ours["lines"], theirs["lines"])
     assert survey["same_files"](ours, theirs)
+
+
+@pytest.mark.parametrize("name", COMPLETED_BY_REAL)
+def test_collected_program_traced_on_real_luisa_python_is_unchanged(name):
+    """Under ``luisa-nb run --device luisa:cpu`` (real luisa-python, instrumented) the
+    program prints and writes what it does uninstrumented, and no finding is reported."""
+    from tests.luisa.running import require_real_luisa
+
+    folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
+    programs = Path(folder) / "programs" if folder else None
+    if programs is None or not (programs / name).is_dir():
+        pytest.skip(f"{name} not found: set LUISA_NB_LUISA_ORIGINALS (see this module's docstring)")
+    require_real_luisa()
+    survey = runpy.run_path(str(SURVEY))
+    plain = survey["run_one"](programs / name, True, 300)
+    assert plain["status"] == 0, plain["error"]
+    traced = survey["run_one"](programs / name, True, 300, traced=True)
+    assert traced["status"] == 0, traced["error"]
+    assert traced["commands"] is not None, "luisa-nb run printed no report"
+    assert traced["findings"] == []
+    assert survey["same_lines"](traced["lines"], plain["lines"]), (traced["lines"], plain["lines"])
+    assert survey["same_files"](traced, plain)
