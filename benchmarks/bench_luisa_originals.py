@@ -141,9 +141,7 @@ def traced_report(output: str) -> tuple[str, int | None, list[str]]:
     return "\n".join(program_lines), int(TRACED_REPORT.match(lines[end])[1]), findings
 
 
-def run_one(
-    folder: Path, real: bool, timeout: float, traced: bool = False
-) -> dict[str, object]:
+def run_one(folder: Path, real: bool, timeout: float, traced: bool = False) -> dict[str, object]:
     """Run the program of ``folder`` in a copy of it; its outputs, status and time.
     ``traced`` runs it on real luisa-python under ``luisa-nb run --device luisa:cpu``
     (instrumented), and adds the commands traced and the kinds of findings reported."""

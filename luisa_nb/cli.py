@@ -99,7 +99,9 @@ def run_program(arguments: argparse.Namespace) -> int:
         raise LuisaNbError(f"no program at {program}; pass the path of a .py file")
     options = {} if arguments.token is None else {"token": arguments.token}
     try:
-        code = compile(program.read_bytes(), str(program), "exec")
+        # dont_inherit: this module's ``from __future__ import annotations`` would turn the
+        # program's annotations into strings, which luisa-python's type checks refuse
+        code = compile(program.read_bytes(), str(program), "exec", dont_inherit=True)
     except SyntaxError:
         traceback.print_exc(limit=0)
         return 1

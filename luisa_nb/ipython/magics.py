@@ -125,8 +125,8 @@ class LuisaMagics(Magics):
         metavar="NAME",
         help=f"backend name ({_BACKENDS}, or one another package registered), "
         "remote://HOST:PORT, or either with :STAGING (e.g. cpu:submit); luisa:BACKEND "
-        "(e.g. luisa:cpu, luisa:cuda) makes %%%%luisa_trace cells run real luisa-python, instrumented; "
-        "without it, show the default device",
+        "(e.g. luisa:cpu, luisa:cuda) makes %%%%luisa_trace cells run real luisa-python, "
+        "instrumented; without it, show the default device",
     )
     @argument(
         "--staging",

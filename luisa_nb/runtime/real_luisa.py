@@ -190,7 +190,8 @@ class Instrumentation:
             return np.dtype(scalars[element])
         try:
             return np.dtype(scalars[types.element_of(element)])
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError, AssertionError):
+            # a struct or array element: luisa-python's element_of asserts on it; bytes
             return np.dtype(np.uint8)
 
     # -- commands ----------------------------------------------------------------------

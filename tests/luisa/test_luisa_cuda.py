@@ -114,4 +114,3 @@ def test_a_cuda_probe_failure_names_the_missing_library():
         "NameError: backend 'x' is not installed."
     )
     assert failure_reason("", -6) == "the probe exited with status -6"
-

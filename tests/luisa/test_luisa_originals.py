@@ -252,10 +252,18 @@ def test_collected_program_agrees_with_real_luisa_python(name):
     assert survey["same_files"](ours, theirs)
 
 
+FOUND_WHEN_TRACED = {
+    # writes its array after copy_from() and before execute(), and says so: "write array
+    # after copy_from command is fine here"; the upload sends the new bytes, as reported
+    "src_tests_python_test-buffer": ["HOST_WRITE_IN_FLIGHT"],
+}
+
+
 @pytest.mark.parametrize("name", COMPLETED_BY_REAL)
 def test_collected_program_traced_on_real_luisa_python_is_unchanged(name):
     """Under ``luisa-nb run --device luisa:cpu`` (real luisa-python, instrumented) the
-    program prints and writes what it does uninstrumented, and no finding is reported."""
+    program prints and writes what it does uninstrumented, and no finding is reported
+    but the one a program has on purpose."""
     from tests.luisa.running import require_real_luisa
 
     folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
@@ -269,6 +277,6 @@ def test_collected_program_traced_on_real_luisa_python_is_unchanged(name):
     traced = survey["run_one"](programs / name, True, 300, traced=True)
     assert traced["status"] == 0, traced["error"]
     assert traced["commands"] is not None, "luisa-nb run printed no report"
-    assert traced["findings"] == []
+    assert traced["findings"] == FOUND_WHEN_TRACED.get(name, [])
     assert survey["same_lines"](traced["lines"], plain["lines"]), (traced["lines"], plain["lines"])
     assert survey["same_files"](traced, plain)
