@@ -226,6 +226,19 @@ NOT_YET = {
 SURVEY = Path(__file__).parents[2] / "benchmarks" / "bench_luisa_originals.py"
 
 
+def collected_program(name: str) -> tuple[dict[str, Any], Path]:
+    """The survey's functions and the folder of collected program ``name``; skips where
+    the programs or real luisa-python are missing."""
+    from tests.luisa.running import require_real_luisa
+
+    folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
+    programs = Path(folder) / "programs" if folder else None
+    if programs is None or not (programs / name).is_dir():
+        pytest.skip(f"{name} not found: set LUISA_NB_LUISA_ORIGINALS (see this module's docstring)")
+    require_real_luisa()
+    return runpy.run_path(str(SURVEY)), programs / name
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -236,17 +249,10 @@ SURVEY = Path(__file__).parents[2] / "benchmarks" / "bench_luisa_originals.py"
     ],
 )
 def test_collected_program_agrees_with_real_luisa_python(name):
-    from tests.luisa.running import require_real_luisa
-
-    folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
-    programs = Path(folder) / "programs" if folder else None
-    if programs is None or not (programs / name).is_dir():
-        pytest.skip(f"{name} not found: set LUISA_NB_LUISA_ORIGINALS (see this module's docstring)")
-    require_real_luisa()
-    survey = runpy.run_path(str(SURVEY))
-    theirs = survey["run_one"](programs / name, True, 300)
+    survey, program = collected_program(name)
+    theirs = survey["run_one"](program, True, 300)
     assert theirs["status"] == 0, theirs["error"]
-    ours = survey["run_one"](programs / name, False, 300)
+    ours = survey["run_one"](program, False, 300)
     assert ours["status"] == 0, ours["error"]
     assert survey["same_lines"](ours["lines"], theirs["lines"]), (ours["lines"], theirs["lines"])
     assert survey["same_files"](ours, theirs)
@@ -264,17 +270,10 @@ def test_collected_program_traced_on_real_luisa_python_is_unchanged(name):
     """Under ``luisa-nb run --device luisa:cpu`` (real luisa-python, instrumented) the
     program prints and writes what it does uninstrumented, and no finding is reported
     but the one a program has on purpose."""
-    from tests.luisa.running import require_real_luisa
-
-    folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
-    programs = Path(folder) / "programs" if folder else None
-    if programs is None or not (programs / name).is_dir():
-        pytest.skip(f"{name} not found: set LUISA_NB_LUISA_ORIGINALS (see this module's docstring)")
-    require_real_luisa()
-    survey = runpy.run_path(str(SURVEY))
-    plain = survey["run_one"](programs / name, True, 300)
+    survey, program = collected_program(name)
+    plain = survey["run_one"](program, True, 300)
     assert plain["status"] == 0, plain["error"]
-    traced = survey["run_one"](programs / name, True, 300, traced=True)
+    traced = survey["run_one"](program, True, 300, traced=True)
     assert traced["status"] == 0, traced["error"]
     assert traced["commands"] is not None, "luisa-nb run printed no report"
     assert traced["findings"] == FOUND_WHEN_TRACED.get(name, [])
