@@ -1,6 +1,6 @@
 """What lnb.instrument_luisa() costs real luisa-python per command, in one run.
 
-    LUISA_CLANG_PATH=$(which clang++) python benchmarks/bench_luisa_instrument.py
+    LUISA_CLANG_PATH=$(which clang++) python benchmarks/bench_luisa_instrument.py [--backend cuda]
 
 Two loops as luisa-python users write them, each ending with ``luisa.synchronize()``:
 ``buf.copy_from(host)`` of 4 KiB, and ``tiny(buf, dispatch_size=1)``. Each runs
@@ -32,11 +32,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--backend", default="cpu", help="luisa-python's backend: cpu, cuda")
     arguments = parser.parse_args()
     try:
         import luisa
 
-        luisa.init("cpu", support_gui=False)
+        if arguments.backend != "cpu":  # luisa-python aborts where CUDA cannot load
+            from luisa_nb.runtime.luisa_backends import check_backend_starts
+
+            check_backend_starts(arguments.backend)
+        luisa.init(arguments.backend, support_gui=False)
     except Exception as error:  # the wheel or its Debian libraries are missing
         print(f"real luisa-python cannot run here: {error}")
         sys.exit(0)
@@ -103,7 +108,7 @@ def main() -> None:
                 ]
             )
     print_table(
-        f"real luisa-python cpu, µs per command over {count:,} commands, median of "
+        f"real luisa-python {arguments.backend}, µs per command over {count:,} commands, median of "
         f"{arguments.repeats} ({load_average()})",
         ["loop", "setup", "µs per command", "vs uninstrumented", "CPU µs", "CPU vs"],
         rows,

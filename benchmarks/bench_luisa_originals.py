@@ -133,19 +133,42 @@ def extract(repo: Path, out: Path) -> list[str]:
     return names
 
 
-def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
-    """Run the program of ``folder`` in a copy of it; its outputs, status and time."""
+TRACED_REPORT = re.compile(r"^\S+\.py: (\d+) commands traced on ")
+TRACED_FINDING = re.compile(r"^  ([A-Z_]+): ")
+
+
+def traced_report(output: str) -> tuple[str, int | None, list[str]]:
+    """The program's own output of ``luisa-nb run``, the number of commands traced (None
+    if it printed no report) and the kinds of the findings it reported."""
+    lines = output.splitlines()
+    end = next((i for i, line in enumerate(lines) if TRACED_REPORT.match(line)), None)
+    if end is None:
+        return output, None, []
+    findings = [found[1] for line in lines[end + 2 :] if (found := TRACED_FINDING.match(line))]
+    program_lines = lines[:end]
+    if program_lines and not program_lines[-1]:  # the blank line before the report
+        program_lines.pop()
+    return "\n".join(program_lines), int(TRACED_REPORT.match(lines[end])[1]), findings
+
+
+def run_one(folder: Path, real: bool, timeout: float, traced: bool = False) -> dict[str, object]:
+    """Run the program of ``folder`` in a copy of it; its outputs, status and time.
+    ``traced`` runs it on real luisa-python under ``luisa-nb run --device luisa:cpu``
+    (instrumented), and adds the commands traced and the kinds of findings reported."""
     program = (folder / "PROGRAM").read_text().split()[0]
-    work = folder.parent.parent / ("runs-real" if real else "runs-nb") / folder.name
+    kind = "runs-traced" if traced else "runs-real" if real else "runs-nb"
+    work = folder.parent.parent / kind / folder.name
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(folder, work)
-    before = {p.name for p in work.iterdir()}
+    files_before = {p.name for p in work.iterdir()}
     environment = {**os.environ, "LUISA_CLANG_PATH": shutil.which("clang++") or ""}
-    if real:  # its CPU backend, with no window, whatever init() the program makes
+    if traced:  # luisa-nb run starts the CPU backend with no window before the program
+        command = [sys.executable, "-m", "luisa_nb.cli", "run", "--device", "luisa:cpu", program]
+    elif real:  # its CPU backend, with no window, whatever init() the program makes
         command = [sys.executable, "-c", REAL_LAUNCHER, program]
     else:  # as `luisa-nb run` runs it, without its report of hazards
         command = [sys.executable, "-c", NB_LAUNCHER, program]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    usage_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -158,13 +181,16 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         error = error.decode() if isinstance(error, bytes) else error
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    cpu = after.ru_utime - usage_before.ru_utime + after.ru_stime - usage_before.ru_stime
+    commands, findings = None, []
+    if traced:
+        output, commands, findings = traced_report(output)
     lines = [  # device prints come through real luisa-python's log, after its prefix
         line[line.index(DEVICE) :] if DEVICE in line else line
         for line in output.splitlines()
         if DEVICE in line or not LOG_LINE.match(line)
     ]
-    written = sorted(p.name for p in work.iterdir() if p.name not in before)
+    written = sorted(p.name for p in work.iterdir() if p.name not in files_before)
     last_error = next((e for e in reversed(error.strip().splitlines()) if e.strip()), "")
     return {
         "status": status,
@@ -174,6 +200,8 @@ def run_one(folder: Path, real: bool, timeout: float) -> dict[str, object]:
         "written": written,
         "error": last_error[:200],
         "folder": str(work),
+        "commands": commands,
+        "findings": findings,
     }
 
 

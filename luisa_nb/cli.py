@@ -84,20 +84,24 @@ def _save(trace, arguments: argparse.Namespace) -> None:
 
 def run_program(arguments: argparse.Namespace) -> int:
     """Run a luisa-python program as ``__main__``, with ``luisa`` standing for
-    ``luisa_nb.luisa`` on the ``--device`` device, under a trace that names buffers and
-    arrays after the program's variables. Its exit status is this command's; a program
-    that raises prints its traceback, and the hazards found so far are printed either way."""
+    ``luisa_nb.luisa`` on the ``--device`` device (or real luisa-python, instrumented, for
+    ``luisa:BACKEND``), under a trace that names buffers and arrays after the program's
+    variables. Its exit status is this command's; a program that raises prints its
+    traceback, and the hazards found so far are printed either way."""
     from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.luisa import session
     from luisa_nb.luisa.alias import as_luisa
     from luisa_nb.recording import recorder
+    from luisa_nb.runtime.real_luisa import instrumented, real_luisa_backend
 
     program = Path(arguments.program)
     if not program.is_file():
         raise LuisaNbError(f"no program at {program}; pass the path of a .py file")
     options = {} if arguments.token is None else {"token": arguments.token}
     try:
-        code = compile(program.read_bytes(), str(program), "exec")
+        # dont_inherit: this module's ``from __future__ import annotations`` would turn the
+        # program's annotations into strings, which luisa-python's type checks refuse
+        code = compile(program.read_bytes(), str(program), "exec", dont_inherit=True)
     except SyntaxError:
         traceback.print_exc(limit=0)
         return 1
@@ -108,12 +112,15 @@ def run_program(arguments: argparse.Namespace) -> int:
     sys.path.insert(0, str(program.resolve().parent))
     sys.modules["__main__"] = main_module
     session.close()
-    session.forced_device = DeviceConfig.parse(arguments.device, **options)
+    real = real_luisa_backend(arguments.device)
+    if real is None:
+        session.forced_device = DeviceConfig.parse(arguments.device, **options)
     trace = AnalyzedTrace(capture=arguments.capture)
     recorder.start(trace)
     status = 0
     try:
-        with as_luisa():
+        # real luisa-python starts on ``real`` before the program; its init() then keeps it
+        with as_luisa() if real is None else instrumented(real):
             exec(code, main_module.__dict__)
     except SystemExit as exit_:
         status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
@@ -342,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--device",
         default="cpu:submit",
         help="the device luisa.init() gets, whatever the program asks for (default: "
-        "cpu:submit, which stages as real LuisaCompute's CPU backend does)",
+        "cpu:submit, which stages as real LuisaCompute's CPU backend does); luisa:BACKEND "
+        "(e.g. luisa:cpu) runs the program on real luisa-python, instrumented",
     )
     run_parser.add_argument("--token", help="the token of a remote://HOST:PORT device")
     run_parser.add_argument(

@@ -62,7 +62,7 @@ class LuisaMagics(Magics):
         metavar="NAME",
         help=f"run the cell on a new device of this backend ({_BACKENDS}, remote://HOST:PORT "
         "or NAME:STAGING, e.g. cpu:submit), or on real luisa-python instrumented "
-        "(luisa:cpu); default: the session's default device, lnb.default_device()",
+        "(luisa:cpu, luisa:cuda); default: the session's default device, lnb.default_device()",
     )
     @argument(
         "--staging",
@@ -125,8 +125,8 @@ class LuisaMagics(Magics):
         metavar="NAME",
         help=f"backend name ({_BACKENDS}, or one another package registered), "
         "remote://HOST:PORT, or either with :STAGING (e.g. cpu:submit); luisa:BACKEND "
-        "(e.g. luisa:cpu) makes %%%%luisa_trace cells run real luisa-python, instrumented; "
-        "without it, show the default device",
+        "(e.g. luisa:cpu, luisa:cuda) makes %%%%luisa_trace cells run real luisa-python, "
+        "instrumented; without it, show the default device",
     )
     @argument(
         "--staging",

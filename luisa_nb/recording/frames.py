@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from luisa_nb.errors import MissingDependencyError
+from luisa_nb.recording.naming import times_reported
 from luisa_nb.recording.ranges import NO_RANGE, innermost_ranges
 from luisa_nb.recording.recorder import MISSING, STATUSES
 from luisa_nb.recording.records import RangeRecord, SyncRecord
@@ -38,6 +39,10 @@ TIME_COLUMNS = (
 )
 """Nanoseconds from the trace's start; null where the moment is not known or not part
 of that kind of row (``issued``/``completed`` belong to sync points)."""
+
+UNREPORTED_TIME_COLUMNS = ("started", "finished")
+"""Null, with ``times_reported`` false, for the commands of a stream whose runtime reports
+no command times (real luisa-python): the trace holds only their list's bounds there."""
 
 
 def needed(module: str, feature: str) -> ModuleType:
@@ -100,9 +105,16 @@ def _command_columns(trace: Trace, pa: ModuleType) -> dict[str, pyarrow.Array]:
     def coded(names: Sequence[Any], codes: np.ndarray) -> pyarrow.Array:
         return pa.array(np.array(names, object)[codes], pa.string())
 
+    reported = np.array([times_reported(trace, stream) for stream in streams.tolist()], bool)[
+        stream_rows
+    ]
+
     def time(name: str) -> pyarrow.Array:
         column = numbers[name]
-        return pa.array(column - origin, pa.int64(), mask=column == MISSING)
+        unknown = column == MISSING
+        if name in UNREPORTED_TIME_COLUMNS:
+            unknown |= ~reported
+        return pa.array(column - origin, pa.int64(), mask=unknown)
 
     nothing = pa.nulls(count, pa.int64())
     columns = {
@@ -120,6 +132,7 @@ def _command_columns(trace: Trace, pa: ModuleType) -> dict[str, pyarrow.Array]:
         **{name: time(name) for name in TIME_COLUMNS[:6]},
         "issued": nothing,
         "completed": nothing,
+        "times_reported": pa.array(reported, pa.bool_()),
     }
     device_ranges, range_rows = _distinct(table.objects["device_ranges"])
     names = {buffer: info.name for buffer, info in trace.buffers.items()}
@@ -186,6 +199,7 @@ def _sync_columns(trace: Trace, syncs: Sequence[SyncRecord]) -> dict[str, list[A
         **{name: nothing for name in TIME_COLUMNS[:6]},
         "issued": [sync.issued - origin for sync in syncs],
         "completed": [None if s.completed is None else s.completed - origin for s in syncs],
+        "times_reported": [True] * count,
         **{name: nothing for name in _DEVICE_COLUMNS},
         **{name: nothing for name in _HOST_COLUMNS},
         "event": [sync.event for sync in syncs],
@@ -239,6 +253,7 @@ _COLUMN_TYPES = {
     "status": lambda pa: pa.string(),
     "error": lambda pa: pa.string(),
     **dict.fromkeys(TIME_COLUMNS, lambda pa: pa.int64()),
+    "times_reported": lambda pa: pa.bool_(),
     "range_path": lambda pa: pa.string(),
     "buffers": _list_of("int64"),
     "buffer_names": _list_of("string"),

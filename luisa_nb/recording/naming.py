@@ -51,6 +51,12 @@ def stream_name(trace: Trace, stream: int | None) -> str:
     return info.name if info is not None and info.name else f"stream {stream}"
 
 
+def times_reported(trace: Trace, stream: int) -> bool:
+    """Whether the runtime of ``stream`` reported when each of its commands ran."""
+    info = trace.streams.get(stream)
+    return info is None or info.times_reported
+
+
 def host_name(host: HostRange) -> str:
     return host.name or f"host@0x{host.address:x}"
 

@@ -448,7 +448,10 @@ class TraceRecorderBase(Recorder):
         (``device.staging.value``, looked up once per stream: an enum's value is slow)."""
         device = stream.device
         if stream.id not in self.trace.streams:
-            self.trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
+            reported = getattr(device, "times_reported", True)
+            self.trace.streams[stream.id] = StreamInfo(
+                stream.id, device.name, stream.name, reported
+            )
         self._policies[stream.id] = device.staging.value
 
     def _first_use(self, buffer: Any, device: Any) -> None:

@@ -320,11 +320,20 @@ class KernelLaunch:
     scalars: tuple[Any, ...]
 
 
+TIMES_NOT_REPORTED = "times not reported by this runtime"
+"""How views label the commands of a stream whose runtime reports no per-command times."""
+
+
 @dataclass(slots=True)
 class StreamInfo:
+    """``times_reported`` is False for a stream whose runtime says nothing of when each
+    command ran (real luisa-python): a command's ``started``/``finished`` are then its
+    list's submission and the synchronize that waited for the list, not measured times."""
+
     id: int
     device: str
     name: str
+    times_reported: bool = True
 
 
 @dataclass(slots=True)

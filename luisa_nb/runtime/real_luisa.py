@@ -64,6 +64,8 @@ from luisa_nb.runtime.buffer import next_buffer_id
 from luisa_nb.runtime.commands import next_id, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
+from luisa_nb.runtime.luisa_backends import check_backend_starts, started_backend
+from luisa_nb.runtime.luisa_shutdown import leave_cleanly_at_exit
 from luisa_nb.runtime.staging import StagingPolicy
 from luisa_nb.runtime.stream import next_stream_id
 
@@ -157,11 +159,13 @@ class LuisaCommand:
 
 
 class LuisaDevice:
-    """luisa-python's device as the trace names it (``luisa:cpu``, or ``luisa`` while the
-    backend is unknown). Its staging is recorded as ``submit``, what LuisaCompute's CPU
-    backend does."""
+    """luisa-python's device as the trace names it (``luisa:cpu``, ``luisa:cuda``, or
+    ``luisa`` while the backend is unknown). Its staging is recorded as ``submit``, what
+    LuisaCompute's CPU backend does; the shadow readback shows what any backend sent."""
 
     staging = StagingPolicy.SUBMIT
+    times_reported = False
+    """luisa-python reports no per-command times (docs/luisa.md)."""
 
     def __init__(self) -> None:
         self.name = "luisa"
@@ -207,6 +211,8 @@ class Instrumentation:
             stream = self.luisa.globalvars.vars.stream
         known = self.streams.get(id(stream))
         if known is None or known.stream is not stream:
+            if self.device.name == "luisa" and (backend := started_backend(self.luisa)):
+                self.device.name = f"{REAL_LUISA_PREFIX}{backend}"
             known = self.streams[id(stream)] = LuisaStream(stream, self.device)
         return known
 
@@ -240,7 +246,8 @@ class Instrumentation:
             return np.dtype(scalars[element])
         try:
             return np.dtype(scalars[types.element_of(element)])
-        except (KeyError, TypeError, AttributeError):
+        except (KeyError, TypeError, AttributeError, AssertionError):
+            # a struct or array element: luisa-python's element_of asserts on it; bytes
             return np.dtype(np.uint8)
 
     # -- commands ----------------------------------------------------------------------
@@ -491,6 +498,7 @@ def instrument_luisa(*, shadow: bool = True) -> None:
         ) from None
     if _active is not None:
         uninstrument_luisa()
+    leave_cleanly_at_exit(luisa)
     state = _active = Instrumentation(luisa, lcapi, shadow)
     for resource_class in (luisa.Buffer, luisa.Image2D):
         state.wrap(resource_class, "copy_from", lambda f: _transfer(state, f, True, False))
@@ -562,12 +570,14 @@ def start_real_luisa(backend: str) -> Any:
     if _active is None:
         instrument_luisa()
     luisa = _active.luisa
-    started = _active.device.name.removeprefix(REAL_LUISA_PREFIX)
-    if _active.device.name.startswith(REAL_LUISA_PREFIX) and started != backend:
+    started = started_backend(luisa)
+    if started is not None and started != backend:
         raise LuisaNbError(
             f"real luisa-python runs on {started!r} already, and it starts once per process; "
             f"restart the kernel (or the program) to use {backend!r}"
         )
+    if started is None:
+        check_backend_starts(backend)
     try:
         luisa.init(backend, support_gui=False)
     except Exception as error:

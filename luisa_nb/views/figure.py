@@ -18,9 +18,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import FancyArrowPatch, Patch
+from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from matplotlib.path import Path
 
+from luisa_nb.recording.records import TIMES_NOT_REPORTED
 from luisa_nb.views.html import shown_text
 from luisa_nb.views.theme import HAZARD, KIND_COLOURS, PICTURE_GRID, PICTURE_STRIPE
 from luisa_nb.views.timeline import HOST_LANE, TimelineData
@@ -35,6 +36,9 @@ MARKER_Y = -0.22
 ARC_TOP = -1.3
 """The control point of an arrow between two host moments (the arc peaks halfway)."""
 CURVE = [Path.MOVETO, Path.CURVE3, Path.CURVE3]
+UNTIMED_FILL = "#d9d9d9"
+UNTIMED_EDGE = "#555555"
+"""A command list whose times were not reported: a neutral block, not kind-coloured bars."""
 UNITS = ((1e6, "s"), (1e3, "ms"), (1.0, "µs"))
 #: Which kind a pixel column shows when records of several kinds share it (higher wins):
 #: transfers over dispatches over sync points, as in the browser's timeline.
@@ -131,6 +135,10 @@ def timeline_figure(data: TimelineData) -> Figure:
         for code, (name, _) in enumerate(KIND_COLOURS)
         if (data.columns["kind"] == code).any()
     ]
+    if _draw_untimed(axes, data, t0, t1, to_axis):
+        handles.append(
+            Patch(facecolor=UNTIMED_FILL, edgecolor=UNTIMED_EDGE, label=TIMES_NOT_REPORTED)
+        )
     columns = data.columns
     hosts = columns["start"] + columns["host"].astype(np.float64)
     for code, marker, label in ((0, "v", "host read"), (1, "^", "host write")):
@@ -193,6 +201,39 @@ def timeline_figure(data: TimelineData) -> Figure:
         fontsize=8,
     )
     return figure
+
+
+def _draw_untimed(axes, data: TimelineData, t0: float, t1: float, to_axis: float) -> int:
+    """One outlined block per command list whose times its runtime did not report, over
+    its commands' bars, labelled where it is wide enough; how many are in view."""
+    drawn = 0
+    for block in data.overlays.get("untimed", []):
+        start, end = max(block["start"], t0), min(block["end"], t1)
+        if end < start:
+            continue
+        lane = block["lane"]
+        top = -0.05 if lane == HOST_LANE else lane - 0.32
+        width = max(end - start, (t1 - t0) * 2 / COLUMNS)
+        axes.add_patch(
+            Rectangle(
+                (start * to_axis, top),
+                width * to_axis,
+                0.64,
+                facecolor=UNTIMED_FILL,
+                edgecolor=UNTIMED_EDGE,
+                linewidth=0.8,
+                zorder=2,
+            )
+        )
+        if width / (t1 - t0) > 0.3:
+            count = block["commands"]
+            text = f"{count} command{'s' if count != 1 else ''}: {TIMES_NOT_REPORTED}"
+            axes.text(
+                (start + width / 2) * to_axis, lane, text, ha="center", va="center",
+                fontsize=7, color=UNTIMED_EDGE, zorder=3, parse_math=False,
+            )  # fmt: skip
+        drawn += 1
+    return drawn
 
 
 def timeline_figure_png(data: TimelineData) -> bytes:

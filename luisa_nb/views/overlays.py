@@ -72,13 +72,22 @@ def range_summaries(
 
 
 def list_summaries(
-    submissions: np.ndarray, lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    submissions: np.ndarray,
+    lanes: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    rows: np.ndarray | None = None,
+    *,
+    single: bool = False,
 ) -> list[dict[str, Any]]:
-    """A bracket per command list of two commands or more: its lane, submission number,
-    the start of its first command and the end of its last, and how many it holds.
+    """A bracket per command list of two commands or more (of one or more with
+    ``single``): its lane, submission number, the start of its first command and the end
+    of its last, and how many it holds. ``rows`` (a mask) limits it to those rows.
 
     ``submissions`` is 0 for sync points, which belong to no list."""
     commands = submissions > 0
+    if rows is not None:
+        commands &= rows
     if not commands.any():
         return []
     numbers, inverse, counts = np.unique(
@@ -90,7 +99,7 @@ def list_summaries(
     np.maximum.at(high, inverse, ends[commands])
     lane_of = np.zeros(numbers.size, np.int64)
     lane_of[inverse] = lanes[commands]
-    several = np.flatnonzero(counts > 1)
+    several = np.flatnonzero(counts > (0 if single else 1))
     return [
         {
             "lane": int(lane_of[k]),

@@ -36,9 +36,11 @@ status      u1     index into ``summary["statuses"]``
 ==========  =====  ========================================================
 
 Rows are sorted by start time (then issue order). Over the bars the timeline draws
-``summary["ranges"]``, ``["lists"]``, ``["links"]`` and ``["host_activity"]``
-(:mod:`luisa_nb.views.overlays`); ``summary["errors"]`` maps the id of each failed
-record to its error.
+``summary["ranges"]``, ``["lists"]``, ``["untimed"]``, ``["links"]`` and
+``["host_activity"]`` (:mod:`luisa_nb.views.overlays`); ``summary["errors"]`` maps the id
+of each failed record to its error. On a stream whose runtime reports no command times
+(its lane says ``"times": "times not reported by this runtime"``), every command of a list
+spans the whole list, and ``["untimed"]`` holds one labelled block per list.
 """
 
 from __future__ import annotations
@@ -69,8 +71,10 @@ from luisa_nb.recording.naming import (
     host_name,
     on_host,
     stream_name,
+    times_reported,
 )
 from luisa_nb.recording.ranges import innermost_ranges
+from luisa_nb.recording.records import TIMES_NOT_REPORTED
 from luisa_nb.recording.table import KIND_CODES as TABLE_KIND_CODES
 from luisa_nb.recording.table import KINDS as TABLE_KINDS
 from luisa_nb.recording.table import MISSING, POLICIES, CommandTable
@@ -206,6 +210,7 @@ class TimelineData:
             "meta": self.meta,
             "ranges": self.overlays.get("ranges", []),
             "lists": self.overlays.get("lists", []),
+            "untimed": self.overlays.get("untimed", []),
             "links": self.overlays.get("links", []),
             "host_activity": self.overlays.get("host_activity", []),
             "details": self.overlays.get("details", [""]),
@@ -240,6 +245,9 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
     lanes = [{"name": "host", "stream": None}]
     lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
+    untimed_lanes = [lane_of[stream] for stream in streams if not times_reported(trace, stream)]
+    for lane_number in untimed_lanes:
+        lanes[lane_number]["times"] = TIMES_NOT_REPORTED
 
     commands = len(table) if columnar else 0
     count = len(records) + commands
@@ -308,6 +316,7 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         else:
             text[row] = text_codes.setdefault(describe(trace, record), len(text_codes))
 
+    untimed = _as_list_blocks(starts, ends, submission, lane, untimed_lanes)
     stop = (
         trace.metadata.stopped if trace.metadata.stopped is not None else int(ends.max(initial=0))
     )
@@ -359,6 +368,9 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     overlays = {
         "ranges": range_items,
         "lists": list_summaries(submission[order], lanes_sorted, start_us, end_us),
+        "untimed": list_summaries(
+            submission[order], lanes_sorted, start_us, end_us, untimed[order], single=True
+        ),
         "links": event_links(syncs, lane_of, origin),
         "host_activity": host_activity(
             trace,
@@ -371,6 +383,28 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
         "errors": errors,
     }
     return TimelineData(columns, lanes, list(text_codes), hazards, meta, origin, overlays, findings)
+
+
+def _as_list_blocks(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    submission: np.ndarray,
+    lane: np.ndarray,
+    untimed_lanes: list[int],
+) -> np.ndarray:
+    """Give every command on a lane whose runtime reports no command times the span of its
+    whole list (its submission to the sync that waited for it), in place, so that a list is
+    drawn as one block rather than as bars that look measured; which rows those are."""
+    untimed = np.isin(lane, untimed_lanes) & (submission > 0)
+    if not untimed.any():
+        return untimed
+    numbers, inverse = np.unique(submission[untimed], return_inverse=True)
+    low = np.full(numbers.size, np.iinfo(np.int64).max, np.int64)
+    high = np.full(numbers.size, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(low, inverse, starts[untimed])
+    np.maximum.at(high, inverse, ends[untimed])
+    starts[untimed], ends[untimed] = low[inverse], high[inverse]
+    return untimed
 
 
 class _Details:
@@ -657,7 +691,7 @@ def windowed(data: TimelineData, limit: int) -> TimelineData:
     overlays["ranges"], columns["range"] = _ranges_within(
         data.overlays.get("ranges", []), columns["range"], time_from, time_to
     )
-    for name in ("lists", "host_activity"):
+    for name in ("lists", "untimed", "host_activity"):
         overlays[name] = [
             item
             for item in data.overlays.get(name, [])

@@ -221,8 +221,9 @@ COMPLETED_BY_REAL = [
 SURVEY = Path(__file__).parents[2] / "benchmarks" / "bench_luisa_originals.py"
 
 
-@pytest.mark.parametrize("name", COMPLETED_BY_REAL)
-def test_collected_program_agrees_with_real_luisa_python(name):
+def collected_program(name: str) -> tuple[dict[str, Any], Path]:
+    """The survey's functions and the folder of collected program ``name``; skips where
+    the programs or real luisa-python are missing."""
     from tests.luisa.running import require_real_luisa
 
     folder = os.environ.get("LUISA_NB_LUISA_ORIGINALS")
@@ -230,10 +231,38 @@ def test_collected_program_agrees_with_real_luisa_python(name):
     if programs is None or not (programs / name).is_dir():
         pytest.skip(f"{name} not found: set LUISA_NB_LUISA_ORIGINALS (see this module's docstring)")
     require_real_luisa()
-    survey = runpy.run_path(str(SURVEY))
-    theirs = survey["run_one"](programs / name, True, 300)
+    return runpy.run_path(str(SURVEY)), programs / name
+
+
+@pytest.mark.parametrize("name", COMPLETED_BY_REAL)
+def test_collected_program_agrees_with_real_luisa_python(name):
+    survey, program = collected_program(name)
+    theirs = survey["run_one"](program, True, 300)
     assert theirs["status"] == 0, theirs["error"]
-    ours = survey["run_one"](programs / name, False, 300)
+    ours = survey["run_one"](program, False, 300)
     assert ours["status"] == 0, ours["error"]
     assert survey["same_lines"](ours["lines"], theirs["lines"]), (ours["lines"], theirs["lines"])
     assert survey["same_files"](ours, theirs)
+
+
+FOUND_WHEN_TRACED = {
+    # writes its array after copy_from() and before execute(), and says so: "write array
+    # after copy_from command is fine here"; the upload sends the new bytes, as reported
+    "src_tests_python_test-buffer": ["HOST_WRITE_IN_FLIGHT"],
+}
+
+
+@pytest.mark.parametrize("name", COMPLETED_BY_REAL)
+def test_collected_program_traced_on_real_luisa_python_is_unchanged(name):
+    """Under ``luisa-nb run --device luisa:cpu`` (real luisa-python, instrumented) the
+    program prints and writes what it does uninstrumented, and no finding is reported
+    but the one a program has on purpose."""
+    survey, program = collected_program(name)
+    plain = survey["run_one"](program, True, 300)
+    assert plain["status"] == 0, plain["error"]
+    traced = survey["run_one"](program, True, 300, traced=True)
+    assert traced["status"] == 0, traced["error"]
+    assert traced["commands"] is not None, "luisa-nb run printed no report"
+    assert traced["findings"] == FOUND_WHEN_TRACED.get(name, [])
+    assert survey["same_lines"](traced["lines"], plain["lines"]), (traced["lines"], plain["lines"])
+    assert survey["same_files"](traced, plain)

@@ -1,9 +1,11 @@
 """Scenarios on real luisa-python under lnb.instrument_luisa(); prints one JSON line per
-run with what the trace found. `python instrumented.py SCENARIO [--no-shadow]`."""
+run with what the trace found.
+`python instrumented.py SCENARIO [--no-shadow] [--backend cuda]` (default: cpu)."""
 
 import json
 import runpy
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -17,7 +19,8 @@ from luisa_nb.analysis.uploads import check_uploads
 scenario = sys.argv[1]
 originals = (luisa.Buffer.copy_from, luisa.Buffer.copy_to, luisa.func.__call__, luisa.execute)
 lnb.instrument_luisa(shadow="--no-shadow" not in sys.argv)
-luisa.init("cpu", support_gui=False)
+backend = sys.argv[sys.argv.index("--backend") + 1] if "--backend" in sys.argv else "cpu"
+luisa.init(backend, support_gui=False)
 N = 1024
 
 
@@ -41,7 +44,33 @@ def report(trace, **extra):
 def seed():
     with AnalyzedTrace() as trace:
         program = runpy.run_path(str(Path(__file__).with_name("seed.py")), run_name="__main__")
-    report(trace, x=program["x"].numpy()[:4].tolist(), commands=len(trace.commands))
+    report(
+        trace,
+        x=program["x"].numpy()[:4].tolist(),
+        commands=len(trace.commands),
+        times=times_as_saved(trace),
+        devices=sorted({info.device for info in trace.streams.values()}),
+    )
+
+
+def times_as_saved(trace):
+    """What a saved and loaded copy of the trace says of its command times: per stream,
+    in the Arrow table, and as the timeline's blocks."""
+    from luisa_nb.recording.frames import trace_arrow
+    from luisa_nb.views.timeline import build_timeline
+
+    with tempfile.TemporaryDirectory() as folder:
+        loaded = AnalyzedTrace.load(trace.save(Path(folder) / "seed.lnbtrace"))
+    table = trace_arrow(loaded).to_pydict()
+    commands = [row for row, kind in enumerate(table["record"]) if kind == "command"]
+    data = build_timeline(loaded)
+    return {
+        "reported": [info.times_reported for info in loaded.streams.values()],
+        "arrow": sorted({table["times_reported"][row] for row in commands}),
+        "arrow_started": sorted({str(table["started"][row]) for row in commands}),
+        "lanes": [lane.get("times") for lane in data.lanes],
+        "blocks": [block["commands"] for block in data.overlays["untimed"]],
+    }
 
 
 @luisa.func

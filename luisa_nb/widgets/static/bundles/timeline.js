@@ -861,7 +861,7 @@ function drawOverlays(ctx, summary, g) {
   const left = g.LABEL_WIDTH;
   const right = left + g.plotWidth;
   const lanes = (summary.lanes || []).length;
-  const counted = { ranges: 0, lists: 0, links: 0, activity: 0 };
+  const counted = { ranges: 0, lists: 0, untimed: 0, links: 0, activity: 0 };
   const laneBottom = (lane) => g.laneTop(lane) + g.laneHeight(lane);
   const span = (t0, t1, least) => {
     const x0 = g.xOf(t0);
@@ -889,6 +889,20 @@ function drawOverlays(ctx, summary, g) {
     ctx.fillRect(box[0], hostBarY, box[1] - box[0], hostBarH);
     label(block.label, box[0], box[1], hostBarY, compile ? inkOn(theme.compile, theme) : theme.fgMuted);
     counted.activity++;
+  }
+  for (const block of summary.untimed || []) {
+    const box = span(block.start, block.end, 2);
+    if (!box || block.lane >= lanes) continue;
+    const [y, h] = g.barBox(block.lane);
+    ctx.fillStyle = theme.border;
+    ctx.fillRect(box[0], y, box[1] - box[0], h);
+    ctx.strokeStyle = theme.fgMuted;
+    ctx.lineWidth = 1;
+    ctx.strokeRect(box[0] + 0.5, y + 0.5, Math.max(box[1] - box[0] - 1, 1), h - 1);
+    const times = summary.lanes[block.lane].times || "";
+    const commands = block.commands === 1 ? "1 command" : `${block.commands} commands`;
+    label(`${commands}: ${times}`, box[0], box[1], y + 2, theme.fg);
+    counted.untimed++;
   }
   const hostTop = g.laneTop(0);
   for (const range of summary.ranges || []) {

@@ -1,8 +1,9 @@
 // What the timeline draws over its lanes: user ranges as brackets, command lists as
-// brackets under their bars, event signal -> wait arrows, and what the host did between
-// records (kernel compiles, the user's Python) as blocks on the host lane. Reads
-// summary.ranges, .lists, .links and .host_activity (luisa_nb/widgets/overlays.py);
-// draws nothing it is not given.
+// brackets under their bars, one labelled block per command list of a runtime that reports
+// no command times (over its commands' bars, which all span the list), event signal ->
+// wait arrows, and what the host did between records (kernel compiles, the user's Python)
+// as blocks on the host lane. Reads summary.ranges, .lists, .untimed, .links and
+// .host_activity (luisa_nb/views/overlays.py); draws nothing it is not given.
 
 import { inkOn } from "./format.js";
 
@@ -20,7 +21,7 @@ export function drawOverlays(ctx, summary, g) {
   const left = g.LABEL_WIDTH;
   const right = left + g.plotWidth;
   const lanes = (summary.lanes || []).length;
-  const counted = { ranges: 0, lists: 0, links: 0, activity: 0 };
+  const counted = { ranges: 0, lists: 0, untimed: 0, links: 0, activity: 0 };
   const laneBottom = (lane) => g.laneTop(lane) + g.laneHeight(lane);
   // [x0, x1] of the times [t0, t1] on screen (at least `least` wide), or null if out of view.
   const span = (t0, t1, least) => {
@@ -52,6 +53,23 @@ export function drawOverlays(ctx, summary, g) {
     ctx.fillRect(box[0], hostBarY, box[1] - box[0], hostBarH);
     label(block.label, box[0], box[1], hostBarY, compile ? inkOn(theme.compile, theme) : theme.fgMuted);
     counted.activity++;
+  }
+
+  // Lists whose commands' times were not reported: one neutral block, outlined and
+  // labelled with what the lane says of its times, instead of bars that look measured.
+  for (const block of summary.untimed || []) {
+    const box = span(block.start, block.end, 2);
+    if (!box || block.lane >= lanes) continue;
+    const [y, h] = g.barBox(block.lane);
+    ctx.fillStyle = theme.border;
+    ctx.fillRect(box[0], y, box[1] - box[0], h);
+    ctx.strokeStyle = theme.fgMuted;
+    ctx.lineWidth = 1;
+    ctx.strokeRect(box[0] + 0.5, y + 0.5, Math.max(box[1] - box[0] - 1, 1), h - 1);
+    const times = summary.lanes[block.lane].times || "";
+    const commands = block.commands === 1 ? "1 command" : `${block.commands} commands`;
+    label(`${commands}: ${times}`, box[0], box[1], y + 2, theme.fg);
+    counted.untimed++;
   }
 
   // Ranges: labelled rows at the top of the host lane for their host interval; on each
