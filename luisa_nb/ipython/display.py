@@ -12,8 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind, pending_note
 from luisa_nb.analysis.comparison import Comparison
+from luisa_nb.recording.table import POLICIES
 from luisa_nb.views.array_diff import upload_array_diff
 from luisa_nb.views.comparison import comparison_html
 from luisa_nb.views.fallbacks import findings_anchor
@@ -108,12 +111,14 @@ class TraceSummary:
     def _heading(self) -> str:
         trace = self.trace
         devices = sorted({info.device for info in trace.streams.values()})
-        stagings = sorted({command.staging for command in trace.commands})
+        codes = np.unique(trace.table.numbers["staging"]).tolist()  # no record per command
+        stagings = sorted(POLICIES[code] for code in codes)
         where = f" on {', '.join(devices)}" if devices else ""
         staging = f", staging={'/'.join(stagings)}" if stagings else ""
         prefix = f"{self.title}: " if self.title else ""
-        commands = _count(len(trace.commands), "command")
-        syncs = _count(len(trace.syncs), "sync point")
+        command_count, sync_count = trace.counts
+        commands = _count(command_count, "command")
+        syncs = _count(sync_count, "sync point")
         return (
             f"{prefix}trace of {commands} and {syncs}{where}{staging}, "
             f"capture={trace.metadata.capture}"
