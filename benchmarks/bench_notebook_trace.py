@@ -16,7 +16,9 @@ measures, on its own clock:
   draw of the cell's timeline (``.lnb-timeline[data-draws]``): the cell's code, the trace
   analysis, the widget state crossing the kernel's socket and the first canvas draw;
 - cell: from the request to the kernel's ``idle`` for it (the kernel side alone);
-- first draw: the timeline renderer's own first ``draw()``.
+- first draw: the timeline renderer's own first ``draw()``;
+- kernel CPU: the CPU seconds the kernel process spent on the cell (Linux ``/proc``),
+  which the load of a shared machine changes far less than the wall times.
 
 The kernel runs the luisa_nb of this checkout. With ``--baseline PATH`` (another checkout,
 its C extensions built, e.g. ``git archive main`` unpacked), each theme is measured with
@@ -132,6 +134,20 @@ def settings_for(theme: str, folder: Path) -> Path:
 CHECKOUT = Path(__file__).resolve().parents[1]
 
 
+def kernel_cpu(server_pid: int) -> float:
+    """CPU seconds (user + system) of the processes the server started (its kernels) so
+    far; NaN where ``/proc`` cannot say."""
+    try:
+        children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+        total = 0.0
+        for pid in children:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total
+
+
 @contextmanager
 def kernel_code(path: Path) -> Iterator[None]:
     """Kernels started meanwhile import luisa_nb from the checkout at ``path``."""
@@ -176,7 +192,15 @@ def measure(
                 ".kernel.status === 'idle'"
             )
             for index, (kind, count) in enumerate(cases, start=1):
-                runs = [page.evaluate(RUN_AND_WAIT, index) for _ in range(repeats)]
+                runs, cpu = [], []
+                for _ in range(repeats):
+                    before = kernel_cpu(lab.process.pid)
+                    runs.append(page.evaluate(RUN_AND_WAIT, index))
+                    page.wait_for_function(  # the kernel's CPU counts up to its idle
+                        "() => window.jupyterapp.shell.currentWidget.sessionContext.session"
+                        ".kernel.status === 'idle'"
+                    )
+                    cpu.append(kernel_cpu(lab.process.pid) - before)
                 drawn = [run["drawn"] - run["sent"] for run in runs]
                 cell = [run["idle"] - run["sent"] for run in runs if "idle" in run]
                 rows.append(
@@ -189,6 +213,7 @@ def measure(
                         min(drawn),
                         statistics.median(cell) if cell else float("nan"),
                         statistics.median(run["firstDrawMs"] for run in runs),
+                        statistics.median(cpu) * 1000,
                     ]
                 )
             browser.close()
@@ -236,6 +261,7 @@ def main() -> None:
             "best ms",
             "cell ms",
             "first draw ms",
+            "kernel CPU ms",
             "ratio",
             "against baseline",
         ],
