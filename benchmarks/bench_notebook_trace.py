@@ -2,6 +2,7 @@
 
     python benchmarks/bench_notebook_trace.py [--counts 1000 100000] [--hazards 20000]
                                               [--repeats 3] [--themes light dark]
+                                              [--baseline PATH]
 
 A notebook whose cells build N commands with the public API runs in JupyterLab (from
 PyPI) driven by headless Debian chromium, in the light and the dark theme. Two kinds of
@@ -15,7 +16,14 @@ measures, on its own clock:
   draw of the cell's timeline (``.lnb-timeline[data-draws]``): the cell's code, the trace
   analysis, the widget state crossing the kernel's socket and the first canvas draw;
 - cell: from the request to the kernel's ``idle`` for it (the kernel side alone);
-- first draw: the timeline renderer's own first ``draw()``.
+- first draw: the timeline renderer's own first ``draw()``;
+- kernel CPU: the CPU seconds the kernel process spent on the cell (Linux ``/proc``),
+  which the load of a shared machine changes far less than the wall times.
+
+The kernel runs the luisa_nb of this checkout. With ``--baseline PATH`` (another checkout,
+its C extensions built, e.g. ``git archive main`` unpacked), each theme is measured with
+that one's first, then this one's, in the same run, and the table gives this checkout's
+time as a ratio of the baseline's.
 
 Needs JupyterLab, Playwright (Python) and chromium; prints a table with the load average.
 """
@@ -24,9 +32,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -120,11 +131,44 @@ def settings_for(theme: str, folder: Path) -> Path:
     return folder
 
 
-def measure(theme: str, cases: list[tuple[str, int]], repeats: int) -> list[list[object]]:
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def kernel_cpu(server_pid: int) -> float:
+    """CPU seconds (user + system) of the processes the server started (its kernels) so
+    far; NaN where ``/proc`` cannot say."""
+    try:
+        children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+        total = 0.0
+        for pid in children:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total
+
+
+@contextmanager
+def kernel_code(path: Path) -> Iterator[None]:
+    """Kernels started meanwhile import luisa_nb from the checkout at ``path``."""
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(path), before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
+def measure(
+    theme: str, cases: list[tuple[str, int]], repeats: int, code: Path = CHECKOUT
+) -> list[list[object]]:
     from playwright.sync_api import sync_playwright
 
     rows = []
-    with tempfile.TemporaryDirectory(prefix="lnb-bench-") as temp:
+    with tempfile.TemporaryDirectory(prefix="lnb-bench-") as temp, kernel_code(code):
         root = Path(temp) / "lab"
         root.mkdir()
         notebook = write_notebook(root, cases)
@@ -148,7 +192,15 @@ def measure(theme: str, cases: list[tuple[str, int]], repeats: int) -> list[list
                 ".kernel.status === 'idle'"
             )
             for index, (kind, count) in enumerate(cases, start=1):
-                runs = [page.evaluate(RUN_AND_WAIT, index) for _ in range(repeats)]
+                runs, cpu = [], []
+                for _ in range(repeats):
+                    before = kernel_cpu(lab.process.pid)
+                    runs.append(page.evaluate(RUN_AND_WAIT, index))
+                    page.wait_for_function(  # the kernel's CPU counts up to its idle
+                        "() => window.jupyterapp.shell.currentWidget.sessionContext.session"
+                        ".kernel.status === 'idle'"
+                    )
+                    cpu.append(kernel_cpu(lab.process.pid) - before)
                 drawn = [run["drawn"] - run["sent"] for run in runs]
                 cell = [run["idle"] - run["sent"] for run in runs if "idle" in run]
                 rows.append(
@@ -161,6 +213,7 @@ def measure(theme: str, cases: list[tuple[str, int]], repeats: int) -> list[list
                         min(drawn),
                         statistics.median(cell) if cell else float("nan"),
                         statistics.median(run["firstDrawMs"] for run in runs),
+                        statistics.median(cpu) * 1000,
                     ]
                 )
             browser.close()
@@ -173,21 +226,33 @@ def main() -> None:
     parser.add_argument("--hazards", type=int, nargs="*", default=[20000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--themes", nargs="+", choices=list(THEMES), default=list(THEMES))
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="PATH",
+        help="also measure the luisa_nb of the checkout at PATH, first, in the same run",
+    )
     arguments = parser.parse_args()
     cases = [("uploads", count) for count in arguments.counts]
     cases += [("hazards", count) for count in arguments.hazards]
+    codes = {"this": CHECKOUT}
+    if arguments.baseline is not None:
+        codes = {"baseline": arguments.baseline.resolve(), **codes}
     rows = []
     for theme in arguments.themes:
-        rows += measure(theme, cases, arguments.repeats)
-    # the reference: the first cell's run to drawn, in the same theme and run
-    reference = {
-        theme: next(row[4] for row in rows if row[0] == theme) for theme in arguments.themes
-    }
+        for name, path in codes.items():
+            rows += [[name, *row] for row in measure(theme, cases, arguments.repeats, path)]
+    # the references: the first cell's run to drawn, in the same code, theme and run; and
+    # the baseline's run to drawn of the same cell
+    first = {(row[0], row[1]): row[5] for row in reversed(rows)}
+    baseline = {tuple(row[1:4]): row[5] for row in rows if row[0] == "baseline"}
     print_table(
         f"%%luisa_trace cell to drawn timeline, JupyterLab + chromium, 1280 px "
         f"(median of {arguments.repeats}; ratio: run to drawn against the first cell's; "
+        f"against baseline: against the baseline's run to drawn of the same cell; "
         f"{load_average()})",
         [
+            "code",
             "theme",
             "cell",
             "commands",
@@ -196,9 +261,18 @@ def main() -> None:
             "best ms",
             "cell ms",
             "first draw ms",
+            "kernel CPU ms",
             "ratio",
+            "against baseline",
         ],
-        [[*row, row[4] / reference[row[0]]] for row in rows],
+        [
+            [
+                *row,
+                row[5] / first[row[0], row[1]],
+                row[5] / baseline[tuple(row[1:4])] if baseline else float("nan"),
+            ]
+            for row in rows
+        ],
     )
 
 

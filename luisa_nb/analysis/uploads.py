@@ -86,17 +86,20 @@ def check_uploads(trace: Trace) -> list[UploadCheck]:
         if kind == _DOWNLOAD and writes[position] != MISSING:
             writers.assign(host.address, host.end, row)
         elif kind == _UPLOAD:
-            later = [
-                (start, end, table.record(download))
-                for start, end, download in (
-                    writers.query(host.address, host.end) if len(writers) else ()
-                )
-                if numbers["host_write"][download] > enqueued[position]
-            ]
+            later = (
+                [
+                    (start, end, table.record(download))
+                    for start, end, download in writers.query(host.address, host.end)
+                    if numbers["host_write"][download] > enqueued[position]
+                ]
+                if len(writers)
+                else []
+            )
             if later:
                 checks.append(_check(trace, table.record(row), host, later))
                 continue
-            key = (before[row], after[row], host.dtype, host.nbytes)
+            # captures of the same bytes are one object (Trace.capture), compared by id
+            key = (id(before[row]), id(after[row]), host.dtype, host.nbytes)
             known = alone.get(key)
             if known is None:
                 known = alone[key] = _check(trace, table.record(row), host, later)

@@ -61,8 +61,9 @@ class ConformanceError(Exception):
 class ProgramRun:
     """What a device did with a program: final contents, what callbacks saw, the ids of
     the upload commands (in issue order) and the trace (``capture="full"``; ``None`` for
-    a run that was not traced). ``command_ids`` are the runtime ids of
-    ``Program.commands()``, ``failures`` what each synchronize raised, ``stream_ids`` the
+    a run that was not traced). ``command_ids`` are the ids of ``Program.commands()`` in
+    the trace (the runtime's when not traced), ``runtime_ids`` the runtime's (which errors
+    name), ``failures`` what each synchronize raised, ``stream_ids`` the
     runtime id of each program stream."""
 
     program: Program
@@ -74,6 +75,7 @@ class ProgramRun:
     command_ids: list[int] = field(default_factory=list)
     failures: dict[SyncKey, CommandFailedError] = field(default_factory=dict)
     stream_ids: dict[str, int] = field(default_factory=dict)
+    runtime_ids: list[int] = field(default_factory=list)
 
     def sent(self) -> list[np.ndarray | None]:
         """The bytes each upload sent, as the trace captured them (``UploadCheck.staged``);
@@ -144,6 +146,10 @@ class _Runner:
             self._synchronize(FINAL_SYNC, None)
         finally:
             self.stop_trace()
+        runtime_ids = list(self.command_ids)
+        if self.trace is not None:  # the trace numbers its records from 1
+            numbers = self.trace.numbers_of(runtime_ids)
+            self.command_ids = [-1 if number is None else number for number in numbers]
         return ProgramRun(
             self.program,
             {name: buffer.numpy().view(DTYPE).reshape(-1) for name, buffer in self.buffers.items()},
@@ -154,6 +160,7 @@ class _Runner:
             list(self.command_ids),
             dict(self.failures),
             {name: stream.id for name, stream in self.streams.items()},
+            runtime_ids,
         )
 
     def stop_trace(self) -> None:

@@ -181,7 +181,7 @@ def compare_results(run: ProgramRun, expected: Prediction, what: str) -> list[st
 
 def failure_labels(run: ProgramRun, error: CommandFailedError) -> list[str]:
     """The failures of ``error`` as the oracle labels them, sorted."""
-    ordinals = {command_id: ordinal for ordinal, command_id in enumerate(run.command_ids)}
+    ordinals = {command_id: ordinal for ordinal, command_id in enumerate(run.runtime_ids)}
     labels = []
     for item_id, description, exception in error.failures:
         what = command_description(ordinals[item_id]) if item_id in ordinals else description

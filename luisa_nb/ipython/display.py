@@ -10,10 +10,15 @@ renders in JupyterLab, in nbconvert output, on GitHub and in a terminal.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+import numpy as np
 
 from luisa_nb.analysis import AnalyzedTrace, FindingGroup, HazardKind, pending_note
 from luisa_nb.analysis.comparison import Comparison
+from luisa_nb.recording.table import POLICIES
 from luisa_nb.views.array_diff import upload_array_diff
 from luisa_nb.views.comparison import comparison_html
 from luisa_nb.views.fallbacks import findings_anchor
@@ -108,12 +113,14 @@ class TraceSummary:
     def _heading(self) -> str:
         trace = self.trace
         devices = sorted({info.device for info in trace.streams.values()})
-        stagings = sorted({command.staging for command in trace.commands})
+        codes = np.unique(trace.table.numbers["staging"]).tolist()  # no record per command
+        stagings = sorted(POLICIES[code] for code in codes)
         where = f" on {', '.join(devices)}" if devices else ""
         staging = f", staging={'/'.join(stagings)}" if stagings else ""
         prefix = f"{self.title}: " if self.title else ""
-        commands = _count(len(trace.commands), "command")
-        syncs = _count(len(trace.syncs), "sync point")
+        command_count, sync_count = trace.counts
+        commands = _count(command_count, "command")
+        syncs = _count(sync_count, "sync point")
         return (
             f"{prefix}trace of {commands} and {syncs}{where}{staging}, "
             f"capture={trace.metadata.capture}"
@@ -230,12 +237,29 @@ def show_trace(trace: AnalyzedTrace, *, title: str | None = None) -> None:
     from IPython.display import display
 
     viewer = trace_viewer()
-    if viewer is None:
-        display(TraceSummary(trace, title=title))
+    with _collection_paused():
+        if viewer is None:
+            display(TraceSummary(trace, title=title))
+            return
+        anchor = findings_anchor()
+        display(TraceSummary(trace, commands=False, title=title, more_link=f"#{anchor}"))
+        viewer(trace, anchor=anchor)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile. Analysing and showing a big trace makes
+    objects by the hundred thousand while the trace's own records are alive, and each full
+    collection would walk them all (a quarter of the time of a 20,000-command trace);
+    what becomes garbage meanwhile is collected after."""
+    if not gc.isenabled():
+        yield
         return
-    anchor = findings_anchor()
-    display(TraceSummary(trace, commands=False, title=title, more_link=f"#{anchor}"))
-    viewer(trace, anchor=anchor)
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def diff_view_class() -> type | None:

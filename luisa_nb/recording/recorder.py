@@ -22,6 +22,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import CodeType, MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -695,4 +696,10 @@ def stop(
     for namer in _namers:  # a namer may also note the API the commands came through
         namer(trace, namespace or {})
     trace.recorder.name_the_unnamed()
+    if trace.metadata.pending:  # numbered after the trace's records, in the order made
+        first = sum(trace.counts) + 1
+        waiting = sorted(trace.metadata.pending, key=lambda command: command.id)
+        trace.metadata.pending = [
+            replace(command, id=first + place) for place, command in enumerate(waiting)
+        ]
     trace.stopped_recording()

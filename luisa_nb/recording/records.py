@@ -145,7 +145,9 @@ class Capture:
 class CommandRecord:
     """One command, from submission to completion.
 
-    ``seq`` orders every record (commands and sync points) in the order the host issued
+    ``id`` numbers the trace's commands and sync points from 1 in the order the program
+    made them (the same on every run of the same code; docs/recording.md, "Command
+    ids"). ``seq`` orders every record (commands and sync points) in the order the host issued
     them. ``host_read`` (uploads) is when host bytes were copied: at ``submitted`` under
     staging="submit", at execution under staging="execute". ``host_write`` (downloads)
     is when the device bytes landed in host memory. ``enqueued`` is when the ``*_async``

@@ -92,6 +92,7 @@ class CommandTable:
         self.host_pieces = host_pieces or {}
         self._records: list[CommandRecord] | None = None
         self._number_lists: dict[str, list[int]] | None = None
+        self._rows: dict[int, int] | None = None
 
     def __len__(self) -> int:
         return len(self.numbers["id"])
@@ -108,18 +109,43 @@ class CommandTable:
         return self._records
 
     def record(self, row: int) -> CommandRecord:
-        """The :class:`CommandRecord` of one row (without making the others)."""
+        """The :class:`CommandRecord` of one row (without making the others; the columns
+        as lists are made once, so that a record costs no numpy indexing)."""
         if self._records is not None:
             return self._records[row]
-        return self._make_records([row])[0]
+        numbers, objects = self._lists(), self.objects
+        times = [numbers[name][row] for name in TIME_COLUMNS]
+        return CommandRecord(
+            numbers["id"][row],
+            numbers["seq"][row],
+            KINDS[numbers["kind"][row]],
+            numbers["stream"][row],
+            numbers["submission"][row],
+            numbers["index"][row],
+            objects["label"][row],
+            objects["device_ranges"][row],
+            objects["host"][row],
+            POLICIES[numbers["staging"][row]],
+            numbers["enqueued"][row],
+            numbers["submitted"][row],
+            *[None if time == MISSING else time for time in times],
+            objects["enqueue_capture"][row],
+            objects["data_capture"][row],
+            STATUSES[numbers["status"][row]],
+            objects["error"][row],
+            self.host_pieces.get(row),
+        )
 
-    def _make_records(self, rows: list[int] | None = None) -> list[CommandRecord]:
-        """Records of ``rows`` (default: every row, in order)."""
-        if rows is None:
-            numbers, objects, rows = self._lists(), self.objects, range(len(self))
-        else:
-            numbers = {name: column[rows].tolist() for name, column in self.numbers.items()}
-            objects = {name: [column[row] for row in rows] for name, column in self.objects.items()}
+    def row_of(self, command_id: int) -> int | None:
+        """The row of command ``command_id`` (``None`` when the table has none)."""
+        if self._rows is None:
+            ids = self.numbers["id"].tolist()
+            self._rows = dict(zip(ids, range(len(ids)), strict=True))
+        return self._rows.get(command_id)
+
+    def _make_records(self) -> list[CommandRecord]:
+        """A record of every row, in order."""
+        numbers, objects, rows = self._lists(), self.objects, range(len(self))
         optional = [
             [None if value == MISSING else value for value in numbers[name]]
             for name in TIME_COLUMNS
@@ -169,6 +195,10 @@ class CommandTable:
             int(new_row[row]): pieces for row, pieces in self.host_pieces.items() if keep[row]
         }
         return CommandTable(numbers, objects, pieces)
+
+    def with_ids(self, ids: np.ndarray) -> CommandTable:
+        """This table with the command ids ``ids`` (one per row), the rest shared."""
+        return CommandTable({**self.numbers, "id": ids}, self.objects, self.host_pieces)
 
     @classmethod
     def from_records(cls, records: Sequence[CommandRecord]) -> CommandTable:
@@ -283,6 +313,23 @@ def sync_records(recorder: TraceRecorderBase, count: int) -> list[SyncRecord]:
             strict=True,
         )
     ]
+
+
+def numbered(
+    table: CommandTable, syncs: list[SyncRecord]
+) -> tuple[CommandTable, list[SyncRecord], np.ndarray]:
+    """``table`` and ``syncs`` (fresh records, changed in place) with their records
+    numbered from 1 in the order the program made them (the order of the process-wide
+    ids the runtime gave them), and those process-wide ids, sorted: record ``n`` had
+    the ``n - 1``-th. A trace's numbers are then the same in a fresh process and on a
+    rerun (docs/traces.md, "Command ids")."""
+    sync_ids = np.fromiter((sync.id for sync in syncs), np.int64, len(syncs))
+    process_ids = np.unique(np.concatenate([table.numbers["id"], sync_ids]))
+    numbers = (np.searchsorted(process_ids, sync_ids) + 1).tolist()
+    for sync, number in zip(syncs, numbers, strict=True):
+        sync.id = number
+    ids = np.searchsorted(process_ids, table.numbers["id"]) + 1
+    return table.with_ids(ids), syncs, process_ids
 
 
 def _row_finder(ids: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:

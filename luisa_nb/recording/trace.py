@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,7 @@ from luisa_nb.recording.records import (
     SyncRecord,
     TraceMetadata,
 )
-from luisa_nb.recording.table import CommandTable, sync_records
+from luisa_nb.recording.table import CommandTable, numbered, sync_records
 
 if TYPE_CHECKING:
     import pandas
@@ -90,6 +91,9 @@ class Trace:
         ) = None
         self._capture_lock = threading.Lock()
         self._loaded_prints: dict[int, DevicePrintRecord] | None = None
+        self._process_ids = np.zeros(0, np.int64)
+        """The runtime's process-wide id of each record of a live trace, sorted: record
+        ``n`` had ``_process_ids[n - 1]`` (see :func:`~.table.numbered`)."""
         self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
 
     # -- recording (called by the recorder) ------------------------------------------
@@ -192,6 +196,7 @@ class Trace:
             if self.recorder.excluded:
                 table = table.without(self.recorder.excluded)
             syncs = sync_records(self.recorder, progress[4])
+            table, syncs, self._process_ids = numbered(table, syncs)
             self._snapshot = (progress, table, syncs, None)
         return self._snapshot[1]
 
@@ -278,7 +283,36 @@ class Trace:
         printed nothing are absent)."""
         if self._loaded_prints is not None:
             return dict(self._loaded_prints)
-        return dict(self.recorder.device_prints)
+        printed = dict(self.recorder.device_prints)
+        if not printed:
+            return {}
+        numbers = self.numbers_of(list(printed))
+        return {
+            number: replace(record, command=number)
+            for number, record in zip(numbers, printed.values(), strict=True)
+            if number is not None
+        }
+
+    def numbers_of(self, process_ids: list[int]) -> list[int | None]:
+        """The numbers in this recorded trace of the records the runtime gave the
+        process-wide ids ``process_ids`` (``None`` for one it does not hold)."""
+        self._read()
+        known = self._process_ids
+        places = np.searchsorted(known, process_ids).tolist()
+        return [
+            place + 1 if place < len(known) and known[place] == process_id else None
+            for place, process_id in zip(places, process_ids, strict=True)
+        ]
+
+    def number_of(self, item: Any) -> int:
+        """The number in this trace of a runtime command or sync point the program holds
+        (``item.id`` is its process-wide id; the trace numbers its records from 1)."""
+        number = self.numbers_of([item.id])[0]
+        if number is None:
+            raise RecordNotFoundError(
+                f"{item!r} is not in this trace; pass a command submitted while it recorded"
+            )
+        return number
 
     def set_device_prints(self, records: list[DevicePrintRecord]) -> None:
         """Make this trace hold ``records`` (a trace read from a file)."""
@@ -308,9 +342,10 @@ class Trace:
         return ranges[found] if found >= 0 else None
 
     def command(self, command_id: int) -> CommandRecord:
-        for record in self.commands:
-            if record.id == command_id:
-                return record
+        table = self.table
+        row = table.row_of(command_id)
+        if row is not None:
+            return table.record(row)
         raise RecordNotFoundError(f"no command #{command_id} in this trace")
 
     def host_ranges(self) -> list[HostRange]:

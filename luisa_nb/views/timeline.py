@@ -46,6 +46,7 @@ spans the whole list, and ``["untimed"]`` holds one labelled block per list.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,7 @@ from luisa_nb.views.overlays import (
     list_summaries,
     range_summaries,
 )
+from luisa_nb.views.packed_hazards import pack_hazards
 from luisa_nb.views.theme import KIND_COLOURS
 
 KIND_CODES = {name: code for code, (name, _) in enumerate(KIND_COLOURS)}
@@ -179,6 +181,17 @@ class TimelineData:
     @property
     def record_ids(self) -> np.ndarray:
         return self.columns["id"]
+
+    @cached_property
+    def selectable(self) -> tuple[frozenset[int], tuple[tuple[int, ...], ...]]:
+        """The record ids and each hazard's command ids, made once for every view."""
+        ids = frozenset(self.columns["id"].tolist())
+        return ids, tuple(tuple(hazard["command_ids"]) for hazard in self.hazards)
+
+    @cached_property
+    def packed_hazards(self) -> tuple[dict[str, Any], bytes]:
+        """:attr:`hazards` as packed columns (:func:`~.packed_hazards.pack_hazards`)."""
+        return pack_hazards(self.hazards)
 
     def pack(self) -> bytes:
         """All columns in one little-endian buffer, laid out as :meth:`layout` says."""

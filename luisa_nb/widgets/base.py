@@ -11,6 +11,7 @@ reopened without a kernel, GitHub), the twin is what the reader sees.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import anywidget
@@ -54,16 +55,17 @@ class StaticFallbackWidget(anywidget.AnyWidget):
 
     def _ipython_display_(self, **_kwargs: Any) -> None:
         self.hides_twin(self.model_id)
-        display_with_static_twin(self, self._repr_html_(), self._display_text())
+        display_with_static_twin(self, self._repr_html_, self._display_text())
 
 
-def display_with_static_twin(widget: Any, html: str, text: str) -> None:
-    """Display ``widget`` (an ipywidget) as its widget view, then ``html`` as its static
-    twin. The widget view's output carries an empty ``text/html``, so that nbconvert
-    without stored widget state and sanitising viewers show nothing for it, and ``text``
-    as ``text/plain`` for terminals."""
+def display_with_static_twin(widget: Any, html: Callable[[], str], text: str) -> None:
+    """Display ``widget`` (an ipywidget) as its widget view, then what ``html`` returns as
+    its static twin. The widget view's output carries an empty ``text/html``, so that
+    nbconvert without stored widget state and sanitising viewers show nothing for it, and
+    ``text`` as ``text/plain`` for terminals. The twin is made once the widget view has
+    left for the browser, which draws it meanwhile."""
     from IPython.display import display
 
     view = {"version_major": 2, "version_minor": 0, "model_id": widget.model_id}
     display({WIDGET_VIEW: view, "text/html": "", "text/plain": text}, raw=True)
-    display({"text/html": static_twin(html, [widget.model_id])}, raw=True)
+    display({"text/html": static_twin(html(), [widget.model_id])}, raw=True)

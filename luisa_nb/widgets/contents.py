@@ -3,8 +3,9 @@ after it, replayed from the trace (:mod:`luisa_nb.views.contents`), each through
 view.
 
 Traits: ``selected_command`` (validated here), ``steps`` (the command ids the arrow keys
-step through), ``summary`` (the command and, per buffer, the diff view's summary) and
-``heatmaps`` (one per buffer). Pages of values travel as the diff view's do, with the
+step through, as int32 bytes: a trace of 100,000 commands sends 400 KB, not a JSON
+list), ``summary`` (the command and, per buffer, the diff view's summary) and ``heatmaps``
+(one per buffer). Pages of values travel as the diff view's do, with the
 buffer's index and the command id added to the request and echoed in the reply:
 ``{"type": "page", "buffer": k, "command_id": n, "mode": ..., "page": ..., "request": ...}``.
 """
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from traitlets import Bytes, Dict, Int, List, TraitError, observe, validate
 
 from luisa_nb.analysis.replay import ReplayEngine
 from luisa_nb.errors import InvalidArgumentError
 from luisa_nb.recording import Trace
+from luisa_nb.recording.records import Record
 from luisa_nb.views.array_diff import DEFAULT_PAGE_SIZE
 from luisa_nb.views.contents import CommandContents, command_contents
 from luisa_nb.views.fallbacks import diff_fallback
@@ -38,9 +41,9 @@ class ContentsPanel(StaticFallbackWidget):
     selected_command = Int(None, allow_none=True, help="id of the record shown, or None").tag(
         sync=True
     )
-    steps = List(Int(), help="the command ids in issue order (the arrow keys' steps)").tag(
-        sync=True
-    )
+    steps = Bytes(
+        help="the command ids in increasing order, int32 little-endian (the arrow keys' steps)"
+    ).tag(sync=True)
     summary = Dict(help="the command, and each buffer's diff view summary").tag(sync=True)
     heatmaps = List(Bytes(), help="each buffer's heatmap cells").tag(sync=True)
 
@@ -60,10 +63,10 @@ class ContentsPanel(StaticFallbackWidget):
             )
         self.trace = trace
         self.page_size = page_size
-        self._records = {record.id: record for record in trace.records}
+        self._syncs = {record.id: record for record in trace.syncs}
         self._engine: ReplayEngine | None = None
         super().__init__(**kwargs)
-        self.steps = sorted(r.id for r in trace.commands)
+        self.steps = np.sort(trace.table.numbers["id"]).astype("<i4").tobytes()
         self._show(None)
         self.on_msg(self._on_message)
         if command_id is not None:
@@ -79,14 +82,19 @@ class ContentsPanel(StaticFallbackWidget):
     @validate("selected_command")
     def _check_record(self, proposal: dict[str, Any]) -> int | None:
         value = proposal["value"]
-        if value is None or (not isinstance(value, bool) and value in self._records):
+        if value is None or (not isinstance(value, bool) and self._record(value) is not None):
             return value
+        ids = [*self.trace.table.numbers["id"].tolist(), *self._syncs]
         known = (
-            f"its record ids run from #{min(self._records)} to #{max(self._records)}"
-            if self._records
-            else "it has no records"
+            f"its record ids run from #{min(ids)} to #{max(ids)}" if ids else "it has no records"
         )
         raise TraitError(f"selected_command={value!r}: this trace has no record #{value}; {known}")
+
+    def _record(self, record_id: int) -> Record | None:
+        """The command or sync point ``record_id`` of the trace (``None``: it has none)."""
+        table = self.trace.table
+        row = table.row_of(record_id) if isinstance(record_id, int) else None
+        return self._syncs.get(record_id) if row is None else table.record(row)
 
     @observe("selected_command")
     def _command_changed(self, change: dict[str, Any]) -> None:
@@ -100,7 +108,7 @@ class ContentsPanel(StaticFallbackWidget):
                 self.heatmaps, self.summary = [], summary
             return
         contents = command_contents(
-            self.trace, self.engine, self._records[record_id], self.page_size
+            self.trace, self.engine, self._record(record_id), self.page_size
         )
         self.contents = contents
         buffers, heatmaps = [], []

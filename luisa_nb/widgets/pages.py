@@ -57,13 +57,14 @@ def upload_array_diffs(
     candidates = list(dict.fromkeys(wanted))[:limit]
     if not candidates:
         return out
-    by_id = {command.id: command for command in trace.commands}
+    table = trace.table
     for command_id in candidates:
         check = analysis.uploads.get(command_id)
-        if check is None or command_id not in by_id:
+        row = table.row_of(command_id)
+        if check is None or row is None:
             continue
         comparison = upload_array_diff(
-            trace, check, by_id[command_id], early=command_id in analysis.stale
+            trace, check, table.record(row), early=command_id in analysis.stale
         )
         if comparison is not None:
             out[command_id] = comparison

@@ -39,9 +39,13 @@ class SelectionMixin(HasTraits):
     _record_ids: frozenset[int] = frozenset()
     _hazard_commands: tuple[tuple[int, ...], ...] = ()
 
-    def _set_selectable(self, record_ids: Any, hazard_commands: list[list[int]]) -> None:
-        self._record_ids = frozenset(int(i) for i in record_ids)
-        self._hazard_commands = tuple(tuple(ids) for ids in hazard_commands)
+    def _set_selectable(
+        self, record_ids: frozenset[int], hazard_commands: tuple[tuple[int, ...], ...]
+    ) -> None:
+        """``record_ids`` and ``hazard_commands`` as ``TimelineData.selectable`` has them
+        (made once, shared by every view)."""
+        self._record_ids = record_ids
+        self._hazard_commands = hazard_commands
 
     @validate("selected_command")
     def _check_command(self, proposal: dict[str, Any]) -> int | None:

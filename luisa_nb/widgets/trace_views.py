@@ -2,7 +2,9 @@
 
 Each is an anywidget (a Python class plus one ES module in ``static/``). The view data
 comes from :mod:`luisa_nb.views.timeline`: the packed columns travel as one binary
-buffer (``data``), the rest as JSON (``summary``, ``hazards``). Selection is validated in
+buffer (``data``), the hazards as another (``hazard_data``, laid out as ``hazard_layout``
+says; ``hazards`` keeps them as a list in Python), the rest as JSON (``summary``,
+``findings``). Selection is validated in
 Python (:class:`~luisa_nb.widgets.selection.SelectionMixin`); the browser reports clicks.
 """
 
@@ -35,7 +37,11 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
     data = Bytes(help="the packed columns of every record (see luisa_nb.views.timeline)").tag(
         sync=True
     )
-    hazards = List(help="every hazard: kind, command ids, upload, arrow, group").tag(sync=True)
+    hazards = List(help="every hazard: kind, command ids, upload, arrow, group")
+    hazard_layout = Dict(help="where each column of hazard_data sits").tag(sync=True)
+    hazard_data = Bytes(help="the hazards as packed columns (luisa_nb.views.packed_hazards)").tag(
+        sync=True
+    )
     findings = List(help="the hazards grouped by place: kind, count, message, fix").tag(sync=True)
 
     _view = "timeline"
@@ -58,27 +64,32 @@ class TraceView(SelectionMixin, StaticFallbackWidget):
         self.timeline_data = (
             timeline_data if timeline_data is not None else build_timeline(trace, self.analysis)
         )
-        self._set_selectable(
-            self.timeline_data.record_ids.tolist(),
-            [h["command_ids"] for h in self.timeline_data.hazards],
-        )
+        self._set_selectable(*self.timeline_data.selectable)
         state, buffers = self._state()
         super().__init__(**state, **buffers, **kwargs)
 
-    def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+    def _view_state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The view's state as a static page holds it (hazards as a JSON list)."""
         return timeline_state(self.timeline_data)
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The traits: the view's state, and the hazards packed for the browser."""
+        state, buffers = self._view_state()
+        layout, packed = self.timeline_data.packed_hazards
+        return {**state, "hazard_layout": layout}, {**buffers, "hazard_data": packed}
 
     @property
     def payload_bytes(self) -> int:
         """Bytes of trait values this widget sends to the browser when displayed."""
         state, buffers = self._state()
-        return len(json.dumps(state, separators=(",", ":"))) + sum(map(len, buffers.values()))
+        synced = {name: value for name, value in state.items() if self.trait_metadata(name, "sync")}
+        return len(json.dumps(synced, separators=(",", ":"))) + sum(map(len, buffers.values()))
 
     def _fallback(self) -> str:
         return timeline_fallback(self.timeline_data)
 
     def _repr_html_(self) -> str:
-        state, buffers = self._state()
+        state, buffers = self._view_state()
         return view_fragment(self._view, state, buffers, self._fallback())
 
 
@@ -122,7 +133,7 @@ class HazardList(TraceView):
         sync=True
     )
 
-    def _state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
+    def _view_state(self) -> tuple[dict[str, Any], dict[str, bytes]]:
         data = self.timeline_data
         return {"summary": {}, "hazards": data.hazards, "findings": data.findings}, {"data": b""}
 

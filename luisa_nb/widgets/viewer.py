@@ -39,10 +39,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
         self.trace = trace
         self.analysis = Analysis.of(trace)
         self.timeline_data = build_timeline(trace, self.analysis)
-        self._set_selectable(
-            self.timeline_data.record_ids.tolist(),
-            [h["command_ids"] for h in self.timeline_data.hazards],
-        )
+        self._set_selectable(*self.timeline_data.selectable)
         shared = {"analysis": self.analysis, "timeline_data": self.timeline_data}
         self.timeline = TimelineWidget(trace, **shared)
         self.table = CommandTableWidget(trace, **shared)
@@ -129,7 +126,7 @@ class TraceViewer(SelectionMixin, ipywidgets.VBox):
             f"<TraceViewer: {meta['commands']} commands, {meta['syncs']} sync points, "
             f"{meta['hazards']} hazard(s)>"
         )
-        display_with_static_twin(self, self._repr_html_(), text)
+        display_with_static_twin(self, self._repr_html_, text)
 
 
 def _heading(text: str) -> ipywidgets.HTML:

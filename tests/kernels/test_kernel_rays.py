@@ -290,7 +290,7 @@ def test_a_build_from_a_stale_upload_is_reported_with_the_upload(device):
             ]
             stream.submit(commands)
             stream.synchronize()
-        download, upload, build = (command.id for command in commands)
+        download, upload, build = (trace_.number_of(command) for command in commands)
         stale = [h for h in trace_.hazards if h.kind is HazardKind.STALE_UPLOAD]
         assert [h.command_ids for h in stale] == [(download, upload)]
         record = trace_.command(build)

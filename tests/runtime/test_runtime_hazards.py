@@ -93,6 +93,6 @@ def test_host_write_in_flight_is_reported(staging):
         stream.synchronize()
     (hazard,) = trace.hazards
     assert hazard.kind is HazardKind.HOST_WRITE_IN_FLIGHT
-    assert hazard.command_ids == (command.id,)
+    assert hazard.command_ids == (trace.number_of(command),)
     assert hazard.host.address == host[5:].__array_interface__["data"][0]
     assert buffer.numpy()[5] == 42.0

@@ -112,9 +112,9 @@ def test_worker_failure_surfaces_at_synchronize_and_keeps_records(device, monkey
     assert "1 later command(s)" in str(failure)
     assert isinstance(failure.__cause__, MemoryError)
     np.testing.assert_array_equal(out, good + 1)
-    statuses = [trace.command(c.id).status for c in commands]
+    statuses = [trace.command(trace.number_of(c)).status for c in commands]
     assert statuses == [Status.OK, Status.FAILED, Status.SKIPPED]
-    assert trace.command(commands[1].id).error == "MemoryError: device lost"
+    assert trace.command(trace.number_of(commands[1])).error == "MemoryError: device lost"
     assert len(trace.commands) == 5
 
 

@@ -1,6 +1,5 @@
 """Traces for the widget tests: the seed program (LuisaCompute #143) run under both
-staging policies. Record ids come from process-wide counters, so tests name records
-through these fixtures, never by number."""
+staging policies. Tests name records through these fixtures, never by number."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_the_stale_upload_puts_back_the_stale_bytes(full):
 def test_the_first_command_starts_from_the_start_and_steps_are_the_commands(full):
     trace, ids = full
     panel = ContentsPanel(trace, ids[0])
-    assert panel.steps == ids
+    assert np.frombuffer(panel.steps, "<i4").tolist() == ids
     assert panel.summary["before"] is None
     (z,) = panel.summary["buffers"]
     assert z["summary"]["names"][0] == "before (after the start)"

@@ -30,13 +30,17 @@ def test_timeline_traits_hold_the_view_data(seed):
     assert timeline.summary["count"] == 6
     assert timeline.hazards[0]["command_ids"] == [seed.download, seed.upload]
     assert timeline.payload_bytes < 4096
-    assert {"data", "summary", "hazards", "selected_command"} <= set(timeline.keys)
-    # the binary trait travels as a buffer, not as a JSON list
+    assert {"data", "summary", "hazard_data", "hazard_layout", "selected_command"} <= set(
+        timeline.keys
+    )
+    assert "hazards" not in timeline.keys  # they travel packed
+    # the binary traits travel as buffers, not as JSON lists
     state = timeline.get_state()
     from ipywidgets.widgets.widget import _remove_buffers
 
     _, paths, buffers = _remove_buffers(state)
     assert ["data"] in paths and any(len(b) == len(timeline.data) for b in buffers)
+    assert ["hazard_data"] in paths and timeline.hazard_layout["count"] == 1
 
 
 def test_selecting_a_missing_record_raises_a_clear_error(seed):

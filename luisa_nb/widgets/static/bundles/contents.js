@@ -470,7 +470,7 @@ function render2({ model, el }) {
     if (view) view.model.deliver(message, buffers);
   }
   function step(direction) {
-    const steps = model.get("steps") || [];
+    const steps = new Int32Array(toArrayBuffer(model.get("steps")));
     if (!steps.length) return;
     const current = model.get("selected_command");
     let at = steps.indexOf(current);

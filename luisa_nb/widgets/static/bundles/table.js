@@ -30,6 +30,45 @@ function decodeColumns(summary, data) {
   }
   return { count, columns };
 }
+function decodeHazards(layout, data) {
+  const buffer = toArrayBuffer(data);
+  const count = layout.count || 0;
+  const column = {};
+  for (const [name, spec] of Object.entries(layout.columns || {})) {
+    column[name] = new TYPES[spec.dtype](buffer, spec.offset, spec.length);
+  }
+  const end = (side, index) => ({
+    lane: column[`${side}_lane`][index],
+    time: column[`${side}_time`][index],
+    command: column[`${side}_command`][index],
+    label: layout.labels[column[`${side}_label`][index]]
+  });
+  const hazards = new Array(count);
+  for (let index = 0; index < count; index++) {
+    const first = column.ids_from[index];
+    const group = column.group[index];
+    const upload = column.upload[index];
+    hazards[index] = {
+      index,
+      group: group < 0 ? null : group,
+      kind: layout.kinds[column.kind[index]],
+      command_ids: Array.from(column.ids.subarray(first, first + column.ids_count[index])),
+      upload: upload < 0 ? null : upload,
+      arrow: column.arrow[index] ? { from: end("from", index), to: end("to", index) } : null
+    };
+  }
+  return hazards;
+}
+var decodedHazards = /* @__PURE__ */ new WeakMap();
+function modelHazards(model) {
+  const layout = model.get("hazard_layout");
+  const data = model.get("hazard_data");
+  if (!layout || layout.count === void 0 || !data || typeof data !== "object") {
+    return model.get("hazards") || [];
+  }
+  if (!decodedHazards.has(data)) decodedHazards.set(data, decodeHazards(layout, data));
+  return decodedHazards.get(data);
+}
 
 // luisa_nb/widgets/static/src/shared/dom.js
 function element(tag, className, text) {
@@ -140,7 +179,7 @@ function render({ model, el }) {
   root.append(bar, inner, details);
   el.replaceChildren(root);
   let summary = model.get("summary") || {};
-  let hazards = model.get("hazards") || [];
+  let hazards = modelHazards(model);
   let data = decode(summary, model.get("data"), hazards);
   let first = -1;
   let last = -1;
@@ -345,7 +384,7 @@ function render({ model, el }) {
   };
   const onData = () => {
     summary = model.get("summary") || {};
-    hazards = model.get("hazards") || [];
+    hazards = modelHazards(model);
     data = decode(summary, model.get("data"), hazards);
     applyFilter(search.value);
     showDetails();

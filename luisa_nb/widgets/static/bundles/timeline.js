@@ -1,5 +1,75 @@
 // Generated from luisa_nb/widgets/static/src by js/build.mjs (esbuild); do not edit.
 
+// luisa_nb/widgets/static/src/shared/columns.js
+var TYPES = {
+  i1: Int8Array,
+  u1: Uint8Array,
+  i2: Int16Array,
+  u2: Uint16Array,
+  i4: Int32Array,
+  u4: Uint32Array,
+  i8: BigInt64Array,
+  u8: BigUint64Array,
+  f4: Float32Array,
+  f8: Float64Array
+};
+function toArrayBuffer(value) {
+  if (!value) return new ArrayBuffer(0);
+  if (value instanceof ArrayBuffer) return value;
+  if (ArrayBuffer.isView(value)) {
+    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
+  }
+  return new ArrayBuffer(0);
+}
+function decodeColumns(summary, data) {
+  const buffer = toArrayBuffer(data);
+  const count = summary.count || 0;
+  const columns = {};
+  for (const [name, spec] of Object.entries(summary.layout || {})) {
+    columns[name] = new TYPES[spec.dtype](buffer, spec.offset, count);
+  }
+  return { count, columns };
+}
+function decodeHazards(layout, data) {
+  const buffer = toArrayBuffer(data);
+  const count = layout.count || 0;
+  const column = {};
+  for (const [name, spec] of Object.entries(layout.columns || {})) {
+    column[name] = new TYPES[spec.dtype](buffer, spec.offset, spec.length);
+  }
+  const end = (side, index) => ({
+    lane: column[`${side}_lane`][index],
+    time: column[`${side}_time`][index],
+    command: column[`${side}_command`][index],
+    label: layout.labels[column[`${side}_label`][index]]
+  });
+  const hazards = new Array(count);
+  for (let index = 0; index < count; index++) {
+    const first = column.ids_from[index];
+    const group = column.group[index];
+    const upload = column.upload[index];
+    hazards[index] = {
+      index,
+      group: group < 0 ? null : group,
+      kind: layout.kinds[column.kind[index]],
+      command_ids: Array.from(column.ids.subarray(first, first + column.ids_count[index])),
+      upload: upload < 0 ? null : upload,
+      arrow: column.arrow[index] ? { from: end("from", index), to: end("to", index) } : null
+    };
+  }
+  return hazards;
+}
+var decodedHazards = /* @__PURE__ */ new WeakMap();
+function modelHazards(model) {
+  const layout = model.get("hazard_layout");
+  const data = model.get("hazard_data");
+  if (!layout || layout.count === void 0 || !data || typeof data !== "object") {
+    return model.get("hazards") || [];
+  }
+  if (!decodedHazards.has(data)) decodedHazards.set(data, decodeHazards(layout, data));
+  return decodedHazards.get(data);
+}
+
 // luisa_nb/widgets/static/src/shared/dom.js
 function element(tag, className, text) {
   const node = document.createElement(tag);
@@ -260,37 +330,6 @@ function drawCursor(ctx, g, theme, pointer) {
   }
   ctx.restore();
   return shown;
-}
-
-// luisa_nb/widgets/static/src/shared/columns.js
-var TYPES = {
-  i1: Int8Array,
-  u1: Uint8Array,
-  i2: Int16Array,
-  u2: Uint16Array,
-  i4: Int32Array,
-  u4: Uint32Array,
-  i8: BigInt64Array,
-  u8: BigUint64Array,
-  f4: Float32Array,
-  f8: Float64Array
-};
-function toArrayBuffer(value) {
-  if (!value) return new ArrayBuffer(0);
-  if (value instanceof ArrayBuffer) return value;
-  if (ArrayBuffer.isView(value)) {
-    return value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength);
-  }
-  return new ArrayBuffer(0);
-}
-function decodeColumns(summary, data) {
-  const buffer = toArrayBuffer(data);
-  const count = summary.count || 0;
-  const columns = {};
-  for (const [name, spec] of Object.entries(summary.layout || {})) {
-    columns[name] = new TYPES[spec.dtype](buffer, spec.offset, count);
-  }
-  return { count, columns };
 }
 
 // luisa_nb/widgets/static/src/timeline/records.js
@@ -1208,7 +1247,7 @@ var Timeline = class {
   // Read the model's data and open on it.
   load() {
     this.summary = this.model.get("summary") || {};
-    this.hazards = this.model.get("hazards") || [];
+    this.hazards = modelHazards(this.model);
     this.findings = this.model.get("findings") || [];
     this.records = decodeRecords(this.summary, this.model.get("data"), this.hazards);
     this.textWidths.clear();

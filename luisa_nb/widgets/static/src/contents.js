@@ -9,6 +9,7 @@
 // and the command id added; the reply echoes both and is handed to that view.
 
 import diffView from "./diff.js";
+import { toArrayBuffer } from "./shared/columns.js";
 import { element } from "./shared/dom.js";
 import { widget } from "./shared/widget.js";
 
@@ -79,7 +80,7 @@ function render({ model, el }) {
   }
 
   function step(direction) {
-    const steps = model.get("steps") || [];
+    const steps = new Int32Array(toArrayBuffer(model.get("steps")));
     if (!steps.length) return;
     const current = model.get("selected_command");
     let at = steps.indexOf(current);

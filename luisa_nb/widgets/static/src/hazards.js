@@ -3,11 +3,13 @@
 // occurrences expands to them. Click a place to select its first occurrence, or an
 // occurrence to select it.
 //
-// Model keys read: findings (JSON list of groups), hazards (JSON list, every occurrence),
+// Model keys read: findings (JSON list of groups), hazard_layout and hazard_data (every
+// occurrence, packed; a static page: hazards, a JSON list),
 // selected_hazard, anchor (the id the list takes, where "and N more" links point).
 // Key written: selected_hazard. Many places show STEP at a time ("show more"), and so
 // do the occurrences of one place.
 
+import { modelHazards } from "./shared/columns.js";
 import { widget } from "./shared/widget.js";
 
 const STEP = 200;
@@ -103,7 +105,7 @@ function render({ model, el }) {
   }
 
   function paint() {
-    const hazards = model.get("hazards") || [];
+    const hazards = modelHazards(model);
     const groups = model.get("findings") || [];
     const selected = model.get("selected_hazard");
     const anchor = model.get("anchor");

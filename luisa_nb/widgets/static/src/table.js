@@ -5,11 +5,11 @@
 // is record 12).
 //
 // Model keys read: summary (with ranges, details, errors), data (the packed columns, as
-// for the timeline), hazards, selected_command, selected_commands, record_details (the
-// device and host ranges of the selected record, for traces too large for the summary
-// to hold them). Key written: selected_command.
+// for the timeline), hazards (as the timeline reads them), selected_command,
+// selected_commands, record_details (the device and host ranges of the selected record,
+// for traces too large for the summary to hold them). Key written: selected_command.
 
-import { decodeColumns } from "./shared/columns.js";
+import { decodeColumns, modelHazards } from "./shared/columns.js";
 import { element } from "./shared/dom.js";
 import { widget } from "./shared/widget.js";
 
@@ -104,7 +104,7 @@ function render({ model, el }) {
   el.replaceChildren(root);
 
   let summary = model.get("summary") || {};
-  let hazards = model.get("hazards") || [];
+  let hazards = modelHazards(model);
   let data = decode(summary, model.get("data"), hazards);
   let first = -1;
   let last = -1;
@@ -331,7 +331,7 @@ function render({ model, el }) {
   };
   const onData = () => {
     summary = model.get("summary") || {};
-    hazards = model.get("hazards") || [];
+    hazards = modelHazards(model);
     data = decode(summary, model.get("data"), hazards);
     applyFilter(search.value);
     showDetails();

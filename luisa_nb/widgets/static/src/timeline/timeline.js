@@ -3,7 +3,8 @@
 // The widget module's default export renders it; the static page renders it with a
 // stand-in model.
 //
-// Model keys read: summary (JSON: layout, lanes, kinds, texts, meta), hazards (JSON),
+// Model keys read: summary (JSON: layout, lanes, kinds, texts, meta), hazard_layout and
+// hazard_data (packed; a static page: hazards, JSON),
 // data (the packed columns, bytes), selected_command, selected_hazard, selected_commands.
 // Keys written (on click): selected_command, selected_hazard.
 //
@@ -11,6 +12,7 @@
 // each draw, so the canvas follows JupyterLab's light and dark themes (and a live switch).
 // The view opens on the first hazard; Fit shows the whole trace. Input: controls.js.
 
+import { modelHazards } from "../shared/columns.js";
 import { element } from "../shared/dom.js";
 import { readTheme } from "../shared/theme.js";
 import { widget } from "../shared/widget.js";
@@ -83,7 +85,7 @@ class Timeline {
   // Read the model's data and open on it.
   load() {
     this.summary = this.model.get("summary") || {};
-    this.hazards = this.model.get("hazards") || [];
+    this.hazards = modelHazards(this.model);
     this.findings = this.model.get("findings") || [];
     this.records = decodeRecords(this.summary, this.model.get("data"), this.hazards);
     this.textWidths.clear();
