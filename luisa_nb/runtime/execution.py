@@ -23,9 +23,9 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_RECORDER, NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
-from luisa_nb.recording.clock import now
 from luisa_nb.runtime.commands import (
     CopyCommand,
     DispatchCommand,
@@ -244,5 +244,10 @@ def _run_dispatches(
     limit = QUICK_DISPATCH_NANOSECONDS * (len(batch) if len(memos) == 1 else 1)
     quick = error is None and now() - began <= limit
     for memo in memos:
-        memo.quick_dims = memo.prepared[0] if quick else None
+        if quick:
+            memo.quick_dims, memo.slow_once = memo.prepared[0], False
+        elif memo.slow_once or memo.quick_dims != memo.prepared[0]:
+            memo.quick_dims = None
+        else:
+            memo.slow_once = True
     return end, done, error

@@ -19,9 +19,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import queue
-from collections import deque
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
