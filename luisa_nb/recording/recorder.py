@@ -306,6 +306,8 @@ class TraceRecorderBase(Recorder):
         self._lock = threading.Lock()
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
+        self._last_download: Callable[[], np.ndarray | None] = _nothing
+        """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
         self._capture = trace.capture
         self.initial_pending: dict[int, Any] = {}
@@ -332,8 +334,13 @@ class TraceRecorderBase(Recorder):
         self._array_names[id(array)] = (weakref.ref(array), name)
 
     def download_enqueued(self, host: np.ndarray) -> None:
+        if self._last_download() is host:  # a loop downloads into one array: noted already
+            return
         self._note_array(host)
         self._watch_release(host)
+        known = self._array_names.get(id(host))
+        if known is not None and known[0]() is host:
+            self._last_download = known[0]
 
     def _watch_release(self, host: np.ndarray) -> None:
         """Watch the array owning ``host``'s memory, to record a :class:`ReleaseRecord`
@@ -618,6 +625,11 @@ def _same_launch(first: KernelLaunch, second: KernelLaunch) -> bool:
             for a, b in zip(first.scalars, second.scalars, strict=True)
         )
     )
+
+
+def _nothing() -> None:
+    """A weak reference to nothing."""
+    return None
 
 
 def _or_missing(value: int | None) -> int:
