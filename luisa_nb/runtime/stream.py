@@ -55,6 +55,8 @@ _stream_ids = itertools.count(0)
 _streams_with_pending: weakref.WeakSet[Stream] = weakref.WeakSet()
 """Streams whose implicit command list was not empty when a command was last added."""
 _event_ids = itertools.count(1)
+_SYNCHRONIZE, _OK = SyncKind.SYNCHRONIZE, Status.OK
+"""Read off the enums once: reading a member off an enum class is a Python call."""
 _STOP = None
 
 
@@ -383,7 +385,7 @@ class Stream:
             return
         self.execute()
         recorder = active_recorder()
-        token = recorder.sync_issued(SyncKind.SYNCHRONIZE, self, None, next_id())
+        token = recorder.sync_issued(_SYNCHRONIZE, self, None, next_id())
         try:
             ran = self._run_queued()
         except KeyboardInterrupt:
@@ -391,7 +393,7 @@ class Stream:
             raise
         if not ran:
             self._drain(recorder, token)
-        recorder.sync_completed(token, Status.OK)
+        recorder.sync_completed(token, _OK)
         if self._failures:
             raise failure_error(self._take_failures(), self.name)
 
