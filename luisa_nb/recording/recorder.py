@@ -556,8 +556,8 @@ class TraceRecorderBase(Recorder):
                 self._last_placed[stream_id] = seq
             token = len(self.syncs)
             self.syncs.append(
-                sync_id, seq, _SYNC_KIND_CODES[kind._value_], _or_missing(stream_id), _or_missing(event),
-                _or_missing(covered), issued,
+                sync_id, seq, _SYNC_KIND_CODES[kind._value_], _or_missing(stream_id),
+                _or_missing(event), _or_missing(covered), issued,
             )  # fmt: skip
         if kind in HOST_WAITS:
             self._host_waits[token] = seq
