@@ -148,8 +148,9 @@ def main() -> None:
             rows.append([f"{loop} [{arguments.staging}]", round(untraced), round(traced),
                          traced / untraced])  # fmt: skip
     print_table(
-        f"instructions per command (callgrind, {COUNTS[1]:,} minus {COUNTS[0]:,} commands, "
-        f"both threads), recorder hooks in {'C' if row_appender.NATIVE else 'Python'} "
+        f"instructions per command (callgrind, {COUNTS[1]:,} minus {COUNTS[0]:,} commands; "
+        f"per step: {NOTEBOOK_STEPS[1]:,} minus {NOTEBOOK_STEPS[0]:,} steps; both threads), "
+        f"recorder hooks in {'C' if row_appender.NATIVE else 'Python'} "
         f"({load_average()})",
         ["loop", "untraced", "traced", "traced/untraced"],
         rows,
