@@ -21,7 +21,9 @@ on four runtimes:
 The forms take turns, one repeat each, garbage collected before each (untimed), so a
 change in the machine's load falls on all alike. A ratio is the median over the rounds
 of that round's ratio; the table gives the median µs per step and the fastest beside it,
-and the load average.
+and the load average. The CPU columns give the process's CPU time per step (every thread:
+luisa_nb's workers, real luisa-python's native ones) and its ratios: on a machine other
+processes keep busy, waiting for a core counts in the wall time but not in the CPU time.
 """
 
 from __future__ import annotations
@@ -124,26 +126,27 @@ def main() -> int:
     if real is not None:
         names.append("real luisa-python 0.3.7 (untraced)")
         forms.append(real)
-    seconds, _, _ = interleaved(forms, repeats)
-    reference = seconds[0]
-    real_seconds = seconds[3] if real is not None else None
+    seconds, cpu_seconds, _ = interleaved(forms, repeats)
+    real_index = 3 if real is not None else None
     rows = []
-    for name, runs in zip(names, seconds, strict=True):
-        rows.append(
-            [
-                name,
+    for index, name in enumerate(names):
+        row = [name]
+        for times in (seconds, cpu_seconds):
+            runs = times[index]
+            row += [
                 statistics.median(runs) / steps * 1e6,
-                min(runs) / steps * 1e6,
-                median_ratio(runs, reference),
-                "" if real_seconds is None else median_ratio(runs, real_seconds),
+                median_ratio(runs, times[0]),
+                "" if real_index is None else median_ratio(runs, times[real_index]),
             ]
-        )
+        row.insert(2, min(seconds[index]) / steps * 1e6)
+        rows.append(row)
     print_table(
         f"fresh-array loop ({SIZE} float32 up, kernel, down, synchronous), µs per step over "
         f"{steps:,} steps, median of {repeats} ({load_average()})",
-        ["runtime", "µs per step", "fastest µs", "vs luisa_nb untraced", "vs real luisa"],
+        ["runtime", "µs per step", "fastest µs", "vs luisa_nb untraced", "vs real luisa",
+         "CPU µs", "CPU vs untraced", "CPU vs real"],
         rows,
-    )
+    )  # fmt: skip
     if real is None:
         print(f"real luisa-python left out: {why_not}")
     return 0

@@ -98,8 +98,9 @@ in :data:`SYNC_KINDS`)."""
 COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
 """A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
 by its position in :data:`STATUSES`, ``error`` by its position in ``sync_errors``."""
-_SYNC_KIND_CODES = {kind: code for code, kind in enumerate(SYNC_KINDS)}
-_STATUS_CODES = {status: code for code, status in enumerate(STATUSES)}
+_SYNC_KIND_CODES = {kind._value_: code for code, kind in enumerate(SYNC_KINDS)}
+_STATUS_CODES = {status._value_: code for code, status in enumerate(STATUSES)}
+"""Keyed by the members' values: hashing an enum member is a Python call."""
 
 
 FrameSite = tuple[CodeType, int] | None
@@ -107,6 +108,7 @@ FrameSite = tuple[CodeType, int] | None
 
 HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
 """Sync points at which the host waits for the device."""
+_SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
 
 UNNAMED_LIMIT = 8
 """How many unnamed arrays one line of user code may make before it is not looked at."""
@@ -307,6 +309,8 @@ class TraceRecorderBase(Recorder):
         self._lock = threading.Lock()
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._unnamed_sites: dict[tuple[Any, int], int] = {}
+        self._last_download: Callable[[], np.ndarray | None] = _nothing
+        """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
         self._capture = trace.capture
         self.initial_pending: dict[int, Any] = {}
@@ -333,8 +337,13 @@ class TraceRecorderBase(Recorder):
         self._array_names[id(array)] = (weakref.ref(array), name)
 
     def download_enqueued(self, host: np.ndarray) -> None:
+        if self._last_download() is host:  # a loop downloads into one array: noted already
+            return
         self._note_array(host)
         self._watch_release(host)
+        known = self._array_names.get(id(host))
+        if known is not None and known[0]() is host:
+            self._last_download = known[0]
 
     def _watch_release(self, host: np.ndarray) -> None:
         """Watch the array owning ``host``'s memory, to record a :class:`ReleaseRecord`
@@ -536,7 +545,7 @@ class TraceRecorderBase(Recorder):
     def sync_issued(self, kind: SyncKind, stream: Any, event: int | None, sync_id: int) -> int:
         """Log the sync point; returns its row in :attr:`syncs`."""
         stream_id = None if stream is None else stream.id
-        covers = kind is SyncKind.SYNCHRONIZE
+        covers = kind is _SYNCHRONIZE
         covered = None
         with self._lock:
             looked_at, last = self._looked_at.get(stream_id, (0, None))
@@ -551,8 +560,8 @@ class TraceRecorderBase(Recorder):
                 self._last_placed[stream_id] = seq
             token = len(self.syncs)
             self.syncs.append(
-                sync_id, seq, _SYNC_KIND_CODES[kind], _or_missing(stream_id), _or_missing(event),
-                _or_missing(covered), issued,
+                sync_id, seq, _SYNC_KIND_CODES[kind._value_], _or_missing(stream_id),
+                _or_missing(event), _or_missing(covered), issued,
             )  # fmt: skip
         if kind in HOST_WAITS:
             self._host_waits[token] = seq
@@ -564,7 +573,7 @@ class TraceRecorderBase(Recorder):
             with self._lock:
                 error_code = len(self.sync_errors)
                 self.sync_errors.append(error)
-        self.sync_completions.append(token, now(), _STATUS_CODES[status], error_code)
+        self.sync_completions.append(token, now(), _STATUS_CODES[status._value_], error_code)
         self._host_waits.pop(token, None)
 
     def range_opened(self, name: str) -> RangeRecord:
@@ -622,6 +631,11 @@ def _same_launch(first: KernelLaunch, second: KernelLaunch) -> bool:
             for a, b in zip(first.scalars, second.scalars, strict=True)
         )
     )
+
+
+def _nothing() -> None:
+    """A weak reference to nothing."""
+    return None
 
 
 def _or_missing(value: int | None) -> int:

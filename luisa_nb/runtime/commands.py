@@ -267,13 +267,26 @@ class DispatchMemo:
     so a kernel may keep it after its commands are gone, for the next dispatch on the
     same live buffers."""
 
-    __slots__ = ("described", "device_ranges", "named_scalars", "prepared")
+    __slots__ = (
+        "described",
+        "device_ranges",
+        "named_scalars",
+        "prepared",
+        "quick_dims",
+        "slow_once",
+    )
 
     def __init__(self) -> None:
         self.device_ranges: tuple[DeviceRange, ...] | None = None
         self.named_scalars: tuple[tuple[str, Any], ...] | None = None
         self.described: tuple[tuple[int, int, int], str, TraceFields] | None = None
         self.prepared: tuple[tuple[int, int, int], Any] | None = None
+        self.quick_dims: tuple[int, int, int] | None = None
+        """The size whose prepared launches run quickly (see
+        :func:`~luisa_nb.runtime.execution.runs_quickly`); ``slow_once``: the latest of
+        them did not (one slow launch is taken for the machine's load, two for the
+        kernel's)."""
+        self.slow_once = False
 
 
 class DispatchArguments:

@@ -23,10 +23,37 @@ from typing import Any
 
 from luisa_nb.backends.base import Backend, DeviceSpan, OperationFailed
 from luisa_nb.errors import KernelCancelledError
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_RECORDER, NULL_TIMER, RunTimer
 from luisa_nb.recording.records import Status
-from luisa_nb.runtime.commands import DispatchCommand, start_run
-from luisa_nb.runtime.staging import Run, Staging, Step, Transfers
+from luisa_nb.runtime.commands import (
+    CopyCommand,
+    DispatchCommand,
+    DownloadCommand,
+    FillCommand,
+    UploadCommand,
+    start_run,
+)
+from luisa_nb.runtime.staging import Run, Staging, Step, Transfers, UploadChunk
+
+QUICK_DISPATCH_NANOSECONDS = 50_000
+"""A prepared launch that ran within this is quick: a waiting caller may run it itself."""
+_TRANSFERS = frozenset({UploadCommand, DownloadCommand, CopyCommand, FillCommand, UploadChunk})
+
+
+def runs_quickly(steps: Sequence[Step]) -> bool:
+    """Whether every step of a run is quick to run on the thread that waits for it: a
+    transfer (host memory or device memory moved, at the speed of a copy), or a dispatch
+    whose arguments' launch of this size ran within :data:`QUICK_DISPATCH_NANOSECONDS` the
+    last time. A caller that runs such work itself answers Ctrl-C within about that."""
+    for step in steps:
+        kind = type(step)
+        if kind is DispatchCommand:
+            if step.arguments.memo.quick_dims != step.dims:
+                return False
+        elif kind not in _TRANSFERS:
+            return False
+    return True
 
 
 def exception_text(error: BaseException) -> str:
@@ -194,6 +221,7 @@ def _run_dispatches(
     end, count = start + 1, len(order)
     step = order[start]
     arguments, dims, ready = step.arguments, step.dims, first
+    memos = [arguments.memo]
     while end < count:
         step = order[end]
         if type(step) is not DispatchCommand:
@@ -206,7 +234,20 @@ def _run_dispatches(
             if ready is None:
                 break
             arguments, dims = step.arguments, step.dims
+            if arguments.memo is not memos[-1]:
+                memos.append(arguments.memo)
         batch.append(ready)
         end += 1
+    began = now()
     done, error = backend.run_dispatches(batch, timer.times)
+    # a batch of one kernel's launches is timed per launch, one of several kernels whole
+    limit = QUICK_DISPATCH_NANOSECONDS * (len(batch) if len(memos) == 1 else 1)
+    quick = error is None and now() - began <= limit
+    for memo in memos:
+        if quick:
+            memo.quick_dims, memo.slow_once = memo.prepared[0], False
+        elif memo.slow_once or memo.quick_dims != memo.prepared[0]:
+            memo.quick_dims = None
+        else:
+            memo.slow_once = True
     return end, done, error

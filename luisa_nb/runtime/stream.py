@@ -16,10 +16,12 @@ raises, on the worker or in a callback, stops a worker.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import queue
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -32,12 +34,13 @@ from luisa_nb.errors import (
     InvalidArgumentError,
     StreamError,
 )
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.naming import variable_name
 from luisa_nb.recording.recorder import Recorder, active_recorder, register_pending_finder
 from luisa_nb.recording.records import PendingCommand, Status, SyncKind
 from luisa_nb.runtime.callbacks import callback_thread, in_callback, wait_in_callback
 from luisa_nb.runtime.commands import Command, next_id, report_submitted
-from luisa_nb.runtime.execution import Executor, Failure, exception_text
+from luisa_nb.runtime.execution import Executor, Failure, exception_text, runs_quickly
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend
@@ -52,6 +55,8 @@ _stream_ids = itertools.count(0)
 _streams_with_pending: weakref.WeakSet[Stream] = weakref.WeakSet()
 """Streams whose implicit command list was not empty when a command was last added."""
 _event_ids = itertools.count(1)
+_SYNCHRONIZE, _OK = SyncKind.SYNCHRONIZE, Status.OK
+"""Read off the enums once: reading a member off an enum class is a Python call."""
 _STOP = None
 
 
@@ -60,30 +65,110 @@ def next_stream_id() -> int:
     return next(_stream_ids)
 
 
-def _work(items: queue.SimpleQueue, failures: list[Failure], executor: Executor) -> None:
+QUICK_RUN_DELAY_NANOSECONDS = 1_000_000
+"""How long the worker leaves a quick run (:func:`~luisa_nb.runtime.execution.runs_quickly`)
+queued for a caller that waits for it to run itself (:meth:`Stream.synchronize`)."""
+
+
+LINGERING_DELAYS = 16
+"""For how many quick-run delays after the last quick run was queued the worker keeps
+looking at the queue once per delay, rather than waiting for a wake: a loop of small steps
+queues the next one long before that."""
+
+
+class WorkQueue:
+    """A stream's work waiting to run, in order: runs (tuples) and other items
+    (callables). Whoever runs queued work (the stream's worker, or a caller that waits
+    for it: :meth:`Stream.synchronize`) holds ``running`` while it takes items and while
+    they run, so items run one at a time and in order. Nothing here refers to the
+    stream, so the stream can be freed while its worker waits.
+
+    Waking the worker costs more than a quick run itself (two thread switches, and the
+    GIL handed over twice), so the worker takes a quick run only once it has waited
+    :data:`QUICK_RUN_DELAY_NANOSECONDS`: a loop of small synchronous steps runs on the
+    user's thread and never wakes it. Any other item (a run that is not quick or holds
+    staging memory, a sync point, a callback) wakes the worker at once, and it then runs
+    everything queued before it too."""
+
+    __slots__ = ("asleep", "due", "items", "running", "urgent", "wakes")
+
+    def __init__(self) -> None:
+        self.items: deque = deque()
+        self.running = threading.Lock()
+        self.wakes: queue.SimpleQueue = queue.SimpleQueue()
+        self.asleep = False
+        """Whether the worker waits with no time limit: a push must wake it."""
+        self.urgent = False
+        """Whether an item that should run at once was pushed since the worker last took
+        the queue."""
+        self.due = 0
+        """When the oldest queued quick run is due to be run by the worker (host clock)."""
+
+    def push(self, item: object) -> None:
+        """Queue ``item``; wake the worker if ``item`` should run at once or the worker
+        waits with no time limit."""
+        items = self.items
+        if type(item) is not tuple or item[1] or not runs_quickly(item[0]):
+            items.append(item)
+            self.urgent = True
+            self.wakes.put(None)
+            return
+        if not items:
+            self.due = now() + QUICK_RUN_DELAY_NANOSECONDS
+        items.append(item)
+        if self.asleep:
+            self.wakes.put(None)
+
+    def wait(self) -> None:
+        """On the worker: wait until the queued items are due, or until a push may have
+        made them so. A push that comes between a check and the wait sends a wake."""
+        if self.items:
+            if self.urgent:
+                return
+            left = self.due - now()
+        elif now() < self.due + QUICK_RUN_DELAY_NANOSECONDS * LINGERING_DELAYS:
+            left = QUICK_RUN_DELAY_NANOSECONDS  # a loop may be pushing quick runs: poll
+        else:
+            self.asleep = True
+            if not self.items:
+                self.wakes.get()
+            self.asleep = False
+            return
+        if left > 0:
+            with contextlib.suppress(queue.Empty):
+                self.wakes.get(timeout=left / 1e9)
+
+    def due_now(self) -> bool:
+        """Whether the worker should take the queue now."""
+        return bool(self.items) and (self.urgent or now() >= self.due)
+
+
+def _work(work: WorkQueue, failures: list[Failure], executor: Executor) -> None:
     """A stream's worker: runs the queued items in order, runs (tuples) with ``executor``
     and calls the others. Runs queued one after another are taken together, so that
     their dispatches can share one backend call."""
-    following = None
+    items, running = work.items, work.running
     while True:
-        item, following = (items.get() if following is None else following), None
-        if item is _STOP:
-            return
-        try:
-            if type(item) is tuple:
-                runs = [item]
-                while not items.empty():  # this worker is the only reader
-                    following = items.get_nowait()
-                    if type(following) is not tuple:
-                        break
-                    runs.append(following)
-                    following = None
-                executor.execute_runs(runs)
-            else:
-                item()
-        except BaseException as error:
-            failures.append(Failure(0, "stream work item", error, 0))
-        item = runs = None  # drop the finished work before blocking, so its stream can be freed
+        work.wait()
+        if not work.due_now():
+            continue
+        with running:
+            work.urgent = False
+            while items:
+                item = items.popleft()
+                if item is _STOP:
+                    return
+                try:
+                    if type(item) is tuple:
+                        runs = [item]
+                        while items and type(items[0]) is tuple:
+                            runs.append(items.popleft())
+                        executor.execute_runs(runs)
+                    else:
+                        item()
+                except BaseException as error:
+                    failures.append(Failure(0, "stream work item", error, 0))
+                item = runs = None  # drop the finished work, so its stream can be freed
 
 
 class Event:
@@ -128,10 +213,10 @@ class Stream:
         "__weakref__",
         "_executor",
         "_failures",
-        "_items",
         "_pending",
         "_pending_lock",
         "_transfers_submit",
+        "_work_queue",
         "_worker",
         "_worker_lock",
         "device",
@@ -148,7 +233,7 @@ class Stream:
         self.id = next_stream_id()
         self.device = device
         self.name = name or f"stream{self.id}"
-        self._items: queue.SimpleQueue = queue.SimpleQueue()
+        self._work_queue = WorkQueue()
         self._failures: list[Failure] = []
         self._executor = Executor(device.backend, device.transfers, self._failures)
         self._worker: threading.Thread | None = None
@@ -160,7 +245,7 @@ class Stream:
     def _enqueue(self, item: Callable[[], None]) -> None:
         if self._worker is None:
             self._start_worker()
-        self._items.put(item)
+        self._work_queue.push(item)
 
     def _start_worker(self) -> None:
         """Start the worker on first use; the lock keeps two first submits to one worker."""
@@ -169,14 +254,14 @@ class Stream:
                 return
             worker = threading.Thread(
                 target=_work,
-                args=(self._items, self._failures, self._executor),
+                args=(self._work_queue, self._failures, self._executor),
                 name=f"luisa_nb {self.name}",
                 daemon=True,
             )
             worker.start()
             # Not at exit: work submitted by atexit handlers (luisa's final synchronize)
             # still needs the worker; a daemon thread ends with the process anyway.
-            weakref.finalize(self, self._items.put, _STOP).atexit = False
+            weakref.finalize(self, self._work_queue.push, _STOP).atexit = False
             self._worker = worker
 
     def _claimed(self, commands: Iterable[Command]) -> list[Command]:
@@ -287,7 +372,7 @@ class Stream:
             report_submitted(recorder, self, commands)
         if self._worker is None:
             self._start_worker()
-        self._transfers_submit(commands, recorder, self._items.put)
+        self._transfers_submit(commands, recorder, self._work_queue.push)
 
     def synchronize(self) -> None:
         """Block until everything submitted so far has run; raise the failures since the
@@ -300,11 +385,54 @@ class Stream:
             return
         self.execute()
         recorder = active_recorder()
-        token = recorder.sync_issued(SyncKind.SYNCHRONIZE, self, None, next_id())
-        self._drain(recorder, token)
-        recorder.sync_completed(token, Status.OK)
+        token = recorder.sync_issued(_SYNCHRONIZE, self, None, next_id())
+        try:
+            ran = self._run_queued()
+        except KeyboardInterrupt:
+            recorder.sync_completed(token, Status.CANCELLED)
+            raise
+        if not ran:
+            self._drain(recorder, token)
+        recorder.sync_completed(token, _OK)
         if self._failures:
             raise failure_error(self._take_failures(), self.name)
+
+    def _run_queued(self) -> bool:
+        """Run the stream's queued work on this thread, which would only wait for it, when
+        the worker is not running any and every queued item is a quick run
+        (:func:`~luisa_nb.runtime.execution.runs_quickly`); returns whether it did (an
+        empty queue included). Work queued by other threads meanwhile is left to the
+        worker. Ctrl-C during a step fails it, skips the rest of its run and raises
+        ``KeyboardInterrupt`` here."""
+        work = self._work_queue
+        running = work.running
+        if not running.acquire(False):
+            return False
+        try:
+            items = work.items
+            if not items:
+                return True
+            runs = list(items)  # pushes only append, and only a holder of `running` pops
+            for run in runs:
+                if type(run) is not tuple or not runs_quickly(run[0]):
+                    return False
+            for _ in runs:
+                items.popleft()
+            failures = self._failures
+            known = len(failures)
+            self._executor.execute_runs(runs)
+        finally:
+            running.release()
+        if len(failures) > known and any(
+            isinstance(failure.error, KeyboardInterrupt) for failure in failures[known:]
+        ):
+            failures[known:] = [
+                failure
+                for failure in failures[known:]
+                if not isinstance(failure.error, KeyboardInterrupt)
+            ]
+            raise KeyboardInterrupt
+        return True
 
     def _drain(self, recorder: Recorder, token: object) -> None:
         done = threading.Event()

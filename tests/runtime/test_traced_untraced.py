@@ -18,20 +18,38 @@ from luisa_nb.conformance.runner import run_program
 from luisa_nb.recording import recorder as recorder_module
 from luisa_nb.recording.recorder import Recorder, TraceRecorder
 from luisa_nb.runtime.host import HOST_MEMORY
+from luisa_nb.runtime.stream import Stream
 
 HostAccess = tuple[str, str, int, str]
 
 
 class HostAccessProbe:
     """Wraps the recorder's host hooks (the null recorder's and a trace's alike) to list
-    each thread's host accesses, checking that the lock is held at each."""
+    each thread's host accesses, checking that the lock is held at each. Work a waiting
+    caller runs itself (``Stream._run_queued``) counts as its stream worker's: which
+    thread takes a quick run depends on timing."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.accesses: dict[str, list[HostAccess]] = defaultdict(list)
         self.unlocked: list[HostAccess] = []
+        self.running_for = threading.local()
         for recorder_class in (Recorder, TraceRecorder):
             for hook in ("host_read", "host_write"):
                 monkeypatch.setattr(recorder_class, hook, self._wrap(recorder_class, hook))
+        run_queued = Stream._run_queued
+
+        def run_queued_as_worker(stream):
+            self.running_for.stream = stream
+            try:
+                return run_queued(stream)
+            finally:
+                self.running_for.stream = None
+
+        monkeypatch.setattr(Stream, "_run_queued", run_queued_as_worker)
+
+    def _thread_name(self) -> str:
+        stream = getattr(self.running_for, "stream", None)
+        return threading.current_thread().name if stream is None else f"luisa_nb {stream.name}"
 
     def _wrap(self, recorder_class: type, hook: str):
         original = getattr(recorder_class, hook)
@@ -39,7 +57,7 @@ class HostAccessProbe:
         def probe(recorder, row, *rest):
             data = rest[-1]
             digest = xxhash.xxh3_64_hexdigest(data)
-            access = (threading.current_thread().name, hook, data.nbytes, digest)
+            access = (self._thread_name(), hook, data.nbytes, digest)
             (self.accesses[access[0]] if HOST_MEMORY.locked() else self.unlocked).append(access)
             return original(recorder, row, *rest)
 
