@@ -320,7 +320,7 @@ def test_verify_names_failures_and_records_other_than_predicted(execute_device):
     run = run_program(execute_device, program)
     final = run.failures.pop(FINAL_SYNC)
     run.failures[(0,)] = final
-    record = run.trace.command(run.command_ids[1])
+    record = next(r for r in run.trace.commands if r.id == run.command_ids[1])
     record.status = Status.OK
     problems = verify_run(run, "execute")
     assert problems[0] == (

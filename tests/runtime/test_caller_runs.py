@@ -172,8 +172,8 @@ def test_ctrl_c_in_work_run_by_the_caller_raises_keyboard_interrupt(monkeypatch,
     with lnb.trace() as trace, pytest.raises(KeyboardInterrupt):
         step(buffer, np.full(SIZE, 3.0, np.float32), out)
     assert interrupted
-    (failed,) = [record for record in trace.commands if record.id == interrupted[0]]
-    assert failed.status is Status.FAILED
+    (number,) = trace.numbers_of(interrupted)
+    assert trace.command(number).status is Status.FAILED
     step(buffer, np.full(SIZE, 6.0, np.float32), out)  # no failure is left to raise
     np.testing.assert_array_equal(out, 12.0)
 
