@@ -35,6 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from json.encoder import c_make_encoder, encode_basestring_ascii
+from json.scanner import c_make_scanner
 from typing import Any
 
 PROTOCOL_VERSION = 5
@@ -74,12 +76,23 @@ class ProtocolError(Exception):
     """A message does not follow the protocol; the text says which part and why."""
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one instance: its C encoder is reused
+def _unencodable(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+# The standard library's C encoder and scanner, made once: json.dumps and json.loads
+# build them on every call, which costs more than encoding or reading a small message.
+# The encoder's flags are json.dumps's defaults: keys unsorted, none skipped, NaN allowed.
+_ENCODE = c_make_encoder(
+    None, _unencodable, encode_basestring_ascii, None, ":", ",", False, False, True
+)
 _DECODER = json.JSONDecoder()
+_SCAN = c_make_scanner(_DECODER)
 
 
 def encode(header: dict[str, Any]) -> bytes:
-    return _ENCODER.encode(header).encode()
+    """``header`` as compact JSON (ASCII)."""
+    return "".join(_ENCODE(header, 0)).encode()
 
 
 def decode(
@@ -89,7 +102,13 @@ def decode(
     if len(frame) > limit:
         raise ProtocolError(f"{what} of {len(frame)} bytes exceeds {limit}")
     try:
-        header = _DECODER.decode(bytes(frame).decode())
+        text = str(frame, "utf-8")
+        try:  # a message as our peers write it: one value, no whitespace around it
+            header, end = _SCAN(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):  # anything else: the full decoder accepts or explains it
+            header = _DECODER.decode(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ProtocolError(f"{what} is not JSON: {error}") from None
     if type(header) is not dict:
