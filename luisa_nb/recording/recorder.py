@@ -448,7 +448,7 @@ class TraceRecorderBase(Recorder):
         (``device.staging.value``, looked up once per stream: an enum's value is slow)."""
         device = stream.device
         if stream.id not in self.trace.streams:
-            self.trace.streams[stream.id] = StreamInfo(stream.id, device.name, stream.name)
+            self.trace.streams[stream.id] = StreamInfo(stream.id, device.label, stream.name)
         self._policies[stream.id] = device.staging.value
 
     def _first_use(self, buffer: Any, device: Any) -> None:
@@ -465,7 +465,7 @@ class TraceRecorderBase(Recorder):
             buffer.nbytes,
             dtype,
             math.prod(shape),
-            device.name,
+            device.label,
             buffer.name,
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
             getattr(buffer, "created", None),

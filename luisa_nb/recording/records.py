@@ -322,9 +322,17 @@ class KernelLaunch:
 
 @dataclass(slots=True)
 class StreamInfo:
+    """A stream of the trace; ``device`` is its device's label (``cpu``, ``luisa:cpu``,
+    ``remote:127.0.0.1:5557``: the backend, then what tells its devices apart)."""
+
     id: int
     device: str
     name: str
+
+    @property
+    def backend(self) -> str:
+        """The backend's name: the device label up to its first colon."""
+        return self.device.partition(":")[0]
 
 
 @dataclass(slots=True)
