@@ -12,7 +12,10 @@ backend, under one staging policy: the per-command cost of synchronous round tri
 tiny dispatches; COUNT 4 KiB uploads), and one large upload (``copy_from``, then
 synchronize) and download (``copy_to(sync=True)``) of BULK_MIB, each also as a share of
 a numpy copy of the same bytes timed just before it (the load of a shared machine
-changes between loops). Then the luisa-python benchmark
+changes between loops) and as a share of the local cpu backend's rate under the same
+staging policy: under ``staging="submit"`` every backend first copies an upload into
+staging memory at ``submit()``, so that, not a numpy copy, is the fair reference for
+uploads there. Then the luisa-python benchmark
 programs (vectors and structs) on remote and on cpu, each in a process of its own, and
 the resident memory (VmRSS) of the server and of the worker serving this device, before
 and after RSS_COMMANDS batched commands (``--rss-commands 0`` skips it; 1,000,000 take
@@ -22,6 +25,7 @@ about half a minute here). The load average is printed with each table.
 from __future__ import annotations
 
 import argparse
+import socket
 import subprocess
 import sys
 import time
@@ -49,6 +53,42 @@ PROGRAMS = {  # program: its arguments after the backend name
 @lnb.kernel(mode="c")
 def tiny(target):
     target.write(lnb.dispatch_id().x, 1.0)
+
+
+ECHO_SERVER = """
+import socket, sys, time
+link = socket.socket(fileno=int(sys.argv[1]))
+work = float(sys.argv[2]) * 1e-6
+while message := link.recv(4096):
+    end = time.perf_counter() + work
+    while time.perf_counter() < end:
+        pass
+    link.sendall(message)
+"""
+
+
+def echo_round_trip(work_us: float, count: int) -> float:
+    """Seconds of a round trip of 200 bytes over a Unix socket to another process that
+    answers after ``work_us`` of busy work: the floor under the remote round trip here
+    (a thread that sleeps longer wakes more slowly on some machines, VMs above all)."""
+    mine, theirs = socket.socketpair()
+    server = subprocess.Popen(
+        [sys.executable, "-c", ECHO_SERVER, str(theirs.fileno()), str(work_us)],
+        pass_fds=[theirs.fileno()],
+    )
+    theirs.close()
+    message = b"x" * 200
+
+    def echoes():
+        for _ in range(count):
+            mine.sendall(message)
+            mine.recv(4096)
+
+    try:
+        return best_of(echoes, 3) / count
+    finally:
+        mine.close()
+        server.wait()
 
 
 def server_rss_kib(pid: int) -> int:
@@ -115,11 +155,14 @@ def compare_devices(staging: str, count: int, round_trips: int, bulk_mib: int) -
         ],
         [f"{count} 4 KiB uploads (commands/s)", *(count / r["uploads"] for r in results.values())],
     ]
+    local = results["cpu"]
     for what in ("bulk upload", "bulk download"):
         rates = [gigabytes / r[what] for r in results.values()]
         shares = [f"{r['numpy copy'] / r[what]:.0%}" for r in results.values()]
+        against_local = [f"{local[what] / r[what]:.0%}" for r in results.values()]
         rows.append([f"{bulk_mib} MiB {what[5:]} (GB/s)", *rates])
         rows.append(["  share of a numpy copy", *shares])
+        rows.append([f"  share of local cpu, staging={staging!r}", *against_local])
     rows.append(
         [
             f"numpy copy of {bulk_mib} MiB (GB/s)",
@@ -132,6 +175,19 @@ def compare_devices(staging: str, count: int, round_trips: int, bulk_mib: int) -
         ["measure", *DEVICES],
         rows,
     )
+    echoes = [(work, echo_round_trip(work, round_trips) * 1e6) for work in (0, 50, 100)]
+    print(
+        "  a bare Unix-socket echo to another process, answered after 0 / 50 / 100 us of "
+        "work: "
+        + " / ".join(f"{seconds - work:.0f}" for work, seconds in echoes)
+        + " us beyond that work"
+    )
+    if staging == "submit":
+        print(
+            "  under staging='submit' every backend first copies an upload into staging "
+            "memory at submit()\n  (the model of LuisaCompute's serialization), so the "
+            "fair reference for uploads is\n  'share of local cpu', not the numpy copy"
+        )
 
 
 def compare_programs() -> None:

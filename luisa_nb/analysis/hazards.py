@@ -455,7 +455,7 @@ def _markers(
 def _real_luisa(trace: Trace, command: CommandRecord) -> bool:
     """Whether ``command`` ran on real LuisaCompute (luisa-python, instrumented)."""
     stream = trace.streams.get(command.stream)
-    return stream is not None and stream.device.split(":")[0] == "luisa"
+    return stream is not None and stream.backend == "luisa"
 
 
 def _host_syncs_only(syncs: list[SyncRecord]) -> bool:

@@ -348,7 +348,7 @@ class _Builder:
             submission = command.submission
             steps.extend(self._steps(command, hosts, written))
         steps.append(Step("end"))
-        backend = self.trace.streams[self.upload.stream].device.split(":")[0]
+        backend = self.trace.streams[self.upload.stream].backend
         name = f"{'cpu' if backend == 'luisa' else backend}:submit"
         return ReproProgram(
             self.trace_kind(),

@@ -256,6 +256,12 @@ class Backend(ABC):
         ``Device.close()``."""
         return None
 
+    @property
+    def label(self) -> str:
+        """The device's name in traces: the backend's name, unless a backend can serve
+        two devices that a trace must tell apart."""
+        return self.name
+
     def info(self) -> dict[str, Any]:
         """What the device reports about itself; the runtime adds the staging policy."""
         return {

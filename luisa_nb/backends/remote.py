@@ -99,6 +99,11 @@ class RemoteBackend(Backend):
         self.address = endpoint
         self._finalizer = weakref.finalize(self, _shut_down, self._connection, server)
 
+    @property
+    def label(self) -> str:
+        """``remote:HOST:PORT``: two remote devices in one trace are two devices."""
+        return f"remote:{self.address.removeprefix('tcp://')}"
+
     def close(self) -> None:
         """End the session and stop the server this backend started (if it did)."""
         self._finalizer()

@@ -460,7 +460,7 @@ class TraceRecorderBase(Recorder):
         if stream.id not in self.trace.streams:
             reported = getattr(device, "times_reported", True)
             self.trace.streams[stream.id] = StreamInfo(
-                stream.id, device.name, stream.name, reported
+                stream.id, device.label, stream.name, reported
             )
         self._policies[stream.id] = device.staging.value
 
@@ -478,7 +478,7 @@ class TraceRecorderBase(Recorder):
             buffer.nbytes,
             dtype,
             math.prod(shape),
-            device.name,
+            device.label,
             buffer.name,
             buffer.shape if getattr(buffer, "__lnb_image__", False) else None,
             getattr(buffer, "created", None),

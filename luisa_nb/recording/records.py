@@ -328,7 +328,9 @@ TIMES_NOT_REPORTED = "times not reported by this runtime"
 
 @dataclass(slots=True)
 class StreamInfo:
-    """``times_reported`` is False for a stream whose runtime says nothing of when each
+    """A stream of the trace; ``device`` is its device's label (``cpu``, ``luisa:cpu``,
+    ``remote:127.0.0.1:5557``: the backend, then what tells its devices apart).
+    ``times_reported`` is False for a stream whose runtime says nothing of when each
     command ran (real luisa-python): a command's ``started``/``finished`` are then its
     list's submission and the synchronize that waited for the list, not measured times."""
 
@@ -336,6 +338,11 @@ class StreamInfo:
     device: str
     name: str
     times_reported: bool = True
+
+    @property
+    def backend(self) -> str:
+        """The backend's name: the device label up to its first colon."""
+        return self.device.partition(":")[0]
 
 
 @dataclass(slots=True)

@@ -91,7 +91,6 @@ class Channel:
         self.monitor = socket.get_monitor_socket(WATCHED_EVENTS)
         socket.connect(connection.endpoint)
         self.direct: sockets.socket | None = None
-        self.direct_sender: sockets.socket | None = None
         self.direct_ready = select.poll()
         self.operations: list[list[Any]] = []
         self.payload = bytearray()
@@ -122,10 +121,8 @@ class Channel:
                     direct.close()
                     raise connection.fail(f"cannot reach the session's worker: {error}") from None
             time.sleep(CONNECT_RETRY_SECONDS)
-        direct.settimeout(connection.timeout)  # a reply's rest comes at most this late
+        direct.setblocking(False)  # waits only when nothing is there: see _send_direct
         self.direct = direct
-        self.direct_sender = direct.dup()  # never waits: see _send_direct
-        self.direct_sender.setblocking(False)
         self.direct_ready.register(direct, select.POLLIN)
 
     def close(self) -> None:
@@ -133,7 +130,6 @@ class Channel:
         the others)."""
         if self.direct is not None:
             self.direct.close()
-            self.direct_sender.close()
 
     # -- queueing ----------------------------------------------------------------------
 
@@ -317,12 +313,12 @@ class Channel:
         the worker writes a reply before it reads the next request, so a client that
         only wrote would wait for a worker waiting for it, once both ways are full."""
         pieces = message_pieces(frames)
-        sender, ready, direct = self.direct_sender, self.direct_ready, self.direct
+        ready, direct = self.direct_ready, self.direct
         deadline = time.monotonic() + self.connection.timeout
         try:
             while pieces:
                 try:
-                    sent = sender.sendmsg(pieces)
+                    sent = direct.sendmsg(pieces)
                 except BlockingIOError:
                     sent = 0
                 if sent:
@@ -437,7 +433,7 @@ class Channel:
         supervisor's notice says why (it comes within moments); without one, the
         connection fails all the same."""
         try:
-            return receive_frames(self.direct, MAX_FRAME_BYTES)
+            return receive_frames(self.direct, MAX_FRAME_BYTES, self.connection.timeout)
         except ProtocolError as error:
             raise self.connection.malformed(str(error)) from None
         except OSError as error:

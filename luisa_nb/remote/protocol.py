@@ -35,6 +35,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from json.encoder import c_make_encoder, encode_basestring_ascii
+from json.scanner import c_make_scanner
 from typing import Any
 
 PROTOCOL_VERSION = 5
@@ -74,12 +76,23 @@ class ProtocolError(Exception):
     """A message does not follow the protocol; the text says which part and why."""
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"))  # one instance: its C encoder is reused
+def _unencodable(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+# The standard library's C encoder and scanner, made once: json.dumps and json.loads
+# build them on every call, which costs more than encoding or reading a small message.
+# The encoder's flags are json.dumps's defaults: keys unsorted, none skipped, NaN allowed.
+_ENCODE = c_make_encoder(
+    None, _unencodable, encode_basestring_ascii, None, ":", ",", False, False, True
+)
 _DECODER = json.JSONDecoder()
+_SCAN = c_make_scanner(_DECODER)
 
 
 def encode(header: dict[str, Any]) -> bytes:
-    return _ENCODER.encode(header).encode()
+    """``header`` as compact JSON (ASCII)."""
+    return "".join(_ENCODE(header, 0)).encode()
 
 
 def decode(
@@ -89,7 +102,13 @@ def decode(
     if len(frame) > limit:
         raise ProtocolError(f"{what} of {len(frame)} bytes exceeds {limit}")
     try:
-        header = _DECODER.decode(bytes(frame).decode())
+        text = str(frame, "utf-8")
+        try:  # a message as our peers write it: one value, no whitespace around it
+            header, end = _SCAN(text, 0)
+        except StopIteration:
+            end = -1
+        if end != len(text):  # anything else: the full decoder accepts or explains it
+            header = _DECODER.decode(text)
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ProtocolError(f"{what} is not JSON: {error}") from None
     if type(header) is not dict:
@@ -129,44 +148,56 @@ def check_operation(operation: Any, payload_bytes: int) -> list[Any]:
     the worker)."""
     if type(operation) is not list or not operation or operation[0] not in OPERATIONS:
         raise ProtocolError(f"operation {str(operation)[:80]} is not [name, ...fields]")
-    fields = OPERATIONS[operation[0]]
+    name = operation[0]
+    fields = OPERATIONS[name]
     if len(operation) != len(fields) + 1:
-        raise ProtocolError(f"{operation[0]} takes {len(fields)} fields, got {len(operation) - 1}")
+        raise ProtocolError(f"{name} takes {len(fields)} fields, got {len(operation) - 1}")
     for kind, value in zip(fields, operation[1:], strict=True):
-        if kind in ("handle", "offset", "nbytes"):
-            check_integer(value, f"{operation[0]} {kind}")
-        elif kind == "payload":
-            check_integer(value, "upload payload offset")
-            if value + operation[3] > payload_bytes:
-                raise ProtocolError(
-                    f"upload bytes [{value}, {value + operation[3]}) are outside the "
-                    f"payload of {payload_bytes} bytes"
-                )
-        elif kind == "dtype" and type(value) not in (str, dict):
-            raise ProtocolError(f"fill dtype {str(value)[:40]!r} is not a dtype description")
-        elif kind == "hex" and (type(value) is not str or len(value) > MAX_VALUE_HEX):
-            raise ProtocolError(f"fill element must be hex text of at most {MAX_VALUE_HEX} digits")
-        elif kind == "key" and (type(value) is not str or not KEY_PATTERN.fullmatch(value)):
-            raise ProtocolError("dispatch key must be 32 lowercase hex digits")
-        elif kind == "dims":
-            _check_dims(value)
-        elif kind == "buffers":
-            _check_kernel_buffers(value)
-        elif kind == "scalars":
-            _check_scalars(value)
-        elif kind == "definition" and value is not None and type(value) is not dict:
-            raise ProtocolError("dispatch definition must be an object or null")
+        _FIELD_CHECKS[kind](value, name, kind)
+    if name == "upload" and operation[4] + operation[3] > payload_bytes:
+        raise ProtocolError(
+            f"upload bytes [{operation[4]}, {operation[4] + operation[3]}) are outside the "
+            f"payload of {payload_bytes} bytes"
+        )
     return operation
 
 
-def _check_dims(value: Any) -> None:
+def _check_size(value: Any, name: str, kind: str) -> None:
+    check_integer(value, f"{name} {kind}")
+
+
+def _check_payload_offset(value: Any, name: str, kind: str) -> None:
+    check_integer(value, "upload payload offset")
+
+
+def _check_dtype(value: Any, name: str, kind: str) -> None:
+    if type(value) not in (str, dict):
+        raise ProtocolError(f"fill dtype {str(value)[:40]!r} is not a dtype description")
+
+
+def _check_hex(value: Any, name: str, kind: str) -> None:
+    if type(value) is not str or len(value) > MAX_VALUE_HEX:
+        raise ProtocolError(f"fill element must be hex text of at most {MAX_VALUE_HEX} digits")
+
+
+def _check_key(value: Any, name: str, kind: str) -> None:
+    if type(value) is not str or not KEY_PATTERN.fullmatch(value):
+        raise ProtocolError("dispatch key must be 32 lowercase hex digits")
+
+
+def _check_definition(value: Any, name: str, kind: str) -> None:
+    if value is not None and type(value) is not dict:
+        raise ProtocolError("dispatch definition must be an object or null")
+
+
+def _check_dims(value: Any, name: str, kind: str) -> None:
     if type(value) is not list or len(value) != 3:
         raise ProtocolError("dispatch dims must be a list of 3 integers")
     for item in value:
         check_integer(item, "dispatch dim", (1 << 31) - 1)
 
 
-def _check_kernel_buffers(value: Any) -> None:
+def _check_kernel_buffers(value: Any, name: str, kind: str) -> None:
     if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
         raise ProtocolError("dispatch buffers must be a list of [handle, offset, nbytes]")
     for item in value:
@@ -176,7 +207,7 @@ def _check_kernel_buffers(value: Any) -> None:
             check_integer(number, "dispatch buffer field")
 
 
-def _check_scalars(value: Any) -> None:
+def _check_scalars(value: Any, name: str, kind: str) -> None:
     if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
         raise ProtocolError("dispatch scalars must be a list of numbers and hex texts")
     for item in value:
@@ -187,3 +218,19 @@ def _check_scalars(value: Any) -> None:
             raise ProtocolError(
                 f"dispatch scalar {item!r} is not a bool, 64-bit int, float or hex text"
             )
+
+
+_FIELD_CHECKS = {
+    # field kind of OPERATIONS: its check, given the value, the operation's name and the kind
+    "handle": _check_size,
+    "offset": _check_size,
+    "nbytes": _check_size,
+    "payload": _check_payload_offset,
+    "dtype": _check_dtype,
+    "hex": _check_hex,
+    "key": _check_key,
+    "dims": _check_dims,
+    "buffers": _check_kernel_buffers,
+    "scalars": _check_scalars,
+    "definition": _check_definition,
+}

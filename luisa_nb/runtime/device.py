@@ -110,6 +110,12 @@ class Device:
         return self.backend.name
 
     @property
+    def label(self) -> str:
+        """How traces name this device: the backend's name, then what tells two devices of
+        that backend apart if anything does (``remote:HOST:PORT``)."""
+        return self.backend.label
+
+    @property
     def info(self) -> dict[str, Any]:
         """Name, whether the backend is simulated, its staging policy and capacity."""
         return {**self.backend.info(), "staging": self.staging.value}

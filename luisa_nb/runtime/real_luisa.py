@@ -170,6 +170,10 @@ class LuisaDevice:
     def __init__(self) -> None:
         self.name = "luisa"
 
+    @property
+    def label(self) -> str:
+        return self.name
+
 
 class LuisaStream:
     """The trace's side of one luisa-python stream: the commands added since the last

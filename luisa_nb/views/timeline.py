@@ -256,8 +256,11 @@ def build_timeline(trace: Trace, analysis: Analysis | None = None) -> TimelineDa
     if columnar:
         streams = sorted({*streams, *np.unique(numbers["stream"]).tolist()})
     lane_of = {stream: position + 1 for position, stream in enumerate(streams)}
-    lanes = [{"name": "host", "stream": None}]
-    lanes += [{"name": stream_name(trace, stream), "stream": stream} for stream in streams]
+    lanes: list[dict[str, Any]] = [{"name": "host", "stream": None, "device": None}]
+    lanes += [
+        {"name": stream_name(trace, stream), "stream": stream, "device": _device_of(trace, stream)}
+        for stream in streams
+    ]
     untimed_lanes = [lane_of[stream] for stream in streams if not times_reported(trace, stream)]
     for lane_number in untimed_lanes:
         lanes[lane_number]["times"] = TIMES_NOT_REPORTED
@@ -447,6 +450,11 @@ class _Details:
             shape = "x".join(map(str, host.shape)) or "scalar"
             lines.append(f"host {host_name(host)}: {host.nbytes:,} B of {host.dtype} [{shape}]")
         return "\n".join(lines)
+
+
+def _device_of(trace: Trace, stream: int) -> str | None:
+    info = trace.streams.get(stream)
+    return None if info is None else info.device
 
 
 def record_details(trace: Trace, record_id: int) -> dict[str, Any]:

@@ -86,7 +86,7 @@ class StreamSocket:
     def send_multipart(self, frames):
         from luisa_nb.remote.stream import send_frames
 
-        send_frames(self.connection, frames)
+        send_frames(self.connection, frames, 5.0)
 
     def poll(self, timeout):
         import select
@@ -97,7 +97,7 @@ class StreamSocket:
         from luisa_nb.remote.protocol import MAX_FRAME_BYTES
         from luisa_nb.remote.stream import receive_frames
 
-        return [bytes(frame) for frame in receive_frames(self.connection, MAX_FRAME_BYTES)]
+        return [bytes(frame) for frame in receive_frames(self.connection, MAX_FRAME_BYTES, 5.0)]
 
     def close(self):
         self.connection.close()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import luisa_nb as lnb
+from luisa_nb.views.timeline import build_timeline
 
 pytest.importorskip("zmq", reason="pyzmq is not installed")
 
@@ -38,6 +39,15 @@ def test_two_servers_are_two_devices_in_one_trace():
                 np.testing.assert_array_equal(other.numpy(), np.full(64, float(number)))
         streams = {command.stream for command in trace.commands}
         assert len(streams) == 2
+        addresses = [device.info["address"].removeprefix("tcp://") for device in devices]
+        labels = [f"remote:{address}" for address in addresses]
+        assert sorted(trace.streams[stream].device for stream in streams) == sorted(labels)
+        assert {trace.streams[stream].backend for stream in streams} == {"remote"}
+        assert {info.name: info.device for info in trace.buffers.values()} == {
+            f"{name}{number}": labels[number] for number in (0, 1) for name in ("state", "other")
+        }
+        lanes = build_timeline(trace).lanes[1:]  # after the host's
+        assert sorted(lane["device"] for lane in lanes) == sorted(labels)
         stale = [h for h in trace.hazards if h.kind.value == "STALE_UPLOAD"]
         assert len(stale) == 2
         assert {trace.command(h.command_ids[-1]).stream for h in stale} == streams
