@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import threading
 from typing import Any
 
 from luisa_nb.remote.protocol import DEFAULT_MAX_MESSAGE_BYTES, TOKEN_VARIABLE
@@ -49,6 +50,11 @@ def add_serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
+TERMINATE_REQUESTED = threading.Event()
+"""Set by SIGTERM. A serving loop checks it too: the handler's ``KeyboardInterrupt`` is
+lost when the signal lands while Python runs a weakref callback or a ``__del__``."""
+
+
 def stop_on_terminate() -> None:
     """Make SIGTERM stop a serving process as Ctrl-C does, so that ``Server.close()``
     stops the workers and removes the server's files."""
@@ -56,4 +62,5 @@ def stop_on_terminate() -> None:
 
 
 def _interrupt(number: int, frame: Any) -> None:
+    TERMINATE_REQUESTED.set()
     raise KeyboardInterrupt

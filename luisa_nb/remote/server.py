@@ -48,6 +48,7 @@ from luisa_nb.remote.authentication import TokenAuthenticator
 from luisa_nb.remote.options import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
+    TERMINATE_REQUESTED,
     add_serve_options,
     stop_on_terminate,
 )
@@ -180,9 +181,10 @@ class Server:
     # -- the loop --------------------------------------------------------------------
 
     def serve(self, stop: threading.Event | None = None, parent_pid: int | None = None) -> None:
-        """Serve until ``stop`` is set, or until the process ``parent_pid`` is gone."""
+        """Serve until ``stop`` is set, SIGTERM came (:func:`stop_on_terminate`), or the
+        process ``parent_pid`` is gone."""
         next_check = time.monotonic() + POLL_MILLISECONDS / 1000
-        while not (stop is not None and stop.is_set()):
+        while not (stop is not None and stop.is_set()) and not TERMINATE_REQUESTED.is_set():
             wait = POLL_MILLISECONDS
             if self._sweeps:
                 wait = max(1, min(wait, int((self._sweeps[0] - time.monotonic()) * 1000) + 1))

@@ -6,7 +6,9 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.launcher import LocalServer
 
-from .helpers import cpu_seconds, running, server_helpers, wait_gone
+from .helpers import TOKEN, cpu_seconds, running, server_helpers, wait_gone
 
 pytestmark = pytest.mark.timeout(300)  # a regression fails here, with stacks, not hangs
 
@@ -239,3 +241,31 @@ def test_a_server_killed_mid_session_fails_the_next_synchronize_at_once():
         device.backend.close()
     finally:
         server.stop()
+
+
+class _Collected:
+    """An object whose weakref callback runs SIGTERM's handler, as when the signal
+    arrives while Python runs that callback."""
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_sigterm_whose_interrupt_python_dropped_still_stops_serving():
+    from luisa_nb.remote import options
+    from luisa_nb.remote.server import Server
+
+    server = Server("cpu", port=0, token=TOKEN)
+    safety = threading.Event()
+    serving = threading.Thread(target=server.serve, args=(safety,))
+    try:
+        serving.start()
+        collected = _Collected()
+        reference = weakref.ref(collected, lambda _: options._interrupt(signal.SIGTERM, None))
+        del collected  # the KeyboardInterrupt is printed as "Exception ignored", not raised
+        assert reference() is None
+        serving.join(5.0)
+        assert not serving.is_alive(), "SIGTERM was lost: the server kept serving"
+    finally:
+        safety.set()
+        serving.join()
+        options.TERMINATE_REQUESTED.clear()
+        server.close()
