@@ -28,6 +28,8 @@ readback, after the last of them, and the earlier ones share its bytes: they sen
 same bytes, read at the same submission. An image upload is read back at once,
 since texture-to-texture copies, which are not traced, may write an image in between.
 Commands with the same buffers, host array and captured bytes share their trace fields.
+The next upload of one host array into one buffer on a stream reuses the array's byte
+view and the buffer's memory.
 """
 
 from __future__ import annotations
