@@ -28,6 +28,8 @@ readback, after the last of them, and the earlier ones share its bytes: they sen
 same bytes, read at the same submission. An image upload is read back at once,
 since texture-to-texture copies, which are not traced, may write an image in between.
 Commands with the same buffers, host array and captured bytes share their trace fields.
+The next upload of one host array into one buffer on a stream reuses the array's byte
+view and the buffer's memory.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ from luisa_nb.recording.records import (
     SyncKind,
 )
 from luisa_nb.runtime.buffer import next_buffer_id
-from luisa_nb.runtime.commands import next_id, start_run
+from luisa_nb.runtime.commands import next_id
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.luisa_backends import check_backend_starts, started_backend
@@ -187,8 +189,14 @@ class LuisaStream:
         self.id = next_stream_id()
         self.name = f"luisa stream {self.id}"
         self.pending: list[LuisaCommand] = []
-        self.in_flight: list[tuple[list[LuisaCommand], int, Recorder]] = []
+        self.in_flight: list[tuple[list[LuisaCommand], list[int], int, Recorder]] = []
+        """Each submitted list: its commands, their ids, its submission time, its recorder."""
         self.unread: dict[int, tuple[Any, list[LuisaCommand]]] = {}
+        self.last_upload: tuple[Any, np.ndarray, np.ndarray, LuisaMemory] | None = None
+        """The luisa resource and host array of the latest upload, the array's bytes (a
+        uint8 view) and the resource's memory, which the next upload of the same pair
+        reuses (a view and lookups cost more than the check); dropped at synchronize,
+        with the commands that hold the array too (the memories hold the resource)."""
 
 
 class Instrumentation:
@@ -267,11 +275,16 @@ class Instrumentation:
         """Add an upload of ``host`` (an array) into ``resource`` to the stream, traced,
         with its shadow readback added or waiting."""
         luisa_stream = self.stream_of(stream)
-        known = self.memories.get(id(resource))  # memory_of(), its common case written out
-        memory = known[1] if known is not None and known[0] is resource else None
-        if memory is None:
+        last = luisa_stream.last_upload
+        if last is not None and last[0] is resource and last[1] is host:
+            data, memory = last[2], last[3]
+        else:
             memory = self.memory_of(resource)
-        capture = recorder.upload_enqueued(host, _bytes_of(host))
+            data = _bytes_of(host)
+            # a view follows the array's later writes; a non-contiguous array's is a copy
+            contiguous = host.flags.c_contiguous
+            luisa_stream.last_upload = (resource, host, data, memory) if contiguous else None
+        capture = recorder.upload_enqueued(host, data)
         memo = memory.upload_memo  # transfer_fields(), its common case written out
         if (
             memo is not None
@@ -385,9 +398,10 @@ class Instrumentation:
         recorder = active_recorder()
         if not commands or not recorder.recording:
             return
+        ids = [command.id for command in commands]  # its run at synchronize reuses them
         recorder.submitted(
             luisa_stream.id,
-            [command.id for command in commands],
+            ids,
             [command.enqueued for command in commands],
             [command.fields for command in commands],
             luisa_stream,
@@ -395,15 +409,16 @@ class Instrumentation:
         )
         if not self.shadow:
             _copy_sent_bytes(commands)
-        luisa_stream.in_flight.append((commands, now(), recorder))
+        luisa_stream.in_flight.append((commands, ids, now(), recorder))
 
     def completed(self, luisa_stream: LuisaStream, done: int) -> None:
         """Record the runs, host reads and host writes of the lists a synchronize waited
         for, which ended by ``done``."""
         lists, luisa_stream.in_flight = luisa_stream.in_flight, []
+        luisa_stream.last_upload = None
         writes = _write_times(lists, done)
-        for commands, submitted, recorder in lists:
-            log = start_run(recorder, commands)
+        for commands, ids, submitted, recorder in lists:
+            log = recorder.run_timer(ids)
             ticks = np.full(len(commands) + 1, submitted, np.int64)  # one call, not one each
             ticks[-1] = done
             log.times.frombytes(ticks)
@@ -453,17 +468,19 @@ def _copy_sent_bytes(commands: Sequence[LuisaCommand]) -> None:
 
 
 def _write_times(
-    lists: Sequence[tuple[list[LuisaCommand], int, Recorder]], done: int
+    lists: Sequence[tuple[list[LuisaCommand], list[int], int, Recorder]], done: int
 ) -> dict[int, int]:
     """Downloads whose host write a later list's upload proves: it sent exactly the bytes
     the download wrote, so the write came before that upload's submission."""
     times: dict[int, int] = {}
-    for position, (commands, _, _) in enumerate(lists):
+    if len(lists) == 1:  # the common case: no later list to prove a write
+        return times
+    for position, (commands, _, _, _) in enumerate(lists):
         for download in commands:
             if download.fields[0] is not _DOWNLOAD:
                 continue
             written = download.host_range()
-            for later, submitted, _ in lists[position + 1 :]:
+            for later, _, submitted, _ in lists[position + 1 :]:
                 for upload in later:
                     if upload.fields[0] is _UPLOAD and _sent_what_was_written(
                         upload, download, written

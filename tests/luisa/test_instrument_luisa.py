@@ -106,6 +106,13 @@ def test_runs_of_uploads_share_one_readback_and_record_what_each_sent(shadow):
     assert all(h["staged"] == [5.0] * 4 and h["expected"] == INDEX for h in hazards)
 
 
+@pytest.mark.parametrize("shadow", ["--shadow", "--no-shadow"])
+def test_reuploads_of_an_array_written_in_place_capture_its_bytes_at_each_upload(shadow):
+    [result] = run("rewrites", shadow)
+    assert result["enqueued"] == [[0.0, 0.0], [1.0, 1.0], [7.0, 7.0], [2.0, 2.0]]
+    assert result["device"] == [2.0, 2.0]
+
+
 def test_a_synchronous_download_before_the_reupload_is_clean():
     [result] = run("sync")
     assert not result["stale"]

@@ -168,6 +168,28 @@ def runs():
     report(trace, readbacks=readbacks, sent=sent, device=a.numpy()[:2].tolist())
 
 
+def rewrites():
+    """Uploads of one array into one buffer, the array written in place between them
+    and another array's upload in between: each upload's enqueue capture holds the bytes
+    the array held when that upload was made."""
+    a = luisa.Buffer(N, float)
+    h = np.zeros(N, np.float32)
+    g = np.full(N, 7.0, np.float32)
+    with AnalyzedTrace() as trace:
+        a.copy_from(h)
+        h[:] = 1.0
+        a.copy_from(h)
+        a.copy_from(g)
+        h[:] = 2.0
+        a.copy_from(h)
+        luisa.synchronize()
+    uploads = [c for c in trace.commands if c.kind.value == "upload"]
+    enqueued = [
+        trace.captured_bytes(c.enqueue_capture).view(np.float32)[:2].tolist() for c in uploads
+    ]
+    print(json.dumps({"enqueued": enqueued, "device": a.numpy()[:2].tolist()}))
+
+
 def pending():
     """A trace that ends before execute(): the upload waits in luisa's command list."""
     a = luisa.Buffer(N, float)
@@ -200,6 +222,8 @@ elif scenario == "released":
     released()
 elif scenario == "runs":
     runs()
+elif scenario == "rewrites":
+    rewrites()
 elif scenario.endswith("lists"):
     for _ in range(5):
         copies(scenario)
