@@ -174,16 +174,17 @@ def serve(arguments: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     server = make_server(arguments)
-    stop_on_terminate()
+    terminated = stop_on_terminate()
     print(f"serving backend {arguments.backend!r} on {server.endpoint}")
     print(f"token: {server.token}")
     print(f"connect: luisa_nb.create_device({server.address!r}, token=...)", flush=True)
     try:
-        server.serve()
+        server.serve(stop=terminated)
     except KeyboardInterrupt:
-        print("stopped")
+        pass
     finally:
         server.close()
+    print("stopped")
     return 0
 
 

@@ -50,17 +50,17 @@ def add_serve_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
     return parser
 
 
-TERMINATE_REQUESTED = threading.Event()
-"""Set by SIGTERM. A serving loop checks it too: the handler's ``KeyboardInterrupt`` is
-lost when the signal lands while Python runs a weakref callback or a ``__del__``."""
-
-
-def stop_on_terminate() -> None:
+def stop_on_terminate() -> threading.Event:
     """Make SIGTERM stop a serving process as Ctrl-C does, so that ``Server.close()``
-    stops the workers and removes the server's files."""
-    signal.signal(signal.SIGTERM, _interrupt)
+    stops the workers and removes the server's files. Returns an event that SIGTERM
+    sets: pass it to ``Server.serve(stop=...)``, because the handler's
+    ``KeyboardInterrupt`` is lost when the signal lands while Python runs a weakref
+    callback or a ``__del__``."""
+    requested = threading.Event()
 
+    def interrupt(number: int, frame: Any) -> None:
+        requested.set()
+        raise KeyboardInterrupt
 
-def _interrupt(number: int, frame: Any) -> None:
-    TERMINATE_REQUESTED.set()
-    raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, interrupt)
+    return requested

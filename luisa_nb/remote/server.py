@@ -48,7 +48,6 @@ from luisa_nb.remote.authentication import TokenAuthenticator
 from luisa_nb.remote.options import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_PORT,
-    TERMINATE_REQUESTED,
     add_serve_options,
     stop_on_terminate,
 )
@@ -181,10 +180,9 @@ class Server:
     # -- the loop --------------------------------------------------------------------
 
     def serve(self, stop: threading.Event | None = None, parent_pid: int | None = None) -> None:
-        """Serve until ``stop`` is set, SIGTERM came (:func:`stop_on_terminate`), or the
-        process ``parent_pid`` is gone."""
+        """Serve until ``stop`` is set, or until the process ``parent_pid`` is gone."""
         next_check = time.monotonic() + POLL_MILLISECONDS / 1000
-        while not (stop is not None and stop.is_set()) and not TERMINATE_REQUESTED.is_set():
+        while not (stop is not None and stop.is_set()):
             wait = POLL_MILLISECONDS
             if self._sweeps:
                 wait = max(1, min(wait, int((self._sweeps[0] - time.monotonic()) * 1000) + 1))
@@ -509,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exit-with-parent", action="store_true")
     arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="luisa_nb server: %(message)s")
-    stop_on_terminate()
+    terminated = stop_on_terminate()
     parent = None
     if arguments.exit_with_parent:
         parent = os.getppid()
@@ -519,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = make_server(arguments)
     print(encode({"endpoint": server.endpoint, "pid": os.getpid()}).decode(), flush=True)
     try:
-        server.serve(parent_pid=parent)
+        server.serve(stop=terminated, parent_pid=parent)
     except KeyboardInterrupt:
         pass
     finally:

@@ -250,22 +250,24 @@ class _Collected:
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_sigterm_whose_interrupt_python_dropped_still_stops_serving():
-    from luisa_nb.remote import options
+    from luisa_nb.remote.options import stop_on_terminate
     from luisa_nb.remote.server import Server
 
     server = Server("cpu", port=0, token=TOKEN)
-    safety = threading.Event()
-    serving = threading.Thread(target=server.serve, args=(safety,))
+    before = signal.getsignal(signal.SIGTERM)
+    terminated = stop_on_terminate()
+    handler = signal.getsignal(signal.SIGTERM)
+    serving = threading.Thread(target=server.serve, args=(terminated,))
     try:
         serving.start()
         collected = _Collected()
-        reference = weakref.ref(collected, lambda _: options._interrupt(signal.SIGTERM, None))
+        reference = weakref.ref(collected, lambda _: handler(signal.SIGTERM, None))
         del collected  # the KeyboardInterrupt is printed as "Exception ignored", not raised
         assert reference() is None
-        serving.join(5.0)
+        serving.join(10.0)
         assert not serving.is_alive(), "SIGTERM was lost: the server kept serving"
     finally:
-        safety.set()
+        signal.signal(signal.SIGTERM, before)
+        terminated.set()
         serving.join()
-        options.TERMINATE_REQUESTED.clear()
         server.close()
