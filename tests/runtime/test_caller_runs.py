@@ -56,6 +56,16 @@ def step(buffer, host, out):
     buffer.copy_to(out)
 
 
+def timed_buffer(device):
+    """A buffer and an output array after two steps: the kernel's first launch is timed,
+    so from the second on its launches are quick runs."""
+    buffer = device.create_buffer(SIZE, np.float32)
+    out = np.empty(SIZE, np.float32)
+    step(buffer, np.ones(SIZE, np.float32), out)
+    step(buffer, np.ones(SIZE, np.float32), out)
+    return buffer, out
+
+
 @pytest.fixture
 def patient(monkeypatch):
     """Timing left out: every timed launch counts as quick, and a worker with quick runs
@@ -65,10 +75,7 @@ def patient(monkeypatch):
 
 
 def test_a_loop_of_synchronous_steps_runs_on_the_callers_thread(monkeypatch, device, patient):
-    buffer = device.create_buffer(SIZE, np.float32)
-    out = np.empty(SIZE, np.float32)
-    step(buffer, np.ones(SIZE, np.float32), out)  # the kernel's first launch, timed
-    step(buffer, np.ones(SIZE, np.float32), out)
+    buffer, out = timed_buffer(device)
     probe = RunThreads(monkeypatch)
     for value in range(20):
         step(buffer, np.full(SIZE, float(value), np.float32), out)
@@ -110,10 +117,7 @@ def test_quick_work_nobody_waits_for_still_runs(device):
 
 
 def test_work_behind_a_callback_is_left_to_the_worker(monkeypatch, device, patient):
-    buffer = device.create_buffer(SIZE, np.float32)
-    out = np.empty(SIZE, np.float32)
-    step(buffer, np.ones(SIZE, np.float32), out)
-    step(buffer, np.ones(SIZE, np.float32), out)
+    buffer, out = timed_buffer(device)
     stream = device.default_stream
     seen = []
     opened = threading.Event()
@@ -155,10 +159,7 @@ def test_threads_sharing_a_stream_keep_their_order(device):
 
 
 def test_ctrl_c_in_work_run_by_the_caller_raises_keyboard_interrupt(monkeypatch, device, patient):
-    buffer = device.create_buffer(SIZE, np.float32)
-    out = np.empty(SIZE, np.float32)
-    step(buffer, np.ones(SIZE, np.float32), out)
-    step(buffer, np.ones(SIZE, np.float32), out)
+    buffer, out = timed_buffer(device)
     download = Transfers.download
     interrupted = []
 
@@ -179,10 +180,7 @@ def test_ctrl_c_in_work_run_by_the_caller_raises_keyboard_interrupt(monkeypatch,
 
 
 def test_a_failure_in_work_run_by_the_caller_is_raised_by_synchronize(monkeypatch, device, patient):
-    buffer = device.create_buffer(SIZE, np.float32)
-    out = np.empty(SIZE, np.float32)
-    step(buffer, np.ones(SIZE, np.float32), out)
-    step(buffer, np.ones(SIZE, np.float32), out)
+    buffer, out = timed_buffer(device)
     download = Transfers.download
 
     def broken(transfers, command):
