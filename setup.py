@@ -1,8 +1,10 @@
-"""Builds the trace recorder's row appender (luisa_nb/recording/_row_appender.c) and the
-runtime's report of a submission (luisa_nb/runtime/_submission_fields.c) in C where a C
+"""Builds the trace recorder's row appender (luisa_nb/recording/_row_appender.c), the
+runtime's report of a submission (luisa_nb/runtime/_submission_fields.c) and the BVH
+builder of acceleration structures (luisa_nb/runtime/_bvh_builder.c) in C where a C
 compiler, Python's headers and numpy's (a build requirement) exist; without them luisa_nb
 installs and runs with the same code in Python (luisa_nb/recording/row_appender.py,
-report_submitted in luisa_nb/runtime/commands.py). Everything else is in pyproject.toml."""
+report_submitted in luisa_nb/runtime/commands.py, build_bvh_numpy in
+luisa_nb/runtime/bvh.py). Everything else is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -24,6 +26,13 @@ else:
             ["luisa_nb/runtime/_submission_fields.c"],
             include_dirs=[numpy.get_include()],
             depends=["luisa_nb/recording/weak_references.h"],
+            optional=True,
+        ),
+        Extension(
+            "luisa_nb.runtime._bvh_builder",
+            ["luisa_nb/runtime/_bvh_builder.c"],
+            # numpy's float arithmetic rounds every product and sum: so must the builder
+            extra_compile_args=["-O2", "-ffp-contract=off"],
             optional=True,
         ),
     ]

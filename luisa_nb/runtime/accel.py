@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 VERTEX_FIELDS = ("x", "y", "z")
 ALL_VISIBLE = 0xFF  # visibility masks have 8 bits, as in LuisaCompute
+IDENTITY = np.eye(4, dtype=np.float32)
 
 
 class AccelBuildError(KernelError):
@@ -333,9 +334,9 @@ class AccelBuildCommand(Command):
             raw = np.empty(memory.nbytes, np.uint8)
             finish(backend, backend.download(memory.allocation, memory.offset, raw))
             contents[id(view)] = raw
-        world, records = self._triangles(contents)
-        bvh = build_bvh(world)
-        ordered = records[bvh.order]
+        records = self._triangles(contents)
+        bvh = build_bvh(records[:, :, :3])
+        ordered = np.take(records, bvh.order, axis=0)
         instances = np.zeros(self.outputs[2].size, ACCEL_INSTANCE.dtype)
         columns = instances["transform"]["columns"]
         for index, instance in enumerate(self.instances):
@@ -343,20 +344,24 @@ class AccelBuildCommand(Command):
                 columns[index][name] = instance.transform[axis, :]
             instances[index]["user_id"] = instance.user_id
             instances[index]["mask"] = instance.visibility_mask
-        for view, data in zip(self.outputs, (bvh.nodes, ordered, instances), strict=True):
+        triangles = ordered.reshape(-1).view(BVH_TRIANGLE.dtype)
+        for view, data in zip(self.outputs, (bvh.nodes, triangles, instances), strict=True):
             memory = view.kernel_buffer
             finish(backend, backend.upload(memory.allocation, memory.offset, data.view(np.uint8)))
         return None
 
-    def _triangles(self, contents: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Every instance's triangles in world space, ``(n, 3, 3)``, and their records
-        (instance, primitive, mask) in the same order."""
-        worlds = [np.zeros((0, 3, 3), np.float32)]
-        records = [np.zeros(0, BVH_TRIANGLE.dtype)]
+    def _triangles(self, contents: dict[int, np.ndarray]) -> np.ndarray:
+        """Every instance's triangles in world space as ``BVH_TRIANGLE`` records seen as
+        float32 ``(n, 3, 4)``: ``[:, :, :3]`` the corners, ``[:, :, 3]`` the bits of the
+        instance, primitive and mask."""
+        count = sum(instance.mesh.triangle_count for instance in self.instances)
+        records = np.zeros((count, 3, 4), np.float32)
+        fields = records.view(np.uint32)[:, :, 3]
+        first = 0
         for index, instance in enumerate(self.instances):
             mesh = instance.mesh
             positions = _vertex_positions(contents[id(mesh.vertices)], mesh.vertices.dtype)
-            corners = contents[id(mesh.triangles)].view(mesh.triangles.dtype).astype(np.int64)
+            corners = contents[id(mesh.triangles)].view(mesh.triangles.dtype)
             if corners.size and (corners.min() < 0 or corners.max() >= len(positions)):
                 bad = int(corners[(corners < 0) | (corners >= len(positions))][0])
                 raise AccelBuildError(
@@ -364,16 +369,15 @@ class AccelBuildCommand(Command):
                     f"{mesh.triangles._name()} holds index {bad}, outside its vertex buffer "
                     f"{mesh.vertices._name()} of {len(positions)} vertices"
                 )
-            homogeneous = np.concatenate([positions, np.ones((len(positions), 1), np.float32)], 1)
-            placed = (homogeneous @ instance.transform.T)[:, :3].astype(np.float32)
-            world = placed[corners.reshape(-1, 3)]
-            worlds.append(world)
-            record = np.zeros(len(world), BVH_TRIANGLE.dtype)
-            record["instance"] = index
-            record["primitive"] = np.arange(len(world))
-            record["mask"] = instance.visibility_mask
-            record["a"]["elements"] = world[:, 0]
-            record["b"]["elements"] = world[:, 1]
-            record["c"]["elements"] = world[:, 2]
-            records.append(record)
-        return np.concatenate(worlds), np.concatenate(records)
+            if not np.array_equal(instance.transform, IDENTITY):
+                homogeneous = np.concatenate(
+                    [positions, np.ones((len(positions), 1), np.float32)], 1
+                )
+                positions = (homogeneous @ instance.transform.T)[:, :3].astype(np.float32)
+            last = first + mesh.triangle_count
+            records[first:last, :, :3] = positions[corners.reshape(-1, 3)]
+            fields[first:last, 0] = index
+            fields[first:last, 1] = np.arange(mesh.triangle_count)
+            fields[first:last, 2] = instance.visibility_mask
+            first = last
+        return records

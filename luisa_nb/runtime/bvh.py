@@ -7,10 +7,14 @@ count(right)`` wins, unless intersecting every triangle of a node of up to
 :data:`MAX_LEAF` triangles costs less (the node is then a leaf). A node whose centroids
 coincide is split at its middle triangle. The tree is built a level at a time, every
 node of a level in the same numpy operations, and its nodes are numbered level by level:
-an inner node's two children are next to each other."""
+an inner node's two children are next to each other.
+
+:func:`build_bvh` builds in C (``_bvh_builder.c``, the same algorithm node for node) where
+setup.py built it, and with :func:`build_bvh_numpy` where it did not."""
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -20,6 +24,8 @@ from luisa_nb.kernels.lang.rays import BVH_NODE, MAX_BVH_DEPTH
 BINS = 16
 MAX_LEAF = 8  # a node with more triangles is always split
 TRAVERSAL_COST = 1.0  # the cost of visiting a node, in triangle intersections
+PYTHON_BUILDER_VARIABLE = "LUISA_NB_PYTHON_BVH"
+"""Set to 1, trees are built with numpy even where the C builder was built."""
 
 
 class Bvh(NamedTuple):
@@ -110,17 +116,39 @@ def _split_costs(
     return bins, np.moveaxis(costs, 0, -1)  # (node, axis, split)
 
 
-def build_bvh(triangles: np.ndarray) -> Bvh:
-    """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions).
-    With no triangles it is one empty leaf, which no ray enters."""
+def _empty_bvh() -> Bvh:
+    """The BVH of no triangles: one empty leaf, which no ray enters."""
+    nodes = np.zeros(1, BVH_NODE.dtype)
+    nodes["lower"]["elements"], nodes["upper"]["elements"] = np.inf, -np.inf
+    return Bvh(nodes, np.zeros(0, np.int64))
+
+
+def build_bvh_native(triangles: np.ndarray) -> Bvh:
+    """:func:`build_bvh_numpy` in C (``_bvh_builder.c``): the same tree, node for node.
+    Triangles with a NaN or infinite coordinate are left to numpy, whose rules for them
+    the C builder does not repeat."""
     count = len(triangles)
-    nodes = np.zeros(max(2 * count - 1, 1), BVH_NODE.dtype)
+    if count == 0:
+        return _empty_bvh()
+    corners = np.ascontiguousarray(triangles, dtype=np.float32)
+    nodes = np.empty(2 * count - 1, BVH_NODE.dtype)
+    order = np.empty(count, np.int64)
+    used = _bvh_builder.build(corners, nodes, order)
+    if used is None:
+        return build_bvh_numpy(triangles)
+    return Bvh(nodes[:used], order)
+
+
+def build_bvh_numpy(triangles: np.ndarray) -> Bvh:
+    """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions),
+    built with numpy. With no triangles it is one empty leaf, which no ray enters."""
+    count = len(triangles)
+    if count == 0:
+        return _empty_bvh()
+    nodes = np.zeros(2 * count - 1, BVH_NODE.dtype)
     order = np.arange(count, dtype=np.int64)
     lowers = nodes["lower"]["elements"]
     uppers = nodes["upper"]["elements"]
-    if count == 0:
-        lowers[0], uppers[0] = np.inf, -np.inf
-        return Bvh(nodes, order)
     lower = triangles.min(axis=1)
     upper = triangles.max(axis=1)
     centroids = (lower + upper) * np.float32(0.5)
@@ -172,3 +200,14 @@ def build_bvh(triangles: np.ndarray) -> Bvh:
             np.concatenate([middles, ends]),
         )
     return Bvh(nodes[:used], order)
+
+
+try:
+    from luisa_nb.runtime import _bvh_builder
+except ImportError:  # not built (no C compiler or Python headers at install)
+    _bvh_builder = None
+NATIVE = _bvh_builder is not None and os.environ.get(PYTHON_BUILDER_VARIABLE, "") in ("", "0")
+"""Whether :func:`build_bvh` builds in C."""
+build_bvh = build_bvh_native if NATIVE else build_bvh_numpy
+"""The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions): in C
+where the extension was built, else with numpy; with no triangles one empty leaf."""

@@ -11,7 +11,8 @@ import luisa_nb as lnb
 from luisa_nb.analysis import HazardKind
 from luisa_nb.errors import CommandFailedError, InvalidArgumentError, KernelCompileError
 from luisa_nb.kernels import compiler_available, dtype_of, float3, float4
-from luisa_nb.runtime.bvh import build_bvh
+from luisa_nb.runtime import accel as accel_module
+from luisa_nb.runtime import bvh as bvh_module
 
 from . import ray_kernels
 
@@ -342,30 +343,27 @@ def test_kernel_errors_name_the_accel_methods(device, mode):
         )
 
 
-def test_the_bvh_is_a_tree_over_every_triangle_with_boxes_holding_their_children():
-    rng = np.random.default_rng(3)
-    soup = random_soup(rng, 500)
-    bvh = build_bvh(soup)
-    assert sorted(bvh.order.tolist()) == list(range(500))
-    nodes = bvh.nodes
-    lower, upper = nodes["lower"]["elements"], nodes["upper"]["elements"]
-    seen = np.zeros(500, int)
-    depth = {0: 0}
-    for index, node in enumerate(nodes):
-        if node["count"] >= 0:
-            members = bvh.order[node["child"] : node["child"] + node["count"]]
-            seen[members] += 1
-            assert np.all(soup[members].min(axis=1) >= lower[index])
-            assert np.all(soup[members].max(axis=1) <= upper[index])
-            continue
-        for child in (node["child"], node["child"] + 1):
-            depth[child] = depth[index] + 1
-            assert np.all(lower[child] >= lower[index]) and np.all(upper[child] <= upper[index])
-    assert seen.tolist() == [1] * 500
-    assert max(depth.values()) < 40
-    assert len(nodes) < 2 * 500 - 1  # some leaves hold several triangles
-    empty = build_bvh(np.zeros((0, 3, 3), np.float32))
-    assert len(empty.nodes) == 1 and empty.nodes[0]["count"] == 0
+@pytest.mark.skipif(not bvh_module.NATIVE, reason="the C BVH builder is not in use")
+@pytest.mark.parametrize("mode", MODES)
+def test_an_accel_traces_the_same_hits_whichever_builder_built_it(device, mode, monkeypatch):
+    """The C builder and the numpy builder, on triangles that are points, segments, and
+    proper triangles around a few shared centroids."""
+    rng = np.random.default_rng(14)
+    soup = random_soup(rng, 120 if mode == "python" else 1500)
+    soup[::3, 1:] = soup[::3, :1]
+    soup[1::3, 2] = (soup[1::3, 0] + soup[1::3, 1]) / 2
+    soup[::5] += soup[0].mean(axis=0) - soup[::5].mean(axis=1, keepdims=True)
+    origins, directions = random_rays(rng, 64 if mode == "python" else 2048)
+    traced = []
+    for builder in (bvh_module.build_bvh_native, bvh_module.build_bvh_numpy):
+        monkeypatch.setattr(accel_module, "build_bvh", builder)
+        accel = device.create_accel()
+        accel.emplace_back(mesh_of(device, soup.reshape(-1, 3), np.arange(soup.size // 3)))
+        accel.build()
+        traced.append(trace(device, accel, origins, directions, mode))
+    assert 0.1 < (traced[0][0][:, 0] != MISS).mean() < 0.95
+    for native, reference in zip(*traced, strict=True):
+        np.testing.assert_array_equal(native, reference)
 
 
 def test_a_dispatch_reads_the_accel_and_a_build_on_another_stream_races_it(device):
