@@ -88,9 +88,9 @@ def brute_force(world, origins, directions, t_min, t_max):
     return np.where(np.isfinite(best), nearest, -1), best, near_edge | tie
 
 
-def trace(device, accel, origins, directions, mode, t_min=0.0, t_max=1e30, mask=-1):
+def trace(device, accel, origins, directions, mode, t_min=0.0, t_max=1e30, mask=-1, checks=None):
     count = len(origins)
-    kernel = lnb.kernel(ray_kernels.trace_rays, mode=mode)
+    kernel = lnb.kernel(ray_kernels.trace_rays, mode=mode, checks=checks)
     hits = device.create_buffer(2 * count, np.uint32)
     distances = device.create_buffer(3 * count, np.float32)
     anys = device.create_buffer(count, np.int32)
@@ -341,6 +341,34 @@ def test_kernel_errors_name_the_accel_methods(device, mode):
         lnb.kernel(ray_kernels.culled, mode=mode)(
             accel, float3_buffer(device, [(0, 0, 1)]), out, dispatch_size=1
         )
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C compiler")
+def test_the_c_traversal_gives_python_modes_hits_bit_for_bit(device):
+    """C runs its own traversal (kernels/c/rays.py), Python mode the kernel-language one:
+    the same hits, barycentrics and distances, with and without index checks, on rays
+    aimed at vertices and edge midpoints, along axes, over spans and masks."""
+    rng = np.random.default_rng(15)
+    soups = [random_soup(rng, 80), random_soup(rng, 60)]
+    soups[1][::4, 2] = soups[1][::4, 0]  # segments
+    accel = device.create_accel()
+    for index, soup in enumerate(soups):
+        mesh = mesh_of(device, soup.reshape(-1, 3), np.arange(soup.size // 3))
+        transform = None if index == 0 else random_transform(rng)
+        accel.emplace_back(mesh, transform, visibility_mask=1 << index)
+    accel.build()
+    origins, directions = random_rays(rng, 48)
+    corners = soups[0].reshape(-1, 3)[rng.integers(0, soups[0].size // 3, 32)]
+    aimed = np.concatenate([corners[:16], (corners[16:] + corners[:16]) / 2])
+    origins = np.concatenate([origins, np.full((32, 3), 2.5, np.float32)])
+    directions = np.concatenate([directions, (aimed - 2.5).astype(np.float32)])
+    for t_min, t_max, mask in [(0.0, 1e30, -1), (0.5, 3.0, -1), (0.0, 1e30, 2)]:
+        reference = trace(device, accel, origins, directions, "python", t_min, t_max, mask)
+        assert 3 <= (reference[0][:, 0] != MISS).sum() <= len(origins) - 3
+        for checks in (True, False):
+            traced = trace(device, accel, origins, directions, "c", t_min, t_max, mask, checks)
+            for got, expected in zip(traced, reference, strict=True):
+                assert got.tobytes() == expected.tobytes()
 
 
 @pytest.mark.skipif(not bvh_module.NATIVE, reason="the C BVH builder is not in use")

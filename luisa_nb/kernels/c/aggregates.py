@@ -178,6 +178,8 @@ class AggregateEmission:
     def function_definition(self: CEmitter, index: int) -> str:
         """A callable as a ``static inline`` C function."""
         function = self.kernel.functions[index]
+        if self.is_traversal(function):
+            return self.traversal_definition(index)
         result = "void" if function.return_type is None else self.type_name(function.return_type)
         parameters = list(self.context_parameters())
         for name, kind, reference in function.parameters:

@@ -28,7 +28,8 @@ from luisa_nb.kernels.c.images import STORAGE_TYPES, ImageEmission
 from luisa_nb.kernels.c.launch import LaunchEmission
 from luisa_nb.kernels.c.matrices import MatrixEmission
 from luisa_nb.kernels.c.prelude import c_prelude
-from luisa_nb.kernels.c.toolchain import SIMD_LOOPS, THREAD_BY_THREAD
+from luisa_nb.kernels.c.rays import RayEmission
+from luisa_nb.kernels.c.toolchain import SIMD_LOOPS, THREAD_BY_THREAD, TRACING_RAYS
 from luisa_nb.kernels.c.vectors import VectorEmission
 from luisa_nb.kernels.checks import KernelChecks
 from luisa_nb.kernels.type_system import (
@@ -100,6 +101,7 @@ class CEmitter(
     BlockEmission,
     LaunchEmission,
     PrintEmission,
+    RayEmission,
 ):
     """Emits one kernel as C11 for the host compiler.
 
@@ -174,7 +176,10 @@ class CEmitter(
     @property
     def optimization(self) -> tuple[str, ...]:
         """The compiler's optimization flags: ``SIMD_LOOPS`` where a block's threads run as
-        a simd loop, ``THREAD_BY_THREAD`` where they run one by one."""
+        a simd loop, ``THREAD_BY_THREAD`` where they run one by one, ``TRACING_RAYS``
+        where they trace rays."""
+        if any(self.is_traversal(function) for function in self.kernel.functions):
+            return TRACING_RAYS
         return THREAD_BY_THREAD if self.kernel.has_control_flow else SIMD_LOOPS
 
     @property

@@ -52,6 +52,9 @@ THREAD_BY_THREAD = ("-O2", "-fno-schedule-insns2", "-fno-expensive-optimizations
 """Optimization of kernels whose threads run one by one (bodies with loops or returns):
 -O2 without the second scheduling pass and without what GCC calls "minor optimizations
 that are relatively expensive" runs them as fast and builds with ~13% fewer instructions."""
+TRACING_RAYS = ("-O2",)
+"""Optimization of kernels that trace rays (see ``c/rays.py``): the traversal ran ~7%
+slower without GCC's second scheduling pass and its "expensive optimizations"."""
 FAST_BUILD = ("-O0",)
 """Optimization of the fast build of a tiered compile: the shading kernel of
 benchmarks/luisa_shading.py built in 350 M compiler instructions at -O0 against 606 M at

@@ -61,6 +61,7 @@ MAX_BVH_DEPTH = 60
 MISS = np.uint32(0xFFFFFFFF)
 TINY_DIRECTION = 1e-30  # direction components smaller than this count as this
 MISSED_BOX = 3.0e38  # the entry distance of a box a ray misses
+EXIT_WIDENING = 1.0000004  # a box's exit distance is widened by this factor (a few ulps)
 
 
 class RayCallable:
@@ -195,7 +196,7 @@ def _enters_box(node, origin, inverse, t_min, t_max):
     entry = min(near, far)
     leave = max(near, far)
     enter = max(max(entry.x, entry.y), max(entry.z, t_min))
-    exit = min(min(leave.x, leave.y), min(leave.z, t_max)) * 1.0000004
+    exit = min(min(leave.x, leave.y), min(leave.z, t_max)) * EXIT_WIDENING
     return enter <= exit
 
 
@@ -210,7 +211,7 @@ def _box_entry(node, origin, inverse, t_min, t_max):
     entry = min(near, far)
     leave = max(near, far)
     enter = max(max(entry.x, entry.y), max(entry.z, t_min))
-    exit = min(min(leave.x, leave.y), min(leave.z, t_max)) * 1.0000004
+    exit = min(min(leave.x, leave.y), min(leave.z, t_max)) * EXIT_WIDENING
     result = MISSED_BOX
     if enter <= exit:
         result = enter
