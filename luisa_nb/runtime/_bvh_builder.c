@@ -51,6 +51,8 @@ typedef struct {
     Box box, centroids;
 } Range;
 
+static const Box EMPTY_BOX = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
+
 /* Every corner and centroid is finite (build_bvh() checks): min and max need no NaN
  * rules. */
 static inline float min2(float a, float b) { return a < b ? a : b; }
@@ -115,16 +117,18 @@ static Split best_split(const Item *items, const Range *range, int bins)
         split.scale[k] = extent > 0.0f ? (float)bins / extent : 0.0f;
     }
     int64_t counts[3][BINS] = {{0}};
-    Box boxes[3][BINS]; /* set where counts is not 0 */
+    Box boxes[3][BINS];
+    for (int k = 0; k < 3; k++) {
+        for (int b = 0; b < bins; b++) {
+            boxes[k][b] = EMPTY_BOX;
+        }
+    }
     for (int64_t i = range->start; i < range->end; i++) {
         const Item *item = &items[i];
         for (int k = 0; k < 3; k++) {
             int b = bin_of((item->centroid[k] - split.low[k]) * split.scale[k], bins);
-            if (counts[k][b]++) {
-                grow(&boxes[k][b], &item->box);
-            } else {
-                boxes[k][b] = item->box;
-            }
+            counts[k][b]++;
+            grow(&boxes[k][b], &item->box);
         }
     }
     int64_t size = range->end - range->start;
