@@ -280,8 +280,9 @@ static int64_t build(Item *items, int64_t count, Node *nodes)
 }
 
 PyDoc_STRVAR(build_doc,
-             "build(triangles, nodes, order) -> int\n\n"
-             "Build the BVH of triangles (n * 9 contiguous float32: three corners xyz each) "
+             "build(triangles, nodes, order, corner_floats=3) -> int\n\n"
+             "Build the BVH of triangles (n * 3 * corner_floats contiguous float32: three "
+             "corners of x, y, z and, with corner_floats 4, a value that is ignored) "
              "into nodes (at least 2n - 1 writable 32-byte BVH_NODE records) and order "
              "(n writable int64, set to the triangle each leaf position holds); the number "
              "of nodes used, or None (nothing built) where a corner is not finite. n is at "
@@ -290,16 +291,21 @@ PyDoc_STRVAR(build_doc,
 static PyObject *build_bvh(PyObject *self, PyObject *args)
 {
     Py_buffer triangles, nodes, order;
-    if (!PyArg_ParseTuple(args, "y*w*w*", &triangles, &nodes, &order)) {
+    int corner_floats = 3;
+    if (!PyArg_ParseTuple(args, "y*w*w*|i", &triangles, &nodes, &order, &corner_floats)) {
         return NULL;
     }
     PyObject *result = NULL;
-    int64_t count = (int64_t)(triangles.len / (9 * (Py_ssize_t)sizeof(float)));
     Item *items = NULL;
-    if (count < 1 || count > INT32_MAX / 2 ||
-        triangles.len != count * 9 * (Py_ssize_t)sizeof(float)) {
+    if (corner_floats != 3 && corner_floats != 4) {
+        PyErr_SetString(PyExc_ValueError, "corner_floats must be 3 or 4");
+        goto done;
+    }
+    Py_ssize_t triangle_bytes = 3 * corner_floats * (Py_ssize_t)sizeof(float);
+    int64_t count = (int64_t)(triangles.len / triangle_bytes);
+    if (count < 1 || count > INT32_MAX / 2 || triangles.len != count * triangle_bytes) {
         PyErr_SetString(PyExc_ValueError,
-                        "triangles must be 1 to 2**30 - 1 times 9 float32 values");
+                        "triangles must be 1 to 2**30 - 1 times 3 corners of float32 values");
         goto done;
     }
     if (nodes.len < (2 * count - 1) * (Py_ssize_t)sizeof(Node) ||
@@ -317,11 +323,12 @@ static PyObject *build_bvh(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     const float *corners = triangles.buf;
     for (int64_t t = 0; t < count; t++) {
-        const float *a = corners + 9 * t;
+        const float *a = corners + 3 * corner_floats * t;
+        const float *b = a + corner_floats, *c = b + corner_floats;
         Item *item = &items[t];
         for (int k = 0; k < 3; k++) {
-            float lower = min2(min2(a[k], a[3 + k]), a[6 + k]);
-            float upper = max2(max2(a[k], a[3 + k]), a[6 + k]);
+            float lower = min2(min2(a[k], b[k]), c[k]);
+            float upper = max2(max2(a[k], b[k]), c[k]);
             item->box.lower[k] = lower;
             item->box.upper[k] = upper;
             item->centroid[k] = (lower + upper) * 0.5f;

@@ -335,7 +335,7 @@ class AccelBuildCommand(Command):
             finish(backend, backend.download(memory.allocation, memory.offset, raw))
             contents[id(view)] = raw
         records = self._triangles(contents)
-        bvh = build_bvh(records[:, :, :3])
+        bvh = build_bvh(records)
         ordered = np.take(records, bvh.order, axis=0)
         instances = np.zeros(self.outputs[2].size, ACCEL_INSTANCE.dtype)
         columns = instances["transform"]["columns"]
@@ -355,7 +355,7 @@ class AccelBuildCommand(Command):
         float32 ``(n, 3, 4)``: ``[:, :, :3]`` the corners, ``[:, :, 3]`` the bits of the
         instance, primitive and mask."""
         count = sum(instance.mesh.triangle_count for instance in self.instances)
-        records = np.zeros((count, 3, 4), np.float32)
+        records = np.empty((count, 3, 4), np.float32)  # every value is set below
         fields = records.view(np.uint32)[:, :, 3]
         first = 0
         for index, instance in enumerate(self.instances):

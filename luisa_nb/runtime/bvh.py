@@ -133,15 +133,17 @@ def build_bvh_native(triangles: np.ndarray) -> Bvh:
     corners = np.ascontiguousarray(triangles, dtype=np.float32)
     nodes = np.empty(2 * count - 1, BVH_NODE.dtype)
     order = np.empty(count, np.int64)
-    used = _bvh_builder.build(corners, nodes, order)
+    used = _bvh_builder.build(corners, nodes, order, corners.shape[2])
     if used is None:
         return build_bvh_numpy(triangles)
     return Bvh(nodes[:used], order)
 
 
 def build_bvh_numpy(triangles: np.ndarray) -> Bvh:
-    """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions),
-    built with numpy. With no triangles it is one empty leaf, which no ray enters."""
+    """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions, or
+    ``(n, 3, 4)`` whose fourth value per corner is ignored), built with numpy. With no
+    triangles it is one empty leaf, which no ray enters."""
+    triangles = triangles[:, :, :3]
     count = len(triangles)
     if count == 0:
         return _empty_bvh()
@@ -209,5 +211,6 @@ except ImportError:  # not built (no C compiler or Python headers at install)
 NATIVE = _bvh_builder is not None and os.environ.get(PYTHON_BUILDER_VARIABLE, "") in ("", "0")
 """Whether :func:`build_bvh` builds in C."""
 build_bvh = build_bvh_native if NATIVE else build_bvh_numpy
-"""The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions): in C
-where the extension was built, else with numpy; with no triangles one empty leaf."""
+"""The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions, or
+``(n, 3, 4)`` whose fourth value per corner is ignored): in C where the extension was
+built, else with numpy; with no triangles one empty leaf."""

@@ -142,6 +142,18 @@ def test_triangles_with_a_non_finite_corner_are_built_as_numpy_builds_them():
     assert native.order.tolist() == reference.order.tolist()
 
 
+@pytest.mark.parametrize("builder", [build_bvh_numpy, pytest.param(build_bvh_native,
+    marks=needs_native)], ids=["numpy", "c"])  # fmt: skip
+def test_a_fourth_value_per_corner_is_ignored(builder):
+    """The accel hands its triangle records, (n, 3, 4) with instance, primitive and mask
+    bits in the fourth column."""
+    soup = degenerate_soup(np.random.default_rng(16), 300)
+    records = np.concatenate([soup, np.full((300, 3, 1), np.nan, np.float32)], axis=2)
+    plain, padded = builder(soup), builder(records)
+    assert padded.nodes.tobytes() == plain.nodes.tobytes()
+    assert padded.order.tolist() == plain.order.tolist()
+
+
 def test_the_c_builder_writes_the_node_layout_kernels_read():
     """_bvh_builder.c writes 32-byte nodes: lower, child, upper, count."""
     fields = BVH_NODE.dtype.fields
