@@ -6,10 +6,11 @@ Runs benchmarks/luisa_rays.py unchanged on real luisa-python's CPU backend and o
 luisa_nb's `cpu` (each in its own process): the build of an acceleration structure over
 a soup of random triangles ("build", from `accel.update()` to its end), and one ray per
 pixel traced at it ("first" includes compiling the kernel; "best" is the fastest of the
-repeats). The checksum is the number of rays that hit: the two must agree. Then the
-Cornell-box path tracer of tests/luisa/programs/cornell_box.py, as a whole process
-(start, compile, render, print). Real luisa-python needs Debian's clang and libvulkan1;
-its row says why when it cannot run.
+repeats), each as wall time and as the CPU time of the process's threads ("cpu ms": on a
+machine shared with other work, the less inflated of the two). The checksum is the
+number of rays that hit: the two must agree. Then the Cornell-box path tracer of
+tests/luisa/programs/cornell_box.py, as a whole process (start, compile, render, print).
+Real luisa-python needs Debian's clang and libvulkan1; its row says why when it cannot run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from timing import load_average, print_table
 RAYS = Path(__file__).with_name("luisa_rays.py")
 CORNELL_BOX = Path(__file__).parents[1] / "tests" / "luisa" / "programs" / "cornell_box.py"
 RUNTIMES = ("real luisa-python cpu", "luisa_nb cpu")
+COLUMNS = ["runtime", "build ms", "vs real", "cpu ms", "vs real", "first ms", "best ms"]
+COLUMNS += ["vs real", "cpu ms", "vs real", "hits"]
 
 
 def command(runtime: str, program: Path, arguments: list[str]) -> list[str]:
@@ -65,26 +68,32 @@ def main() -> None:
             )
         )
         if isinstance(outcome, str):
-            rows.append([runtime, "", "", "", "", "", f"did not run: {outcome}"])
+            rows.append([runtime, *[""] * 9, f"did not run: {outcome}"])
             continue
         line = [x for x in outcome[0].splitlines() if x.startswith("build ")][-1].split()
         values = dict(zip(line[::2], line[1::2], strict=True))
         build, best = float(values["build"]), float(values["best"])
-        reference = reference or {"build": build, "best": best}
+        build_cpu, best_cpu = float(values["build_cpu"]), float(values["best_cpu"])
+        measured = {"build": build, "best": best, "build_cpu": build_cpu, "best_cpu": best_cpu}
+        reference = reference or measured
         rows.append(
             [
                 runtime,
                 build * 1e3,
                 build / reference["build"],
+                build_cpu * 1e3,
+                build_cpu / reference["build_cpu"],
                 float(values["first"]) * 1e3,
                 best * 1e3,
                 best / reference["best"],
+                best_cpu * 1e3,
+                best_cpu / reference["best_cpu"],
                 values["checksum"],
             ]
         )
     print_table(
         f"{arguments.triangles} triangles, {width}x{height} rays ({load_average()})",
-        ["runtime", "build ms", "vs real", "first ms", "best ms", "vs real", "hits"],
+        COLUMNS,
         rows,
     )
     side, samples = arguments.cornell_box.split("x")
