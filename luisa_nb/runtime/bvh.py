@@ -133,7 +133,7 @@ def build_bvh_native(triangles: np.ndarray) -> Bvh:
     corners = np.ascontiguousarray(triangles, dtype=np.float32)
     nodes = np.empty(2 * count - 1, BVH_NODE.dtype)
     order = np.empty(count, np.int64)
-    used = _bvh_builder.build(corners, nodes, order, corners.shape[2])
+    used = _native_build(corners, nodes, order, corners.shape[2])
     if used is None:
         return build_bvh_numpy(triangles)
     return Bvh(nodes[:used], order)
@@ -205,10 +205,10 @@ def build_bvh_numpy(triangles: np.ndarray) -> Bvh:
 
 
 try:
-    from luisa_nb.runtime import _bvh_builder
+    from luisa_nb.runtime._bvh_builder import build as _native_build
 except ImportError:  # not built (no C compiler or Python headers at install)
-    _bvh_builder = None
-NATIVE = _bvh_builder is not None and os.environ.get(PYTHON_BUILDER_VARIABLE, "") in ("", "0")
+    _native_build = None
+NATIVE = _native_build is not None and os.environ.get(PYTHON_BUILDER_VARIABLE, "") in ("", "0")
 """Whether :func:`build_bvh` builds in C."""
 build_bvh = build_bvh_native if NATIVE else build_bvh_numpy
 """The BVH of ``triangles`` (an ``(n, 3, 3)`` float32 array of vertex positions, or
