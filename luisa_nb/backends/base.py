@@ -155,6 +155,11 @@ class Backend(ABC):
     ``"fence"`` (once its submission has finished, like a readback after a fence)."""
     staging_capacity: int | None = None
     """Bytes of upload staging memory; ``None`` means unbounded."""
+    runs_elsewhere: ClassVar[bool] = False
+    """Whether operations run in another process, the calling thread only sending them
+    and waiting for the replies (``remote``). A thread waiting for a stream may then run
+    its work itself, as it does prepared launches: a dispatch counts as quick when the
+    device time its span reports was (see :mod:`luisa_nb.runtime.execution`)."""
     max_allocation_bytes: ClassVar[int] = 1 << 48
     """The most bytes one allocation may have (what 48-bit addresses reach; the remote
     protocol's limit too). The runtime refuses a larger buffer before ``allocate``."""

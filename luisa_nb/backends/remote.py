@@ -64,6 +64,7 @@ class RemoteBackend(Backend):
     name = "remote"
     default_staging = "submit"
     readback = "fence"
+    runs_elsewhere = True
     description = "a device served by another process over ZeroMQ; bytes travel with commands"
 
     def __init__(

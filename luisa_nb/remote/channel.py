@@ -252,6 +252,9 @@ class Channel:
             if unfinished is None:
                 raise
             raise ServerLostError(unfinished, str(error)) from error
+        except KeyboardInterrupt:
+            self._stop_interrupted()
+            raise
         finally:
             self._clear_queue()
             self.in_flight.clear()  # the parts of batches in flight are never reused
@@ -263,6 +266,22 @@ class Channel:
             if outcome is not None:
                 raise LaunchStopped(span, message, outcome)
             raise OperationFailed(span, message)
+
+    def _stop_interrupted(self) -> None:
+        """After Ctrl-C in a flush (on a thread that waited for its stream's work itself):
+        cancel the session's kernels, take the replies of this thread's batches in flight
+        (so none of them runs later, nor holds the worker), and let kernels run again."""
+        connection = self.connection
+        if not self.in_flight or connection.broken is not None:
+            return
+        connection.cancel()
+        try:
+            while self.in_flight:
+                self.receive()
+        except RemoteError:
+            pass  # the next call reports the broken connection
+        finally:
+            connection.resume()
 
     def _first_unfinished(self) -> DeviceSpan | None:
         for pending in [*self.in_flight.values(), (self.entries,)]:

@@ -29,6 +29,7 @@ from luisa_nb.recording.records import Status
 from luisa_nb.runtime.commands import (
     CopyCommand,
     DispatchCommand,
+    DispatchMemo,
     DownloadCommand,
     FillCommand,
     UploadCommand,
@@ -89,7 +90,15 @@ class Executor:
     """Runs one stream's runs (:data:`~luisa_nb.runtime.staging.Run`) on its worker, in the
     backend's order, then frees their staging memory."""
 
-    __slots__ = ("backend", "failures", "flushes", "schedules", "staging", "transfers")
+    __slots__ = (
+        "backend",
+        "failures",
+        "flushes",
+        "schedules",
+        "staging",
+        "times_on_device",
+        "transfers",
+    )
 
     def __init__(self, backend: Backend, staging: Staging, failures: list[Failure]) -> None:
         self.backend = backend
@@ -99,6 +108,7 @@ class Executor:
         kind = type(backend)
         self.schedules = kind.schedule is not Backend.schedule
         self.flushes = kind.flush is not Backend.flush
+        self.times_on_device = kind.runs_elsewhere
 
     def execute(self, run: Run) -> None:
         """Run the steps of ``run`` in the backend's order, then free their staging memory."""
@@ -171,6 +181,8 @@ class Executor:
                 transfers.land()
             if self.flushes:
                 backend.flush()
+            if self.times_on_device and spans:
+                _note_device_speeds(order, spans)
             finished = len(ends)
         except OperationFailed as error:
             failed = next(index for index, span in spans if span is error.span)
@@ -244,10 +256,27 @@ def _run_dispatches(
     limit = QUICK_DISPATCH_NANOSECONDS * (len(batch) if len(memos) == 1 else 1)
     quick = error is None and now() - began <= limit
     for memo in memos:
-        if quick:
-            memo.quick_dims, memo.slow_once = memo.prepared[0], False
-        elif memo.slow_once or memo.quick_dims != memo.prepared[0]:
-            memo.quick_dims = None
-        else:
-            memo.slow_once = True
+        _note_speed(memo, memo.prepared[0], quick)
     return end, done, error
+
+
+def _note_device_speeds(order: Sequence[Step], spans: Sequence[tuple[int, DeviceSpan]]) -> None:
+    """Note whether each dispatch among ``order``'s ``spans`` was quick, by the device
+    time its span reports: how a backend that runs elsewhere (``runs_elsewhere``) tells
+    :func:`runs_quickly` which launches a waiting caller may run itself."""
+    for position, span in spans:
+        step = order[position]
+        if type(step) is DispatchCommand and span.started is not None:
+            quick = span.finished - span.started <= QUICK_DISPATCH_NANOSECONDS
+            _note_speed(step.arguments.memo, step.dims, quick)
+
+
+def _note_speed(memo: DispatchMemo, dims: tuple[int, int, int], quick: bool) -> None:
+    """Remember whether launches of ``dims`` with ``memo``'s arguments run quickly: one
+    slow launch is taken for the machine's load, two in a row for the kernel's."""
+    if quick:
+        memo.quick_dims, memo.slow_once = dims, False
+    elif memo.slow_once or memo.quick_dims != dims:
+        memo.quick_dims = None
+    else:
+        memo.slow_once = True

@@ -18,6 +18,9 @@ import luisa_nb as lnb
 from luisa_nb.kernels import compiler_available
 from luisa_nb.recording.records import Status
 from luisa_nb.remote.client import Channel
+from luisa_nb.runtime import execution
+from luisa_nb.runtime import stream as stream_module
+from luisa_nb.runtime.execution import Executor
 
 from .helpers import TOKEN, cpu_seconds, running
 
@@ -94,6 +97,54 @@ def test_a_ctrl_c_that_reaches_the_server_process_too_leaves_it_serving(remote_d
     os.kill(server, signal.SIGINT)
     time.sleep(0.5)
     assert running(server)
+    assert_doubles(remote_device)
+
+
+def spin_while_set(flag, out):
+    i = lnb.dispatch_id().x
+    n = 0
+    while flag.read(0) != 0:
+        n += 1
+    out.write(i, n)
+
+
+def test_ctrl_c_in_a_synchronize_that_runs_the_work_itself_cancels_it_on_the_server(
+    remote_device, monkeypatch
+):
+    # a launch that was quick is sent and waited for by the synchronizing thread itself;
+    # Ctrl-C there must stop it on the server too, not only end the wait
+    monkeypatch.setattr(execution, "QUICK_DISPATCH_NANOSECONDS", 10**12)  # no timing
+    monkeypatch.setattr(stream_module, "QUICK_RUN_DELAY_NANOSECONDS", 10**11)  # for the caller
+    threads = []
+    execute_runs = Executor.execute_runs
+
+    def noted(executor, runs):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return execute_runs(executor, runs)
+
+    monkeypatch.setattr(Executor, "execute_runs", noted)
+    spin = lnb.kernel(mode="c")(spin_while_set)
+    flag = remote_device.create_buffer(1, np.int32)
+    out = remote_device.create_buffer(1, np.int32)
+    flag.copy_from(np.zeros(1, np.int32))
+    for _ in range(2):
+        spin(flag, out, dispatch_size=1, stream=remote_device.default_stream)
+        remote_device.synchronize()
+    flag.copy_from(np.ones(1, np.int32))
+    worker = remote_device.info["server_worker_pid"]
+    threads.clear()
+    with lnb.trace() as trace:
+        remote_device.default_stream.submit([spin.dispatch_async(1, flag, out)])
+        timer = interrupt_main_thread_after(0.5)
+        with pytest.raises(KeyboardInterrupt):
+            remote_device.synchronize()
+        timer.join()
+    assert threads == [True]  # the interrupted work ran on the synchronizing thread
+    (command,) = trace.commands
+    assert command.status is Status.FAILED
+    before = cpu_seconds(worker)
+    time.sleep(1.0)
+    assert cpu_seconds(worker) - before < 0.5  # the endless kernel no longer runs
     assert_doubles(remote_device)
 
 
