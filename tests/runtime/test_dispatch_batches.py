@@ -102,6 +102,33 @@ def test_a_batch_times_each_dispatch_on_the_trace_clock(device):
     assert all(a.finished == b.started for a, b in pairwise(records))
 
 
+
+@lnb.kernel
+def spin(target, rounds: int):
+    i = lnb.dispatch_id().x
+    value = target.read(i)
+    for _ in range(rounds):
+        value = value * 0.5 + 1.0
+    target.write(i, value)
+
+
+def test_each_launch_of_a_batch_gets_its_own_start_between_the_clock_reads(device):
+    """A batch's launch starts come from one clock read before the first and one after the
+    last (the time stamp counter places the others): launches that each take a while
+    start one after another, not all at the first read."""
+    buffer = device.create_buffer(64, np.float32)
+    buffer.fill(0.0, sync=True)
+    with lnb.trace() as trace:
+        before = time.perf_counter_ns()
+        device.default_stream.submit([spin.dispatch_async(64, buffer, 20_000) for _ in range(4)])
+        device.synchronize()
+        after = time.perf_counter_ns()
+    starts = [record.started for record in trace.commands]
+    assert before <= starts[0] < starts[1] < starts[2] < starts[3]
+    assert trace.commands[-1].finished <= after
+    np.testing.assert_allclose(buffer.numpy(), np.full(64, 2.0), rtol=1e-6)
+
+
 def test_a_failure_inside_a_batch_names_its_command_and_keeps_the_records(device):
     buffer = device.create_buffer(8, np.float32)
     host = np.zeros(8, np.float32)
