@@ -102,7 +102,6 @@ def test_a_batch_times_each_dispatch_on_the_trace_clock(device):
     assert all(a.finished == b.started for a, b in pairwise(records))
 
 
-
 @lnb.kernel
 def spin(target, rounds: int):
     i = lnb.dispatch_id().x
