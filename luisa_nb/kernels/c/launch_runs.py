@@ -10,9 +10,8 @@ included, see :mod:`~luisa_nb.kernels.c.fault_guard`) or is cancelled and says w
 was; with a ``times`` array it also gives the time on the trace clock
 (``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch. On x86 a
 run of several launches reads that clock twice, before the first launch and after the
-last, and places each launch between the two by the time stamp counter (``rdtsc``): in a
-virtual machine reading the clock costs some 60 ns, as much as a twentieth of a tiny
-traced dispatch, and the counter a third of that.
+last, and places each launch between the two by the time stamp counter (``rdtsc``),
+which costs a fraction of a clock read (``benchmarks/bench_launch_times.py``).
 """
 
 from __future__ import annotations
