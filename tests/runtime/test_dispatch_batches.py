@@ -86,15 +86,22 @@ def test_batched_dispatches_give_the_results_and_records_of_single_ones(device, 
         assert record.started <= record.finished
 
 
+def _traced_batch(device, commands):
+    """The records of ``commands`` submitted as one list and synchronized in a trace, and
+    the trace clock before the submission and after the synchronize."""
+    with lnb.trace() as trace:
+        before = time.perf_counter_ns()
+        device.default_stream.submit(commands)
+        device.synchronize()
+        after = time.perf_counter_ns()
+    return trace.commands, before, after
+
+
 def test_a_batch_times_each_dispatch_on_the_trace_clock(device):
     buffer = device.create_buffer(4, np.float32)
     buffer.fill(0.0, sync=True)
-    with lnb.trace() as trace:
-        before = time.perf_counter_ns()
-        device.default_stream.submit([add.dispatch_async(4, buffer, 1.0) for _ in range(5)])
-        device.synchronize()
-        after = time.perf_counter_ns()
-    records = trace.commands
+    commands = [add.dispatch_async(4, buffer, 1.0) for _ in range(5)]
+    records, before, after = _traced_batch(device, commands)
     assert len(records) == 5
     times = [t for record in records for t in (record.started, record.finished)]
     assert before <= times[0] and times[-1] <= after
@@ -117,14 +124,11 @@ def test_each_launch_of_a_batch_gets_its_own_start_between_the_clock_reads(devic
     start one after another, not all at the first read."""
     buffer = device.create_buffer(64, np.float32)
     buffer.fill(0.0, sync=True)
-    with lnb.trace() as trace:
-        before = time.perf_counter_ns()
-        device.default_stream.submit([spin.dispatch_async(64, buffer, 20_000) for _ in range(4)])
-        device.synchronize()
-        after = time.perf_counter_ns()
-    starts = [record.started for record in trace.commands]
+    commands = [spin.dispatch_async(64, buffer, 20_000) for _ in range(4)]
+    records, before, after = _traced_batch(device, commands)
+    starts = [record.started for record in records]
     assert before <= starts[0] < starts[1] < starts[2] < starts[3]
-    assert trace.commands[-1].finished <= after
+    assert records[-1].finished <= after
     np.testing.assert_allclose(buffer.numpy(), np.full(64, 2.0), rtol=1e-6)
 
 
