@@ -487,10 +487,19 @@ class TraceRecorderBase(Recorder):
     def capture_initial(self, steps: Sequence[Any]) -> None:
         """Capture, on the worker that is about to run ``steps``, the bytes of the buffers
         made before the trace that they touch (in host-visible memory: the CPU backends'),
-        as :attr:`BufferInfo.initial`."""
+        as :attr:`BufferInfo.initial`. A loop's commands of one kernel share their views,
+        and the look stops once nothing is pending: a run of many commands on the same
+        buffers pays for the first few only."""
         pending = self.initial_pending
+        looked_at = None
         for step in steps:
-            for view in getattr(step, "views", ()):
+            if not pending:
+                return
+            views = getattr(step, "views", ())
+            if views is looked_at:
+                continue
+            looked_at = views
+            for view in views:
                 buffer = pending.pop(view.buffer.id, None)
                 if buffer is None:
                     continue

@@ -86,20 +86,50 @@ def test_batched_dispatches_give_the_results_and_records_of_single_ones(device, 
         assert record.started <= record.finished
 
 
+def _traced_batch(device, commands):
+    """The records of ``commands`` submitted as one list and synchronized in a trace, and
+    the trace clock before the submission and after the synchronize."""
+    with lnb.trace() as trace:
+        before = time.perf_counter_ns()
+        device.default_stream.submit(commands)
+        device.synchronize()
+        after = time.perf_counter_ns()
+    return trace.commands, before, after
+
+
 def test_a_batch_times_each_dispatch_on_the_trace_clock(device):
     buffer = device.create_buffer(4, np.float32)
     buffer.fill(0.0, sync=True)
-    with lnb.trace() as trace:
-        before = time.perf_counter_ns()
-        device.default_stream.submit([add.dispatch_async(4, buffer, 1.0) for _ in range(5)])
-        device.synchronize()
-        after = time.perf_counter_ns()
-    records = trace.commands
+    commands = [add.dispatch_async(4, buffer, 1.0) for _ in range(5)]
+    records, before, after = _traced_batch(device, commands)
     assert len(records) == 5
     times = [t for record in records for t in (record.started, record.finished)]
     assert before <= times[0] and times[-1] <= after
     assert times == sorted(times)
     assert all(a.finished == b.started for a, b in pairwise(records))
+
+
+@lnb.kernel
+def spin(target, rounds: int):
+    i = lnb.dispatch_id().x
+    value = target.read(i)
+    for _ in range(rounds):
+        value = value * 0.5 + 1.0
+    target.write(i, value)
+
+
+def test_each_launch_of_a_batch_gets_its_own_start_between_the_clock_reads(device):
+    """A batch's launch starts come from one clock read before the first and one after the
+    last (the time stamp counter places the others): launches that each take a while
+    start one after another, not all at the first read."""
+    buffer = device.create_buffer(64, np.float32)
+    buffer.fill(0.0, sync=True)
+    commands = [spin.dispatch_async(64, buffer, 20_000) for _ in range(4)]
+    records, before, after = _traced_batch(device, commands)
+    starts = [record.started for record in records]
+    assert before <= starts[0] < starts[1] < starts[2] < starts[3]
+    assert records[-1].finished <= after
+    np.testing.assert_allclose(buffer.numpy(), np.full(64, 2.0), rtol=1e-6)
 
 
 def test_a_failure_inside_a_batch_names_its_command_and_keeps_the_records(device):
@@ -303,3 +333,65 @@ def test_queued_transfers_and_dispatches_fail_and_skip_per_submission(device):
     ) or device.staging == "submit"
     assert downloaded.host_write is not None
     assert len({record.submission for record in trace.commands}) == 4
+
+
+@lnb.kernel
+def bump(target):
+    i = lnb.dispatch_id().x
+    target.write(i, target.read(i) + 1.0)
+
+
+def test_one_kernel_on_other_buffers_and_sizes_in_one_batch_keeps_each_record(device):
+    """Commands that share a kernel's arguments (same buffers) sit between ones that do
+    not (another buffer, a view, another size): each record names its own size and
+    buffer range, and every dispatch ran on what it was given."""
+    first = device.create_buffer(8, np.float32)
+    second = device.create_buffer(4, np.float32)
+    first.fill(0.0)
+    second.fill(0.0)
+    tail = first.view(4)
+    plan = [(first, 8), (first, 8), (second, 4), (first, 8), (first, 2), (tail, 4),
+            (first, 2), (second, 2), (second, 4), (first, 8)]  # fmt: skip
+    commands = [bump.dispatch_async(size, target) for target, size in plan]
+    shared = [(0, 1), (3, 4), (7, 8)]  # the same arguments: the same size, or another
+    assert all(commands[a].arguments is commands[b].arguments for a, b in shared)
+    with lnb.trace() as trace:
+        device.default_stream.submit(commands)
+        device.synchronize()
+    records = trace.commands
+    assert [record.label for record in records] == [f"bump [{size}]" for _, size in plan]
+    assert [
+        [(r.buffer, r.offset, r.nbytes) for r in record.device_ranges] for record in records
+    ] == [[(target.buffer.id, target.offset_bytes, target.nbytes)] for target, _ in plan]
+    assert len({record.id for record in records}) == len(plan)
+    assert all(record.status is Status.OK for record in records)
+    expected = {first.buffer.id: np.zeros(8), second.buffer.id: np.zeros(4)}
+    for target, size in plan:
+        start = target.offset_bytes // 4
+        expected[target.buffer.id][start : start + size] += 1.0
+    np.testing.assert_array_equal(first.numpy(), expected[first.buffer.id])
+    np.testing.assert_array_equal(second.numpy(), expected[second.buffer.id])
+
+
+def test_buffers_made_before_the_trace_keep_their_first_bytes_in_a_long_batch(device):
+    """The bytes a buffer held before the trace are captured before the first traced
+    command that touches it, wherever in a long run of commands on other buffers that
+    command comes."""
+    buffers = [device.create_buffer(4, np.float32) for _ in range(3)]
+    for value, buffer in enumerate(buffers):
+        buffer.fill(float(value + 1), sync=True)
+    first, second, third = buffers
+    commands = [bump.dispatch_async(4, first) for _ in range(20)]
+    commands.append(bump.dispatch_async(4, second))
+    commands += [bump.dispatch_async(4, first) for _ in range(20)]
+    commands.append(bump.dispatch_async(2, third.view(2)))
+    with lnb.trace() as trace:
+        device.default_stream.submit(commands)
+        device.synchronize()
+    for value, buffer in enumerate(buffers):
+        initial = trace.buffers[buffer.id].initial
+        assert initial is not None, buffer
+        captured = trace.captured_bytes(initial).view(np.float32)
+        np.testing.assert_array_equal(captured, np.full(4, float(value + 1)))
+    np.testing.assert_array_equal(first.numpy(), np.full(4, 41.0))
+    np.testing.assert_array_equal(third.numpy(), [3.0, 3.0, 4.0, 4.0])

@@ -7,8 +7,11 @@ again) and a run of prepared launches goes to C as one array of (entry, argument
 address pairs. The loop (:data:`RUNNER_SOURCE`) is compiled into every kernel's library,
 so it costs no build of its own. It stops at the first launch that fails (a fault
 included, see :mod:`~luisa_nb.kernels.c.fault_guard`) or is cancelled and says which one it
-was; with a ``times`` array it also reads the trace clock
-(``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch.
+was; with a ``times`` array it also gives the time on the trace clock
+(``CLOCK_MONOTONIC``, which ``time.perf_counter_ns`` reads) before each launch. On x86 a
+run of several launches reads that clock twice, before the first launch and after the
+last, and places each launch between the two by the time stamp counter (``rdtsc``),
+which costs a fraction of a clock read (``benchmarks/bench_launch_times.py``).
 """
 
 from __future__ import annotations
@@ -37,22 +40,49 @@ struct lnb_timespec { long seconds; long nanoseconds; };
 int clock_gettime(int clock, struct lnb_timespec *time);
 enum { LNB_CLOCK_MONOTONIC = 1 };
 
+static int64_t lnb_clock_ns(void) {
+    struct lnb_timespec now;
+    clock_gettime(LNB_CLOCK_MONOTONIC, &now);
+    return (int64_t)now.seconds * 1000000000 + now.nanoseconds;
+}
+
+/* x86's time stamp counter: a few ns to read where clock_gettime takes tens. */
+#if defined(__x86_64__) || defined(__i386__)
+#define LNB_COUNTER 1
+#define LNB_COUNT() ((int64_t)__builtin_ia32_rdtsc())
+#else
+#define LNB_COUNTER 0
+#define LNB_COUNT() ((int64_t)0)
+#endif
+
 /* Runs launches[2i] (an entry) with launches[2i+1] (its packed arguments) for i < count,
    stopping after the first whose launch record's status is set; returns how many ran
-   without stopping. With times, stores the CLOCK_MONOTONIC time (ns) before each. */
+   without stopping. With times, stores the CLOCK_MONOTONIC time (ns) before each that
+   started: read for each, or (x86, several launches) placed by the time stamp counter
+   between the clock read before the first and after the last, never decreasing. */
 int64_t lnb_run_launches(const int64_t *launches, int64_t count, void *launch,
                          int64_t *times) {
-    for (int64_t i = 0; i < count; ++i) {
-        if (times) {
-            struct lnb_timespec now;
-            clock_gettime(LNB_CLOCK_MONOTONIC, &now);
-            times[i] = (int64_t)now.seconds * 1000000000 + now.nanoseconds;
-        }
-        ((lnb_entry)(intptr_t)launches[2 * i])((const void *)(intptr_t)launches[2 * i + 1],
-                                               launch);
-        if (*(const volatile int32_t *)launch != 0) return i;
+    int counted = LNB_COUNTER && times && count > 1;
+    int64_t first_ns = counted ? lnb_clock_ns() : 0, first_count = counted ? LNB_COUNT() : 0;
+    int64_t done = 0;
+    for (; done < count; ++done) {
+        if (times) times[done] = counted ? LNB_COUNT() : lnb_clock_ns();
+        ((lnb_entry)(intptr_t)launches[2 * done])(
+            (const void *)(intptr_t)launches[2 * done + 1], launch);
+        if (*(const volatile int32_t *)launch != 0) break;
     }
-    return count;
+    if (counted) {
+        int64_t last_count = LNB_COUNT(), last_ns = lnb_clock_ns(), latest = first_ns;
+        double span = (double)(last_count - first_count);
+        double scale = span > 0 ? (double)(last_ns - first_ns) / span : 0.0;
+        int64_t started = done < count ? done + 1 : count;
+        for (int64_t i = 0; i < started; ++i) {
+            int64_t at = first_ns + (int64_t)((double)(times[i] - first_count) * scale);
+            latest = at < latest ? latest : at > last_ns ? last_ns : at;
+            times[i] = latest;
+        }
+    }
+    return done;
 }
 """
 
