@@ -43,7 +43,8 @@
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
-    *str_run_failed, *str_run_ended, *str_run_spans;
+    *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
+static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
 
 /* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
  * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
@@ -474,6 +475,8 @@ typedef struct {
     PyObject *last_capture;   /* their capture; NULL with `last_kept` */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
+    PyObject *blobs;          /* the trace's blobs (dict: digest -> bytes), or NULL */
+    PyObject *capture_head;   /* the bytes of a transfer the trace keeps (None: every byte) */
     int64_t last_position;
     int64_t last_stream;      /* the id of the stream last submitted to */
     int64_t submission_count;
@@ -513,6 +516,8 @@ static int appender_traverse(AppenderObject *appender, visitproc visit, void *ar
     Py_VISIT(appender->last_capture);
     Py_VISIT(appender->last_kept);
     Py_VISIT(appender->last_fields);
+    Py_VISIT(appender->blobs);
+    Py_VISIT(appender->capture_head);
     return 0;
 }
 
@@ -526,6 +531,8 @@ static int appender_clear(AppenderObject *appender)
     Py_CLEAR(appender->last_capture);
     Py_CLEAR(appender->last_kept);
     Py_CLEAR(appender->last_fields);
+    Py_CLEAR(appender->blobs);
+    Py_CLEAR(appender->capture_head);
     return 0;
 }
 
@@ -746,6 +753,61 @@ static void release_bytes(Bytes *bytes)
         PyBuffer_Release(&bytes->view);
 }
 
+/* A new Capture(nbytes, blob, digest), made as the frozen dataclass's own __init__ makes
+ * it (its slots set past its __setattr__), without running Python code. */
+static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest)
+{
+    PyObject *capture = capture_type->tp_alloc(capture_type, 0), *size = PyLong_FromSsize_t(nbytes);
+    if (capture == NULL || size == NULL || PyObject_GenericSetAttr(capture, str_nbytes, size) < 0 ||
+        PyObject_GenericSetAttr(capture, str_blob, blob) < 0 ||
+        PyObject_GenericSetAttr(capture, str_digest, digest) < 0)
+        Py_CLEAR(capture);
+    Py_XDECREF(size);
+    return capture;
+}
+
+/* Capture `copy` (this call's own read-only copy of new bytes, whose binary digest is
+ * `hashed`) as Trace.capture(copy, hashed, owned=True) does, into the trace's captures and
+ * blobs, where the trace's policy keeps all of the bytes or none: 1 when it was captured,
+ * 0 when Trace.capture must do it (a head of part of the bytes, or no blobs given), -1 on
+ * an error. The blobs need no lock: a dict's setdefault and copy run whole under the GIL. */
+static int capture_here(AppenderObject *appender, PyObject *copy, PyObject *hashed)
+{
+    PyObject *head_object = appender->capture_head, *blobs = appender->blobs;
+    if (blobs == NULL || !PyDict_CheckExact(blobs) || head_object == NULL)
+        return 0;
+    Py_ssize_t nbytes = PyArray_NBYTES((PyArrayObject *)copy), head = nbytes;
+    if (head_object != Py_None) {
+        if (!PyLong_CheckExact(head_object))
+            return 0;
+        Py_ssize_t limit = PyLong_AsSsize_t(head_object);
+        if (limit == -1 && PyErr_Occurred())
+            return -1;
+        head = limit < nbytes ? limit : nbytes;
+    }
+    if (head != 0 && head != nbytes)
+        return 0;
+    static const char hex_digits[] = "0123456789abcdef";
+    PyObject *digest = PyUnicode_New(2 * DIGEST_BYTES, 127);
+    if (digest == NULL)
+        return -1;
+    Py_UCS1 *text = PyUnicode_1BYTE_DATA(digest);
+    const unsigned char *binary = (const unsigned char *)PyBytes_AS_STRING(hashed);
+    for (int i = 0; i < DIGEST_BYTES; i++) {
+        text[2 * i] = (Py_UCS1)hex_digits[binary[i] >> 4];
+        text[2 * i + 1] = (Py_UCS1)hex_digits[binary[i] & 15];
+    }
+    PyObject *capture = NULL;
+    if (head == 0)
+        capture = new_capture(nbytes, Py_None, digest);
+    else if (PyDict_SetDefault(blobs, digest, copy) != NULL) /* borrowed; bytes kept before stay */
+        capture = new_capture(nbytes, digest, digest);
+    int status = capture == NULL || PyDict_SetItem(appender->captured, hashed, capture) < 0 ? -1 : 1;
+    Py_XDECREF(capture);
+    Py_DECREF(digest);
+    return status;
+}
+
 /* The capture of `data`'s bytes, captured into the trace if they are new, as a borrowed
  * reference (the trace's captures hold every capture); their binary digest goes to
  * `digest`. Bytes equal to the last ones hashed (up to REMEMBERED_BYTES, kept here) are
@@ -792,7 +854,11 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
         goto done;
     }
     capture = PyDict_GetItemWithError(appender->captured, hashed);
-    if (capture == NULL && !PyErr_Occurred()) {
+    int captured_here = 0;
+    if (capture == NULL && !PyErr_Occurred() && copy != NULL &&
+        (captured_here = capture_here(appender, copy, hashed)) == 1)
+        capture = PyDict_GetItemWithError(appender->captured, hashed);
+    if (capture == NULL && !PyErr_Occurred() && captured_here == 0) {
         /* the copy is this call's alone, and never written: the trace may keep it as is */
         PyObject *made = PyObject_CallMethodObjArgs((PyObject *)appender, str_capture_method,
                                                     hashed_bytes, hashed,
@@ -1139,6 +1205,11 @@ static PyMemberDef appender_members[] = {
     CORE_MEMBER("_described_at", described_at),
     CORE_MEMBER("_policies", policies),
     CORE_MEMBER("_array_names", array_names),
+    {"_blobs", T_OBJECT, offsetof(AppenderObject, blobs), 0,
+     "the trace's blobs, which the hooks capture new bytes into where its policy keeps all of "
+     "them or none (else, and while None, Trace.capture does)"},
+    {"_capture_head", T_OBJECT, offsetof(AppenderObject, capture_head), 0,
+     "how many bytes of a transfer the trace keeps (None: every byte)"},
     {NULL}};
 
 static PyObject *appender_get_captured(AppenderObject *appender, void *closure)
@@ -1221,7 +1292,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
-        intern(&str_run_spans, "_run_spans") < 0 || clock_init() < 0)
+        intern(&str_run_spans, "_run_spans") < 0 || intern(&str_nbytes, "nbytes") < 0 ||
+        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");
@@ -1229,6 +1301,17 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         return NULL;
     digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
     Py_DECREF(xxhash);
+    PyObject *records = PyImport_ImportModule("luisa_nb.recording.records");
+    if (records == NULL)
+        return NULL;
+    capture_type = (PyTypeObject *)PyObject_GetAttrString(records, "Capture");
+    Py_DECREF(records);
+    if (capture_type == NULL)
+        return NULL;
+    if (!PyType_Check(capture_type)) {
+        PyErr_SetString(PyExc_TypeError, "luisa_nb.recording.records.Capture is not a class");
+        return NULL;
+    }
     if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&AppenderType) < 0 ||
         PyType_Ready(&RunLogType) < 0)
         return NULL;

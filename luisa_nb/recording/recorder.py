@@ -313,6 +313,8 @@ class TraceRecorderBase(Recorder):
         """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
         self._capture = trace.capture
+        self._blobs = trace.blobs  # the C hooks capture new bytes into these themselves
+        self._capture_head = trace.capture_head  # where the policy keeps all bytes or none
         self.initial_pending: dict[int, Any] = {}
         self.excluded: frozenset[int] = frozenset()
         """Ids of the commands that waited in command lists when the trace started: made

@@ -585,6 +585,32 @@ def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
     assert not head.complete and len(head_trace.blobs[head.blob]) == 16
 
 
+@pytest.mark.parametrize(
+    ("capture", "capture_bytes"), [("none", 0), ("head", 16), ("head", 4096), ("full", 0)]
+)
+def test_both_appenders_capture_new_bytes_alike_under_each_policy(capture, capture_bytes):
+    """The C hooks capture new bytes themselves where the policy keeps all of them or none,
+    and leave a shorter head to ``Trace.capture``: every capture, and every blob, is the one
+    the Python hooks make."""
+    sizes = (0, 1, 16, 17, 4096, 64 * 1024 + 1)
+    arrays = [np.arange(nbytes, dtype=np.uint64).astype(np.uint8) for nbytes in sizes]
+    captured = []
+    for recorder_class in [parameter.values[0] for parameter in RECORDERS]:
+        trace = trace_module.Trace(capture, capture_bytes)
+        trace.recorder = recorder = recorder_class(trace)
+        made = []
+        for data in arrays:
+            made.append(recorder.upload_enqueued(data, data))
+            recorder.host_write(1, data[::-1].copy())
+            made.append(trace.captures[digests_of(rows_of(recorder.accesses))[-1]])
+        for capture_made, data in zip(made[::2], arrays, strict=True):
+            assert capture_made.digest == xxh3_128_digest(data).hex()
+        blobs = {key: blob.tobytes() for key, blob in trace.blobs.items()}
+        assert all(not blob.flags.writeable for blob in trace.blobs.values())
+        captured.append((made, blobs, dict(trace.captures)))
+    assert all(result == captured[0] for result in captured[1:])
+
+
 def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):
     """A hook's allocation may start a garbage collection, which may run Python code, and
     with it another thread's hook: here a collection callback reads other bytes in the
