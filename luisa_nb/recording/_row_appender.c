@@ -40,11 +40,13 @@
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
 #define REMEMBERED_BYTES (64 * 1024) /* the most bytes `capture_of` keeps to compare with */
+#define UNNAMED_LIMIT 8 /* unnamed arrays one line of user code may make before it is not looked at */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
     *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
 static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
+static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
 
 /* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
  * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
@@ -469,6 +471,7 @@ typedef struct {
     PyObject *described_at;   /* dict: id(trace fields) -> position */
     PyObject *policies;       /* dict: stream id -> staging policy */
     PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
+    PyObject *unnamed_sites;  /* dict: (code, line) -> how many arrays made there were unnamed */
     PyObject *captured;       /* dict: binary digest -> Capture */
     PyObject *last_kept;      /* a uint8 array: a copy of the last bytes hashed (capture_of) */
     char last_digest[DIGEST_BYTES]; /* their digest */
@@ -496,10 +499,11 @@ static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     appender->described_at = PyDict_New();
     appender->policies = PyDict_New();
     appender->array_names = PyDict_New();
+    appender->unnamed_sites = PyDict_New();
     appender->captured = PyDict_New();
     appender->last_stream = INT64_MIN;
     if (!appender->submissions || !appender->accesses || !appender->steps || !appender->runs || !appender->ticks ||
-        !appender->described_at || !appender->policies || !appender->array_names || !appender->captured) {
+        !appender->described_at || !appender->policies || !appender->array_names || !appender->unnamed_sites || !appender->captured) {
         Py_DECREF(appender);
         return NULL;
     }
@@ -511,6 +515,7 @@ static int appender_traverse(AppenderObject *appender, visitproc visit, void *ar
     Py_VISIT(appender->described_at);
     Py_VISIT(appender->policies);
     Py_VISIT(appender->array_names);
+    Py_VISIT(appender->unnamed_sites);
     Py_VISIT(appender->captured);
     Py_VISIT(appender->last_named);
     Py_VISIT(appender->last_capture);
@@ -526,6 +531,7 @@ static int appender_clear(AppenderObject *appender)
     Py_CLEAR(appender->described_at);
     Py_CLEAR(appender->policies);
     Py_CLEAR(appender->array_names);
+    Py_CLEAR(appender->unnamed_sites);
     Py_CLEAR(appender->captured);
     Py_CLEAR(appender->last_named);
     Py_CLEAR(appender->last_capture);
@@ -953,6 +959,159 @@ static int names_array(PyObject *known, PyObject *host)
     return refers_to(PyTuple_GET_ITEM(known, 0), host);
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+/* Whether `code` is luisa_nb's runtime's (naming.user_frame skips its frames); -1: an error. */
+static int library_code(PyCodeObject *code)
+{
+    PyObject *filename = code->co_filename;
+    if (!PyUnicode_Check(filename))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(library_folders); i++) {
+        Py_ssize_t match = PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(library_folders, i), 0,
+                                               PY_SSIZE_T_MAX, -1);
+        if (match != 0)
+            return (int)match;
+    }
+    return 0;
+}
+
+/* The first public variable of `namespace` (a dict) holding `value` itself, borrowed, in
+ * `*name` (NULL: none): 0, or 1 when a key is not a str (Python decides), -1 on an error. */
+static int variable_in(PyObject *namespace, PyObject *value, PyObject **name)
+{
+    Py_ssize_t position = 0;
+    PyObject *key, *held;
+    *name = NULL;
+    while (PyDict_Next(namespace, &position, &key, &held)) {
+        if (held != value)
+            continue;
+        if (!PyUnicode_Check(key))
+            return 1;
+        if (PyUnicode_GET_LENGTH(key) && PyUnicode_READ_CHAR(key, 0) == '_')
+            continue;
+        *name = key;
+        return 0;
+    }
+    return 0;
+}
+
+/* The given name of `array` (naming.given_name), borrowed, or NULL (none, or an error). */
+static PyObject *given_name_of(PyObject *array)
+{
+    PyObject *key = PyLong_FromVoidPtr(array);
+    if (key == NULL)
+        return NULL;
+    PyObject *given = PyDict_GetItemWithError(given_names, key);
+    Py_DECREF(key);
+    if (given == NULL || !PyTuple_Check(given) || PyTuple_GET_SIZE(given) != 2 ||
+        refers_to(PyTuple_GET_ITEM(given, 0), array) != 1)
+        return NULL;
+    PyObject *name = PyTuple_GET_ITEM(given, 1);
+    return PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) ? name : NULL;
+}
+
+/* The recorder's `_note_array(host)` for an array not named yet, in C: the name the
+ * variables of the user's frame give it, found as naming.array_name finds it. 1: done
+ * (noted, or not looked at); 0: Python must do it (a view no variable holds, which is
+ * named after the array it views; namespaces that are not dicts); -1: an error. */
+static int note_array_here(AppenderObject *appender, PyObject *host)
+{
+    if (!PyArray_Check(host))
+        return 0;
+    if (library_folders == NULL) {
+        PyObject *naming = PyImport_ImportModule("luisa_nb.recording.naming");
+        if (naming == NULL)
+            return -1;
+        library_folders = PyObject_GetAttrString(naming, "_LIBRARY_FOLDERS");
+        given_names = library_folders == NULL ? NULL : PyObject_GetAttrString(naming, "_given_names");
+        Py_DECREF(naming);
+        if (given_names == NULL || !PyTuple_Check(library_folders) || !PyDict_Check(given_names)) {
+            Py_CLEAR(library_folders);
+            Py_CLEAR(given_names);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "naming's library folders or given names are not "
+                                                 "a tuple and a dict");
+            return -1;
+        }
+    }
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed: the innermost frame */
+    Py_XINCREF(frame);
+    PyCodeObject *code = NULL;
+    int status = -1;
+    PyObject *site = NULL, *locals = NULL, *globals = NULL, *entry = NULL;
+    while (frame != NULL) {
+        code = PyFrame_GetCode(frame);
+        int library = library_code(code);
+        if (library < 0)
+            goto done;
+        if (!library)
+            break;
+        Py_CLEAR(code);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_SETREF(frame, back);
+    }
+    status = 1;
+    if (frame == NULL) /* no user code: nothing to name it after */
+        goto done;
+    status = -1;
+    if ((site = Py_BuildValue("(Oi)", (PyObject *)code, PyFrame_GetLineNumber(frame))) == NULL)
+        goto done;
+    PyObject *count = PyDict_GetItemWithError(appender->unnamed_sites, site); /* borrowed */
+    long unnamed = 0;
+    if (count == NULL && PyErr_Occurred())
+        goto done;
+    if (count != NULL && ((unnamed = PyLong_AsLong(count)) == -1 && PyErr_Occurred()))
+        goto done;
+    status = 1;
+    if (unnamed >= UNNAMED_LIMIT)
+        goto done;
+    status = -1;
+    PyObject *name = given_name_of(host);
+    if (name == NULL && PyErr_Occurred())
+        goto done;
+    if (name == NULL) {
+        if ((locals = PyFrame_GetLocals(frame)) == NULL || (globals = PyFrame_GetGlobals(frame)) == NULL)
+            goto done;
+        status = 0;
+        if (!PyDict_Check(locals) || !PyDict_Check(globals))
+            goto done;
+        int undecided = variable_in(locals, host, &name);
+        if (!undecided && name == NULL)
+            undecided = variable_in(globals, host, &name);
+        if (undecided || (name == NULL && PyArray_BASE((PyArrayObject *)host) != NULL))
+            goto done;
+    }
+    status = -1;
+    if (name == NULL) {
+        PyObject *more = PyLong_FromLong(unnamed + 1);
+        int failed = more == NULL || PyDict_SetItem(appender->unnamed_sites, site, more) < 0;
+        Py_XDECREF(more);
+        if (failed)
+            goto done;
+    }
+    PyObject *reference = PyWeakref_NewRef(host, NULL), *key = PyLong_FromVoidPtr(host);
+    if (reference != NULL && key != NULL &&
+        (entry = PyTuple_Pack(2, reference, name == NULL ? Py_None : name)) != NULL &&
+        PyDict_SetItem(appender->array_names, key, entry) == 0)
+        status = 1;
+    Py_XDECREF(reference);
+    Py_XDECREF(key);
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(locals);
+    Py_XDECREF(globals);
+    Py_XDECREF(site);
+    Py_XDECREF(code);
+    Py_XDECREF(frame);
+    return status;
+}
+#else
+static int note_array_here(AppenderObject *appender, PyObject *host)
+{
+    return 0; /* before Python 3.11 frames are read in Python */
+}
+#endif
+
 /* upload_enqueued(host, data) */
 static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -974,6 +1133,8 @@ static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *co
         }
     }
     if (named < 0)
+        return NULL;
+    if (!named && (named = note_array_here(appender, host)) < 0)
         return NULL;
     if (!named) {
         PyObject *noted = PyObject_CallMethodOneArg((PyObject *)appender, str_note_array, host);
@@ -1205,6 +1366,7 @@ static PyMemberDef appender_members[] = {
     CORE_MEMBER("_described_at", described_at),
     CORE_MEMBER("_policies", policies),
     CORE_MEMBER("_array_names", array_names),
+    CORE_MEMBER("_unnamed_sites", unnamed_sites),
     {"_blobs", T_OBJECT, offsetof(AppenderObject, blobs), 0,
      "the trace's blobs, which the hooks capture new bytes into where its policy keeps all of "
      "them or none (else, and while None, Trace.capture does)"},
@@ -1324,7 +1486,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "RUN_WIDTH", RUN_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0) {
+        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "UNNAMED_LIMIT", UNNAMED_LIMIT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

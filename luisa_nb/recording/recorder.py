@@ -64,6 +64,7 @@ from luisa_nb.recording.row_appender import (
     SEQ_COLUMN,
     SUBMISSION_COLUMNS,
     TICK_COLUMNS,
+    UNNAMED_LIMIT,
     LogSnapshot,
     PythonRowAppender,
     RowAppender,
@@ -109,10 +110,6 @@ FrameSite = tuple[CodeType, int] | None
 HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
 """Sync points at which the host waits for the device."""
 _SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
-
-UNNAMED_LIMIT = 8
-"""How many unnamed arrays one line of user code may make before it is not looked at."""
-
 
 class RunTimer:
     """The null timer of one run. A trace's timer (:class:`~.row_appender.RunLog`) has
@@ -308,7 +305,6 @@ class TraceRecorderBase(Recorder):
         """The seq of the last sync point placed on each stream (a signal, wait, callback)."""
         self._lock = threading.Lock()
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
-        self._unnamed_sites: dict[tuple[Any, int], int] = {}
         self._last_download: Callable[[], np.ndarray | None] = _nothing
         """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures

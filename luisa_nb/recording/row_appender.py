@@ -67,6 +67,8 @@ SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
 HOST_READ = 0
 HOST_WRITE = 1
 DIGEST_BYTES = 16
+UNNAMED_LIMIT = 8
+"""How many unnamed arrays one line of user code may make before it is not looked at."""
 _SUBMISSION_ROW = struct.Struct(f"={SUBMISSION_WIDTH}q")
 """A submission row as native int64 bytes: appending bytes is faster than appending ints."""
 _ACCESS_HEAD = struct.Struct("=4q")
@@ -183,6 +185,7 @@ class PythonRowAppender:
         self._described_at = {}
         self._policies = {}
         self._array_names = {}
+        self._unnamed_sites = {}
         self._captured = {}
         self._numbers = itertools.count(1)
         self._last_seq = 0
