@@ -36,6 +36,10 @@
 #define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
 #define RUN_WIDTH 2        /* first step, steps */
 #define TICK_WIDTH 2       /* run, time */
+#define SYNC_WIDTH 7       /* id, seq, kind, stream, event, covers, issued */
+#define COMPLETION_WIDTH 4 /* sync, completed, status, error */
+#define SEQ_COLUMN 3       /* of a submission row */
+#define MISSING (-1)       /* a log's value for "none" */
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
@@ -47,6 +51,8 @@ static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_c
     *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
 static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
 static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
+static PyObject *sync_kinds, *host_wait_kinds, *statuses; /* tuples of enum members (use_sync_kinds) */
+static PyObject *str_id;
 
 /* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
  * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
@@ -478,6 +484,12 @@ typedef struct {
     PyObject *last_capture;   /* their capture; NULL with `last_kept` */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
+    LogObject *syncs;         /* a row per sync point issued (recorder.SYNC_COLUMNS) */
+    LogObject *sync_completions; /* a row per sync point completed (recorder.COMPLETION_COLUMNS) */
+    PyObject *sync_errors;    /* list: the errors the completions name */
+    PyObject *host_waits;     /* dict: row in `syncs` -> seq, of each host wait in progress */
+    PyObject *looked_at;      /* dict: stream id -> (rows a synchronize looked at, last seq) */
+    PyObject *last_placed;    /* dict: stream id -> seq of its last sync point placed */
     PyObject *blobs;          /* the trace's blobs (dict: digest -> bytes), or NULL */
     PyObject *capture_head;   /* the bytes of a transfer the trace keeps (None: every byte) */
     int64_t last_position;
@@ -500,10 +512,18 @@ static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     appender->policies = PyDict_New();
     appender->array_names = PyDict_New();
     appender->unnamed_sites = PyDict_New();
+    appender->syncs = make_log(SYNC_WIDTH);
+    appender->sync_completions = make_log(COMPLETION_WIDTH);
+    appender->sync_errors = PyList_New(0);
+    appender->host_waits = PyDict_New();
+    appender->looked_at = PyDict_New();
+    appender->last_placed = PyDict_New();
     appender->captured = PyDict_New();
     appender->last_stream = INT64_MIN;
     if (!appender->submissions || !appender->accesses || !appender->steps || !appender->runs || !appender->ticks ||
-        !appender->described_at || !appender->policies || !appender->array_names || !appender->unnamed_sites || !appender->captured) {
+        !appender->described_at || !appender->policies || !appender->array_names || !appender->unnamed_sites || !appender->captured ||
+        !appender->syncs || !appender->sync_completions || !appender->sync_errors || !appender->host_waits ||
+        !appender->looked_at || !appender->last_placed) {
         Py_DECREF(appender);
         return NULL;
     }
@@ -516,6 +536,10 @@ static int appender_traverse(AppenderObject *appender, visitproc visit, void *ar
     Py_VISIT(appender->policies);
     Py_VISIT(appender->array_names);
     Py_VISIT(appender->unnamed_sites);
+    Py_VISIT(appender->sync_errors);
+    Py_VISIT(appender->host_waits);
+    Py_VISIT(appender->looked_at);
+    Py_VISIT(appender->last_placed);
     Py_VISIT(appender->captured);
     Py_VISIT(appender->last_named);
     Py_VISIT(appender->last_capture);
@@ -532,6 +556,10 @@ static int appender_clear(AppenderObject *appender)
     Py_CLEAR(appender->policies);
     Py_CLEAR(appender->array_names);
     Py_CLEAR(appender->unnamed_sites);
+    Py_CLEAR(appender->sync_errors);
+    Py_CLEAR(appender->host_waits);
+    Py_CLEAR(appender->looked_at);
+    Py_CLEAR(appender->last_placed);
     Py_CLEAR(appender->captured);
     Py_CLEAR(appender->last_named);
     Py_CLEAR(appender->last_capture);
@@ -551,6 +579,8 @@ static void appender_dealloc(AppenderObject *appender)
     Py_CLEAR(appender->steps);
     Py_CLEAR(appender->runs);
     Py_CLEAR(appender->ticks);
+    Py_CLEAR(appender->syncs);
+    Py_CLEAR(appender->sync_completions);
     Py_TYPE(appender)->tp_free((PyObject *)appender);
 }
 
@@ -1166,6 +1196,148 @@ static PyObject *appender_stamp_sync(AppenderObject *appender, PyObject *const *
                          appender->submissions->rows);
 }
 
+/* The position of `member` (by identity) in `members`, a tuple of enum members, or -1
+ * with a KeyError (a member hashes by a Python call: a dict of them is slower). */
+static Py_ssize_t member_code(PyObject *members, PyObject *member, const char *what)
+{
+    if (members == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "use_sync_kinds() was not called");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++)
+        if (PyTuple_GET_ITEM(members, i) == member)
+            return i;
+    PyErr_Format(PyExc_KeyError, "%R is not a %s", member, what);
+    return -1;
+}
+
+/* An int64 from an int, or MISSING for None. */
+static int int64_or_missing(PyObject *value, int64_t *out)
+{
+    if (value == Py_None) {
+        *out = MISSING;
+        return 0;
+    }
+    return as_int64(value, out);
+}
+
+/* sync_issued(kind, stream, event, sync_id): TraceRecorderBase.sync_issued in C; returns
+ * the sync point's row in `syncs`. It runs no Python code between drawing the seq and
+ * appending the row but what an allocation may start, as the Python hook under its lock. */
+static PyObject *appender_sync_issued(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 4, "sync_issued(kind, stream, event, sync_id)"))
+        return NULL;
+    PyObject *kind = args[0], *stream = args[1];
+    int64_t row[SYNC_WIDTH];
+    Py_ssize_t kind_code = member_code(sync_kinds, kind, "SyncKind");
+    if (kind_code < 0 || as_int64(args[3], &row[0]) < 0 || int64_or_missing(args[2], &row[4]) < 0)
+        return NULL;
+    PyObject *stream_key = stream == Py_None ? Py_NewRef(Py_None) : PyObject_GetAttr(stream, str_id);
+    if (stream_key == NULL)
+        return NULL;
+    PyObject *result = NULL, *looked = NULL, *seq_object = NULL;
+    int64_t stream_id = MISSING, covered = MISSING;
+    if (stream_key != Py_None && as_int64(stream_key, &stream_id) < 0)
+        goto done;
+    int covers = kind == PyTuple_GET_ITEM(sync_kinds, 0); /* SyncKind.SYNCHRONIZE */
+    int64_t seq;
+    if (covers) {
+        PyObject *before = PyDict_GetItemWithError(appender->looked_at, stream_key); /* borrowed */
+        if (before == NULL && PyErr_Occurred())
+            goto done;
+        Py_ssize_t stop = 0;
+        int64_t last = MISSING;
+        int has_last = 0;
+        if (before != NULL) {
+            if (!PyTuple_Check(before) || PyTuple_GET_SIZE(before) != 2 ||
+                (stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(before, 0))) == -1 ||
+                ((has_last = PyTuple_GET_ITEM(before, 1) != Py_None) &&
+                 as_int64(PyTuple_GET_ITEM(before, 1), &last) < 0)) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "_looked_at holds (rows, last seq or None)");
+                goto done;
+            }
+        }
+        seq = ++appender->sequence;
+        row[6] = clock_now();
+        Py_ssize_t last_row = stream_key == Py_None ? -1 : log_last_where(appender->submissions, 1, stream_id, stop);
+        Py_ssize_t rows = appender->submissions->rows;
+        if (last_row >= 0) {
+            last = log_row_values(appender->submissions, last_row)[SEQ_COLUMN];
+            has_last = 1;
+        }
+        PyObject *rows_object = PyLong_FromSsize_t(rows);
+        PyObject *last_object = has_last ? PyLong_FromLongLong(last) : Py_NewRef(Py_None);
+        if (rows_object != NULL && last_object != NULL)
+            looked = PyTuple_Pack(2, rows_object, last_object);
+        Py_XDECREF(rows_object);
+        Py_XDECREF(last_object);
+        if (looked == NULL || PyDict_SetItem(appender->looked_at, stream_key, looked) < 0)
+            goto done;
+        PyObject *placed = PyDict_GetItemWithError(appender->last_placed, stream_key); /* borrowed */
+        int64_t placed_seq = MISSING;
+        if ((placed == NULL && PyErr_Occurred()) || (placed != NULL && as_int64(placed, &placed_seq) < 0))
+            goto done;
+        covered = !has_last || (placed != NULL && placed_seq > last) ? (placed != NULL ? placed_seq : MISSING) : last;
+    } else {
+        seq = ++appender->sequence;
+        row[6] = clock_now();
+        if (stream_key != Py_None) {
+            if ((seq_object = PyLong_FromLongLong(seq)) == NULL ||
+                PyDict_SetItem(appender->last_placed, stream_key, seq_object) < 0)
+                goto done;
+        }
+    }
+    Py_ssize_t token = appender->syncs->rows;
+    row[1] = seq;
+    row[2] = kind_code;
+    row[3] = stream_id;
+    row[5] = covered;
+    if (log_append(appender->syncs, row) < 0 || (result = PyLong_FromSsize_t(token)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(host_wait_kinds); i++) {
+        if (PyTuple_GET_ITEM(host_wait_kinds, i) != kind)
+            continue;
+        Py_XSETREF(seq_object, PyLong_FromLongLong(seq));
+        if (seq_object == NULL || PyDict_SetItem(appender->host_waits, result, seq_object) < 0)
+            Py_CLEAR(result);
+        break;
+    }
+done:
+    Py_XDECREF(seq_object);
+    Py_XDECREF(looked);
+    Py_DECREF(stream_key);
+    return result;
+}
+
+/* sync_completed(token, status, error=None): TraceRecorderBase.sync_completed in C. */
+static PyObject *appender_sync_completed(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "sync_completed(token, status, error=None)");
+        return NULL;
+    }
+    int64_t row[COMPLETION_WIDTH];
+    Py_ssize_t status_code = member_code(statuses, args[1], "Status");
+    if (status_code < 0 || as_int64(args[0], &row[0]) < 0)
+        return NULL;
+    row[3] = MISSING;
+    if (nargs == 3 && args[2] != Py_None) {
+        row[3] = PyList_GET_SIZE(appender->sync_errors);
+        if (PyList_Append(appender->sync_errors, args[2]) < 0)
+            return NULL;
+    }
+    row[1] = clock_now();
+    row[2] = status_code;
+    if (log_append(appender->sync_completions, row) < 0)
+        return NULL;
+    int waiting = PyDict_Contains(appender->host_waits, args[0]);
+    if (waiting < 0 || (waiting && PyDict_DelItem(appender->host_waits, args[0]) < 0))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* -- RunLog: the timer of one run ------------------------------------------------------ */
 
 /* What a run's worker reports: each tick goes to the appender's `ticks` log as a row (run,
@@ -1351,6 +1523,8 @@ static PyMethodDef appender_methods[] = {
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},
     {"stamp_sync", (PyCFunction)(void (*)(void))appender_stamp_sync, METH_FASTCALL, NULL},
+    {"sync_issued", (PyCFunction)(void (*)(void))appender_sync_issued, METH_FASTCALL, NULL},
+    {"sync_completed", (PyCFunction)(void (*)(void))appender_sync_completed, METH_FASTCALL, NULL},
     {"run_timer", (PyCFunction)appender_run_timer, METH_O, NULL},
     {NULL}};
 
@@ -1367,6 +1541,12 @@ static PyMemberDef appender_members[] = {
     CORE_MEMBER("_policies", policies),
     CORE_MEMBER("_array_names", array_names),
     CORE_MEMBER("_unnamed_sites", unnamed_sites),
+    CORE_MEMBER("syncs", syncs),
+    CORE_MEMBER("sync_completions", sync_completions),
+    CORE_MEMBER("sync_errors", sync_errors),
+    CORE_MEMBER("_host_waits", host_waits),
+    CORE_MEMBER("_looked_at", looked_at),
+    CORE_MEMBER("_last_placed", last_placed),
     {"_blobs", T_OBJECT, offsetof(AppenderObject, blobs), 0,
      "the trace's blobs, which the hooks capture new bytes into where its policy keeps all of "
      "them or none (else, and while None, Trace.capture does)"},
@@ -1427,7 +1607,28 @@ static PyObject *data_address(PyObject *module, PyObject *array)
     return PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)array));
 }
 
+/* use_sync_kinds(kinds, host_waits, statuses): the SyncKind members (SYNCHRONIZE first) in
+ * the order their codes number them, those at which the host waits, and the Status members
+ * in order: what sync_issued and sync_completed log. */
+static PyObject *use_sync_kinds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 3, "use_sync_kinds(kinds, host_waits, statuses)"))
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        if (!PyTuple_CheckExact(args[i]) || (i == 0 && PyTuple_GET_SIZE(args[i]) == 0)) {
+            PyErr_SetString(PyExc_TypeError, "use_sync_kinds() takes three tuples of enum members");
+            return NULL;
+        }
+    Py_XSETREF(sync_kinds, Py_NewRef(args[0]));
+    Py_XSETREF(host_wait_kinds, Py_NewRef(args[1]));
+    Py_XSETREF(statuses, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"use_sync_kinds", (PyCFunction)(void (*)(void))use_sync_kinds, METH_FASTCALL,
+     "use_sync_kinds(kinds, host_waits, statuses)\n--\n\nThe enum members the sync hooks log "
+     "by position: SyncKind's (SYNCHRONIZE first), those at which the host waits, Status's."},
     {"data_address", (PyCFunction)data_address, METH_O,
      "data_address(array)\n--\n\nThe address of `array`'s first byte, as "
      "`array.__array_interface__['data'][0]` gives it, without building that dict."},
@@ -1455,7 +1656,7 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
         intern(&str_run_spans, "_run_spans") < 0 || intern(&str_nbytes, "nbytes") < 0 ||
-        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || clock_init() < 0)
+        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || intern(&str_id, "id") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");

@@ -60,9 +60,12 @@ from luisa_nb.recording.records import (
 )
 from luisa_nb.recording.row_appender import (
     ACCESS_COLUMNS,
+    COMPLETION_COLUMNS,
+    NATIVE,
     RUN_COLUMNS,
     SEQ_COLUMN,
     SUBMISSION_COLUMNS,
+    SYNC_COLUMNS,
     TICK_COLUMNS,
     UNNAMED_LIMIT,
     LogSnapshot,
@@ -93,12 +96,6 @@ MISSING = -1
 """A log's value for "none" (a sync point without a stream, an event, ...)."""
 SYNC_KINDS = tuple(SyncKind)
 STATUSES = tuple(Status)
-SYNC_COLUMNS = ("id", "seq", "kind", "stream", "event", "covers", "issued")
-"""A row of a recorder's ``syncs``: a sync point as it was issued (``kind`` by its position
-in :data:`SYNC_KINDS`)."""
-COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
-"""A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
-by its position in :data:`STATUSES`, ``error`` by its position in ``sync_errors``."""
 _SYNC_KIND_CODES = {kind._value_: code for code, kind in enumerate(SYNC_KINDS)}
 _STATUS_CODES = {status._value_: code for code, status in enumerate(STATUSES)}
 """Keyed by the members' values: hashing an enum member is a Python call."""
@@ -109,6 +106,10 @@ FrameSite = tuple[CodeType, int] | None
 
 HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
 """Sync points at which the host waits for the device."""
+if NATIVE:  # the C sync hooks log these members by position, SYNCHRONIZE first
+    from luisa_nb.recording._row_appender import use_sync_kinds
+
+    use_sync_kinds(SYNC_KINDS, HOST_WAITS, STATUSES)
 _SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
 
 class RunTimer:
@@ -284,10 +285,6 @@ class TraceRecorderBase(Recorder):
         """By run that ended early: how many of its steps it ran (the others ran later)."""
         self.run_spans: dict[int, Sequence[tuple[int, Any]]] = {}
         """By run: ``(position, DeviceSpan)`` of the steps the device timed."""
-        log_type = type(self.submissions)  # the row appender's kind of log
-        self.syncs = log_type(len(SYNC_COLUMNS))
-        self.sync_completions = log_type(len(COMPLETION_COLUMNS))
-        self.sync_errors: list[str] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self.device_prints: dict[int, DevicePrintRecord] = {}
@@ -295,14 +292,7 @@ class TraceRecorderBase(Recorder):
         self._watches: dict[int, tuple[weakref.ref, HostRange, FrameSite]] = {}
         """Per memory owner (by ``id``): a weak reference to it, its memory, and where the
         program made the first download into it."""
-        self._host_waits: dict[int, int] = {}
-        """The seq of each host wait in progress, by its row in :attr:`syncs`."""
         self._open_ranges = threading.local()
-        self._looked_at: dict[int, tuple[int, int | None]] = {}
-        """Per stream: how many submission rows a synchronize looked at, and the seq of the
-        stream's last command among them."""
-        self._last_placed: dict[int, int] = {}
-        """The seq of the last sync point placed on each stream (a signal, wait, callback)."""
         self._lock = threading.Lock()
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
         self._last_download: Callable[[], np.ndarray | None] = _nothing

@@ -58,10 +58,18 @@ SUBMISSION_COLUMNS = ("submission", "stream", "submitted", "seq", "id", "enqueue
 ACCESS_COLUMNS = ("id", "kind", "offset", "time", "digest", "digest_end")
 RUN_COLUMNS = ("first_step", "steps")
 TICK_COLUMNS = ("run", "time")
+SYNC_COLUMNS = ("id", "seq", "kind", "stream", "event", "covers", "issued")
+"""A row of a recorder's ``syncs``: a sync point as it was issued (``kind`` by its position
+in the recorder's ``SYNC_KINDS``)."""
+COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
+"""A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
+by its position in the recorder's ``STATUSES``, ``error`` by its position in ``sync_errors``."""
 SUBMISSION_WIDTH = len(SUBMISSION_COLUMNS)
 ACCESS_WIDTH = len(ACCESS_COLUMNS)
 RUN_WIDTH = len(RUN_COLUMNS)
 TICK_WIDTH = len(TICK_COLUMNS)
+SYNC_WIDTH = len(SYNC_COLUMNS)
+COMPLETION_WIDTH = len(COMPLETION_COLUMNS)
 STREAM_COLUMN = SUBMISSION_COLUMNS.index("stream")
 SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
 HOST_READ = 0
@@ -186,6 +194,12 @@ class PythonRowAppender:
         self._policies = {}
         self._array_names = {}
         self._unnamed_sites = {}
+        self.syncs = PythonLog(SYNC_WIDTH)
+        self.sync_completions = PythonLog(COMPLETION_WIDTH)
+        self.sync_errors = []
+        self._host_waits = {}
+        self._looked_at = {}
+        self._last_placed = {}
         self._captured = {}
         self._numbers = itertools.count(1)
         self._last_seq = 0

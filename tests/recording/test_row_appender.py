@@ -179,6 +179,73 @@ def test_traces_of_both_appenders_read_the_same(backend, monkeypatch):
         assert seen_c[0][0], program.name
 
 
+class _Stream:
+    """What the sync hooks read of a stream: its id."""
+
+    def __init__(self, stream_id: int) -> None:
+        self.id = stream_id
+
+
+def test_both_appenders_log_sync_points_alike():
+    """The C sync hooks log what the Python ones log: each sync point's row (the commands
+    a synchronize covers, or the sync point placed after them), its completion, its error,
+    and the host waits in progress; the C hooks refuse what is not a member."""
+    from luisa_nb.recording.records import Status, SyncKind
+
+    def sync_rows(recorder_class):
+        trace = trace_module.Trace()
+        trace.recorder = recorder = recorder_class(trace)
+        first, second = _Stream(3), _Stream(4)
+        waits = []
+        issued = [
+            (SyncKind.SYNCHRONIZE, first, None),  # nothing submitted: covers nothing
+            (SyncKind.SIGNAL, first, 7),
+            (SyncKind.SYNCHRONIZE, first, None),  # covers the signal
+            (SyncKind.EVENT_SYNCHRONIZE, None, 7),
+            (SyncKind.WAIT, second, 7),
+            (SyncKind.CALLBACK, second, None),
+        ]
+        tokens, fields = [], (None,)
+        for number, (kind, stream, event) in enumerate(issued):
+            if number == 2:  # a command on each stream before the second synchronize
+                recorder._policies.update({3: "execute", 4: "execute"})  # streams seen,
+                recorder._described_at[id(fields)] = 0  # fields described: rows alone
+                recorder.submitted_one(3, 100, 5, fields, None, None)
+                recorder.submitted_one(4, 101, 6, fields, None, None)
+            tokens.append(recorder.sync_issued(kind, stream, event, 50 + number))
+            waits.append(dict(recorder._host_waits))
+        tokens.append(recorder.sync_issued(SyncKind.SYNCHRONIZE, second, None, 60))
+        for token in tokens[:-1]:
+            recorder.sync_completed(token, Status.OK)
+        recorder.sync_completed(tokens[-1], Status.FAILED, "it broke")
+        waits.append(dict(recorder._host_waits))
+        if recorder_class is not PythonTraceRecorder:  # the C hooks log members by identity
+            with pytest.raises(KeyError, match="not a SyncKind"):
+                recorder.sync_issued("synchronize", first, None, 61)
+            with pytest.raises(KeyError, match="not a Status"):
+                recorder.sync_completed(tokens[0], "ok")
+        issued_rows = rows_of(recorder.syncs)
+        completed_rows = rows_of(recorder.sync_completions)
+        times = issued_rows[:, -1].tolist() + completed_rows[:, 1].tolist()
+        assert times == sorted(times)
+        return (
+            np.delete(issued_rows, -1, axis=1).tolist(),
+            np.delete(completed_rows, 1, axis=1).tolist(),
+            recorder.sync_errors,
+            waits,
+            tokens,
+        )
+
+    python_rows = sync_rows(PythonTraceRecorder)
+    issued, completed, errors, waits, tokens = python_rows
+    assert tokens == list(range(7))
+    assert [row[5] for row in issued] == [-1, -1, 3, -1, -1, -1, 8]
+    assert completed[-1] == [6, 2, 0] and errors == ["it broke"]
+    assert waits[0] == {0: 1} and waits[-1] == {}
+    if row_appender.NATIVE:
+        assert sync_rows(TraceRecorder) == python_rows
+
+
 @lnb.kernel
 def scale(target, factor):
     i = lnb.dispatch_id().x
