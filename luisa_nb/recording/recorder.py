@@ -111,6 +111,7 @@ if NATIVE:  # the C sync hooks log these members by position, SYNCHRONIZE first
 
     use_sync_kinds(SYNC_KINDS, HOST_WAITS, STATUSES)
 _SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
+_DISPATCH = CommandKind.DISPATCH
 
 class RunTimer:
     """The null timer of one run. A trace's timer (:class:`~.row_appender.RunLog`) has
@@ -377,7 +378,10 @@ class TraceRecorderBase(Recorder):
         known = self._array_names.get(id(array))
         if host.name is None and known is not None and known[0]() is array:
             host.name = known[1]
-        self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
+        if array.base is None:  # owners(array) is [array]: the common case, without a call
+            self._hosts[id(host)] = (host, [weakref.ref(array)])
+        else:
+            self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
 
     def name_from(self, namespace: Mapping[str, object], *, replace: bool = False) -> None:
         """Name host ranges after the variables of ``namespace`` that hold their arrays, or
@@ -404,18 +408,22 @@ class TraceRecorderBase(Recorder):
         share theirs (a kernel's dispatches on the same arguments, the uploads of one array
         into one view), so this runs once for them. Two threads may keep the same fields
         twice; either position names them."""
-        buffers, device = self.trace.buffers, stream.device
+        buffers = self.trace.buffers
         for view in command.views:
             if view.buffer.id not in buffers:
-                self._first_use(view.buffer, device)
-        if fields[0] is CommandKind.DISPATCH:
+                self._first_use(view.buffer, stream.device)
+        if fields[0] is _DISPATCH:
             self._note_launch(fields, command)
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
             self._name_host(host, command.host)
-        with self._lock:
-            position = self._described_at[id(fields)] = len(self.described)
-            self.described.append(fields)
+        lock, described = self._lock, self.described
+        lock.acquire()  # not `with`: two bound methods fewer
+        try:
+            position = self._described_at[id(fields)] = len(described)
+            described.append(fields)
+        finally:
+            lock.release()
         return position
 
     def _note_launch(self, fields: TraceFields, command: Any) -> None:
