@@ -2,9 +2,12 @@
  * the plain values it hands them (ids, times, host bytes, trace fields) to logs of int64
  * rows. luisa_nb/recording/row_appender.py holds the same code in Python (used where this
  * module was not built) and documents what each part does; the two are tested against
- * each other. Nothing here reads an attribute of a runtime object: objects the runtime
- * hands for the recorder's own slow paths (a stream's first submission, trace fields not
- * seen before) are passed on to the recorder's Python methods unread.
+ * each other. Nothing here reads an attribute of a runtime object but a stream's `id`
+ * (sync_issued): objects the runtime hands for the recorder's own slow paths (a stream's
+ * first submission, trace fields not seen before) are passed on to the recorder's Python
+ * methods unread. Beyond the rows, the C hooks name a new host array (the recorder's
+ * `_note_array`), capture new bytes the trace keeps whole or not at all (Trace.capture)
+ * and log sync points (the recorder's sync_issued and sync_completed) themselves.
  *
  * Each hook runs with the GIL held. The part of a hook that draws a seq and a time and
  * appends its row runs no Python code (it allocates no Python object), so no other

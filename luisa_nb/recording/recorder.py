@@ -257,8 +257,8 @@ NULL_RECORDER = Recorder()
 
 
 class TraceRecorderBase(Recorder):
-    """What a trace's recorder does in Python: the hooks called once per sync point, range
-    or compile, what the per-command hooks of its row appender (:mod:`.row_appender`)
+    """What a trace's recorder does in Python: the hooks called once per sync point (the C
+    row appender has its own), range or compile, what the per-command hooks of its row appender (:mod:`.row_appender`)
     call for the cases they leave to Python, and reading the logs. A recorder class puts a
     row appender before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 

@@ -14,6 +14,15 @@ seen before), ``_note_array`` (a host array not named yet) and ``_capture`` (byt
 seen before); the stream and commands these get are the ones the runtime handed
 ``submitted``, passed on unread.
 
+The C appender does more of the rest itself, with the same results (tested against the
+Python hooks): ``upload_enqueued`` names a new array from the variables of the user's
+frame as ``_note_array`` does (a view no variable holds is left to ``_note_array``, which
+names it after the array it views); a new capture whose bytes the policy keeps whole, or
+not at all, is made into the trace's ``_blobs`` without calling ``_capture``; and it has
+the sync hooks ``sync_issued`` and ``sync_completed`` (reading a stream's ``id``, the one
+attribute of a runtime object it reads), which log the rows of ``syncs`` and
+``sync_completions`` that the recorder's Python hooks log.
+
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
 per command or run in them (with a tuple per submission, the garbage collector's passes
 over young objects cost as much as the rest of the hook):
