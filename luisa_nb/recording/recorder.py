@@ -113,6 +113,7 @@ if NATIVE:  # the C sync hooks log these members by position, SYNCHRONIZE first
 _SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
 _DISPATCH = CommandKind.DISPATCH
 
+
 class RunTimer:
     """The null timer of one run. A trace's timer (:class:`~.row_appender.RunLog`) has
     ``times``, which the worker ticks (``times.tick()``) before each step and once after
@@ -258,9 +259,10 @@ NULL_RECORDER = Recorder()
 
 class TraceRecorderBase(Recorder):
     """What a trace's recorder does in Python: the hooks called once per sync point (the C
-    row appender has its own), range or compile, what the per-command hooks of its row appender (:mod:`.row_appender`)
-    call for the cases they leave to Python, and reading the logs. A recorder class puts a
-    row appender before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
+    row appender has its own), range or compile, what the per-command hooks of its row
+    appender (:mod:`.row_appender`) call for the cases they leave to Python, and reading
+    the logs. A recorder class puts a row appender before this class
+    (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 
     The row appender's logs hold numbers; what they name is kept here once: a submission names
     its commands' trace fields by their position in :attr:`described`, a host access its
