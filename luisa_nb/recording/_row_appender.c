@@ -1114,6 +1114,7 @@ static int note_array_here(AppenderObject *appender, PyObject *host)
         if (undecided || (name == NULL && PyArray_BASE((PyArrayObject *)host) != NULL))
             goto done;
     }
+    Py_XINCREF(name); /* borrowed until now: what follows allocates, which may run Python code */
     status = -1;
     if (name == NULL) {
         PyObject *more = PyLong_FromLong(unnamed + 1);
@@ -1129,6 +1130,7 @@ static int note_array_here(AppenderObject *appender, PyObject *host)
         status = 1;
     Py_XDECREF(reference);
     Py_XDECREF(key);
+    Py_XDECREF(name);
 done:
     Py_XDECREF(entry);
     Py_XDECREF(locals);
@@ -1315,20 +1317,25 @@ done:
 }
 
 /* sync_completed(token, status, error=None): TraceRecorderBase.sync_completed in C. */
-static PyObject *appender_sync_completed(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *appender_sync_completed(AppenderObject *appender, PyObject *const *args, size_t nargsf,
+                                         PyObject *kwnames)
 {
-    if (nargs < 2 || nargs > 3) {
-        PyErr_SetString(PyExc_TypeError, "sync_completed(token, status, error=None)");
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < 2 || nargs + keywords > 3 ||
+        (keywords == 1 && (!PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) ||
+                           PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "error")))) {
+        PyErr_SetString(PyExc_TypeError, "sync_completed(token, status, error=None): bad arguments");
         return NULL;
     }
+    PyObject *error = nargs + keywords == 3 ? args[2] : Py_None;
     int64_t row[COMPLETION_WIDTH];
     Py_ssize_t status_code = member_code(statuses, args[1], "Status");
     if (status_code < 0 || as_int64(args[0], &row[0]) < 0)
         return NULL;
     row[3] = MISSING;
-    if (nargs == 3 && args[2] != Py_None) {
+    if (error != Py_None) {
         row[3] = PyList_GET_SIZE(appender->sync_errors);
-        if (PyList_Append(appender->sync_errors, args[2]) < 0)
+        if (PyList_Append(appender->sync_errors, error) < 0)
             return NULL;
     }
     row[1] = clock_now();
@@ -1527,7 +1534,8 @@ static PyMethodDef appender_methods[] = {
     {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},
     {"stamp_sync", (PyCFunction)(void (*)(void))appender_stamp_sync, METH_FASTCALL, NULL},
     {"sync_issued", (PyCFunction)(void (*)(void))appender_sync_issued, METH_FASTCALL, NULL},
-    {"sync_completed", (PyCFunction)(void (*)(void))appender_sync_completed, METH_FASTCALL, NULL},
+    {"sync_completed", (PyCFunction)(void (*)(void))appender_sync_completed, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {"run_timer", (PyCFunction)appender_run_timer, METH_O, NULL},
     {NULL}};
 

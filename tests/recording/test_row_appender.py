@@ -217,7 +217,7 @@ def test_both_appenders_log_sync_points_alike():
         tokens.append(recorder.sync_issued(SyncKind.SYNCHRONIZE, second, None, 60))
         for token in tokens[:-1]:
             recorder.sync_completed(token, Status.OK)
-        recorder.sync_completed(tokens[-1], Status.FAILED, "it broke")
+        recorder.sync_completed(tokens[-1], Status.FAILED, error="it broke")
         waits.append(dict(recorder._host_waits))
         if recorder_class is not PythonTraceRecorder:  # the C hooks log members by identity
             with pytest.raises(KeyError, match="not a SyncKind"):
