@@ -2,9 +2,12 @@
  * the plain values it hands them (ids, times, host bytes, trace fields) to logs of int64
  * rows. luisa_nb/recording/row_appender.py holds the same code in Python (used where this
  * module was not built) and documents what each part does; the two are tested against
- * each other. Nothing here reads an attribute of a runtime object: objects the runtime
- * hands for the recorder's own slow paths (a stream's first submission, trace fields not
- * seen before) are passed on to the recorder's Python methods unread.
+ * each other. Nothing here reads an attribute of a runtime object but a stream's `id`
+ * (sync_issued): objects the runtime hands for the recorder's own slow paths (a stream's
+ * first submission, trace fields not seen before) are passed on to the recorder's Python
+ * methods unread. Beyond the rows, the C hooks name a new host array (the recorder's
+ * `_note_array`), capture new bytes the trace keeps whole or not at all (Trace.capture)
+ * and log sync points (the recorder's sync_issued and sync_completed) themselves.
  *
  * Each hook runs with the GIL held. The part of a hook that draws a seq and a time and
  * appends its row runs no Python code (it allocates no Python object), so no other
@@ -36,14 +39,23 @@
 #define ACCESS_WIDTH 6     /* command id, kind, offset, time, digest (16 bytes) */
 #define RUN_WIDTH 2        /* first step, steps */
 #define TICK_WIDTH 2       /* run, time */
+#define SYNC_WIDTH 7       /* id, seq, kind, stream, event, covers, issued */
+#define COMPLETION_WIDTH 4 /* sync, completed, status, error */
+#define SEQ_COLUMN 3       /* of a submission row */
+#define MISSING (-1)       /* a log's value for "none" */
 #define HOST_READ 0
 #define HOST_WRITE 1
 #define DIGEST_BYTES 16
 #define REMEMBERED_BYTES (64 * 1024) /* the most bytes `capture_of` keeps to compare with */
+#define UNNAMED_LIMIT 8 /* unnamed arrays one line of user code may make before it is not looked at */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
-    *str_run_failed, *str_run_ended, *str_run_spans;
+    *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
+static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
+static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
+static PyObject *sync_kinds, *host_wait_kinds, *statuses; /* tuples of enum members (use_sync_kinds) */
+static PyObject *str_id;
 
 /* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
  * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
@@ -468,12 +480,21 @@ typedef struct {
     PyObject *described_at;   /* dict: id(trace fields) -> position */
     PyObject *policies;       /* dict: stream id -> staging policy */
     PyObject *array_names;    /* dict: id(array) -> (weakref, name) */
+    PyObject *unnamed_sites;  /* dict: (code, line) -> how many arrays made there were unnamed */
     PyObject *captured;       /* dict: binary digest -> Capture */
     PyObject *last_kept;      /* a uint8 array: a copy of the last bytes hashed (capture_of) */
     char last_digest[DIGEST_BYTES]; /* their digest */
     PyObject *last_capture;   /* their capture; NULL with `last_kept` */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
+    LogObject *syncs;         /* a row per sync point issued (recorder.SYNC_COLUMNS) */
+    LogObject *sync_completions; /* a row per sync point completed (recorder.COMPLETION_COLUMNS) */
+    PyObject *sync_errors;    /* list: the errors the completions name */
+    PyObject *host_waits;     /* dict: row in `syncs` -> seq, of each host wait in progress */
+    PyObject *looked_at;      /* dict: stream id -> (rows a synchronize looked at, last seq) */
+    PyObject *last_placed;    /* dict: stream id -> seq of its last sync point placed */
+    PyObject *blobs;          /* the trace's blobs (dict: digest -> bytes), or NULL */
+    PyObject *capture_head;   /* the bytes of a transfer the trace keeps (None: every byte) */
     int64_t last_position;
     int64_t last_stream;      /* the id of the stream last submitted to */
     int64_t submission_count;
@@ -493,10 +514,19 @@ static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     appender->described_at = PyDict_New();
     appender->policies = PyDict_New();
     appender->array_names = PyDict_New();
+    appender->unnamed_sites = PyDict_New();
+    appender->syncs = make_log(SYNC_WIDTH);
+    appender->sync_completions = make_log(COMPLETION_WIDTH);
+    appender->sync_errors = PyList_New(0);
+    appender->host_waits = PyDict_New();
+    appender->looked_at = PyDict_New();
+    appender->last_placed = PyDict_New();
     appender->captured = PyDict_New();
     appender->last_stream = INT64_MIN;
     if (!appender->submissions || !appender->accesses || !appender->steps || !appender->runs || !appender->ticks ||
-        !appender->described_at || !appender->policies || !appender->array_names || !appender->captured) {
+        !appender->described_at || !appender->policies || !appender->array_names || !appender->unnamed_sites || !appender->captured ||
+        !appender->syncs || !appender->sync_completions || !appender->sync_errors || !appender->host_waits ||
+        !appender->looked_at || !appender->last_placed) {
         Py_DECREF(appender);
         return NULL;
     }
@@ -508,11 +538,18 @@ static int appender_traverse(AppenderObject *appender, visitproc visit, void *ar
     Py_VISIT(appender->described_at);
     Py_VISIT(appender->policies);
     Py_VISIT(appender->array_names);
+    Py_VISIT(appender->unnamed_sites);
+    Py_VISIT(appender->sync_errors);
+    Py_VISIT(appender->host_waits);
+    Py_VISIT(appender->looked_at);
+    Py_VISIT(appender->last_placed);
     Py_VISIT(appender->captured);
     Py_VISIT(appender->last_named);
     Py_VISIT(appender->last_capture);
     Py_VISIT(appender->last_kept);
     Py_VISIT(appender->last_fields);
+    Py_VISIT(appender->blobs);
+    Py_VISIT(appender->capture_head);
     return 0;
 }
 
@@ -521,11 +558,18 @@ static int appender_clear(AppenderObject *appender)
     Py_CLEAR(appender->described_at);
     Py_CLEAR(appender->policies);
     Py_CLEAR(appender->array_names);
+    Py_CLEAR(appender->unnamed_sites);
+    Py_CLEAR(appender->sync_errors);
+    Py_CLEAR(appender->host_waits);
+    Py_CLEAR(appender->looked_at);
+    Py_CLEAR(appender->last_placed);
     Py_CLEAR(appender->captured);
     Py_CLEAR(appender->last_named);
     Py_CLEAR(appender->last_capture);
     Py_CLEAR(appender->last_kept);
     Py_CLEAR(appender->last_fields);
+    Py_CLEAR(appender->blobs);
+    Py_CLEAR(appender->capture_head);
     return 0;
 }
 
@@ -538,6 +582,8 @@ static void appender_dealloc(AppenderObject *appender)
     Py_CLEAR(appender->steps);
     Py_CLEAR(appender->runs);
     Py_CLEAR(appender->ticks);
+    Py_CLEAR(appender->syncs);
+    Py_CLEAR(appender->sync_completions);
     Py_TYPE(appender)->tp_free((PyObject *)appender);
 }
 
@@ -746,6 +792,61 @@ static void release_bytes(Bytes *bytes)
         PyBuffer_Release(&bytes->view);
 }
 
+/* A new Capture(nbytes, blob, digest), made as the frozen dataclass's own __init__ makes
+ * it (its slots set past its __setattr__), without running Python code. */
+static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest)
+{
+    PyObject *capture = capture_type->tp_alloc(capture_type, 0), *size = PyLong_FromSsize_t(nbytes);
+    if (capture == NULL || size == NULL || PyObject_GenericSetAttr(capture, str_nbytes, size) < 0 ||
+        PyObject_GenericSetAttr(capture, str_blob, blob) < 0 ||
+        PyObject_GenericSetAttr(capture, str_digest, digest) < 0)
+        Py_CLEAR(capture);
+    Py_XDECREF(size);
+    return capture;
+}
+
+/* Capture `copy` (this call's own read-only copy of new bytes, whose binary digest is
+ * `hashed`) as Trace.capture(copy, hashed, owned=True) does, into the trace's captures and
+ * blobs, where the trace's policy keeps all of the bytes or none: 1 when it was captured,
+ * 0 when Trace.capture must do it (a head of part of the bytes, or no blobs given), -1 on
+ * an error. The blobs need no lock: a dict's setdefault and copy run whole under the GIL. */
+static int capture_here(AppenderObject *appender, PyObject *copy, PyObject *hashed)
+{
+    PyObject *head_object = appender->capture_head, *blobs = appender->blobs;
+    if (blobs == NULL || !PyDict_CheckExact(blobs) || head_object == NULL)
+        return 0;
+    Py_ssize_t nbytes = PyArray_NBYTES((PyArrayObject *)copy), head = nbytes;
+    if (head_object != Py_None) {
+        if (!PyLong_CheckExact(head_object))
+            return 0;
+        Py_ssize_t limit = PyLong_AsSsize_t(head_object);
+        if (limit == -1 && PyErr_Occurred())
+            return -1;
+        head = limit < nbytes ? limit : nbytes;
+    }
+    if (head != 0 && head != nbytes)
+        return 0;
+    static const char hex_digits[] = "0123456789abcdef";
+    PyObject *digest = PyUnicode_New(2 * DIGEST_BYTES, 127);
+    if (digest == NULL)
+        return -1;
+    Py_UCS1 *text = PyUnicode_1BYTE_DATA(digest);
+    const unsigned char *binary = (const unsigned char *)PyBytes_AS_STRING(hashed);
+    for (int i = 0; i < DIGEST_BYTES; i++) {
+        text[2 * i] = (Py_UCS1)hex_digits[binary[i] >> 4];
+        text[2 * i + 1] = (Py_UCS1)hex_digits[binary[i] & 15];
+    }
+    PyObject *capture = NULL;
+    if (head == 0)
+        capture = new_capture(nbytes, Py_None, digest);
+    else if (PyDict_SetDefault(blobs, digest, copy) != NULL) /* borrowed; bytes kept before stay */
+        capture = new_capture(nbytes, digest, digest);
+    int status = capture == NULL || PyDict_SetItem(appender->captured, hashed, capture) < 0 ? -1 : 1;
+    Py_XDECREF(capture);
+    Py_DECREF(digest);
+    return status;
+}
+
 /* The capture of `data`'s bytes, captured into the trace if they are new, as a borrowed
  * reference (the trace's captures hold every capture); their binary digest goes to
  * `digest`. Bytes equal to the last ones hashed (up to REMEMBERED_BYTES, kept here) are
@@ -792,7 +893,11 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
         goto done;
     }
     capture = PyDict_GetItemWithError(appender->captured, hashed);
-    if (capture == NULL && !PyErr_Occurred()) {
+    int captured_here = 0;
+    if (capture == NULL && !PyErr_Occurred() && copy != NULL &&
+        (captured_here = capture_here(appender, copy, hashed)) == 1)
+        capture = PyDict_GetItemWithError(appender->captured, hashed);
+    if (capture == NULL && !PyErr_Occurred() && captured_here == 0) {
         /* the copy is this call's alone, and never written: the trace may keep it as is */
         PyObject *made = PyObject_CallMethodObjArgs((PyObject *)appender, str_capture_method,
                                                     hashed_bytes, hashed,
@@ -887,6 +992,161 @@ static int names_array(PyObject *known, PyObject *host)
     return refers_to(PyTuple_GET_ITEM(known, 0), host);
 }
 
+#if PY_VERSION_HEX >= 0x030B0000
+/* Whether `code` is luisa_nb's runtime's (naming.user_frame skips its frames); -1: an error. */
+static int library_code(PyCodeObject *code)
+{
+    PyObject *filename = code->co_filename;
+    if (!PyUnicode_Check(filename))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(library_folders); i++) {
+        Py_ssize_t match = PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(library_folders, i), 0,
+                                               PY_SSIZE_T_MAX, -1);
+        if (match != 0)
+            return (int)match;
+    }
+    return 0;
+}
+
+/* The first public variable of `namespace` (a dict) holding `value` itself, borrowed, in
+ * `*name` (NULL: none): 0, or 1 when a key is not a str (Python decides), -1 on an error. */
+static int variable_in(PyObject *namespace, PyObject *value, PyObject **name)
+{
+    Py_ssize_t position = 0;
+    PyObject *key, *held;
+    *name = NULL;
+    while (PyDict_Next(namespace, &position, &key, &held)) {
+        if (held != value)
+            continue;
+        if (!PyUnicode_Check(key))
+            return 1;
+        if (PyUnicode_GET_LENGTH(key) && PyUnicode_READ_CHAR(key, 0) == '_')
+            continue;
+        *name = key;
+        return 0;
+    }
+    return 0;
+}
+
+/* The given name of `array` (naming.given_name), borrowed, or NULL (none, or an error). */
+static PyObject *given_name_of(PyObject *array)
+{
+    PyObject *key = PyLong_FromVoidPtr(array);
+    if (key == NULL)
+        return NULL;
+    PyObject *given = PyDict_GetItemWithError(given_names, key);
+    Py_DECREF(key);
+    if (given == NULL || !PyTuple_Check(given) || PyTuple_GET_SIZE(given) != 2 ||
+        refers_to(PyTuple_GET_ITEM(given, 0), array) != 1)
+        return NULL;
+    PyObject *name = PyTuple_GET_ITEM(given, 1);
+    return PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) ? name : NULL;
+}
+
+/* The recorder's `_note_array(host)` for an array not named yet, in C: the name the
+ * variables of the user's frame give it, found as naming.array_name finds it. 1: done
+ * (noted, or not looked at); 0: Python must do it (a view no variable holds, which is
+ * named after the array it views; namespaces that are not dicts); -1: an error. */
+static int note_array_here(AppenderObject *appender, PyObject *host)
+{
+    if (!PyArray_Check(host))
+        return 0;
+    if (library_folders == NULL) {
+        PyObject *naming = PyImport_ImportModule("luisa_nb.recording.naming");
+        if (naming == NULL)
+            return -1;
+        library_folders = PyObject_GetAttrString(naming, "_LIBRARY_FOLDERS");
+        given_names = library_folders == NULL ? NULL : PyObject_GetAttrString(naming, "_given_names");
+        Py_DECREF(naming);
+        if (given_names == NULL || !PyTuple_Check(library_folders) || !PyDict_Check(given_names)) {
+            Py_CLEAR(library_folders);
+            Py_CLEAR(given_names);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "naming's library folders or given names are not "
+                                                 "a tuple and a dict");
+            return -1;
+        }
+    }
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed: the innermost frame */
+    Py_XINCREF(frame);
+    PyCodeObject *code = NULL;
+    int status = -1;
+    PyObject *site = NULL, *locals = NULL, *globals = NULL, *entry = NULL;
+    while (frame != NULL) {
+        code = PyFrame_GetCode(frame);
+        int library = library_code(code);
+        if (library < 0)
+            goto done;
+        if (!library)
+            break;
+        Py_CLEAR(code);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_SETREF(frame, back);
+    }
+    status = 1;
+    if (frame == NULL) /* no user code: nothing to name it after */
+        goto done;
+    status = -1;
+    if ((site = Py_BuildValue("(Oi)", (PyObject *)code, PyFrame_GetLineNumber(frame))) == NULL)
+        goto done;
+    PyObject *count = PyDict_GetItemWithError(appender->unnamed_sites, site); /* borrowed */
+    long unnamed = 0;
+    if (count == NULL && PyErr_Occurred())
+        goto done;
+    if (count != NULL && ((unnamed = PyLong_AsLong(count)) == -1 && PyErr_Occurred()))
+        goto done;
+    status = 1;
+    if (unnamed >= UNNAMED_LIMIT)
+        goto done;
+    status = -1;
+    PyObject *name = given_name_of(host);
+    if (name == NULL && PyErr_Occurred())
+        goto done;
+    if (name == NULL) {
+        if ((locals = PyFrame_GetLocals(frame)) == NULL || (globals = PyFrame_GetGlobals(frame)) == NULL)
+            goto done;
+        status = 0;
+        if (!PyDict_Check(locals) || !PyDict_Check(globals))
+            goto done;
+        int undecided = variable_in(locals, host, &name);
+        if (!undecided && name == NULL)
+            undecided = variable_in(globals, host, &name);
+        if (undecided || (name == NULL && PyArray_BASE((PyArrayObject *)host) != NULL))
+            goto done;
+    }
+    Py_XINCREF(name); /* borrowed until now: what follows allocates, which may run Python code */
+    status = -1;
+    if (name == NULL) {
+        PyObject *more = PyLong_FromLong(unnamed + 1);
+        int failed = more == NULL || PyDict_SetItem(appender->unnamed_sites, site, more) < 0;
+        Py_XDECREF(more);
+        if (failed)
+            goto done;
+    }
+    PyObject *reference = PyWeakref_NewRef(host, NULL), *key = PyLong_FromVoidPtr(host);
+    if (reference != NULL && key != NULL &&
+        (entry = PyTuple_Pack(2, reference, name == NULL ? Py_None : name)) != NULL &&
+        PyDict_SetItem(appender->array_names, key, entry) == 0)
+        status = 1;
+    Py_XDECREF(reference);
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+done:
+    Py_XDECREF(entry);
+    Py_XDECREF(locals);
+    Py_XDECREF(globals);
+    Py_XDECREF(site);
+    Py_XDECREF(code);
+    Py_XDECREF(frame);
+    return status;
+}
+#else
+static int note_array_here(AppenderObject *appender, PyObject *host)
+{
+    return 0; /* before Python 3.11 frames are read in Python */
+}
+#endif
+
 /* upload_enqueued(host, data) */
 static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -908,6 +1168,8 @@ static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *co
         }
     }
     if (named < 0)
+        return NULL;
+    if (!named && (named = note_array_here(appender, host)) < 0)
         return NULL;
     if (!named) {
         PyObject *noted = PyObject_CallMethodOneArg((PyObject *)appender, str_note_array, host);
@@ -937,6 +1199,153 @@ static PyObject *appender_stamp_sync(AppenderObject *appender, PyObject *const *
     int64_t seq = ++appender->sequence;
     return Py_BuildValue("LLnn", (long long)seq, (long long)clock_now(), last,
                          appender->submissions->rows);
+}
+
+/* The position of `member` (by identity) in `members`, a tuple of enum members, or -1
+ * with a KeyError (a member hashes by a Python call: a dict of them is slower). */
+static Py_ssize_t member_code(PyObject *members, PyObject *member, const char *what)
+{
+    if (members == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "use_sync_kinds() was not called");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(members); i++)
+        if (PyTuple_GET_ITEM(members, i) == member)
+            return i;
+    PyErr_Format(PyExc_KeyError, "%R is not a %s", member, what);
+    return -1;
+}
+
+/* An int64 from an int, or MISSING for None. */
+static int int64_or_missing(PyObject *value, int64_t *out)
+{
+    if (value == Py_None) {
+        *out = MISSING;
+        return 0;
+    }
+    return as_int64(value, out);
+}
+
+/* sync_issued(kind, stream, event, sync_id): TraceRecorderBase.sync_issued in C; returns
+ * the sync point's row in `syncs`. It runs no Python code between drawing the seq and
+ * appending the row but what an allocation may start, as the Python hook under its lock. */
+static PyObject *appender_sync_issued(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 4, "sync_issued(kind, stream, event, sync_id)"))
+        return NULL;
+    PyObject *kind = args[0], *stream = args[1];
+    int64_t row[SYNC_WIDTH];
+    Py_ssize_t kind_code = member_code(sync_kinds, kind, "SyncKind");
+    if (kind_code < 0 || as_int64(args[3], &row[0]) < 0 || int64_or_missing(args[2], &row[4]) < 0)
+        return NULL;
+    PyObject *stream_key = stream == Py_None ? Py_NewRef(Py_None) : PyObject_GetAttr(stream, str_id);
+    if (stream_key == NULL)
+        return NULL;
+    PyObject *result = NULL, *looked = NULL, *seq_object = NULL;
+    int64_t stream_id = MISSING, covered = MISSING;
+    if (stream_key != Py_None && as_int64(stream_key, &stream_id) < 0)
+        goto done;
+    int covers = kind == PyTuple_GET_ITEM(sync_kinds, 0); /* SyncKind.SYNCHRONIZE */
+    int64_t seq;
+    if (covers) {
+        PyObject *before = PyDict_GetItemWithError(appender->looked_at, stream_key); /* borrowed */
+        if (before == NULL && PyErr_Occurred())
+            goto done;
+        Py_ssize_t stop = 0;
+        int64_t last = MISSING;
+        int has_last = 0;
+        if (before != NULL) {
+            if (!PyTuple_Check(before) || PyTuple_GET_SIZE(before) != 2 ||
+                (stop = PyLong_AsSsize_t(PyTuple_GET_ITEM(before, 0))) == -1 ||
+                ((has_last = PyTuple_GET_ITEM(before, 1) != Py_None) &&
+                 as_int64(PyTuple_GET_ITEM(before, 1), &last) < 0)) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "_looked_at holds (rows, last seq or None)");
+                goto done;
+            }
+        }
+        seq = ++appender->sequence;
+        row[6] = clock_now();
+        Py_ssize_t last_row = stream_key == Py_None ? -1 : log_last_where(appender->submissions, 1, stream_id, stop);
+        Py_ssize_t rows = appender->submissions->rows;
+        if (last_row >= 0) {
+            last = log_row_values(appender->submissions, last_row)[SEQ_COLUMN];
+            has_last = 1;
+        }
+        PyObject *rows_object = PyLong_FromSsize_t(rows);
+        PyObject *last_object = has_last ? PyLong_FromLongLong(last) : Py_NewRef(Py_None);
+        if (rows_object != NULL && last_object != NULL)
+            looked = PyTuple_Pack(2, rows_object, last_object);
+        Py_XDECREF(rows_object);
+        Py_XDECREF(last_object);
+        if (looked == NULL || PyDict_SetItem(appender->looked_at, stream_key, looked) < 0)
+            goto done;
+        PyObject *placed = PyDict_GetItemWithError(appender->last_placed, stream_key); /* borrowed */
+        int64_t placed_seq = MISSING;
+        if ((placed == NULL && PyErr_Occurred()) || (placed != NULL && as_int64(placed, &placed_seq) < 0))
+            goto done;
+        covered = !has_last || (placed != NULL && placed_seq > last) ? (placed != NULL ? placed_seq : MISSING) : last;
+    } else {
+        seq = ++appender->sequence;
+        row[6] = clock_now();
+        if (stream_key != Py_None) {
+            if ((seq_object = PyLong_FromLongLong(seq)) == NULL ||
+                PyDict_SetItem(appender->last_placed, stream_key, seq_object) < 0)
+                goto done;
+        }
+    }
+    Py_ssize_t token = appender->syncs->rows;
+    row[1] = seq;
+    row[2] = kind_code;
+    row[3] = stream_id;
+    row[5] = covered;
+    if (log_append(appender->syncs, row) < 0 || (result = PyLong_FromSsize_t(token)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(host_wait_kinds); i++) {
+        if (PyTuple_GET_ITEM(host_wait_kinds, i) != kind)
+            continue;
+        Py_XSETREF(seq_object, PyLong_FromLongLong(seq));
+        if (seq_object == NULL || PyDict_SetItem(appender->host_waits, result, seq_object) < 0)
+            Py_CLEAR(result);
+        break;
+    }
+done:
+    Py_XDECREF(seq_object);
+    Py_XDECREF(looked);
+    Py_DECREF(stream_key);
+    return result;
+}
+
+/* sync_completed(token, status, error=None): TraceRecorderBase.sync_completed in C. */
+static PyObject *appender_sync_completed(AppenderObject *appender, PyObject *const *args, size_t nargsf,
+                                         PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < 2 || nargs + keywords > 3 ||
+        (keywords == 1 && (!PyUnicode_Check(PyTuple_GET_ITEM(kwnames, 0)) ||
+                           PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "error")))) {
+        PyErr_SetString(PyExc_TypeError, "sync_completed(token, status, error=None): bad arguments");
+        return NULL;
+    }
+    PyObject *error = nargs + keywords == 3 ? args[2] : Py_None;
+    int64_t row[COMPLETION_WIDTH];
+    Py_ssize_t status_code = member_code(statuses, args[1], "Status");
+    if (status_code < 0 || as_int64(args[0], &row[0]) < 0)
+        return NULL;
+    row[3] = MISSING;
+    if (error != Py_None) {
+        row[3] = PyList_GET_SIZE(appender->sync_errors);
+        if (PyList_Append(appender->sync_errors, error) < 0)
+            return NULL;
+    }
+    row[1] = clock_now();
+    row[2] = status_code;
+    if (log_append(appender->sync_completions, row) < 0)
+        return NULL;
+    int waiting = PyDict_Contains(appender->host_waits, args[0]);
+    if (waiting < 0 || (waiting && PyDict_DelItem(appender->host_waits, args[0]) < 0))
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* -- RunLog: the timer of one run ------------------------------------------------------ */
@@ -1124,6 +1533,9 @@ static PyMethodDef appender_methods[] = {
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},
     {"stamp_sync", (PyCFunction)(void (*)(void))appender_stamp_sync, METH_FASTCALL, NULL},
+    {"sync_issued", (PyCFunction)(void (*)(void))appender_sync_issued, METH_FASTCALL, NULL},
+    {"sync_completed", (PyCFunction)(void (*)(void))appender_sync_completed, METH_FASTCALL | METH_KEYWORDS,
+     NULL},
     {"run_timer", (PyCFunction)appender_run_timer, METH_O, NULL},
     {NULL}};
 
@@ -1139,6 +1551,18 @@ static PyMemberDef appender_members[] = {
     CORE_MEMBER("_described_at", described_at),
     CORE_MEMBER("_policies", policies),
     CORE_MEMBER("_array_names", array_names),
+    CORE_MEMBER("_unnamed_sites", unnamed_sites),
+    CORE_MEMBER("syncs", syncs),
+    CORE_MEMBER("sync_completions", sync_completions),
+    CORE_MEMBER("sync_errors", sync_errors),
+    CORE_MEMBER("_host_waits", host_waits),
+    CORE_MEMBER("_looked_at", looked_at),
+    CORE_MEMBER("_last_placed", last_placed),
+    {"_blobs", T_OBJECT, offsetof(AppenderObject, blobs), 0,
+     "the trace's blobs, which the hooks capture new bytes into where its policy keeps all of "
+     "them or none (else, and while None, Trace.capture does)"},
+    {"_capture_head", T_OBJECT, offsetof(AppenderObject, capture_head), 0,
+     "how many bytes of a transfer the trace keeps (None: every byte)"},
     {NULL}};
 
 static PyObject *appender_get_captured(AppenderObject *appender, void *closure)
@@ -1194,7 +1618,28 @@ static PyObject *data_address(PyObject *module, PyObject *array)
     return PyLong_FromVoidPtr(PyArray_DATA((PyArrayObject *)array));
 }
 
+/* use_sync_kinds(kinds, host_waits, statuses): the SyncKind members (SYNCHRONIZE first) in
+ * the order their codes number them, those at which the host waits, and the Status members
+ * in order: what sync_issued and sync_completed log. */
+static PyObject *use_sync_kinds(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 3, "use_sync_kinds(kinds, host_waits, statuses)"))
+        return NULL;
+    for (int i = 0; i < 3; i++)
+        if (!PyTuple_CheckExact(args[i]) || (i == 0 && PyTuple_GET_SIZE(args[i]) == 0)) {
+            PyErr_SetString(PyExc_TypeError, "use_sync_kinds() takes three tuples of enum members");
+            return NULL;
+        }
+    Py_XSETREF(sync_kinds, Py_NewRef(args[0]));
+    Py_XSETREF(host_wait_kinds, Py_NewRef(args[1]));
+    Py_XSETREF(statuses, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"use_sync_kinds", (PyCFunction)(void (*)(void))use_sync_kinds, METH_FASTCALL,
+     "use_sync_kinds(kinds, host_waits, statuses)\n--\n\nThe enum members the sync hooks log "
+     "by position: SyncKind's (SYNCHRONIZE first), those at which the host waits, Status's."},
     {"data_address", (PyCFunction)data_address, METH_O,
      "data_address(array)\n--\n\nThe address of `array`'s first byte, as "
      "`array.__array_interface__['data'][0]` gives it, without building that dict."},
@@ -1221,7 +1666,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
-        intern(&str_run_spans, "_run_spans") < 0 || clock_init() < 0)
+        intern(&str_run_spans, "_run_spans") < 0 || intern(&str_nbytes, "nbytes") < 0 ||
+        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || intern(&str_id, "id") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");
@@ -1229,6 +1675,17 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         return NULL;
     digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
     Py_DECREF(xxhash);
+    PyObject *records = PyImport_ImportModule("luisa_nb.recording.records");
+    if (records == NULL)
+        return NULL;
+    capture_type = (PyTypeObject *)PyObject_GetAttrString(records, "Capture");
+    Py_DECREF(records);
+    if (capture_type == NULL)
+        return NULL;
+    if (!PyType_Check(capture_type)) {
+        PyErr_SetString(PyExc_TypeError, "luisa_nb.recording.records.Capture is not a class");
+        return NULL;
+    }
     if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&AppenderType) < 0 ||
         PyType_Ready(&RunLogType) < 0)
         return NULL;
@@ -1241,7 +1698,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         PyModule_AddIntConstant(m, "SUBMISSION_WIDTH", SUBMISSION_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "RUN_WIDTH", RUN_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0) {
+        PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0 ||
+        PyModule_AddIntConstant(m, "UNNAMED_LIMIT", UNNAMED_LIMIT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

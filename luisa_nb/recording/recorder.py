@@ -60,10 +60,14 @@ from luisa_nb.recording.records import (
 )
 from luisa_nb.recording.row_appender import (
     ACCESS_COLUMNS,
+    COMPLETION_COLUMNS,
+    NATIVE,
     RUN_COLUMNS,
     SEQ_COLUMN,
     SUBMISSION_COLUMNS,
+    SYNC_COLUMNS,
     TICK_COLUMNS,
+    UNNAMED_LIMIT,
     LogSnapshot,
     PythonRowAppender,
     RowAppender,
@@ -92,12 +96,6 @@ MISSING = -1
 """A log's value for "none" (a sync point without a stream, an event, ...)."""
 SYNC_KINDS = tuple(SyncKind)
 STATUSES = tuple(Status)
-SYNC_COLUMNS = ("id", "seq", "kind", "stream", "event", "covers", "issued")
-"""A row of a recorder's ``syncs``: a sync point as it was issued (``kind`` by its position
-in :data:`SYNC_KINDS`)."""
-COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
-"""A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
-by its position in :data:`STATUSES`, ``error`` by its position in ``sync_errors``."""
 _SYNC_KIND_CODES = {kind._value_: code for code, kind in enumerate(SYNC_KINDS)}
 _STATUS_CODES = {status._value_: code for code, status in enumerate(STATUSES)}
 """Keyed by the members' values: hashing an enum member is a Python call."""
@@ -108,10 +106,12 @@ FrameSite = tuple[CodeType, int] | None
 
 HOST_WAITS = (SyncKind.SYNCHRONIZE, SyncKind.EVENT_SYNCHRONIZE)
 """Sync points at which the host waits for the device."""
-_SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
+if NATIVE:  # the C sync hooks log these members by position, SYNCHRONIZE first
+    from luisa_nb.recording._row_appender import use_sync_kinds
 
-UNNAMED_LIMIT = 8
-"""How many unnamed arrays one line of user code may make before it is not looked at."""
+    use_sync_kinds(SYNC_KINDS, HOST_WAITS, STATUSES)
+_SYNCHRONIZE = SyncKind.SYNCHRONIZE  # read off the class once: it costs a Python call
+_DISPATCH = CommandKind.DISPATCH
 
 
 class RunTimer:
@@ -258,10 +258,11 @@ NULL_RECORDER = Recorder()
 
 
 class TraceRecorderBase(Recorder):
-    """What a trace's recorder does in Python: the hooks called once per sync point, range
-    or compile, what the per-command hooks of its row appender (:mod:`.row_appender`)
-    call for the cases they leave to Python, and reading the logs. A recorder class puts a
-    row appender before this class (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
+    """What a trace's recorder does in Python: the hooks called once per sync point (the C
+    row appender has its own), range or compile, what the per-command hooks of its row
+    appender (:mod:`.row_appender`) call for the cases they leave to Python, and reading
+    the logs. A recorder class puts a row appender before this class
+    (:class:`TraceRecorder`, :class:`PythonTraceRecorder`).
 
     The row appender's logs hold numbers; what they name is kept here once: a submission names
     its commands' trace fields by their position in :attr:`described`, a host access its
@@ -287,10 +288,6 @@ class TraceRecorderBase(Recorder):
         """By run that ended early: how many of its steps it ran (the others ran later)."""
         self.run_spans: dict[int, Sequence[tuple[int, Any]]] = {}
         """By run: ``(position, DeviceSpan)`` of the steps the device timed."""
-        log_type = type(self.submissions)  # the row appender's kind of log
-        self.syncs = log_type(len(SYNC_COLUMNS))
-        self.sync_completions = log_type(len(COMPLETION_COLUMNS))
-        self.sync_errors: list[str] = []
         self.ranges: list[RangeRecord] = []
         self.compiles: list[CompileRecord] = []
         self.device_prints: dict[int, DevicePrintRecord] = {}
@@ -298,21 +295,15 @@ class TraceRecorderBase(Recorder):
         self._watches: dict[int, tuple[weakref.ref, HostRange, FrameSite]] = {}
         """Per memory owner (by ``id``): a weak reference to it, its memory, and where the
         program made the first download into it."""
-        self._host_waits: dict[int, int] = {}
-        """The seq of each host wait in progress, by its row in :attr:`syncs`."""
         self._open_ranges = threading.local()
-        self._looked_at: dict[int, tuple[int, int | None]] = {}
-        """Per stream: how many submission rows a synchronize looked at, and the seq of the
-        stream's last command among them."""
-        self._last_placed: dict[int, int] = {}
-        """The seq of the last sync point placed on each stream (a signal, wait, callback)."""
         self._lock = threading.Lock()
         self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
-        self._unnamed_sites: dict[tuple[Any, int], int] = {}
         self._last_download: Callable[[], np.ndarray | None] = _nothing
         """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
         self._capture = trace.capture
+        self._blobs = trace.blobs  # the C hooks capture new bytes into these themselves
+        self._capture_head = trace.capture_head  # where the policy keeps all bytes or none
         self.initial_pending: dict[int, Any] = {}
         self.excluded: frozenset[int] = frozenset()
         """Ids of the commands that waited in command lists when the trace started: made
@@ -389,7 +380,10 @@ class TraceRecorderBase(Recorder):
         known = self._array_names.get(id(array))
         if host.name is None and known is not None and known[0]() is array:
             host.name = known[1]
-        self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
+        if array.base is None:  # owners(array) is [array]: the common case, without a call
+            self._hosts[id(host)] = (host, [weakref.ref(array)])
+        else:
+            self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
 
     def name_from(self, namespace: Mapping[str, object], *, replace: bool = False) -> None:
         """Name host ranges after the variables of ``namespace`` that hold their arrays, or
@@ -416,18 +410,22 @@ class TraceRecorderBase(Recorder):
         share theirs (a kernel's dispatches on the same arguments, the uploads of one array
         into one view), so this runs once for them. Two threads may keep the same fields
         twice; either position names them."""
-        buffers, device = self.trace.buffers, stream.device
+        buffers = self.trace.buffers
         for view in command.views:
             if view.buffer.id not in buffers:
-                self._first_use(view.buffer, device)
-        if fields[0] is CommandKind.DISPATCH:
+                self._first_use(view.buffer, stream.device)
+        if fields[0] is _DISPATCH:
             self._note_launch(fields, command)
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
             self._name_host(host, command.host)
-        with self._lock:
-            position = self._described_at[id(fields)] = len(self.described)
-            self.described.append(fields)
+        lock, described = self._lock, self.described
+        lock.acquire()  # not `with`: two bound methods fewer
+        try:
+            position = self._described_at[id(fields)] = len(described)
+            described.append(fields)
+        finally:
+            lock.release()
         return position
 
     def _note_launch(self, fields: TraceFields, command: Any) -> None:

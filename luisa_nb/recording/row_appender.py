@@ -14,6 +14,15 @@ seen before), ``_note_array`` (a host array not named yet) and ``_capture`` (byt
 seen before); the stream and commands these get are the ones the runtime handed
 ``submitted``, passed on unread.
 
+The C appender does more of the rest itself, with the same results (tested against the
+Python hooks): ``upload_enqueued`` names a new array from the variables of the user's
+frame as ``_note_array`` does (a view no variable holds is left to ``_note_array``, which
+names it after the array it views); a new capture whose bytes the policy keeps whole, or
+not at all, is made into the trace's ``_blobs`` without calling ``_capture``; and it has
+the sync hooks ``sync_issued`` and ``sync_completed`` (reading a stream's ``id``, the one
+attribute of a runtime object it reads), which log the rows of ``syncs`` and
+``sync_completions`` that the recorder's Python hooks log.
+
 The logs are rows of int64 values (:class:`Log`), so a long loop leaves no Python object
 per command or run in them (with a tuple per submission, the garbage collector's passes
 over young objects cost as much as the rest of the hook):
@@ -58,15 +67,25 @@ SUBMISSION_COLUMNS = ("submission", "stream", "submitted", "seq", "id", "enqueue
 ACCESS_COLUMNS = ("id", "kind", "offset", "time", "digest", "digest_end")
 RUN_COLUMNS = ("first_step", "steps")
 TICK_COLUMNS = ("run", "time")
+SYNC_COLUMNS = ("id", "seq", "kind", "stream", "event", "covers", "issued")
+"""A row of a recorder's ``syncs``: a sync point as it was issued (``kind`` by its position
+in the recorder's ``SYNC_KINDS``)."""
+COMPLETION_COLUMNS = ("sync", "completed", "status", "error")
+"""A row of a recorder's ``sync_completions``: the sync point's row in ``syncs``, ``status``
+by its position in the recorder's ``STATUSES``, ``error`` by its position in ``sync_errors``."""
 SUBMISSION_WIDTH = len(SUBMISSION_COLUMNS)
 ACCESS_WIDTH = len(ACCESS_COLUMNS)
 RUN_WIDTH = len(RUN_COLUMNS)
 TICK_WIDTH = len(TICK_COLUMNS)
+SYNC_WIDTH = len(SYNC_COLUMNS)
+COMPLETION_WIDTH = len(COMPLETION_COLUMNS)
 STREAM_COLUMN = SUBMISSION_COLUMNS.index("stream")
 SEQ_COLUMN = SUBMISSION_COLUMNS.index("seq")
 HOST_READ = 0
 HOST_WRITE = 1
 DIGEST_BYTES = 16
+UNNAMED_LIMIT = 8
+"""How many unnamed arrays one line of user code may make before it is not looked at."""
 _SUBMISSION_ROW = struct.Struct(f"={SUBMISSION_WIDTH}q")
 """A submission row as native int64 bytes: appending bytes is faster than appending ints."""
 _ACCESS_HEAD = struct.Struct("=4q")
@@ -183,6 +202,13 @@ class PythonRowAppender:
         self._described_at = {}
         self._policies = {}
         self._array_names = {}
+        self._unnamed_sites = {}
+        self.syncs = PythonLog(SYNC_WIDTH)
+        self.sync_completions = PythonLog(COMPLETION_WIDTH)
+        self.sync_errors = []
+        self._host_waits = {}
+        self._looked_at = {}
+        self._last_placed = {}
         self._captured = {}
         self._numbers = itertools.count(1)
         self._last_seq = 0

@@ -80,6 +80,7 @@ class Trace:
         self.launches: dict[tuple[str, tuple[DeviceRange, ...]], KernelLaunch | None] = {}
         """The kernel launches of a live trace's dispatches, by their label and device
         ranges (:class:`KernelLaunch`); a loaded trace has none."""
+        self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
         self.recorder = TraceRecorder(self)
         self._loaded: tuple[CommandTable, list[SyncRecord]] | None = None
         self._added: tuple[list[CommandRecord], list[SyncRecord]] = ([], [])
@@ -94,7 +95,11 @@ class Trace:
         self._process_ids = np.zeros(0, np.int64)
         """The runtime's process-wide id of each record of a live trace, sorted: record
         ``n`` had ``_process_ids[n - 1]`` (see :func:`~.table.numbered`)."""
-        self._head = {"none": 0, "head": capture_bytes, "full": None}[capture]
+
+    @property
+    def capture_head(self) -> int | None:
+        """How many bytes of each transfer the trace keeps (``None``: every byte)."""
+        return self._head
 
     # -- recording (called by the recorder) ------------------------------------------
 

@@ -105,10 +105,9 @@ dtype it had: the value holds while the same live array keeps that shape and dty
 own shape: a record dtype's range has an axis more)."""
 
 
-def array_memo(array: np.ndarray, value: Any, reference: weakref.ref | None = None) -> ArrayMemo:
-    """``value`` remembered for ``array`` as it is now (``reference``: a weak reference to
-    it with a callback, made by the caller)."""
-    return (reference or weakref.ref(array), array.shape, array.dtype, value)
+def array_memo(array: np.ndarray, value: Any) -> ArrayMemo:
+    """``value`` remembered for ``array`` as it is now."""
+    return (weakref.ref(array), array.shape, array.dtype, value)
 
 
 def recalled(memo: ArrayMemo | None, array: np.ndarray) -> Any:
@@ -135,11 +134,14 @@ def host_range(array: np.ndarray) -> HostRange:
     ~1 µs, so ranges are remembered per live array (a program uploads the
     same arrays over and over); records of one array share its range and its name."""
     key = id(array)
-    known = recalled(_host_ranges.get(key), array)
-    if known is not None:
-        return known
-    dtype, shape = value_layout(array.dtype, array.shape)
-    known = HostRange(data_address(array), array.nbytes, dtype, shape)
+    dtype, shape = array.dtype, array.shape
+    memo = _host_ranges.get(key)  # recalled(), written out: one Python call per new array
+    if memo is not None and memo[0]() is array and memo[1] == shape and memo[2] is dtype:
+        return memo[3]
+    if dtype.fields is None and dtype.subdtype is None:  # value_layout() of a plain dtype
+        known = HostRange(data_address(array), array.nbytes, dtype.str, shape)
+    else:
+        known = HostRange(data_address(array), array.nbytes, *value_layout(dtype, shape))
     reference = weakref.ref(array, lambda _, key=key: _forget(key))
-    _host_ranges[key] = array_memo(array, known, reference)
+    _host_ranges[key] = (reference, shape, dtype, known)  # array_memo(), written out
     return known

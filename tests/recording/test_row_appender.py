@@ -179,6 +179,73 @@ def test_traces_of_both_appenders_read_the_same(backend, monkeypatch):
         assert seen_c[0][0], program.name
 
 
+class _Stream:
+    """What the sync hooks read of a stream: its id."""
+
+    def __init__(self, stream_id: int) -> None:
+        self.id = stream_id
+
+
+def test_both_appenders_log_sync_points_alike():
+    """The C sync hooks log what the Python ones log: each sync point's row (the commands
+    a synchronize covers, or the sync point placed after them), its completion, its error,
+    and the host waits in progress; the C hooks refuse what is not a member."""
+    from luisa_nb.recording.records import Status, SyncKind
+
+    def sync_rows(recorder_class):
+        trace = trace_module.Trace()
+        trace.recorder = recorder = recorder_class(trace)
+        first, second = _Stream(3), _Stream(4)
+        waits = []
+        issued = [
+            (SyncKind.SYNCHRONIZE, first, None),  # nothing submitted: covers nothing
+            (SyncKind.SIGNAL, first, 7),
+            (SyncKind.SYNCHRONIZE, first, None),  # covers the signal
+            (SyncKind.EVENT_SYNCHRONIZE, None, 7),
+            (SyncKind.WAIT, second, 7),
+            (SyncKind.CALLBACK, second, None),
+        ]
+        tokens, fields = [], (None,)
+        for number, (kind, stream, event) in enumerate(issued):
+            if number == 2:  # a command on each stream before the second synchronize
+                recorder._policies.update({3: "execute", 4: "execute"})  # streams seen,
+                recorder._described_at[id(fields)] = 0  # fields described: rows alone
+                recorder.submitted_one(3, 100, 5, fields, None, None)
+                recorder.submitted_one(4, 101, 6, fields, None, None)
+            tokens.append(recorder.sync_issued(kind, stream, event, 50 + number))
+            waits.append(dict(recorder._host_waits))
+        tokens.append(recorder.sync_issued(SyncKind.SYNCHRONIZE, second, None, 60))
+        for token in tokens[:-1]:
+            recorder.sync_completed(token, Status.OK)
+        recorder.sync_completed(tokens[-1], Status.FAILED, error="it broke")
+        waits.append(dict(recorder._host_waits))
+        if recorder_class is not PythonTraceRecorder:  # the C hooks log members by identity
+            with pytest.raises(KeyError, match="not a SyncKind"):
+                recorder.sync_issued("synchronize", first, None, 61)
+            with pytest.raises(KeyError, match="not a Status"):
+                recorder.sync_completed(tokens[0], "ok")
+        issued_rows = rows_of(recorder.syncs)
+        completed_rows = rows_of(recorder.sync_completions)
+        times = issued_rows[:, -1].tolist() + completed_rows[:, 1].tolist()
+        assert times == sorted(times)
+        return (
+            np.delete(issued_rows, -1, axis=1).tolist(),
+            np.delete(completed_rows, 1, axis=1).tolist(),
+            recorder.sync_errors,
+            waits,
+            tokens,
+        )
+
+    python_rows = sync_rows(PythonTraceRecorder)
+    issued, completed, errors, waits, tokens = python_rows
+    assert tokens == list(range(7))
+    assert [row[5] for row in issued] == [-1, -1, 3, -1, -1, -1, 8]
+    assert completed[-1] == [6, 2, 0] and errors == ["it broke"]
+    assert waits[0] == {0: 1} and waits[-1] == {}
+    if row_appender.NATIVE:
+        assert sync_rows(TraceRecorder) == python_rows
+
+
 @lnb.kernel
 def scale(target, factor):
     i = lnb.dispatch_id().x
@@ -583,6 +650,32 @@ def test_a_capture_keeps_an_owned_copy_as_it_is_and_copies_other_bytes():
     shared[0] = 9
     np.testing.assert_array_equal(trace.captured_bytes(copied), np.full(4096, 2, np.uint8))
     assert not head.complete and len(head_trace.blobs[head.blob]) == 16
+
+
+@pytest.mark.parametrize(
+    ("capture", "capture_bytes"), [("none", 0), ("head", 16), ("head", 4096), ("full", 0)]
+)
+def test_both_appenders_capture_new_bytes_alike_under_each_policy(capture, capture_bytes):
+    """The C hooks capture new bytes themselves where the policy keeps all of them or none,
+    and leave a shorter head to ``Trace.capture``: every capture, and every blob, is the one
+    the Python hooks make."""
+    sizes = (0, 1, 16, 17, 4096, 64 * 1024 + 1)
+    arrays = [np.arange(nbytes, dtype=np.uint64).astype(np.uint8) for nbytes in sizes]
+    captured = []
+    for recorder_class in [parameter.values[0] for parameter in RECORDERS]:
+        trace = trace_module.Trace(capture, capture_bytes)
+        trace.recorder = recorder = recorder_class(trace)
+        made = []
+        for data in arrays:
+            made.append(recorder.upload_enqueued(data, data))
+            recorder.host_write(1, data[::-1].copy())
+            made.append(trace.captures[digests_of(rows_of(recorder.accesses))[-1]])
+        for capture_made, data in zip(made[::2], arrays, strict=True):
+            assert capture_made.digest == xxh3_128_digest(data).hex()
+        blobs = {key: blob.tobytes() for key, blob in trace.blobs.items()}
+        assert all(not blob.flags.writeable for blob in trace.blobs.values())
+        captured.append((made, blobs, dict(trace.captures)))
+    assert all(result == captured[0] for result in captured[1:])
 
 
 def test_a_hook_that_runs_inside_another_keeps_each_digest_exact(recorder_class):
