@@ -151,10 +151,23 @@ class RemoteBackend(Backend):
             channel.add(operation, span, data=data[start:stop], weight=stop - start)
         return span
 
+    def readback_memory(self, nbytes: int) -> np.ndarray:
+        """Large readbacks of a direct connection are memory shared with the session's
+        worker, which writes downloads straight into it (see ``docs/remote.md``)."""
+        shared = self._connection.shared_readback(nbytes)
+        return np.empty(nbytes, np.uint8) if shared is None else shared
+
     def download(self, allocation: RemoteAllocation, offset: int, out: np.ndarray) -> DeviceSpan:
         span = DeviceSpan()
-        channel = self._connection.channel()
+        connection = self._connection
+        channel = connection.channel()
         out = out.reshape(-1).view(np.uint8)
+        found = connection.regions.find(out) if connection.regions else None
+        if found is not None:
+            region, region_offset = found
+            operation = ["readback", allocation.handle, offset, out.nbytes, region, region_offset]
+            channel.add(operation, span)
+            return span
         for start, stop in self._chunks(out.nbytes):
             operation = ["download", allocation.handle, offset + start, stop - start]
             channel.add(operation, span, out[start:stop], weight=stop - start)

@@ -31,7 +31,7 @@ from luisa_nb.backends.base import DeviceSpan, OperationFailed, copy_bytes
 from luisa_nb.errors import RemoteError
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PLAIN_USER, ProtocolError, decode, encode
-from luisa_nb.remote.stream import message_pieces, receive_frames
+from luisa_nb.remote.stream import descriptor_message, message_pieces, receive_frames
 
 if TYPE_CHECKING:
     from luisa_nb.remote.client import Connection
@@ -50,7 +50,7 @@ WATCHED_EVENTS = (
     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 )
-WORKER_REQUESTS = ("allocate", "batch")
+WORKER_REQUESTS = ("allocate", "batch", "share")
 
 Entry = tuple[DeviceSpan, "np.ndarray | None"]
 Batch = tuple[list[Entry], list[tuple[int, str]], "int | None", int]
@@ -211,6 +211,9 @@ class Channel:
         frees = [released.popleft() for _ in range(len(released))]
         request_id, envelope = connection.envelope("batch")
         arguments: dict[str, Any] = {"group": self.group, "ops": self.operations, "frees": frees}
+        regions = connection.regions
+        if regions is not None and regions.unshared:
+            arguments["unshare"] = regions.take_unshared()
         if self.part is not None:
             arguments["window"] = [self.part, self.part_used]
         frames: list[Any] = [envelope, encode(arguments)]
@@ -273,9 +276,15 @@ class Channel:
 
     # -- requests and replies ------------------------------------------------------------
 
-    def call(self, op: str, timeout: float | None = None, **arguments: Any) -> dict[str, Any]:
-        """One request outside batches (hello, clock, allocate, close, cancel, resume);
-        its reply header."""
+    def call(
+        self,
+        op: str,
+        timeout: float | None = None,
+        descriptors: tuple[int, ...] = (),
+        **arguments: Any,
+    ) -> dict[str, Any]:
+        """One request outside batches (hello, clock, allocate, share, close, cancel,
+        resume), with ``descriptors`` for the worker (``share``); its reply header."""
         connection = self.connection
         connection.check()
         request_id, envelope = connection.envelope(op)
@@ -283,7 +292,7 @@ class Channel:
         try:
             self.in_flight[request_id] = None
             frames = [envelope, encode(arguments)] if arguments else [envelope]
-            self._send(frames, direct=op in WORKER_REQUESTS)
+            self._send(frames, op in WORKER_REQUESTS, descriptors)
             while request_id not in self.replies:
                 self.receive(timeout, direct=op in WORKER_REQUESTS)
         finally:  # interrupted or not, a late reply finds nobody waiting and is dropped
@@ -294,11 +303,12 @@ class Channel:
             raise RemoteError(f"the server at {connection.endpoint} refused {op}: {reply['error']}")
         return reply
 
-    def _send(self, frames: list[Any], direct: bool = False) -> None:
+    def _send(self, frames: list[Any], direct: bool = False, descriptors: Any = ()) -> None:
         """Send a request: to the session's worker if ``direct`` and this channel can,
-        else to the supervisor."""
+        else to the supervisor; ``descriptors`` (file descriptors) go with it to the
+        worker (``SCM_RIGHTS``)."""
         if direct and self.direct is not None:
-            self._send_direct(frames)
+            self._send_direct(frames, descriptors)
             return
         try:
             self.socket.send_multipart(frames, copy=False)
@@ -308,20 +318,23 @@ class Channel:
                 f"new device"
             ) from None
 
-    def _send_direct(self, frames: list[Any]) -> None:
+    def _send_direct(self, frames: list[Any], descriptors: Any = ()) -> None:
         """Send a request to the worker's stream, taking the replies that come meanwhile:
         the worker writes a reply before it reads the next request, so a client that
-        only wrote would wait for a worker waiting for it, once both ways are full."""
+        only wrote would wait for a worker waiting for it, once both ways are full.
+        ``descriptors`` travel with the request's first bytes."""
         pieces = message_pieces(frames)
         ready, direct = self.direct_ready, self.direct
         deadline = time.monotonic() + self.connection.timeout
+        ancillary = descriptor_message(descriptors)
         try:
             while pieces:
                 try:
-                    sent = direct.sendmsg(pieces)
+                    sent = direct.sendmsg(pieces, ancillary)
                 except BlockingIOError:
                     sent = 0
                 if sent:
+                    ancillary = []
                     while sent >= pieces[0].nbytes:
                         sent -= pieces.pop(0).nbytes
                         if not pieces:

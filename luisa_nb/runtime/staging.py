@@ -356,7 +356,7 @@ class Transfers:
         if spare is not None and used + nbytes <= spare.nbytes:
             self.spare_used = used + nbytes
             return spare[used : used + nbytes]
-        return np.empty(nbytes, np.uint8)
+        return self.backend.readback_memory(nbytes)
 
     def _write_readbacks(self) -> None:
         needed = 0
@@ -370,4 +370,4 @@ class Transfers:
         self.spare_used = 0
         spare = self.spare
         if needed <= SPARE_READBACK_BYTES and (spare is None or spare.nbytes < needed):
-            self.spare = np.empty(needed, np.uint8)  # first touched by the next run
+            self.spare = self.backend.readback_memory(needed)  # first touched by the next run
