@@ -40,8 +40,8 @@ import numpy as np
 import zmq
 
 from luisa_nb.errors import RemoteError
-from luisa_nb.remote.channel import Channel
 from luisa_nb.remote import regions
+from luisa_nb.remote.channel import Channel
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from luisa_nb.remote.window import WindowParts, local_window
 

@@ -117,8 +117,8 @@ def wait_for(connection: socket.socket, event: int, seconds: float) -> None:
 def _receive_header_and_descriptors(
     connection: socket.socket, header: memoryview, seconds: float, descriptors: list[int]
 ) -> None:
-    """Read ``header``, taking the descriptors sent with its first bytes (at most
-    :data:`MAX_DESCRIPTORS`; a message that carried more is refused)."""
+    """Read ``header``, taking the descriptors sent with its first bytes (room for
+    :data:`MAX_DESCRIPTORS`, rounded up; a message that carried more is refused)."""
     while True:
         try:
             received, ancillary, flags, _ = connection.recvmsg_into([header], DESCRIPTOR_SPACE)
@@ -130,7 +130,7 @@ def _receive_header_and_descriptors(
             usable = len(data) - len(data) % DESCRIPTOR.itemsize
             descriptors.extend(array("i", data[:usable]))
     if flags & socket.MSG_CTRUNC:
-        raise ProtocolError(f"a message carries at most {MAX_DESCRIPTORS} file descriptor(s)")
+        raise ProtocolError("a message carries too many file descriptors (share takes one)")
     if not received:
         raise ConnectionError("the peer closed the connection")
     if received < header.nbytes:

@@ -45,11 +45,11 @@ from luisa_nb.remote.cancellation import session_cancel_flag
 from luisa_nb.remote.layouts import check_definition, dtype_from
 from luisa_nb.remote.lifeline import exit_with_server
 from luisa_nb.remote.protocol import (
+    DIRECT_REQUESTS,
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
     MAX_HANDLE,
     MAX_OPS_PER_BATCH,
-    DIRECT_REQUESTS,
     PROTOCOL_VERSION,
     ProtocolError,
     check_integer,
