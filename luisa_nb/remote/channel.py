@@ -53,6 +53,8 @@ WATCHED_EVENTS = (
 WORKER_REQUESTS = ("allocate", "batch", "share")
 
 Entry = tuple[DeviceSpan, "np.ndarray | None"]
+Failure = tuple[DeviceSpan, str, "list[int | float] | None"]
+"""A failed operation's span, the server's error text and its launch outcome, if any."""
 Batch = tuple[list[Entry], list[tuple[int, str]], "int | None", int]
 """A batch in flight: its operations' spans and download targets, the kernels whose
 definitions it carries (position, key), and its window part (start, or ``None``: its
@@ -102,7 +104,11 @@ class Channel:
         self.in_flight: dict[int, Batch | None] = {}
         self.replies: dict[int, dict[str, Any]] = {}
         self.group = 1
-        self.failure: tuple[DeviceSpan, str, list[int | float] | None] | None = None
+        self.failure: Failure | OperationFailed | None = None
+        """The first failure of this flush, or one a flush raised early and deferred to the
+        next (:meth:`defer`); operations queued meanwhile are skipped."""
+        self.printed: list[tuple[int, bytes]] = []
+        """The print logs of printing dispatches landed: (prints run, records)."""
         self.kernels: set[str] = set()
         self.busy = False
 
@@ -245,6 +251,8 @@ class Channel:
         server is lost, blame the first operation not known to have run."""
         self.busy = True
         try:
+            if isinstance(self.failure, OperationFailed):
+                raise self.failure
             self.connection.check()
             if self.operations:
                 self.send()
@@ -266,6 +274,15 @@ class Channel:
             if outcome is not None:
                 raise LaunchStopped(span, message, outcome)
             raise OperationFailed(span, message)
+
+    def defer(self, failure: OperationFailed) -> None:
+        """Raise ``failure`` (which a flush raised) at the next flush, skipping what is
+        queued until then, as if that flush had found it."""
+        self.failure = failure
+
+    def take_printed(self) -> list[tuple[int, bytes]]:
+        printed, self.printed = self.printed, []
+        return printed
 
     def _first_unfinished(self) -> DeviceSpan | None:
         for pending in [*self.in_flight.values(), (self.entries,)]:
@@ -527,12 +544,27 @@ class Channel:
                 position += out.nbytes
         if part is not None:
             self.connection.parts.give_back(part)
+        if "printed" in header:
+            self._take_print_logs(header["printed"])
         failed = header.get("failed")
         if failed is not None and self.failure is None:
             self.failure = (entries[failed][0], header["error"], header.get("launch"))
         for position, key in defined:
             if position >= done:
                 self.kernels.discard(key)
+
+    def _take_print_logs(self, logs: Any) -> None:
+        """Keep the print logs of a reply: a list of ``[count, records as hex]``."""
+        if type(logs) is not list:
+            raise self.connection.malformed("printed is not a list")
+        for log in logs:
+            if type(log) is not list or len(log) != 2 or type(log[0]) is not int:
+                raise self.connection.malformed(f"a print log is {str(log)[:80]!r}")
+            try:
+                records = bytes.fromhex(log[1])
+            except (TypeError, ValueError):
+                raise self.connection.malformed("a print log's records are not hex") from None
+            self.printed.append((log[0], records))
 
     def _check_batch_reply(
         self, header: dict[str, Any], frames: list[memoryview], entries: list[Entry], windowed: bool

@@ -58,6 +58,8 @@ TOKEN_VARIABLE = "LUISA_NB_REMOTE_TOKEN"
 SESSION_PATTERN = re.compile(r"[0-9a-f]{8,64}")
 ENTRY_PATTERN = re.compile(r"lnb_[A-Za-z0-9_]{1,200}")
 KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
+MAX_PRINT_BYTES = 4 << 20
+"""The most bytes of one printing dispatch's print log (its records travel back as hex)."""
 MAX_VALUE_HEX = 2 << 20
 """The longest hex text of a by-value kernel argument (a vector, matrix, struct or array)."""
 REQUESTS = ("hello", "clock", "allocate", "batch", "close", "cancel", "resume")
@@ -73,6 +75,7 @@ OPERATIONS = {
     "copy": ("handle", "offset", "handle", "offset", "nbytes"),
     "fill": ("handle", "offset", "nbytes", "dtype", "hex"),
     "dispatch": ("key", "dims", "buffers", "scalars", "definition"),
+    "dispatch_printing": ("key", "dims", "buffers", "scalars", "definition", "print_log"),
 }
 
 
@@ -211,6 +214,13 @@ def _check_kernel_buffers(value: Any, name: str, kind: str) -> None:
             check_integer(number, "dispatch buffer field")
 
 
+def _check_print_log(value: Any, name: str, kind: str) -> None:
+    if type(value) is not list or len(value) != 2:
+        raise ProtocolError("dispatch_printing print_log must be [record width, capacity]")
+    for number in value:
+        check_integer(number, "print log field", MAX_PRINT_BYTES)
+
+
 def _check_scalars(value: Any, name: str, kind: str) -> None:
     if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
         raise ProtocolError("dispatch scalars must be a list of numbers and hex texts")
@@ -237,4 +247,5 @@ _FIELD_CHECKS = {
     "buffers": _check_kernel_buffers,
     "scalars": _check_scalars,
     "definition": _check_definition,
+    "print_log": _check_print_log,
 }

@@ -18,6 +18,7 @@ gets ``reply``; the worker checks those envelopes itself.
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import functools
 import logging
@@ -38,7 +39,8 @@ import zmq
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
 from luisa_nb.kernels.c.executable import run_launch
-from luisa_nb.kernels.c.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.c.device_print import PRINT_TARGET, RECORD_HEADER, PrintLogStruct
+from luisa_nb.kernels.c.toolchain import build_library, launch_function, load_library
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.remote.cancellation import session_cancel_flag
@@ -50,6 +52,7 @@ from luisa_nb.remote.protocol import (
     MAX_FRAME_BYTES,
     MAX_HANDLE,
     MAX_OPS_PER_BATCH,
+    MAX_PRINT_BYTES,
     PROTOCOL_VERSION,
     ProtocolError,
     check_integer,
@@ -96,8 +99,16 @@ class ServedKernel:
         self.cancel = cancel
         self.buffer_dtypes, self.layout = check_definition(definition)
         self.scalar_count = len(definition["scalars"])
-        library = build_library(self.name, definition["source"])
-        self._function = load_launch_function(library, f"{self.name}_launch")
+        library = load_library(build_library(self.name, definition["source"]))
+        self._function = launch_function(library, f"{self.name}_launch")
+        try:
+            self.print_target: ctypes.c_void_p | None = ctypes.c_void_p.in_dll(
+                library, PRINT_TARGET
+            )
+        except ValueError:  # the kernel has no device print
+            self.print_target = None
+        self.print_log: ServedPrintLog | None = None
+        """Where the next launch's device prints go (none: they do nothing)."""
 
     def launch(
         self,
@@ -109,9 +120,42 @@ class ServedKernel:
         """Run the kernel; it polls the session's flag, not ``cancel`` (the served
         backend's own flag, which nothing sets in a worker)."""
         packed = self.layout.pack(dims, buffers, scalars)
-        stopped = run_launch(self._function, packed, self.cancel)
+        log, target = self.print_log, self.print_target
+        if log is None or target is None:
+            stopped = run_launch(self._function, packed, self.cancel)
+        else:
+            target.value = log.address
+            try:
+                stopped = run_launch(self._function, packed, self.cancel)
+            finally:
+                target.value = None
         if stopped is not None:
             raise LaunchStoppedHere(self.name, stopped)
+
+
+class ServedPrintLog:
+    """The print log of one launch of a served kernel: ``capacity`` records of ``width``
+    words (the client's numbers, checked), which the client decodes."""
+
+    def __init__(self, width: int, capacity: int) -> None:
+        if not RECORD_HEADER <= width or width * max(capacity, 1) * 8 > MAX_PRINT_BYTES:
+            raise ProtocolError(
+                f"a print log of {capacity} records of {width} words exceeds "
+                f"{MAX_PRINT_BYTES} bytes or has records under {RECORD_HEADER} words"
+            )
+        self.records = np.zeros((max(capacity, 1), width), np.uint64)
+        self.struct = PrintLogStruct(0, capacity, width, self.records.ctypes.data)
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.struct)
+
+    def reply(self) -> list[Any]:
+        """``[count, hex of the records kept]``: how many prints ran, and the first
+        ``capacity`` of them."""
+        count = int(self.struct.count)
+        kept = self.records[: min(count, int(self.struct.capacity))]
+        return [count, kept.tobytes().hex()]
 
 
 class SessionWorker:
@@ -138,6 +182,8 @@ class SessionWorker:
         self.next_handle = 1
         self.kernels: dict[str, ServedKernel] = {}
         self.regions: dict[int, WorkerRegion] = {}
+        self.printed: list[list[Any]] = []
+        """The print logs of the batch's printing dispatches so far, in order."""
         self.failed_groups: dict[bytes, int] = {}
         """Per connection (peer): the batch group that failed last. Later batches of that
         group are skipped, so a failure stops the rest of its flush."""
@@ -148,6 +194,7 @@ class SessionWorker:
             "copy": self._copy,
             "fill": self._fill,
             "dispatch": self._dispatch,
+            "dispatch_printing": self._dispatch_printing,
         }
 
     def answer(
@@ -272,6 +319,8 @@ class SessionWorker:
             if type(handle) is int:
                 self.allocations.pop(handle, None)
         reply = {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "done": len(times) // 2}
+        if self.printed:
+            reply["printed"], self.printed = self.printed, []
         if failed is not None:
             reply.update(failed=failed, error=message)
         if launch is not None:
@@ -343,6 +392,27 @@ class SessionWorker:
         self.backend.fill(self.memory(handle, offset, nbytes), offset, nbytes, element)
 
     def _dispatch(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
+        self.backend.dispatch(*self._launch(operation))
+
+    def _dispatch_printing(
+        self, operation: list[Any], payload: memoryview, readbacks: Readbacks
+    ) -> None:
+        """A dispatch whose device prints are kept (``[width, capacity]`` of its log,
+        the last field) and sent back, with the batch's reply, even if it fails."""
+        kernel, dims, arguments, scalars = self._launch(operation[:-1])
+        if kernel.print_target is None:
+            raise ProtocolError(f"kernel {kernel.name} has no device print")
+        log = kernel.print_log = ServedPrintLog(*operation[-1])
+        try:
+            self.backend.dispatch(kernel, dims, arguments, scalars)
+        finally:
+            kernel.print_log = None
+            self.printed.append(log.reply())
+
+    def _launch(
+        self, operation: list[Any]
+    ) -> tuple[ServedKernel, tuple[int, int, int], list[KernelBuffer], list[Any]]:
+        """The kernel, dims, buffers and scalars of a dispatch (built on first use)."""
         _, key, dims, buffers, scalars, definition = operation
         kernel = self.kernels.get(key)
         if kernel is None:
@@ -360,7 +430,7 @@ class SessionWorker:
             KernelBuffer(self.memory(handle, offset, nbytes), offset, nbytes, dtype)
             for (handle, offset, nbytes), dtype in zip(buffers, kernel.buffer_dtypes, strict=True)
         ]
-        self.backend.dispatch(kernel, tuple(dims), arguments, scalars)
+        return kernel, tuple(dims), arguments, scalars
 
 
 class Readbacks:
