@@ -33,12 +33,12 @@ from luisa_nb.backends.base import (
     OperationFailed,
 )
 from luisa_nb.errors import ConfigurationError, RemoteError
+from luisa_nb.kernels.c.device_print import PrintLog, record_width
 from luisa_nb.kernels.c.emitter import c_identifier
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.lang.aggregates import alignment_of, to_bytes
-from luisa_nb.kernels.type_system import BufferType
-from luisa_nb.kernels.c.device_print import PrintLog, record_width
 from luisa_nb.kernels.lang.device_print import current_collector, deliver
+from luisa_nb.kernels.type_system import BufferType
 from luisa_nb.remote.channel import Channel, LaunchStopped
 from luisa_nb.remote.client import Connection
 from luisa_nb.remote.launcher import LocalServer

@@ -38,8 +38,8 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
-from luisa_nb.kernels.c.executable import run_launch
 from luisa_nb.kernels.c.device_print import PRINT_TARGET, RECORD_HEADER, PrintLogStruct
+from luisa_nb.kernels.c.executable import run_launch
 from luisa_nb.kernels.c.toolchain import build_library, launch_function, load_library
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag
@@ -138,7 +138,7 @@ class ServedPrintLog:
     words (the client's numbers, checked), which the client decodes."""
 
     def __init__(self, width: int, capacity: int) -> None:
-        if not RECORD_HEADER <= width or width * max(capacity, 1) * 8 > MAX_PRINT_BYTES:
+        if width < RECORD_HEADER or width * max(capacity, 1) * 8 > MAX_PRINT_BYTES:
             raise ProtocolError(
                 f"a print log of {capacity} records of {width} words exceeds "
                 f"{MAX_PRINT_BYTES} bytes or has records under {RECORD_HEADER} words"
