@@ -178,8 +178,8 @@ class Connection:
         except RemoteError:  # refused (the worker says why in its log), or broken
             shared.forget(identifier)
             return None
-        except BaseException:
-            shared.forget(identifier)
+        except BaseException:  # interrupted: the worker may have mapped it
+            shared.let_go(identifier)
             raise
         finally:
             region.shared()

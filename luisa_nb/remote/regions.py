@@ -96,14 +96,15 @@ class ClientRegions:
         bytes, which nothing else holds."""
         array = region.array
         self.live[region.identifier] = (region.address, region.address + region.nbytes)
-        weakref.finalize(array.base, self._collected, region.identifier)
+        weakref.finalize(array.base, self.let_go, region.identifier)
         return array
 
     def forget(self, identifier: int) -> None:
-        """Drop a reserved id whose region was never shared."""
+        """Drop a reserved id whose region the worker refused."""
         self.live.pop(identifier, None)
 
-    def _collected(self, identifier: int) -> None:
+    def let_go(self, identifier: int) -> None:
+        """Drop a region the worker may hold: the next batch tells it to unmap it."""
         self.live.pop(identifier, None)
         self.unshared.append(identifier)
 

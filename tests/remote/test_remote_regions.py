@@ -107,6 +107,17 @@ def test_a_client_never_shares_more_regions_than_the_worker_maps(thread_server):
     device.backend.close()
 
 
+def test_a_region_the_worker_refuses_leaves_plain_readback_memory(thread_server, monkeypatch):
+    monkeypatch.setattr(regions.fcntl, "fcntl", lambda *arguments: 0)  # no seals
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    data = np.arange(LARGE // 2, dtype=np.float32)
+    buffer = device.create_buffer(data.size, np.float32)
+    buffer.copy_from(data)
+    assert np.array_equal(buffer.numpy(), data)  # through the window
+    assert device.backend._connection.regions.live == {}
+    device.backend.close()
+
+
 # -- a hostile client on the worker's socket ---------------------------------------------
 
 
