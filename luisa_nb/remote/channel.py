@@ -320,7 +320,9 @@ class Channel:
             raise RemoteError(f"the server at {connection.endpoint} refused {op}: {reply['error']}")
         return reply
 
-    def _send(self, frames: list[Any], direct: bool = False, descriptors: Any = ()) -> None:
+    def _send(
+        self, frames: list[Any], direct: bool = False, descriptors: tuple[int, ...] = ()
+    ) -> None:
         """Send a request: to the session's worker if ``direct`` and this channel can,
         else to the supervisor; ``descriptors`` (file descriptors) go with it to the
         worker (``SCM_RIGHTS``)."""
@@ -335,7 +337,7 @@ class Channel:
                 f"new device"
             ) from None
 
-    def _send_direct(self, frames: list[Any], descriptors: Any = ()) -> None:
+    def _send_direct(self, frames: list[Any], descriptors: tuple[int, ...] = ()) -> None:
         """Send a request to the worker's stream, taking the replies that come meanwhile:
         the worker writes a reply before it reads the next request, so a client that
         only wrote would wait for a worker waiting for it, once both ways are full.

@@ -6,12 +6,13 @@ import json
 
 import numpy as np
 import pytest
+from helpers.printing_kernels import bad_index, squares
 
 zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.errors import CommandFailedError, KernelIndexError  # noqa: E402
-from luisa_nb.kernels import compiler_available, dispatch_id, float2  # noqa: E402
+from luisa_nb.kernels import compiler_available  # noqa: E402
 from luisa_nb.kernels.lang.device_print import PRINT_LIMIT_VARIABLE  # noqa: E402
 from luisa_nb.remote.channel import Channel  # noqa: E402
 from luisa_nb.remote.protocol import MAX_PRINT_BYTES, PROTOCOL_VERSION, encode  # noqa: E402
@@ -19,18 +20,6 @@ from luisa_nb.remote.protocol import MAX_PRINT_BYTES, PROTOCOL_VERSION, encode  
 from .helpers import TOKEN, StreamSocket  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not compiler_available(), reason="no C compiler")
-
-
-def squares(out):
-    i = dispatch_id().x
-    print("square of", i, "is", i * i, float(i) / 4.0, float2(i, 0.5), i > 1)
-    out.write(i, i * i)
-
-
-def bad_index(out):
-    i = dispatch_id().x
-    print("before", i)
-    out.write(i + 2, i)
 
 
 SQUARES = lnb.kernel(squares, mode="c")
