@@ -220,7 +220,7 @@ class RemoteBackend(Backend):
             carried,
         ]
         span = DispatchSpan(executable, dims, scalars)
-        if executable.prints:
+        if getattr(executable, "prints", None):
             self._printing_dispatch(channel, operation, span, key if carried is not None else None)
             return span
         channel.add(operation, span, kernel=key if carried is not None else None)
