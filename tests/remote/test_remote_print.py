@@ -136,3 +136,33 @@ def test_a_bad_print_log_fails_its_dispatch(thread_server, monkeypatch, print_lo
     assert reply["done"] == 0 and reason in reply["error"], reply
     assert "printed" not in reply
     device.backend.close()
+
+
+def test_commands_after_a_failed_printing_dispatch_are_skipped_as_on_cpu(device, capsys):
+    def run(on):
+        out = on.create_buffer(4, np.int32)
+        out.copy_from(np.zeros(4, np.int32))
+        back = np.full(4, -1, np.int32)
+        capsys.readouterr()
+        with lnb.trace() as trace:
+            on.default_stream.submit(
+                [
+                    BAD_INDEX.dispatch_async(4, out),
+                    SQUARES.dispatch_async(4, out),
+                    out.copy_to_async(back),
+                ]
+            )
+            with pytest.raises(CommandFailedError) as caught:
+                on.default_stream.synchronize()
+        printed = [
+            [line.text for line in trace.printed(c).lines]
+            for c in trace.commands
+            if c.kind.name == "DISPATCH"
+        ]
+        statuses = [c.status.name for c in trace.commands if c.kind.name != "SYNC"]
+        return capsys.readouterr().out, printed, statuses, type(caught.value.__cause__), back
+
+    remote, local = run(device), run(lnb.create_device("cpu"))
+    assert remote[:4] == local[:4]
+    assert local[2] == ["FAILED", "SKIPPED", "SKIPPED"] and local[1][1] == []
+    assert "square of" not in remote[0] and list(remote[4]) == [-1, -1, -1, -1]
