@@ -173,6 +173,12 @@ class Backend(ABC):
     def upload(self, allocation: Allocation, offset: int, data: np.ndarray) -> DeviceSpan | None:
         """Copy the uint8 array ``data`` into device memory at byte ``offset``."""
 
+    def readback_memory(self, nbytes: int) -> np.ndarray:
+        """``nbytes`` (uint8) for a fence backend's downloads to land in before the
+        runtime copies them into host arrays; a backend may hand out memory its device
+        writes directly."""
+        return np.empty(nbytes, np.uint8)
+
     @abstractmethod
     def download(self, allocation: Allocation, offset: int, out: np.ndarray) -> DeviceSpan | None:
         """Copy ``out.nbytes`` device bytes at ``offset`` into the uint8 array ``out``."""

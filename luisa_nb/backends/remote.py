@@ -33,15 +33,17 @@ from luisa_nb.backends.base import (
     OperationFailed,
 )
 from luisa_nb.errors import ConfigurationError, RemoteError
+from luisa_nb.kernels.c.device_print import PrintLog, record_width
 from luisa_nb.kernels.c.emitter import c_identifier
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.lang.aggregates import alignment_of, to_bytes
+from luisa_nb.kernels.lang.device_print import current_collector, deliver
 from luisa_nb.kernels.type_system import BufferType
-from luisa_nb.remote.channel import LaunchStopped
+from luisa_nb.remote.channel import Channel, LaunchStopped
 from luisa_nb.remote.client import Connection
 from luisa_nb.remote.launcher import LocalServer
 from luisa_nb.remote.layouts import describe_dtype, describe_scalar
-from luisa_nb.remote.protocol import kernel_key
+from luisa_nb.remote.protocol import MAX_PRINT_BYTES, kernel_key
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -152,10 +154,23 @@ class RemoteBackend(Backend):
             channel.add(operation, span, data=data[start:stop], weight=stop - start)
         return span
 
+    def readback_memory(self, nbytes: int) -> np.ndarray:
+        """Large readbacks of a direct connection are memory shared with the session's
+        worker, which writes downloads straight into it (see ``docs/remote.md``)."""
+        shared = self._connection.shared_readback(nbytes)
+        return np.empty(nbytes, np.uint8) if shared is None else shared
+
     def download(self, allocation: RemoteAllocation, offset: int, out: np.ndarray) -> DeviceSpan:
         span = DeviceSpan()
-        channel = self._connection.channel()
+        connection = self._connection
+        channel = connection.channel()
         out = out.reshape(-1).view(np.uint8)
+        found = connection.regions.find(out) if connection.regions else None
+        if found is not None:
+            region, region_offset = found
+            operation = ["readback", allocation.handle, offset, out.nbytes, region, region_offset]
+            channel.add(operation, span)
+            return span
         for start, stop in self._chunks(out.nbytes):
             operation = ["download", allocation.handle, offset + start, stop - start]
             channel.add(operation, span, out[start:stop], weight=stop - start)
@@ -206,8 +221,44 @@ class RemoteBackend(Backend):
             carried,
         ]
         span = DispatchSpan(executable, dims, scalars)
+        if getattr(executable, "prints", None):
+            self._printing_dispatch(channel, operation, span, key if carried is not None else None)
+            return span
         channel.add(operation, span, kernel=key if carried is not None else None)
         return span
+
+    def _printing_dispatch(
+        self, channel: Channel, operation: list[Any], span: DispatchSpan, carried: str | None
+    ) -> None:
+        """Run a dispatch of a kernel with device prints now (a flush of its own, as a
+        local backend runs one such launch at a time) and hand its lines to this
+        thread's collector, as a local launch does, failed or not. The collector's limit
+        bounds the server's log (and :data:`MAX_PRINT_BYTES`); what did not fit counts
+        as dropped. A failure is raised by the next flush, which names its command."""
+        executable = span.executable
+        collector = current_collector()
+        width = record_width(executable.prints)
+        room = max(collector.limit - len(collector.lines), 0)
+        capacity = min(room, MAX_PRINT_BYTES // (8 * width))
+        operation[0] = "dispatch_printing"
+        operation.append([width, capacity])
+        channel.add(operation, span, kernel=carried)
+        try:
+            channel.flush()
+        except OperationFailed as failure:
+            channel.defer(failure)
+        finally:
+            for count, records in channel.take_printed():
+                log = PrintLog(executable.prints, capacity)
+                kept = log.records[: len(records) // (8 * width)]
+                if kept.nbytes != len(records) or count < len(kept):
+                    raise self._connection.malformed(
+                        f"a print log of {len(records)} bytes for {count} prints"
+                    )
+                kept.reshape(-1).view(np.uint8)[:] = np.frombuffer(records, np.uint8)
+                log.struct.count = count
+                log.collect(collector)
+            deliver(collector)
 
     def check_executable(self, executable: Any) -> None:
         if executable.mode != "c":

@@ -31,7 +31,7 @@ from luisa_nb.backends.base import DeviceSpan, OperationFailed, copy_bytes
 from luisa_nb.errors import RemoteError
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PLAIN_USER, ProtocolError, decode, encode
-from luisa_nb.remote.stream import message_pieces, receive_frames
+from luisa_nb.remote.stream import descriptor_message, message_pieces, receive_frames
 
 if TYPE_CHECKING:
     from luisa_nb.remote.client import Connection
@@ -50,9 +50,11 @@ WATCHED_EVENTS = (
     | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
     | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL
 )
-WORKER_REQUESTS = ("allocate", "batch")
+WORKER_REQUESTS = ("allocate", "batch", "share")
 
 Entry = tuple[DeviceSpan, "np.ndarray | None"]
+Failure = tuple[DeviceSpan, str, "list[int | float] | None"]
+"""A failed operation's span, the server's error text and its launch outcome, if any."""
 Batch = tuple[list[Entry], list[tuple[int, str]], "int | None", int]
 """A batch in flight: its operations' spans and download targets, the kernels whose
 definitions it carries (position, key), and its window part (start, or ``None``: its
@@ -102,7 +104,11 @@ class Channel:
         self.in_flight: dict[int, Batch | None] = {}
         self.replies: dict[int, dict[str, Any]] = {}
         self.group = 1
-        self.failure: tuple[DeviceSpan, str, list[int | float] | None] | None = None
+        self.failure: Failure | OperationFailed | None = None
+        """The first failure of this flush, or one a flush raised early and deferred to the
+        next (:meth:`defer`); operations queued meanwhile are skipped."""
+        self.printed: list[tuple[int, bytes]] = []
+        """The print logs of printing dispatches landed: (prints run, records)."""
         self.kernels: set[str] = set()
         self.busy = False
 
@@ -211,6 +217,9 @@ class Channel:
         frees = [released.popleft() for _ in range(len(released))]
         request_id, envelope = connection.envelope("batch")
         arguments: dict[str, Any] = {"group": self.group, "ops": self.operations, "frees": frees}
+        regions = connection.regions
+        if regions is not None and regions.unshared:
+            arguments["unshare"] = regions.take_unshared()
         if self.part is not None:
             arguments["window"] = [self.part, self.part_used]
         frames: list[Any] = [envelope, encode(arguments)]
@@ -242,6 +251,8 @@ class Channel:
         server is lost, blame the first operation not known to have run."""
         self.busy = True
         try:
+            if isinstance(self.failure, OperationFailed):
+                raise self.failure
             self.connection.check()
             if self.operations:
                 self.send()
@@ -283,6 +294,15 @@ class Channel:
         finally:
             connection.resume()
 
+    def defer(self, failure: OperationFailed) -> None:
+        """Raise ``failure`` (which a flush raised) at the next flush, skipping what is
+        queued until then, as if that flush had found it."""
+        self.failure = failure
+
+    def take_printed(self) -> list[tuple[int, bytes]]:
+        printed, self.printed = self.printed, []
+        return printed
+
     def _first_unfinished(self) -> DeviceSpan | None:
         for pending in [*self.in_flight.values(), (self.entries,)]:
             for span, _ in pending[0] if pending is not None else ():
@@ -292,9 +312,15 @@ class Channel:
 
     # -- requests and replies ------------------------------------------------------------
 
-    def call(self, op: str, timeout: float | None = None, **arguments: Any) -> dict[str, Any]:
-        """One request outside batches (hello, clock, allocate, close, cancel, resume);
-        its reply header."""
+    def call(
+        self,
+        op: str,
+        timeout: float | None = None,
+        descriptors: tuple[int, ...] = (),
+        **arguments: Any,
+    ) -> dict[str, Any]:
+        """One request outside batches (hello, clock, allocate, share, close, cancel,
+        resume), with ``descriptors`` for the worker (``share``); its reply header."""
         connection = self.connection
         connection.check()
         request_id, envelope = connection.envelope(op)
@@ -302,7 +328,7 @@ class Channel:
         try:
             self.in_flight[request_id] = None
             frames = [envelope, encode(arguments)] if arguments else [envelope]
-            self._send(frames, direct=op in WORKER_REQUESTS)
+            self._send(frames, op in WORKER_REQUESTS, descriptors)
             while request_id not in self.replies:
                 self.receive(timeout, direct=op in WORKER_REQUESTS)
         finally:  # interrupted or not, a late reply finds nobody waiting and is dropped
@@ -313,11 +339,14 @@ class Channel:
             raise RemoteError(f"the server at {connection.endpoint} refused {op}: {reply['error']}")
         return reply
 
-    def _send(self, frames: list[Any], direct: bool = False) -> None:
+    def _send(
+        self, frames: list[Any], direct: bool = False, descriptors: tuple[int, ...] = ()
+    ) -> None:
         """Send a request: to the session's worker if ``direct`` and this channel can,
-        else to the supervisor."""
+        else to the supervisor; ``descriptors`` (file descriptors) go with it to the
+        worker (``SCM_RIGHTS``)."""
         if direct and self.direct is not None:
-            self._send_direct(frames)
+            self._send_direct(frames, descriptors)
             return
         try:
             self.socket.send_multipart(frames, copy=False)
@@ -327,20 +356,23 @@ class Channel:
                 f"new device"
             ) from None
 
-    def _send_direct(self, frames: list[Any]) -> None:
+    def _send_direct(self, frames: list[Any], descriptors: tuple[int, ...] = ()) -> None:
         """Send a request to the worker's stream, taking the replies that come meanwhile:
         the worker writes a reply before it reads the next request, so a client that
-        only wrote would wait for a worker waiting for it, once both ways are full."""
+        only wrote would wait for a worker waiting for it, once both ways are full.
+        ``descriptors`` travel with the request's first bytes."""
         pieces = message_pieces(frames)
         ready, direct = self.direct_ready, self.direct
         deadline = time.monotonic() + self.connection.timeout
+        ancillary = descriptor_message(descriptors)
         try:
             while pieces:
                 try:
-                    sent = direct.sendmsg(pieces)
+                    sent = direct.sendmsg(pieces, ancillary)
                 except BlockingIOError:
                     sent = 0
                 if sent:
+                    ancillary = []
                     while sent >= pieces[0].nbytes:
                         sent -= pieces.pop(0).nbytes
                         if not pieces:
@@ -533,12 +565,27 @@ class Channel:
                 position += out.nbytes
         if part is not None:
             self.connection.parts.give_back(part)
+        if "printed" in header:
+            self._take_print_logs(header["printed"])
         failed = header.get("failed")
         if failed is not None and self.failure is None:
             self.failure = (entries[failed][0], header["error"], header.get("launch"))
         for position, key in defined:
             if position >= done:
                 self.kernels.discard(key)
+
+    def _take_print_logs(self, logs: Any) -> None:
+        """Keep the print logs of a reply: a list of ``[count, records as hex]``."""
+        if type(logs) is not list:
+            raise self.connection.malformed("printed is not a list")
+        for log in logs:
+            if type(log) is not list or len(log) != 2 or type(log[0]) is not int:
+                raise self.connection.malformed(f"a print log is {str(log)[:80]!r}")
+            try:
+                records = bytes.fromhex(log[1])
+            except (TypeError, ValueError):
+                raise self.connection.malformed("a print log's records are not hex") from None
+            self.printed.append((log[0], records))
 
     def _check_batch_reply(
         self, header: dict[str, Any], frames: list[memoryview], entries: list[Entry], windowed: bool

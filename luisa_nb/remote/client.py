@@ -36,9 +36,11 @@ import threading
 from collections import deque
 from typing import Any
 
+import numpy as np
 import zmq
 
 from luisa_nb.errors import RemoteError
+from luisa_nb.remote import regions
 from luisa_nb.remote.channel import Channel
 from luisa_nb.remote.protocol import MAX_FRAME_BYTES, PROTOCOL_VERSION
 from luisa_nb.remote.window import WindowParts, local_window
@@ -94,6 +96,8 @@ class Connection:
         self.parts: WindowParts | None = None
         self.worker_path: str | None = None
         """The worker's Unix stream socket, on a direct connection."""
+        self.regions: regions.ClientRegions | None = None
+        """The readback regions shared with the worker, on a direct connection."""
         try:
             channel = self.channel()
             self.hello = channel.call("hello")
@@ -144,6 +148,42 @@ class Connection:
         self.parts = WindowParts(window, part_bytes)
         self.worker_path = path
         channel.go_direct(path)
+        if regions.AVAILABLE:
+            self.regions = regions.ClientRegions()
+
+    def shared_readback(self, nbytes: int) -> np.ndarray | None:
+        """``nbytes`` of memory shared with the session's worker, which a ``readback``
+        writes into, if this connection can share it (a direct one, on Linux, for at
+        least :data:`~luisa_nb.remote.regions.SHARED_READBACK_BYTES`, below
+        :data:`~luisa_nb.remote.regions.MAX_REGIONS` regions); else ``None``."""
+        shared = self.regions
+        if shared is None or nbytes < regions.SHARED_READBACK_BYTES or self.broken:
+            return None
+        identifier = shared.reserve()
+        if identifier is None:
+            return None
+        try:
+            region = regions.ClientRegion(identifier, nbytes)
+        except OSError:  # out of memory or descriptors: the window still works
+            shared.forget(identifier)
+            return None
+        try:
+            self.channel().call(
+                "share",
+                descriptors=(region.descriptor,),
+                region=identifier,
+                nbytes=nbytes,
+                unshare=shared.take_unshared(),
+            )
+        except RemoteError:  # refused (the worker says why in its log), or broken
+            shared.forget(identifier)
+            return None
+        except BaseException:  # interrupted: the worker may have mapped it
+            shared.let_go(identifier)
+            raise
+        finally:
+            region.shared()
+        return shared.add(region)
 
     def envelope(self, op: str) -> tuple[int, bytes]:
         """A fresh request id, and the envelope of a request ``op`` with it: protocol

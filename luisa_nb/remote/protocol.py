@@ -58,17 +58,24 @@ TOKEN_VARIABLE = "LUISA_NB_REMOTE_TOKEN"
 SESSION_PATTERN = re.compile(r"[0-9a-f]{8,64}")
 ENTRY_PATTERN = re.compile(r"lnb_[A-Za-z0-9_]{1,200}")
 KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
+MAX_PRINT_BYTES = 4 << 20
+"""The most bytes of one printing dispatch's print log (its records travel back as hex)."""
 MAX_VALUE_HEX = 2 << 20
 """The longest hex text of a by-value kernel argument (a vector, matrix, struct or array)."""
 REQUESTS = ("hello", "clock", "allocate", "batch", "close", "cancel", "resume")
+DIRECT_REQUESTS = (*REQUESTS, "share")
+"""What a client on the server's host may send its session's worker: ``share`` carries a
+file descriptor, which only the worker's Unix socket can pass."""
 CANCEL_REQUESTS = ("cancel", "resume")
 OPERATIONS = {
     # name: the fields after the name, checked by check_operation
     "upload": ("handle", "offset", "nbytes", "payload"),
     "download": ("handle", "offset", "nbytes"),
+    "readback": ("handle", "offset", "nbytes", "handle", "offset"),  # into a shared region
     "copy": ("handle", "offset", "handle", "offset", "nbytes"),
     "fill": ("handle", "offset", "nbytes", "dtype", "hex"),
     "dispatch": ("key", "dims", "buffers", "scalars", "definition"),
+    "dispatch_printing": ("key", "dims", "buffers", "scalars", "definition", "print_log"),
 }
 
 
@@ -128,8 +135,8 @@ def check_integer(value: Any, what: str, maximum: int = MAX_BYTES) -> int:
     return value
 
 
-def check_request(header: dict[str, Any]) -> None:
-    """The envelope's fields: version, id, session and a known op."""
+def check_request(header: dict[str, Any], requests: tuple[str, ...] = REQUESTS) -> None:
+    """The envelope's fields: version, id, session and an op of ``requests``."""
     if header.get("v") != PROTOCOL_VERSION:
         raise ProtocolError(
             f"protocol version {header.get('v')!r} is not supported (server: {PROTOCOL_VERSION})"
@@ -138,8 +145,8 @@ def check_request(header: dict[str, Any]) -> None:
     session = header.get("session")
     if type(session) is not str or not SESSION_PATTERN.fullmatch(session):
         raise ProtocolError("session must be 8 to 64 lowercase hex digits")
-    if header.get("op") not in REQUESTS:
-        raise ProtocolError(f"op {header.get('op')!r} is unknown; use one of {REQUESTS}")
+    if header.get("op") not in requests:
+        raise ProtocolError(f"op {header.get('op')!r} is unknown; use one of {requests}")
 
 
 def check_operation(operation: Any, payload_bytes: int) -> list[Any]:
@@ -207,6 +214,13 @@ def _check_kernel_buffers(value: Any, name: str, kind: str) -> None:
             check_integer(number, "dispatch buffer field")
 
 
+def _check_print_log(value: Any, name: str, kind: str) -> None:
+    if type(value) is not list or len(value) != 2:
+        raise ProtocolError("dispatch_printing print_log must be [record width, capacity]")
+    for number in value:
+        check_integer(number, "print log field", MAX_PRINT_BYTES)
+
+
 def _check_scalars(value: Any, name: str, kind: str) -> None:
     if type(value) is not list or len(value) > MAX_KERNEL_PARAMETERS:
         raise ProtocolError("dispatch scalars must be a list of numbers and hex texts")
@@ -233,4 +247,5 @@ _FIELD_CHECKS = {
     "buffers": _check_kernel_buffers,
     "scalars": _check_scalars,
     "definition": _check_definition,
+    "print_log": _check_print_log,
 }

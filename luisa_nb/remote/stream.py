@@ -23,6 +23,7 @@ from __future__ import annotations
 import select
 import socket
 import struct
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,9 @@ from luisa_nb.remote.protocol import ProtocolError
 
 MAX_FRAMES = 3
 HEADER = struct.Struct(f"<I{MAX_FRAMES}Q")
+MAX_DESCRIPTORS = 1
+DESCRIPTOR = array("i")
+DESCRIPTOR_SPACE = socket.CMSG_SPACE(MAX_DESCRIPTORS * DESCRIPTOR.itemsize)
 
 
 def message_pieces(frames: Sequence[Any]) -> list[memoryview]:
@@ -42,6 +46,13 @@ def message_pieces(frames: Sequence[Any]) -> list[memoryview]:
         raise ValueError(f"a message has 1 to {MAX_FRAMES} frames, not {len(views)}")
     lengths = [view.nbytes for view in views] + [0] * (MAX_FRAMES - len(views))
     return [memoryview(HEADER.pack(len(views), *lengths)), *views]
+
+
+def descriptor_message(descriptors: Sequence[int]) -> list[tuple[int, int, bytes]]:
+    """The ancillary data of ``sendmsg`` that sends ``descriptors`` (none: nothing)."""
+    if not descriptors:
+        return []
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array("i", descriptors).tobytes())]
 
 
 def send_frames(connection: socket.socket, frames: Sequence[Any], seconds: float) -> None:
@@ -62,15 +73,23 @@ def send_frames(connection: socket.socket, frames: Sequence[Any], seconds: float
 
 
 def receive_frames(
-    connection: socket.socket, max_frame_bytes: int, seconds: float
+    connection: socket.socket,
+    max_frame_bytes: int,
+    seconds: float,
+    descriptors: list[int] | None = None,
 ) -> list[memoryview]:
     """The frames of the next message, each at most ``max_frame_bytes``, as views of one
     new array (two reads: the header, then every frame at once); waits at most
     ``seconds`` at a time for more bytes. Raises :class:`ProtocolError` for a header that
     breaks those limits, ``ConnectionError`` when the peer closed the connection,
-    ``TimeoutError`` when it sent nothing for ``seconds`` inside a message."""
+    ``TimeoutError`` when it sent nothing for ``seconds`` inside a message. With
+    ``descriptors``, the file descriptors that came with the message's first bytes
+    (``SCM_RIGHTS``) are appended there: the caller closes those it does not keep."""
     header = bytearray(HEADER.size)
-    _receive_into(connection, memoryview(header), seconds)
+    if descriptors is None:
+        _receive_into(connection, memoryview(header), seconds)
+    else:
+        _receive_header_and_descriptors(connection, memoryview(header), seconds, descriptors)
     count, *lengths = HEADER.unpack(header)
     if not 1 <= count <= MAX_FRAMES or any(lengths[count:]):
         raise ProtocolError(f"a message has 1 to {MAX_FRAMES} frames, not {count}")
@@ -93,6 +112,29 @@ def wait_for(connection: socket.socket, event: int, seconds: float) -> None:
     ready.register(connection, event)
     if not ready.poll(seconds * 1000):
         raise TimeoutError(f"the peer was silent for {seconds:g} s")
+
+
+def _receive_header_and_descriptors(
+    connection: socket.socket, header: memoryview, seconds: float, descriptors: list[int]
+) -> None:
+    """Read ``header``, taking the descriptors sent with its first bytes (room for
+    :data:`MAX_DESCRIPTORS`, rounded up; a message that carried more is refused)."""
+    while True:
+        try:
+            received, ancillary, flags, _ = connection.recvmsg_into([header], DESCRIPTOR_SPACE)
+            break
+        except BlockingIOError:
+            wait_for(connection, select.POLLIN, seconds)
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(data) - len(data) % DESCRIPTOR.itemsize
+            descriptors.extend(array("i", data[:usable]))
+    if flags & socket.MSG_CTRUNC:
+        raise ProtocolError("a message carries too many file descriptors (share takes one)")
+    if not received:
+        raise ConnectionError("the peer closed the connection")
+    if received < header.nbytes:
+        _receive_into(connection, header[received:], seconds)
 
 
 def _receive_into(connection: socket.socket, target: memoryview, seconds: float) -> None:

@@ -18,6 +18,7 @@ gets ``reply``; the worker checks those envelopes itself.
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import functools
 import logging
@@ -37,18 +38,21 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.backends.base import Allocation, Backend, KernelBuffer
+from luisa_nb.kernels.c.device_print import PRINT_TARGET, RECORD_HEADER, PrintLogStruct
 from luisa_nb.kernels.c.executable import run_launch
-from luisa_nb.kernels.c.toolchain import build_library, load_launch_function
+from luisa_nb.kernels.c.toolchain import build_library, launch_function, load_library
 from luisa_nb.kernels.checks import LaunchRecord
 from luisa_nb.kernels.executable import CancelFlag
 from luisa_nb.remote.cancellation import session_cancel_flag
 from luisa_nb.remote.layouts import check_definition, dtype_from
 from luisa_nb.remote.lifeline import exit_with_server
 from luisa_nb.remote.protocol import (
+    DIRECT_REQUESTS,
     MAX_ENVELOPE_BYTES,
     MAX_FRAME_BYTES,
     MAX_HANDLE,
     MAX_OPS_PER_BATCH,
+    MAX_PRINT_BYTES,
     PROTOCOL_VERSION,
     ProtocolError,
     check_integer,
@@ -58,6 +62,7 @@ from luisa_nb.remote.protocol import (
     encode,
     kernel_key,
 )
+from luisa_nb.remote.regions import MAX_REGIONS, WorkerRegion, close_all
 from luisa_nb.remote.stream import receive_frames, send_frames
 from luisa_nb.remote.window import Window
 
@@ -94,8 +99,16 @@ class ServedKernel:
         self.cancel = cancel
         self.buffer_dtypes, self.layout = check_definition(definition)
         self.scalar_count = len(definition["scalars"])
-        library = build_library(self.name, definition["source"])
-        self._function = load_launch_function(library, f"{self.name}_launch")
+        library = load_library(build_library(self.name, definition["source"]))
+        self._function = launch_function(library, f"{self.name}_launch")
+        try:
+            self.print_target: ctypes.c_void_p | None = ctypes.c_void_p.in_dll(
+                library, PRINT_TARGET
+            )
+        except ValueError:  # the kernel has no device print
+            self.print_target = None
+        self.print_log: ServedPrintLog | None = None
+        """Where the next launch's device prints go (none: they do nothing)."""
 
     def launch(
         self,
@@ -107,9 +120,42 @@ class ServedKernel:
         """Run the kernel; it polls the session's flag, not ``cancel`` (the served
         backend's own flag, which nothing sets in a worker)."""
         packed = self.layout.pack(dims, buffers, scalars)
-        stopped = run_launch(self._function, packed, self.cancel)
+        log, target = self.print_log, self.print_target
+        if log is None or target is None:
+            stopped = run_launch(self._function, packed, self.cancel)
+        else:
+            target.value = log.address
+            try:
+                stopped = run_launch(self._function, packed, self.cancel)
+            finally:
+                target.value = None
         if stopped is not None:
             raise LaunchStoppedHere(self.name, stopped)
+
+
+class ServedPrintLog:
+    """The print log of one launch of a served kernel: ``capacity`` records of ``width``
+    words (the client's numbers, checked), which the client decodes."""
+
+    def __init__(self, width: int, capacity: int) -> None:
+        if width < RECORD_HEADER or width * max(capacity, 1) * 8 > MAX_PRINT_BYTES:
+            raise ProtocolError(
+                f"a print log of {capacity} records of {width} words exceeds "
+                f"{MAX_PRINT_BYTES} bytes or has records under {RECORD_HEADER} words"
+            )
+        self.records = np.zeros((max(capacity, 1), width), np.uint64)
+        self.struct = PrintLogStruct(0, capacity, width, self.records.ctypes.data)
+
+    @property
+    def address(self) -> int:
+        return ctypes.addressof(self.struct)
+
+    def reply(self) -> list[Any]:
+        """``[count, hex of the records kept]``: how many prints ran, and the first
+        ``capacity`` of them."""
+        count = int(self.struct.count)
+        kept = self.records[: min(count, int(self.struct.capacity))]
+        return [count, kept.tobytes().hex()]
 
 
 class SessionWorker:
@@ -120,7 +166,8 @@ class SessionWorker:
     frames; whatever an operation raises (a kernel error included) becomes the error of
     that operation, so nothing a client sends ends this process short of a crash. A
     batch's bytes travel in its message or, with a ``window`` (shared with a client on
-    this host, see :mod:`~luisa_nb.remote.window`), in a part of it."""
+    this host, see :mod:`~luisa_nb.remote.window`), in a part of it; a ``readback``
+    writes into a region the client shared (:mod:`~luisa_nb.remote.regions`)."""
 
     def __init__(
         self,
@@ -134,15 +181,20 @@ class SessionWorker:
         self.allocations: dict[int, Allocation] = {}
         self.next_handle = 1
         self.kernels: dict[str, ServedKernel] = {}
+        self.regions: dict[int, WorkerRegion] = {}
+        self.printed: list[list[Any]] = []
+        """The print logs of the batch's printing dispatches so far, in order."""
         self.failed_groups: dict[bytes, int] = {}
         """Per connection (peer): the batch group that failed last. Later batches of that
         group are skipped, so a failure stops the rest of its flush."""
         self._operations: dict[str, Operation] = {
             "upload": self._upload,
             "download": self._download,
+            "readback": self._readback,
             "copy": self._copy,
             "fill": self._fill,
             "dispatch": self._dispatch,
+            "dispatch_printing": self._dispatch_printing,
         }
 
     def answer(
@@ -151,10 +203,12 @@ class SessionWorker:
         envelope: memoryview,
         data: list[memoryview],
         check: Callable[[dict[str, Any], list[memoryview]], None] | None = None,
+        descriptors: list[int] | None = None,
     ) -> list[Any]:
         """The reply to the request in ``envelope`` and ``data`` (its arguments and
         payload) that connection ``peer`` sent; ``check`` checks the envelope and frames
-        of a request that no supervisor has checked."""
+        of a request that no supervisor has checked; ``descriptors``, the file
+        descriptors that came with it (``share`` takes one; the caller closes the rest)."""
         request_id = None
         try:
             header = decode(envelope, "envelope", MAX_ENVELOPE_BYTES)
@@ -164,6 +218,10 @@ class SessionWorker:
             if not data:
                 raise ProtocolError(f"{header['op']} needs an arguments frame")
             arguments = decode(data[0], "arguments")
+            if header["op"] == "share":
+                return self._share(request_id, arguments, descriptors or [])
+            if descriptors:
+                raise ProtocolError(f"{header['op']} carries no file descriptor; share does")
             if header["op"] == "allocate":
                 return self._allocate(request_id, arguments)
             if header["op"] == "batch":
@@ -199,6 +257,33 @@ class SessionWorker:
         self.allocations[handle] = allocation
         return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
 
+    def _share(
+        self, request_id: int, arguments: dict[str, Any], descriptors: list[int]
+    ) -> list[Any]:
+        """Map the region whose descriptor came with the request (``region``: its id,
+        ``nbytes``: its size), after unmapping those the client no longer has."""
+        self._unshare(arguments.get("unshare"))
+        identifier = check_integer(arguments.get("region"), "share region", MAX_HANDLE)
+        nbytes = check_integer(arguments.get("nbytes"), "share nbytes")
+        if len(descriptors) != 1:
+            raise ProtocolError(f"share carries one file descriptor, not {len(descriptors)}")
+        if identifier in self.regions:
+            raise ProtocolError(f"region {identifier} is shared already")
+        if len(self.regions) >= MAX_REGIONS:
+            raise ProtocolError(f"a session shares at most {MAX_REGIONS} regions at once")
+        self.regions[identifier] = WorkerRegion(descriptors.pop(), nbytes)
+        return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True})]
+
+    def _unshare(self, identifiers: Any) -> None:
+        """Unmap the regions ``identifiers`` names (absent: none)."""
+        if identifiers is None:
+            return
+        if type(identifiers) is not list or len(identifiers) > MAX_OPS_PER_BATCH:
+            raise ProtocolError(f"unshare must be a list of at most {MAX_OPS_PER_BATCH} ids")
+        for identifier in identifiers:
+            if type(identifier) is int:
+                self.regions.pop(identifier, None)
+
     def _batch(
         self, peer: bytes, request_id: int, arguments: dict[str, Any], frames: list[memoryview]
     ) -> list[Any]:
@@ -209,6 +294,7 @@ class SessionWorker:
         if type(frees) is not list or len(frees) > MAX_OPS_PER_BATCH:
             raise ProtocolError(f"frees must be a list of at most {MAX_OPS_PER_BATCH} handles")
         payload, readbacks = self._transfers(arguments.get("window"), frames)
+        self._unshare(arguments.get("unshare"))
         times = array("q")
         failed, message, launch = None, None, None
         if group != self.failed_groups.get(peer):
@@ -233,6 +319,8 @@ class SessionWorker:
             if type(handle) is int:
                 self.allocations.pop(handle, None)
         reply = {"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "done": len(times) // 2}
+        if self.printed:
+            reply["printed"], self.printed = self.printed, []
         if failed is not None:
             reply.update(failed=failed, error=message)
         if launch is not None:
@@ -269,6 +357,14 @@ class SessionWorker:
         allocation = self.memory(handle, offset, nbytes)
         self.backend.download(allocation, offset, readbacks.take(nbytes))
 
+    def _readback(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
+        _, handle, offset, nbytes, identifier, region_offset = operation
+        region = self.regions.get(identifier)
+        if region is None:
+            raise ProtocolError(f"region {identifier} is not shared (or was unshared)")
+        allocation = self.memory(handle, offset, nbytes)
+        self.backend.download(allocation, offset, region.part(region_offset, nbytes))
+
     def _copy(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
         _, source, source_offset, target, target_offset, nbytes = operation
         self.backend.copy(
@@ -296,6 +392,27 @@ class SessionWorker:
         self.backend.fill(self.memory(handle, offset, nbytes), offset, nbytes, element)
 
     def _dispatch(self, operation: list[Any], payload: memoryview, readbacks: Readbacks) -> None:
+        self.backend.dispatch(*self._launch(operation))
+
+    def _dispatch_printing(
+        self, operation: list[Any], payload: memoryview, readbacks: Readbacks
+    ) -> None:
+        """A dispatch whose device prints are kept (``[width, capacity]`` of its log,
+        the last field) and sent back, with the batch's reply, even if it fails."""
+        kernel, dims, arguments, scalars = self._launch(operation[:-1])
+        if kernel.print_target is None:
+            raise ProtocolError(f"kernel {kernel.name} has no device print")
+        log = kernel.print_log = ServedPrintLog(*operation[-1])
+        try:
+            self.backend.dispatch(kernel, dims, arguments, scalars)
+        finally:
+            kernel.print_log = None
+            self.printed.append(log.reply())
+
+    def _launch(
+        self, operation: list[Any]
+    ) -> tuple[ServedKernel, tuple[int, int, int], list[KernelBuffer], list[Any]]:
+        """The kernel, dims, buffers and scalars of a dispatch (built on first use)."""
         _, key, dims, buffers, scalars, definition = operation
         kernel = self.kernels.get(key)
         if kernel is None:
@@ -313,7 +430,7 @@ class SessionWorker:
             KernelBuffer(self.memory(handle, offset, nbytes), offset, nbytes, dtype)
             for (handle, offset, nbytes), dtype in zip(buffers, kernel.buffer_dtypes, strict=True)
         ]
-        self.backend.dispatch(kernel, tuple(dims), arguments, scalars)
+        return kernel, tuple(dims), arguments, scalars
 
 
 class Readbacks:
@@ -381,7 +498,7 @@ def check_direct(
 ) -> None:
     """What the supervisor checks of a relayed request, for one sent to the worker
     directly: the envelope, this worker's session, and the frames' number and size."""
-    check_request(header)
+    check_request(header, DIRECT_REQUESTS)
     if header["session"] != session:
         raise ProtocolError("this worker serves another session")
     if len(data) > 2:
@@ -399,7 +516,9 @@ class DirectClients:
     reply untaken as long is dropped (the worker cannot tell where its next message
     would begin); the client then fails as for a lost server."""
 
-    def __init__(self, path: str, answer: Callable[[bytes, list[memoryview]], list[Any]]) -> None:
+    def __init__(
+        self, path: str, answer: Callable[[bytes, list[memoryview], list[int]], list[Any]]
+    ) -> None:
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
         self.listener.listen(64)
@@ -419,10 +538,14 @@ class DirectClients:
     def serve(self, descriptor: int, poller: select.poll) -> None:
         """Answer the message waiting on connection ``descriptor``."""
         connection = self.connections[descriptor]
+        passed: list[int] = []  # file descriptors that came with the message
         try:
-            frames = receive_frames(connection, MAX_FRAME_BYTES, STREAM_SECONDS)
-            send_frames(connection, self.answer(b"d%d" % descriptor, frames), STREAM_SECONDS)
-        except (ProtocolError, OSError) as error:  # ConnectionError, TimeoutError included
+            frames = receive_frames(connection, MAX_FRAME_BYTES, STREAM_SECONDS, passed)
+            reply = self.answer(b"d%d" % descriptor, frames, passed)
+            close_all(passed)
+            send_frames(connection, reply, STREAM_SECONDS)
+        except (ProtocolError, OSError) as error:
+            close_all(passed)  # ConnectionError, TimeoutError included
             if not isinstance(error, ConnectionError):
                 logger.warning("dropped a direct connection: %s", error or type(error).__name__)
             poller.unregister(descriptor)
@@ -463,7 +586,8 @@ def serve_session(
     relayed.setsockopt(zmq.RCVHWM, MAX_WAITING)
     relayed.bind(places.endpoint)
     direct = DirectClients(
-        places.stream, lambda peer, frames: worker.answer(peer, frames[0], frames[1:], check)
+        places.stream,
+        lambda peer, frames, passed: worker.answer(peer, frames[0], frames[1:], check, passed),
     )
     listener = direct.listener.fileno()
     relay = relayed.getsockopt(zmq.FD)

@@ -311,7 +311,16 @@ class Transfers:
     keeps the readback memory of its largest recent run, up to
     :data:`SPARE_READBACK_BYTES`, and hands it out again."""
 
-    __slots__ = ("backend", "fence", "pending", "recorder", "spare", "spare_used", "staging")
+    __slots__ = (
+        "backend",
+        "fence",
+        "fresh",
+        "pending",
+        "recorder",
+        "spare",
+        "spare_used",
+        "staging",
+    )
 
     def __init__(self, backend: Backend, staging: Staging) -> None:
         self.backend = backend
@@ -321,6 +330,8 @@ class Transfers:
         self.pending: list[DownloadCommand] = []
         self.spare: np.ndarray | None = None
         self.spare_used = 0
+        self.fresh: np.ndarray | None = None
+        """The largest readback memory made for this run (not the spare's)."""
 
     def upload(self, upload: UploadCommand) -> DeviceSpan | None:
         return self.staging.upload(self, upload)
@@ -356,7 +367,10 @@ class Transfers:
         if spare is not None and used + nbytes <= spare.nbytes:
             self.spare_used = used + nbytes
             return spare[used : used + nbytes]
-        return np.empty(nbytes, np.uint8)
+        memory = self.backend.readback_memory(nbytes)
+        if self.fresh is None or self.fresh.nbytes < nbytes:
+            self.fresh = memory
+        return memory
 
     def _write_readbacks(self) -> None:
         needed = 0
@@ -369,5 +383,9 @@ class Transfers:
         self.pending.clear()
         self.spare_used = 0
         spare = self.spare
+        fresh, self.fresh = self.fresh, None
         if needed <= SPARE_READBACK_BYTES and (spare is None or spare.nbytes < needed):
-            self.spare = np.empty(needed, np.uint8)  # first touched by the next run
+            if fresh is not None and fresh.nbytes >= needed:
+                self.spare = fresh  # its pages are mapped already
+            else:
+                self.spare = self.backend.readback_memory(needed)  # first touched by the next run

@@ -9,6 +9,7 @@ import ctypes
 import numpy as np
 import pytest
 from helpers.cuda import needs_nvrtc
+from helpers.printing_kernels import bad_index, squares
 
 import luisa_nb as lnb
 from luisa_nb.errors import KernelIndexError
@@ -30,18 +31,6 @@ from .helpers import FakeBuffer, run
 
 needs_c = pytest.mark.skipif(not compiler_available(), reason="no C compiler")
 MODES = ["python", pytest.param("c", marks=needs_c)]
-
-
-def squares(out):
-    i = dispatch_id().x
-    print("square of", i, "is", i * i, float(i) / 4.0, float2(i, 0.5), i > 1)
-    out.write(i, i * i)
-
-
-def bad_index(out):
-    i = dispatch_id().x
-    print("before", i)
-    out.write(i + 2, i)
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,10 @@ from luisa_nb.backends.base import OperationFailed  # noqa: E402
 from luisa_nb.backends.remote import RemoteBackend  # noqa: E402
 from luisa_nb.errors import RemoteError  # noqa: E402
 from luisa_nb.remote.protocol import (  # noqa: E402
+    DIRECT_REQUESTS,
     OPERATIONS,
     PLAIN_USER,
     PROTOCOL_VERSION,
-    REQUESTS,
     encode,
 )
 from luisa_nb.remote.stream import MAX_FRAMES  # noqa: E402
@@ -79,6 +79,7 @@ fields_by_kind = {
     "dims": mostly(st.lists(sizes, min_size=3, max_size=3), st.lists(sizes) | json_values),
     "buffers": mostly(st.lists(st.lists(sizes, min_size=3, max_size=3), max_size=2), json_values),
     "scalars": st.lists(st.integers() | st.floats() | st.booleans(), max_size=3) | json_values,
+    "print_log": mostly(st.lists(sizes, min_size=2, max_size=2), json_values),
     "definition": st.none()
     | st.fixed_dictionaries(
         {
@@ -116,6 +117,8 @@ def arguments(draw, op, group, target):
     if draw(st.integers(0, 4)) == 4:  # the bytes in the session's window
         part = st.lists(sizes | st.integers(0, 40 << 20), min_size=2, max_size=2)
         drawn["window"] = draw(mostly(part, json_values))
+    if draw(st.integers(0, 9)) == 9:  # shared regions the client let go
+        drawn["unshare"] = draw(mostly(st.lists(handles, max_size=3), json_values))
     return drawn
 
 
@@ -125,7 +128,9 @@ def requests(draw, session, group, target):
     and frames too many; now and then a field, a frame or the envelope broken. ``group``
     is a batch group not used before (after a failure, the rest of a group is skipped);
     ``target`` a buffer handle of ``TARGET_BYTES`` to aim operations at."""
-    op = draw(mostly(st.sampled_from(["allocate", "batch", "batch"]), st.sampled_from(REQUESTS)))
+    op = draw(
+        mostly(st.sampled_from(["allocate", "batch", "batch"]), st.sampled_from(DIRECT_REQUESTS))
+    )
     envelope = {"v": PROTOCOL_VERSION, "id": draw(st.integers(0, 9)), "session": session}
     envelope["op"] = draw(mostly(st.just(op), st.just("format_disk"), tenths=9))
     # Hypothesis draws the small end of a range most: the rare case is the large one
@@ -134,7 +139,7 @@ def requests(draw, session, group, target):
     if draw(st.integers(0, 9)) == 9:
         envelope[draw(st.sampled_from(["v", "id", "session", "op"]))] = draw(json_values)
     frames = [encode(envelope)]
-    if op in ("allocate", "batch") or draw(st.booleans()):
+    if op in ("allocate", "batch", "share") or draw(st.booleans()):
         frames.append(encode(draw(arguments(op, group, target))))
         if draw(st.booleans()):
             frames.append(draw(st.binary(max_size=9000)))

@@ -67,3 +67,16 @@ def test_a_run_larger_than_the_spare_limit_gets_new_memory_that_is_not_kept(devi
         buffer.copy_to(out, sync=True)
         assert np.array_equal(out, data)
     assert device.default_stream._executor.transfers.spare is None
+
+
+def test_a_runs_own_readback_memory_is_kept_as_the_spare(device):
+    device, backend = device
+    data = np.arange(4096, dtype=np.float32)
+    buffer = device.create_buffer(data.size, np.float32)
+    buffer.copy_from(data)
+    for round_ in range(3):
+        whole = np.zeros_like(data)
+        buffer.copy_to(whole, sync=True)
+        assert np.array_equal(whole, data), round_
+    # the first download's memory, already mapped, takes every later one
+    assert len(set(backend.addresses)) == 1

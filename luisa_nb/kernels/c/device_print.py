@@ -4,7 +4,7 @@ A record is ``width`` uint64 words: the print's number, the thread's x, y and z,
 value components (signed integers sign-extended, floats as the bits of a double, bools as
 0 or 1). A slot is claimed with an atomic counter; past ``capacity`` a record is counted
 but not written, which is how the host learns how many lines were dropped. Where no log
-is set (a library a remote server built from the source alone) prints do nothing. The host
+is set (a launch nobody collects prints of) prints do nothing. The host
 decodes the records (:class:`PrintLog`) and formats them as ``lang.device_print`` says.
 """
 

@@ -1,0 +1,169 @@
+"""*Readback regions*: memory a direct client creates and shares with its session's
+worker, so that a large download is written by the worker straight into the client's
+readback memory (one copy there, one more into the user's array), not into the window
+and then out of it.
+
+The client makes a region with ``memfd_create``: anonymous memory, no file to remove,
+gone with the last descriptor and mapping. It sizes the region, seals it against
+shrinking and growing, maps it, and sends the descriptor to the worker over the Unix
+socket of its direct link (``SCM_RIGHTS``) in a ``share`` request. The worker maps it
+only if it is a regular file of exactly the size the request names, sealed against
+shrinking (so no write of the worker's can fault past its end), and it holds at most
+:data:`MAX_REGIONS` of a session's regions; it closes every descriptor it does not keep,
+on every path. A ``readback`` operation names a region and a range inside it. When the
+client's region is collected, its next batch tells the worker to unmap it (``unshare``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import mmap
+import os
+import stat
+import threading
+import weakref
+from collections import deque
+
+import numpy as np
+
+from luisa_nb.remote.protocol import ProtocolError
+
+MAX_REGIONS = 8
+"""Regions of one session mapped at once (the client makes no more; the worker refuses more)."""
+SHARED_READBACK_BYTES = 1 << 20
+"""The smallest readback memory a direct client shares: smaller downloads cost less through
+the window than a ``share`` round trip."""
+AVAILABLE = hasattr(os, "memfd_create") and hasattr(fcntl, "F_GET_SEALS")
+"""Whether this system has sealed anonymous memory (Linux)."""
+REQUIRED_SEALS = getattr(fcntl, "F_SEAL_SHRINK", 0)
+
+
+class ClientRegion:
+    """A region this client made: its id, its bytes (``array``, uint8) and its address."""
+
+    __slots__ = ("__weakref__", "address", "array", "descriptor", "identifier", "nbytes")
+
+    def __init__(self, identifier: int, nbytes: int) -> None:
+        self.identifier = identifier
+        self.nbytes = nbytes
+        descriptor = os.memfd_create(
+            f"luisa_nb-readback-{identifier}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
+        )
+        try:
+            os.ftruncate(descriptor, nbytes)
+            seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+            fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, seals)
+            memory = mmap.mmap(descriptor, nbytes)
+        except BaseException:
+            os.close(descriptor)
+            raise
+        self.descriptor: int | None = descriptor
+        """Open until the worker has it (:meth:`shared`)."""
+        self.array = np.frombuffer(memory, np.uint8)
+        self.address = self.array.ctypes.data
+
+    def shared(self) -> None:
+        """Close this process's descriptor: the mapping keeps the memory."""
+        if self.descriptor is not None:
+            os.close(self.descriptor)
+            self.descriptor = None
+
+
+class ClientRegions:
+    """A connection's regions, by address, and the ids of those collected since the last
+    batch (which tells the worker to unmap them)."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, tuple[int, int]] = {}
+        """id: (first address, end address)."""
+        self.unshared: deque[int] = deque()
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def reserve(self) -> int | None:
+        """A fresh id, or ``None`` when :data:`MAX_REGIONS` are live."""
+        with self._lock:
+            if len(self.live) >= MAX_REGIONS:
+                return None
+            identifier = self._next
+            self._next += 1
+            self.live[identifier] = (0, 0)
+            return identifier
+
+    def add(self, region: ClientRegion) -> np.ndarray:
+        """Track ``region`` (shared with the worker) until its memory is collected; its
+        bytes, which nothing else holds."""
+        array = region.array
+        self.live[region.identifier] = (region.address, region.address + region.nbytes)
+        weakref.finalize(array.base, self.let_go, region.identifier)
+        return array
+
+    def forget(self, identifier: int) -> None:
+        """Drop a reserved id whose region the worker refused."""
+        self.live.pop(identifier, None)
+
+    def let_go(self, identifier: int) -> None:
+        """Drop a region the worker may hold: the next batch tells it to unmap it."""
+        self.live.pop(identifier, None)
+        self.unshared.append(identifier)
+
+    def find(self, out: np.ndarray) -> tuple[int, int] | None:
+        """``(region id, offset)`` of ``out`` (contiguous bytes) if it lies in a region."""
+        start = out.ctypes.data
+        end = start + out.nbytes
+        for identifier, (first, last) in list(self.live.items()):
+            if first <= start and end <= last:
+                return identifier, start - first
+        return None
+
+    def take_unshared(self) -> list[int]:
+        unshared = self.unshared
+        return [unshared.popleft() for _ in range(len(unshared))]
+
+
+class WorkerRegion:
+    """A client's region, mapped in the worker."""
+
+    __slots__ = ("array", "nbytes")
+
+    def __init__(self, descriptor: int, nbytes: int) -> None:
+        """Map ``descriptor`` (always closed here) after checking that it is a sealed
+        region of ``nbytes``; :class:`ProtocolError` if it is not."""
+        try:
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                raise ProtocolError("a shared region must be memory (memfd), not another file")
+            if status.st_size != nbytes or nbytes == 0:
+                raise ProtocolError(
+                    f"the shared region holds {status.st_size} bytes, the request says {nbytes}"
+                )
+            try:
+                seals = fcntl.fcntl(descriptor, fcntl.F_GET_SEALS)
+            except OSError:
+                seals = 0
+            if seals & REQUIRED_SEALS != REQUIRED_SEALS:
+                raise ProtocolError("a shared region must be a memfd sealed against shrinking")
+            try:
+                memory = mmap.mmap(descriptor, nbytes)
+            except (OSError, ValueError, OverflowError) as error:
+                raise ProtocolError(f"cannot map the shared region: {error}") from None
+        finally:
+            os.close(descriptor)
+        self.array = np.frombuffer(memory, np.uint8)
+        self.nbytes = nbytes
+
+    def part(self, offset: int, nbytes: int) -> np.ndarray:
+        if offset + nbytes > self.nbytes:
+            raise ProtocolError(
+                f"bytes [{offset}, {offset + nbytes}) are outside the shared region of "
+                f"{self.nbytes} bytes"
+            )
+        return self.array[offset : offset + nbytes]
+
+
+def close_all(descriptors: list[int]) -> None:
+    """Close descriptors a message carried that nobody took."""
+    while descriptors:
+        with contextlib.suppress(OSError):
+            os.close(descriptors.pop())
