@@ -868,6 +868,39 @@ static PyObject *appender_host_read(AppenderObject *appender, PyObject *const *a
     return host_access(appender, HOST_READ, values[0], values[1], values[2], values[3]);
 }
 
+/* host_reads(command_ids, offset, data, at): host_read() of each of the commands, which
+ * read the same bytes at the same moment: one capture, a row each, in one step */
+static PyObject *appender_host_reads(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 4, "host_reads(command_ids, offset, data, at)"))
+        return NULL;
+    Py_ssize_t count = PyObject_Length(args[0]);
+    if (count < 0)
+        return NULL;
+    int64_t row[ACCESS_WIDTH] = {0, HOST_READ, 0, 0};
+    if (as_int64(args[1], &row[2]) < 0 || as_int64(args[3], &row[3]) < 0)
+        return NULL;
+    int64_t one, *ids = count > 1 ? PyMem_Malloc((size_t)count * sizeof(int64_t)) : &one;
+    if (ids == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    if (count && (int64_values(args[0], count, ids, "host_reads(command_ids)") < 0 ||
+                  capture_of(appender, args[2], (char *)&row[4]) == NULL ||
+                  log_reserve(appender->accesses, count) < 0))
+        goto done;
+    /* no Python code from here to the last row: never some of the rows */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        row[0] = ids[i];
+        log_append(appender->accesses, row);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (ids != &one)
+        PyMem_Free(ids);
+    return result;
+}
+
 /* host_write(command_id, data, at=None) */
 static PyObject *appender_host_write(AppenderObject *appender, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames)
@@ -1120,6 +1153,7 @@ static PyMethodDef appender_methods[] = {
     {"submitted", (PyCFunction)(void (*)(void))appender_submitted, METH_FASTCALL, NULL},
     {"submitted_one", (PyCFunction)(void (*)(void))appender_submitted_one, METH_FASTCALL, NULL},
     {"host_read", (PyCFunction)(void (*)(void))appender_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"host_reads", (PyCFunction)(void (*)(void))appender_host_reads, METH_FASTCALL, NULL},
     {"host_write", (PyCFunction)(void (*)(void))appender_host_write, METH_FASTCALL | METH_KEYWORDS,
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},
