@@ -455,6 +455,9 @@ def _same_objects(first: tuple[Any, ...], second: tuple[Any, ...]) -> bool:
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """``array``'s bytes in C order: a view of a C-contiguous array, else a copy."""
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
     return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
 
 
