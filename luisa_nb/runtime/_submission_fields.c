@@ -5,7 +5,9 @@
  * layout, and does the memo checks of the fast paths of UploadCommand, DownloadCommand
  * and DispatchCommand.trace_fields() (a Python call each cost as much as the rest of a
  * traced command). Where a memo does not hold a command's fields, and for every other
- * command, its trace_fields() works them out. start_run() gathers the ids of a run for
+ * command, its trace_fields() works them out; a command of the type named with
+ * use_fields_slot_type() keeps its fields in its slot `fields`, which is read instead
+ * (real luisa-python's commands). start_run() gathers the ids of a run for
  * the recorder's `run_timer` and calls it. The two paths are tested against each other.
  */
 #define PY_SSIZE_T_CLEAN

@@ -30,6 +30,15 @@ since texture-to-texture copies, which are not traced, may write an image in bet
 Commands with the same buffers, host array and captured bytes share their trace fields.
 The next upload of one host array into one buffer on a stream reuses the array's byte
 view and the buffer's memory.
+
+Where the extension ``_luisa_uploads`` was built, ``luisa.Buffer.copy_from`` is its
+``TracedUpload``: a recorded upload of a C-contiguous array, by position, into a buffer
+already seen makes the steps of :meth:`Instrumentation.upload` in one C call, on the same
+objects, calling the same methods for what it leaves to Python (new trace fields, a
+readback to add first); every other call goes to the Python wrapper. A finished list's
+host reads go to the recorder in one ``host_reads`` call per run of uploads that sent the
+same bytes. ``tests/luisa/test_luisa_upload_paths.py`` checks that both ways record the
+same trace.
 """
 
 from __future__ import annotations
