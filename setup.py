@@ -18,7 +18,7 @@ else:
             "luisa_nb.recording._row_appender",
             ["luisa_nb/recording/_row_appender.c"],
             include_dirs=[numpy.get_include()],
-            depends=["luisa_nb/recording/weak_references.h"],
+            depends=["luisa_nb/recording/weak_references.h", "luisa_nb/recording/trace_clock.h"],
             optional=True,
         ),
         Extension(
@@ -32,7 +32,11 @@ else:
             "luisa_nb.runtime._luisa_uploads",
             ["luisa_nb/runtime/_luisa_uploads.c"],
             include_dirs=[numpy.get_include()],
-            depends=["luisa_nb/recording/weak_references.h", "luisa_nb/runtime/array_memos.h"],
+            depends=[
+                "luisa_nb/recording/trace_clock.h",
+                "luisa_nb/recording/weak_references.h",
+                "luisa_nb/runtime/array_memos.h",
+            ],
             optional=True,
         ),
     ]

@@ -20,6 +20,7 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include "../recording/trace_clock.h"
 #include "array_memos.h"
 
 static PyObject *str_recording, *str_vars, *str_stream, *str_stream_of, *str_upload_memo,
@@ -47,7 +48,6 @@ typedef struct {
     PyObject *active_recorder; /* recording.recorder.active_recorder */
     PyObject *globalvars;      /* luisa.globalvars, whose vars.stream is the default stream */
     PyObject *ids;             /* the runtime's command id counter (an iterator) */
-    PyObject *clock;           /* the trace clock, called for a command's enqueue time */
     PyTypeObject *command_type, *stream_type;
     Py_ssize_t slots[COMMAND_SLOTS], stream_slots[STREAM_SLOTS];
     Py_ssize_t host_field;     /* the index of the host range in trace fields */
@@ -208,7 +208,8 @@ static PyObject *host_range_of(TracedUploadObject *self, PyObject *fields)
 }
 
 /* A new command of the luisa command type, its slots set as LuisaCommand.__init__ sets
- * them: a new id, the enqueue time now, `fields`, `views` and `host`, nothing sent. */
+ * them: a new id, the enqueue time now (the trace clock), `fields`, `views` and `host`,
+ * nothing sent. */
 static PyObject *new_command(TracedUploadObject *self, PyObject *fields, PyObject *views,
                              PyObject *host)
 {
@@ -218,7 +219,7 @@ static PyObject *new_command(TracedUploadObject *self, PyObject *fields, PyObjec
             PyErr_SetString(PyExc_RuntimeError, "the command ids ran out");
         return NULL;
     }
-    PyObject *enqueued = PyObject_CallNoArgs(self->clock);
+    PyObject *enqueued = PyLong_FromLongLong(clock_now());
     PyObject *command = enqueued == NULL ? NULL : self->command_type->tp_alloc(self->command_type, 0);
     if (command == NULL) {
         Py_DECREF(id);
@@ -408,16 +409,16 @@ static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
 
 static PyObject *traced_upload_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"state",        "fallback",    "original",   "active_recorder",
-                               "globalvars",   "ids",         "clock",      "command_type",
-                               "stream_type",  "host_field",  "shadow",     NULL};
-    PyObject *state, *fallback, *original, *active_recorder, *globalvars, *ids, *clock;
+    static char *keywords[] = {"state",       "fallback",     "original",   "active_recorder",
+                               "globalvars",  "ids",          "command_type", "stream_type",
+                               "host_field",  "shadow",       NULL};
+    PyObject *state, *fallback, *original, *active_recorder, *globalvars, *ids;
     PyTypeObject *command_type, *stream_type;
     Py_ssize_t host_field;
     int shadow;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO!O!np:TracedUpload", keywords, &state,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOO!O!np:TracedUpload", keywords, &state,
                                      &fallback, &original, &active_recorder, &globalvars, &ids,
-                                     &clock, &PyType_Type, &command_type, &PyType_Type,
+                                     &PyType_Type, &command_type, &PyType_Type,
                                      &stream_type, &host_field, &shadow))
         return NULL;
     if (!PyIter_Check(ids)) {
@@ -438,9 +439,9 @@ static PyObject *traced_upload_new(PyTypeObject *type, PyObject *args, PyObject 
             return NULL;
         }
     self->vectorcall = (vectorcallfunc)traced_upload_call;
-    PyObject **fields[] = {&self->state, &self->fallback,   &self->original, &self->active_recorder,
-                           &self->globalvars, &self->ids, &self->clock};
-    PyObject *values[] = {state, fallback, original, active_recorder, globalvars, ids, clock};
+    PyObject **fields[] = {&self->state,      &self->fallback, &self->original,
+                           &self->active_recorder, &self->globalvars, &self->ids};
+    PyObject *values[] = {state, fallback, original, active_recorder, globalvars, ids};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         Py_INCREF(values[i]);
         *fields[i] = values[i];
@@ -462,7 +463,6 @@ static int traced_upload_traverse(TracedUploadObject *self, visitproc visit, voi
     Py_VISIT(self->active_recorder);
     Py_VISIT(self->globalvars);
     Py_VISIT(self->ids);
-    Py_VISIT(self->clock);
     Py_VISIT(self->command_type);
     Py_VISIT(self->stream_type);
     Py_VISIT(self->stream);
@@ -481,7 +481,6 @@ static int traced_upload_clear(TracedUploadObject *self)
     Py_CLEAR(self->active_recorder);
     Py_CLEAR(self->globalvars);
     Py_CLEAR(self->ids);
-    Py_CLEAR(self->clock);
     Py_CLEAR(self->command_type);
     Py_CLEAR(self->stream_type);
     Py_CLEAR(self->stream);
@@ -521,7 +520,7 @@ static PyTypeObject TracedUploadType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "luisa_nb.runtime._luisa_uploads.TracedUpload",
     .tp_doc = PyDoc_STR("TracedUpload(state, fallback, original, active_recorder, globalvars, ids, "
-                        "clock, command_type, stream_type, host_field, shadow)\n--\n\n"
+                        "command_type, stream_type, host_field, shadow)\n--\n\n"
                         "luisa.Buffer.copy_from, traced: the common case of "
                         "Instrumentation.upload() in one call, every other call to `fallback`."),
     .tp_basicsize = sizeof(TracedUploadObject),
@@ -666,7 +665,7 @@ PyMODINIT_FUNC PyInit__luisa_uploads(void)
         if ((*names[i].name = PyUnicode_InternFromString(names[i].text)) == NULL)
             return NULL;
     import_array1(NULL);
-    if (PyType_Ready(&TracedUploadType) < 0)
+    if (clock_init() < 0 || PyType_Ready(&TracedUploadType) < 0)
         return NULL;
     PyObject *created = PyModule_Create(&module);
     if (created == NULL)

@@ -717,7 +717,6 @@ def _buffer_upload(state: Instrumentation, original: Callable[..., None]) -> Any
         active_recorder,
         state.luisa.globalvars,
         command_ids,
-        now,
         LuisaCommand,
         LuisaStream,
         HOST_FIELD,
