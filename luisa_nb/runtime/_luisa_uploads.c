@@ -166,11 +166,13 @@ static PyObject *upload_pair(TracedUploadObject *self, PyObject *luisa_stream, P
             return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *memory = PyTuple_GET_ITEM(known, 1), *data = byte_view(host), *pair = NULL;
-    if (data != NULL)
+    PyObject *memory = PyTuple_GET_ITEM(known, 1), *data = NULL, *pair = NULL;
+    Py_INCREF(memory); /* an allocation may collect garbage, whose finalizers may change dicts */
+    Py_DECREF(memories);
+    if ((data = byte_view(host)) != NULL)
         pair = PyTuple_Pack(4, resource, host, data, memory);
     Py_XDECREF(data);
-    Py_DECREF(memories);
+    Py_DECREF(memory);
     if (pair != NULL) {
         Py_INCREF(pair);
         set_stream_slot(self, luisa_stream, SLOT_LAST_UPLOAD, pair);
