@@ -21,18 +21,11 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
-#if PY_VERSION_HEX >= 0x030D0000
-#elif defined(_WIN32)
-#include <windows.h>
-#elif defined(__APPLE__)
-#include <mach/mach_time.h>
-#else
-#include <time.h>
-#endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
 #include <numpy/arrayobject.h>
 
+#include "trace_clock.h"
 #include "weak_references.h"
 
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
@@ -57,57 +50,6 @@ static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, nami
 static PyObject *sync_kinds, *host_wait_kinds, *statuses; /* tuples of enum members (use_sync_kinds) */
 static PyObject *str_id;
 
-/* The clock time.perf_counter_ns() reads, without making an int: Python's own from 3.13,
- * before that the system clock it reads, converted as it converts it (QueryPerformanceCounter
- * on Windows, mach_absolute_time on macOS, CLOCK_MONOTONIC elsewhere). */
-#if PY_VERSION_HEX < 0x030D0000 && defined(_WIN32)
-static LARGE_INTEGER clock_frequency;
-#elif PY_VERSION_HEX < 0x030D0000 && defined(__APPLE__)
-static mach_timebase_info_data_t clock_timebase;
-#endif
-
-#if PY_VERSION_HEX < 0x030D0000 && (defined(_WIN32) || defined(__APPLE__))
-/* ticks * multiplier / divisor without overflow, rounded as Python rounds it */
-static inline int64_t scale_ticks(int64_t ticks, int64_t multiplier, int64_t divisor)
-{
-    return ticks / divisor * multiplier + ticks % divisor * multiplier / divisor;
-}
-#endif
-
-static int clock_init(void)
-{
-#if PY_VERSION_HEX < 0x030D0000 && defined(_WIN32)
-    if (!QueryPerformanceFrequency(&clock_frequency) || clock_frequency.QuadPart <= 0) {
-        PyErr_SetString(PyExc_OSError, "QueryPerformanceFrequency failed");
-        return -1;
-    }
-#elif PY_VERSION_HEX < 0x030D0000 && defined(__APPLE__)
-    if (mach_timebase_info(&clock_timebase) != KERN_SUCCESS || clock_timebase.denom == 0) {
-        PyErr_SetString(PyExc_OSError, "mach_timebase_info failed");
-        return -1;
-    }
-#endif
-    return 0;
-}
-
-static inline int64_t clock_now(void)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    PyTime_t now;
-    (void)PyTime_PerfCounterRaw(&now);
-    return (int64_t)now;
-#elif defined(_WIN32)
-    LARGE_INTEGER now;
-    QueryPerformanceCounter(&now);
-    return scale_ticks((int64_t)now.QuadPart, 1000000000, (int64_t)clock_frequency.QuadPart);
-#elif defined(__APPLE__)
-    return scale_ticks((int64_t)mach_absolute_time(), clock_timebase.numer, clock_timebase.denom);
-#else
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-#endif
-}
 /* Whether a call got other than `expected` arguments (then a TypeError names `signature`). */
 static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *signature)
 {
@@ -973,6 +915,39 @@ static PyObject *appender_host_read(AppenderObject *appender, PyObject *const *a
     return host_access(appender, HOST_READ, values[0], values[1], values[2], values[3]);
 }
 
+/* host_reads(command_ids, offset, data, at): host_read() of each of the commands, which
+ * read the same bytes at the same moment: one capture, a row each, in one step */
+static PyObject *appender_host_reads(AppenderObject *appender, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (wrong_arguments(nargs, 4, "host_reads(command_ids, offset, data, at)"))
+        return NULL;
+    Py_ssize_t count = PyObject_Length(args[0]);
+    if (count < 0)
+        return NULL;
+    int64_t row[ACCESS_WIDTH] = {0, HOST_READ, 0, 0};
+    if (as_int64(args[1], &row[2]) < 0 || as_int64(args[3], &row[3]) < 0)
+        return NULL;
+    int64_t one, *ids = count > 1 ? PyMem_Malloc((size_t)count * sizeof(int64_t)) : &one;
+    if (ids == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    if (count && (int64_values(args[0], count, ids, "host_reads(command_ids)") < 0 ||
+                  capture_of(appender, args[2], (char *)&row[4]) == NULL ||
+                  log_reserve(appender->accesses, count) < 0))
+        goto done;
+    /* no Python code from here to the last row: never some of the rows */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        row[0] = ids[i];
+        log_append(appender->accesses, row);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (ids != &one)
+        PyMem_Free(ids);
+    return result;
+}
+
 /* host_write(command_id, data, at=None) */
 static PyObject *appender_host_write(AppenderObject *appender, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames)
@@ -1529,6 +1504,7 @@ static PyMethodDef appender_methods[] = {
     {"submitted", (PyCFunction)(void (*)(void))appender_submitted, METH_FASTCALL, NULL},
     {"submitted_one", (PyCFunction)(void (*)(void))appender_submitted_one, METH_FASTCALL, NULL},
     {"host_read", (PyCFunction)(void (*)(void))appender_host_read, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"host_reads", (PyCFunction)(void (*)(void))appender_host_reads, METH_FASTCALL, NULL},
     {"host_write", (PyCFunction)(void (*)(void))appender_host_write, METH_FASTCALL | METH_KEYWORDS,
      NULL},
     {"upload_enqueued", (PyCFunction)(void (*)(void))appender_upload_enqueued, METH_FASTCALL, NULL},

@@ -224,6 +224,13 @@ class Recorder:
         now or ``at`` (a moment measured elsewhere)."""
         return None
 
+    def host_reads(
+        self, command_ids: Sequence[int], offset: int, data: np.ndarray, at: int
+    ) -> None:
+        """Commands ``command_ids`` each read ``data`` from their host memory at byte
+        ``offset``, at ``at``: :meth:`host_read` of each, in one call."""
+        return None
+
     def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
         return None
 

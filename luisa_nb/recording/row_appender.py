@@ -3,8 +3,8 @@ the plain values it hands them (ids, times, host bytes, trace fields), and the l
 append to.
 
 A trace's recorder (:class:`~luisa_nb.recording.recorder.TraceRecorder`) takes the hooks
-``submitted``, ``submitted_one``, ``host_read``, ``host_write``, ``upload_enqueued``,
-``stamp_sync`` and ``run_timer`` from :data:`RowAppender`: the C extension
+``submitted``, ``submitted_one``, ``host_read``, ``host_reads``, ``host_write``,
+``upload_enqueued``, ``stamp_sync`` and ``run_timer`` from :data:`RowAppender`: the C extension
 ``_row_appender`` where it was built (installing luisa_nb builds it when a C compiler
 and Python's headers are there), else :class:`PythonRowAppender`, which does the same in
 Python. Neither reads an attribute of a runtime object. Each hook handles the common
@@ -290,6 +290,20 @@ class PythonRowAppender:
         self, command_id: int, offset: int, data: np.ndarray, at: int | None = None
     ) -> None:
         self._host_access(command_id, HOST_READ, offset, data, now() if at is None else at)
+
+    def host_reads(
+        self, command_ids: Sequence[int], offset: int, data: np.ndarray, at: int
+    ) -> None:
+        """:meth:`host_read` of each of the commands, which read the same bytes at ``at``."""
+        ids = list(map(operator.index, command_ids))
+        offset, at = operator.index(offset), operator.index(at)
+        if not ids:
+            return
+        digest = xxh3_128_digest(data)
+        if digest not in self._captured:
+            self._capture(data, digest)
+        rows = [_ACCESS_HEAD.pack(command_id, HOST_READ, offset, at) + digest for command_id in ids]
+        self.accesses._values.frombytes(b"".join(rows))  # in one call: never some of the rows
 
     def host_write(self, command_id: int, data: np.ndarray, at: int | None = None) -> None:
         self._host_access(command_id, HOST_WRITE, 0, data, now() if at is None else at)

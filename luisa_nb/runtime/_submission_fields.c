@@ -5,7 +5,9 @@
  * layout, and does the memo checks of the fast paths of UploadCommand, DownloadCommand
  * and DispatchCommand.trace_fields() (a Python call each cost as much as the rest of a
  * traced command). Where a memo does not hold a command's fields, and for every other
- * command, its trace_fields() works them out. start_run() gathers the ids of a run for
+ * command, its trace_fields() works them out; a command of the type named with
+ * use_fields_slot_type() keeps its fields in its slot `fields`, which is read instead
+ * (real luisa-python's commands). start_run() gathers the ids of a run for
  * the recorder's `run_timer` and calls it. The two paths are tested against each other.
  */
 #define PY_SSIZE_T_CLEAN
@@ -15,12 +17,14 @@
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
-#include "../recording/weak_references.h"
+#include "array_memos.h"
 
 static PyObject *str_submitted, *str_submitted_one, *str_trace_fields, *str_run_timer;
 
 /* The command types whose memos are read here (use_command_types), strong references. */
 static PyTypeObject *upload_type, *download_type, *dispatch_type;
+/* A command type that keeps its trace fields in a slot `fields` (use_fields_slot_type). */
+static PyTypeObject *fields_slot_type;
 static Py_ssize_t capture_field; /* the index of the enqueue capture in trace fields */
 
 /* An attribute read where it is a slot (commands, views, dispatch arguments and their
@@ -43,14 +47,14 @@ static Attribute attribute_id = {"id"}, attribute_enqueued = {"enqueued"},
                  attribute_download_fields = {"download_fields"},
                  attribute_arguments = {"arguments"}, attribute_memo = {"memo"},
                  attribute_described = {"described"}, attribute_dims = {"dims"},
-                 attribute_name = {"name"};
+                 attribute_name = {"name"}, attribute_fields = {"fields"};
 
 static Attribute *attributes[] = {
     &attribute_id,        &attribute_enqueued,        &attribute_target,
     &attribute_source,    &attribute_host,            &attribute_enqueue_capture,
     &attribute_upload_fields, &attribute_download_fields, &attribute_arguments,
     &attribute_memo,      &attribute_described,       &attribute_dims,
-    &attribute_name,
+    &attribute_name,      &attribute_fields,
 };
 
 /* The offset of `type`'s slot named `name`, or 0 where the name is not a slot of it. */
@@ -111,31 +115,6 @@ static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attr
     return value;
 }
 
-/* Whether `memo`, a view's (weakref, shape, dtype, fields) of its latest transfer
- * (runtime/host.py, array_memo), was made for `host` as `host` is now; -1: an error. */
-static int made_for(PyObject *memo, PyObject *host)
-{
-    if (!PyTuple_CheckExact(memo) || PyTuple_GET_SIZE(memo) != 4 || !PyArray_Check(host))
-        return 0;
-    PyArrayObject *array = (PyArrayObject *)host;
-    PyObject *shape = PyTuple_GET_ITEM(memo, 1);
-    if (PyTuple_GET_ITEM(memo, 2) != (PyObject *)PyArray_DESCR(array) ||
-        !PyTuple_CheckExact(shape) || PyTuple_GET_SIZE(shape) != PyArray_NDIM(array))
-        return 0;
-    const npy_intp *dims = PyArray_DIMS(array);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
-        PyObject *extent = PyTuple_GET_ITEM(shape, i);
-        if (!PyLong_CheckExact(extent))
-            return 0;
-        Py_ssize_t value = PyLong_AsSsize_t(extent);
-        if (value == -1 && PyErr_Occurred())
-            return -1;
-        if (value != dims[i])
-            return 0;
-    }
-    return refers_to(PyTuple_GET_ITEM(memo, 0), host);
-}
-
 /* The trace fields of a transfer (`command`) whose view (its attribute `view`) keeps its
  * latest transfer's in `memo_name`, if that memo holds (an upload's: with the same capture);
  * NULL without an error where it does not. */
@@ -146,7 +125,7 @@ static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *
     if (memo == NULL)
         return NULL;
     PyObject *host = read_attribute(&attribute_host, command), *fields = NULL, *capture = NULL;
-    int holds = host == NULL ? -1 : made_for(memo, host);
+    int holds = host == NULL ? -1 : memo_made_for(memo, 4, host);
     if (holds == 1) {
         fields = PyTuple_GET_ITEM(memo, 3);
         if (upload && (capture = read_attribute(&attribute_enqueue_capture, command)) == NULL)
@@ -217,6 +196,8 @@ static PyObject *trace_fields_of(PyObject *command)
         fields = transfer_fields(command, &attribute_source, &attribute_download_fields, 0);
     else if (type == dispatch_type)
         fields = dispatch_fields(command);
+    else if (type == fields_slot_type)
+        return read_attribute(&attribute_fields, command);
     if (fields != NULL || PyErr_Occurred())
         return fields;
     return PyObject_CallMethodNoArgs(command, str_trace_fields);
@@ -374,12 +355,29 @@ static PyObject *use_command_types(PyObject *module, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(use_fields_slot_type_doc,
+             "use_fields_slot_type(command_type)\n--\n\n"
+             "A command type whose objects keep their trace fields, as trace_fields() gives "
+             "them, in their attribute `fields`, which report_submitted reads.");
+
+static PyObject *use_fields_slot_type(PyObject *module, PyObject *command_type)
+{
+    if (!PyType_Check(command_type)) {
+        PyErr_SetString(PyExc_TypeError, "use_fields_slot_type(): the command type is not a type");
+        return NULL;
+    }
+    Py_INCREF(command_type);
+    Py_XSETREF(fields_slot_type, (PyTypeObject *)command_type);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"report_submitted", (PyCFunction)(void (*)(void))report_submitted, METH_FASTCALL,
      report_submitted_doc},
     {"start_run", (PyCFunction)(void (*)(void))start_run, METH_FASTCALL, start_run_doc},
     {"use_command_types", (PyCFunction)(void (*)(void))use_command_types, METH_FASTCALL,
      use_command_types_doc},
+    {"use_fields_slot_type", use_fields_slot_type, METH_O, use_fields_slot_type_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from luisa_nb.runtime.device import Device
     from luisa_nb.runtime.staging import Transfers
 
-_ids = itertools.count(1)
+command_ids = itertools.count(1)
+"""Where every command's and sync point's id comes from (:func:`next_id`)."""
 _READ, _WRITE = Access.READ, Access.WRITE
 _UPLOAD, _DOWNLOAD = CommandKind.UPLOAD, CommandKind.DOWNLOAD
 """Read off the enums once: reading a member off an enum class goes through the enum
@@ -46,7 +47,7 @@ metaclass's attribute hook (about 0.2 µs, as much as a dict lookup and a call t
 
 def next_id() -> int:
     """A process-unique id for a command or sync point."""
-    return next(_ids)
+    return next(command_ids)
 
 
 def python_report_submitted(recorder: Recorder, stream: Any, commands: Sequence[Any]) -> None:
@@ -82,7 +83,7 @@ class Command:
     __slots__ = ("device", "enqueued", "id", "stream_id", "views")
 
     def __init__(self, device: Device, views: Sequence[BufferView]) -> None:
-        self.id = next(_ids)
+        self.id = next(command_ids)
         self.enqueued = now()
         self.device = device
         self.views = views
@@ -374,7 +375,7 @@ class DispatchCommand(Command):
 
     def __init__(self, name: str, dims: tuple[int, int, int], arguments: DispatchArguments) -> None:
         # Command.__init__ written out: a tiny dispatch's cost is mostly Python calls
-        self.id = next(_ids)
+        self.id = next(command_ids)
         self.enqueued = now()
         self.device = arguments.device
         self.views = arguments.views

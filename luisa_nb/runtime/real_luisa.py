@@ -30,10 +30,20 @@ since texture-to-texture copies, which are not traced, may write an image in bet
 Commands with the same buffers, host array and captured bytes share their trace fields.
 The next upload of one host array into one buffer on a stream reuses the array's byte
 view and the buffer's memory.
+
+Where the extension ``_luisa_uploads`` was built, ``luisa.Buffer.copy_from`` is its
+``TracedUpload``: a recorded upload of a C-contiguous array, by position, into a buffer
+already seen makes the steps of :meth:`Instrumentation.upload` in one C call, on the same
+objects, calling the same methods for what it leaves to Python (new trace fields, a
+readback to add first); every other call goes to the Python wrapper. A finished list's
+host reads go to the recorder in one ``host_reads`` call per run of uploads that sent the
+same bytes. ``tests/luisa/test_luisa_upload_paths.py`` checks that both ways record the
+same trace.
 """
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -62,8 +72,9 @@ from luisa_nb.recording.records import (
     Status,
     SyncKind,
 )
+from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.runtime.buffer import next_buffer_id
-from luisa_nb.runtime.commands import next_id
+from luisa_nb.runtime.commands import command_ids, next_id, report_submitted, start_run
 from luisa_nb.runtime.host import host_range
 from luisa_nb.runtime.image import storage_dtype
 from luisa_nb.runtime.luisa_backends import check_backend_starts, started_backend
@@ -183,14 +194,26 @@ class LuisaStream:
     uploads whose shadow readback is still to be added, by buffer: the luisa buffer and
     the uploads that will share the readback, the last of them last."""
 
+    __slots__ = (
+        "device",
+        "id",
+        "in_flight",
+        "last_upload",
+        "name",
+        "pending",
+        "stream",
+        "unread",
+    )
+    """Slots, which the C upload (:data:`TracedUpload`) reads at their offsets."""
+
     def __init__(self, stream: Any, device: LuisaDevice) -> None:
         self.device = device
         self.stream = stream
         self.id = next_stream_id()
         self.name = f"luisa stream {self.id}"
         self.pending: list[LuisaCommand] = []
-        self.in_flight: list[tuple[list[LuisaCommand], list[int], int, Recorder]] = []
-        """Each submitted list: its commands, their ids, its submission time, its recorder."""
+        self.in_flight: list[tuple[list[LuisaCommand], int, Recorder]] = []
+        """Each submitted list: its commands, its submission time, its recorder."""
         self.unread: dict[int, tuple[Any, list[LuisaCommand]]] = {}
         self.last_upload: tuple[Any, np.ndarray, np.ndarray, LuisaMemory] | None = None
         """The luisa resource and host array of the latest upload, the array's bytes (a
@@ -398,18 +421,10 @@ class Instrumentation:
         recorder = active_recorder()
         if not commands or not recorder.recording:
             return
-        ids = [command.id for command in commands]  # its run at synchronize reuses them
-        recorder.submitted(
-            luisa_stream.id,
-            ids,
-            [command.enqueued for command in commands],
-            [command.fields for command in commands],
-            luisa_stream,
-            commands,
-        )
+        report_submitted(recorder, luisa_stream, commands)
         if not self.shadow:
             _copy_sent_bytes(commands)
-        luisa_stream.in_flight.append((commands, ids, now(), recorder))
+        luisa_stream.in_flight.append((commands, now(), recorder))
 
     def completed(self, luisa_stream: LuisaStream, done: int) -> None:
         """Record the runs, host reads and host writes of the lists a synchronize waited
@@ -417,18 +432,16 @@ class Instrumentation:
         lists, luisa_stream.in_flight = luisa_stream.in_flight, []
         luisa_stream.last_upload = None
         writes = _write_times(lists, done)
-        for commands, ids, submitted, recorder in lists:
-            log = recorder.run_timer(ids)
+        for commands, submitted, recorder in lists:
+            log = start_run(recorder, commands)
             ticks = np.full(len(commands) + 1, submitted, np.int64)  # one call, not one each
             ticks[-1] = done
             log.times.frombytes(ticks)
             log.spans(())
-            host_read, host_write = recorder.host_read, recorder.host_write
-            for command in commands:
-                kind = command.fields[0]
-                if kind is _UPLOAD:
-                    host_read(command.id, 0, command.sent, submitted)
-                elif kind is _DOWNLOAD:
+            others = record_host_accesses(recorder, commands, submitted, _UPLOAD, LuisaCommand)
+            host_write = recorder.host_write
+            for command in others:
+                if command.fields[0] is _DOWNLOAD:
                     host_write(command.id, _bytes_of(command.host), writes.get(command.id, done))
 
     # -- wrapping ----------------------------------------------------------------------
@@ -451,7 +464,48 @@ def _same_objects(first: tuple[Any, ...], second: tuple[Any, ...]) -> bool:
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """``array``'s bytes in C order: a view of a C-contiguous array, else a copy."""
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
     return (array if array.ndim == 1 else array.reshape(-1)).view(_BYTES)
+
+
+def python_record_host_accesses(
+    recorder: Recorder,
+    commands: list[LuisaCommand],
+    submitted: int,
+    upload_kind: CommandKind,
+    command_type: type,
+) -> list[LuisaCommand]:
+    """Record the host read of each upload of ``commands`` (a finished list's, all of
+    ``command_type``) at ``submitted``, the bytes it sent; returns the other commands.
+    :data:`record_host_accesses` is this, or the same in C."""
+    others = []
+    host_read = recorder.host_read
+    for command in commands:
+        if command.fields[0] is upload_kind:
+            host_read(command.id, 0, command.sent, submitted)
+        else:
+            others.append(command)
+    return others
+
+
+record_host_accesses, TracedUpload = python_record_host_accesses, None
+"""The host reads of a finished list (:func:`python_record_host_accesses`) and the traced
+``luisa.Buffer.copy_from`` (None: the Python wrapper, :func:`_transfer`): in C where the
+extension ``_luisa_uploads`` was built and the recorder's Python hooks are not asked for
+(``LUISA_NB_PYTHON_RECORDER``)."""
+if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
+    try:
+        from luisa_nb.runtime._luisa_uploads import TracedUpload, record_host_accesses
+        from luisa_nb.runtime._submission_fields import use_fields_slot_type
+    except ImportError:  # not built (no C compiler or Python headers at install)
+        pass
+    else:
+        use_fields_slot_type(LuisaCommand)
+
+NATIVE = TracedUpload is not None
+"""Whether traced buffer uploads and a list's host reads are recorded in C."""
 
 
 def _copy_sent_bytes(commands: Sequence[LuisaCommand]) -> None:
@@ -468,19 +522,19 @@ def _copy_sent_bytes(commands: Sequence[LuisaCommand]) -> None:
 
 
 def _write_times(
-    lists: Sequence[tuple[list[LuisaCommand], list[int], int, Recorder]], done: int
+    lists: Sequence[tuple[list[LuisaCommand], int, Recorder]], done: int
 ) -> dict[int, int]:
     """Downloads whose host write a later list's upload proves: it sent exactly the bytes
     the download wrote, so the write came before that upload's submission."""
     times: dict[int, int] = {}
     if len(lists) == 1:  # the common case: no later list to prove a write
         return times
-    for position, (commands, _, _, _) in enumerate(lists):
+    for position, (commands, _, _) in enumerate(lists):
         for download in commands:
             if download.fields[0] is not _DOWNLOAD:
                 continue
             written = download.host_range()
-            for later, _, submitted, _ in lists[position + 1 :]:
+            for later, submitted, _ in lists[position + 1 :]:
                 for upload in later:
                     if upload.fields[0] is _UPLOAD and _sent_what_was_written(
                         upload, download, written
@@ -521,8 +575,9 @@ def instrument_luisa(*, shadow: bool = True) -> None:
         uninstrument_luisa()
     leave_cleanly_at_exit(luisa)
     state = _active = Instrumentation(luisa, lcapi, shadow)
+    state.wrap(luisa.Buffer, "copy_from", lambda original: _buffer_upload(state, original))
+    state.wrap(luisa.Image2D, "copy_from", lambda f: _transfer(state, f, True, False))
     for resource_class in (luisa.Buffer, luisa.Image2D):
-        state.wrap(resource_class, "copy_from", lambda f: _transfer(state, f, True, False))
         state.wrap(resource_class, "copy_to", lambda f: _transfer(state, f, False, True))
     state.wrap(luisa.func, "__call__", lambda original: _dispatch(state, original))
     state.wrap(luisa, "execute", lambda original: _execute(state, original))
@@ -647,6 +702,26 @@ def _transfer(
             state.luisa.synchronize(luisa_stream.stream)
 
     return copy
+
+
+def _buffer_upload(state: Instrumentation, original: Callable[..., None]) -> Any:
+    """A wrapped ``copy_from`` of a luisa buffer: in C (:data:`TracedUpload`) where built,
+    whose calls out of its common case go to the Python wrapper (:func:`_transfer`)."""
+    python_wrapper = _transfer(state, original, True, False)
+    if TracedUpload is None:
+        return python_wrapper
+    return TracedUpload(
+        state,
+        python_wrapper,
+        original,
+        active_recorder,
+        state.luisa.globalvars,
+        command_ids,
+        LuisaCommand,
+        LuisaStream,
+        HOST_FIELD,
+        state.shadow,
+    )
 
 
 def _dispatch(state: Instrumentation, original: Callable[..., None]) -> Callable[..., None]:

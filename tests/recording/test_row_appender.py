@@ -422,6 +422,35 @@ def test_host_accesses_take_at_and_reject_bad_arguments(recorder_class):
     assert trace.captures[digests[3]].nbytes == 4
 
 
+def test_host_reads_of_several_commands_are_host_read_rows_of_each(recorder_class):
+    """host_reads(ids, offset, data, at) appends the rows host_read gives each id, in order,
+    with one digest; bad values append no row."""
+    data = np.arange(32, dtype=np.uint8)
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        recorder.host_reads([7, 3, 9], 4, data, 555)
+        recorder.host_reads((), 0, data[:8], 556)
+        recorder.host_read(3, 4, data, at=555)
+        with pytest.raises(TypeError):
+            recorder.host_reads([1, "2"], 0, data, 557)
+        with pytest.raises(TypeError):
+            recorder.host_reads([1], 0, data)
+        data[0] ^= 0xFF
+        recorder.host_reads([11], 0, data, 558)
+    rows = rows_of(recorder.accesses)
+    digests = digests_of(rows)
+    assert rows[:, :4].tolist() == [
+        [7, 0, 4, 555],
+        [3, 0, 4, 555],
+        [9, 0, 4, 555],
+        [3, 0, 4, 555],
+        [11, 0, 0, 558],
+    ]
+    assert digests[:4] == [xxh3_128_digest(np.arange(32, dtype=np.uint8))] * 4
+    assert digests[4] == xxh3_128_digest(data) != digests[0]
+    assert trace.captured_bytes(trace.captures[digests[4]]).tobytes() == data.tobytes()
+
+
 @pytest.mark.parametrize("nbytes", [0, 1, 4096, 64 * 1024, 64 * 1024 + 1])
 def test_each_access_keeps_the_digest_of_its_bytes(recorder_class, nbytes):
     """The C appender compares bytes equal to the last ones it hashed instead of hashing them
