@@ -165,16 +165,32 @@ def choose_hazard(page: Any, index: int) -> None:
 
 def run_cell(page, tries: int = 3) -> None:
     """Shift+Enter in the cell until its prompt shows it queued or ran: a key pressed
-    while JupyterLab is still wiring up the editor is lost on a loaded machine."""
+    while JupyterLab is still wiring up the editor is lost on a loaded machine, and a
+    dialog it opens late would swallow the click."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     prompt = page.locator(".jp-Cell .jp-InputPrompt").first
     for _ in range(tries):
-        page.click(".jp-Notebook .jp-Cell .cm-content")
+        accept_dialogs(page)
+        try:
+            page.click(".jp-Notebook .jp-Cell .cm-content", timeout=10_000)
+        except PlaywrightTimeout:
+            continue
         page.keyboard.press("Shift+Enter")
         for _ in range(40):
             if prompt.inner_text().strip() not in ("[ ]:", ""):
                 return
             page.wait_for_timeout(250)
     raise AssertionError(f"the cell did not run after {tries} presses of Shift+Enter")
+
+
+def accept_dialogs(page, most: int = 3) -> None:
+    """Accept the dialogs (kernel, news) JupyterLab opens, up to ``most`` in a row."""
+    for _ in range(most):
+        if not page.locator(".jp-Dialog").count():
+            return
+        page.locator(".jp-Dialog .jp-mod-accept").first.click()
+        page.wait_for_timeout(100)
 
 
 def open_lab_notebook(page, url: str) -> None:
@@ -184,10 +200,7 @@ def open_lab_notebook(page, url: str) -> None:
     page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
     page.wait_for_timeout(500)
-    for _ in range(3):
-        if not page.locator(".jp-Dialog").count():
-            break
-        page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    accept_dialogs(page)
 
 
 def run_all_cells(page: Any, url: str, timeout: float = 60) -> None:

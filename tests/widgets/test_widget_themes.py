@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason
+from helpers.browser import jupyter_lab, launch_chromium, missing_browser_reason, open_lab_notebook
 
 from luisa_nb.report import write_report
 
@@ -169,13 +169,7 @@ def _notebook(root) -> None:
 
 
 def _open_and_run(page, url: str) -> None:
-    page.goto(url)
-    page.wait_for_selector(".jp-Notebook .jp-Cell .cm-content", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-    for _ in range(3):  # a kernel or news dialog may ask first
-        if not page.locator(".jp-Dialog").count():
-            break
-        page.locator(".jp-Dialog .jp-mod-accept").first.click()
+    open_lab_notebook(page, url)
     page.evaluate(RUN_ALL)
     page.wait_for_selector(".lnb-timeline[data-draws]", timeout=60_000)
     page.wait_for_selector(".lnb-compare td", timeout=60_000)
