@@ -98,7 +98,8 @@ def speculable(*expressions: ir.Expression) -> bool:
             if isinstance(node, ir.BufferRead):
                 return False
             operation = getattr(node, "operator", getattr(node, "function", None))
-            integer = isinstance(node.type, ScalarType) and not node.type.is_float
+            scalar = node.type.element if isinstance(node.type, VectorType) else node.type
+            integer = isinstance(scalar, ScalarType) and not scalar.is_float
             if integer and operation in TRAPPING_INTEGER_OPERATIONS:
                 return False
     return True
@@ -217,30 +218,34 @@ class LaneEmission:
         lanes: as selects where every value may be computed for every lane."""
         mask = self.lane_masks[-1][0]
         expressions = [e for statement in run for e in ir.statement_expressions(statement)]
-        if any(isinstance(s, ir.BufferWrite) for s in run) or not speculable(*expressions):
-            return self.lane_branches(
-                mask, [line for s in run for line in self.statement(s, 0)], depth
-            )
-        sets = []
+        if not any(isinstance(s, ir.BufferWrite) for s in run) and speculable(*expressions):
+            sets = [self.lane_set(s) for s in run if not isinstance(s, ir.Evaluate)]
+            return self.lane_selects(f"{mask}[lnb_l]", sets, depth) if sets else []
+        lines = []
         for statement in run:
-            value = self.expression(statement.value)
-            if isinstance(statement, ir.Evaluate):
-                continue
-            if isinstance(statement, ir.Store):
-                place = statement.place
-                target = self.lane_component(place.operand.name, place.field)
-                sets.append((self.type_name(statement.value.type), value, [(target, "")]))
-                continue
-            kind = self.kernel.locals[statement.name]
-            if isinstance(kind, VectorType):
-                targets = [
-                    (self.lane_component(statement.name, field), f".{field}")
-                    for field in kind.fields
-                ]
+            if isinstance(statement, (ir.Assign, ir.Store)):
+                type_text, value, targets = self.lane_set(statement)
+                stores = " ".join(f"{target} = lnb_value{part};" for target, part in targets)
+                lines.append(f"{{ const {type_text} lnb_value = {value}; {stores} }}")
             else:
-                targets = [(self.variable_name(statement.name), "")]
-            sets.append((self.type_name(kind), value, targets))
-        return self.lane_selects(f"{mask}[lnb_l]", sets, depth) if sets else []
+                lines += self.statement(statement, 0)
+        return self.lane_branches(mask, lines, depth)
+
+    def lane_set(self: CEmitter, statement: ir.Assign | ir.Store) -> LaneSet:
+        """What an assignment or a store sets in a lane: a vector local, each component."""
+        value = self.expression(statement.value)
+        if isinstance(statement, ir.Store):
+            place = statement.place
+            target = self.lane_component(place.operand.name, place.field)
+            return self.type_name(statement.value.type), value, [(target, "")]
+        kind = self.kernel.locals[statement.name]
+        if isinstance(kind, VectorType):
+            targets = [
+                (self.lane_component(statement.name, field), f".{field}") for field in kind.fields
+            ]
+        else:
+            targets = [(self.variable_name(statement.name), "")]
+        return self.type_name(kind), value, targets
 
     def lane_statement(self: CEmitter, statement: ir.Statement, depth: int) -> list[str]:
         if isinstance(statement, ir.If):
