@@ -10,13 +10,19 @@ from luisa_nb.errors import KernelIndexError
 from luisa_nb.kernels import KernelDefinition, argument_type
 from luisa_nb.kernels.c.emitter import CEmitter
 from luisa_nb.kernels.c.lanes import runs_in_lanes
-from luisa_nb.kernels.c.toolchain import compiler_available
+from luisa_nb.kernels.c.toolchain import TIERED_VARIABLE, compiler_available
 
 from . import lane_kernels, sample_kernels
 from .helpers import FakeBuffer, run
 from .test_kernel_codegen import emitter_of
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="no C compiler")
+
+
+@pytest.fixture(autouse=True)
+def optimised_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lanes run only in optimised builds: no tiered compile's fast build first."""
+    monkeypatch.setenv(TIERED_VARIABLE, "0")
 
 
 def launch(function, size, arguments, lanes: bool, monkeypatch: pytest.MonkeyPatch):
@@ -27,6 +33,7 @@ def launch(function, size, arguments, lanes: bool, monkeypatch: pytest.MonkeyPat
             patch.setattr(CEmitter, "lane_width", 0)
         copies = [FakeBuffer(a.array.copy()) if isinstance(a, FakeBuffer) else a for a in arguments]
         executable = run(KernelDefinition(function, mode="c"), size, *copies)
+    assert executable.tier == "optimised"
     return [a.array for a in copies if isinstance(a, FakeBuffer)], executable.source
 
 

@@ -25,7 +25,7 @@ from luisa_nb.kernels.c.checks import (
 from luisa_nb.kernels.c.device_print import PrintEmission
 from luisa_nb.kernels.c.helpers import helper_template, needs_math
 from luisa_nb.kernels.c.images import STORAGE_TYPES, ImageEmission
-from luisa_nb.kernels.c.lanes import LANE_FUNCTIONS, LaneEmission
+from luisa_nb.kernels.c.lanes import LaneEmission
 from luisa_nb.kernels.c.launch import LaunchEmission
 from luisa_nb.kernels.c.matrices import MatrixEmission
 from luisa_nb.kernels.c.prelude import c_prelude
@@ -241,7 +241,7 @@ class CEmitter(
         if self.kernel.uses_blocks:
             return [self.block_entry()]
         if self.in_lanes:
-            return [LANE_FUNCTIONS, self.lanes_function(), self.entry()]
+            return [self.lanes_definitions(), self.entry()]
         if self.kernel.has_control_flow:
             return [self.entry()]
         return [*self.streaming_functions(), self.run_function(), self.entry()]

@@ -387,13 +387,21 @@ class LaneEmission:
             step_value,
         )
 
+    def lanes_definitions(self: CEmitter) -> str:
+        """What an optimised build adds for lanes: ``lnb_any_lane`` and ``<entry>_lanes``."""
+        return f"#if defined(__OPTIMIZE__)\n{LANE_FUNCTIONS}\n\n{self.lanes_function()}\n#endif"
+
     def lane_group_loop(self: CEmitter) -> str:
         """The block's threads in groups of ``lane_width``; a group that failed re-runs its
-        threads one by one, writes skipped, and reports the first that fails."""
+        threads one by one, writes skipped, and reports the first that fails. Only in an
+        optimised build: unoptimised (a tiered compile's fast build, ``c/tiers.py``), lanes
+        ran mandelbrot 1.7x slower than threads one by one, which it runs instead."""
         width = self.lane_width
         lanes = ", ".join(["x0", "end", "y", "z", "size", *self.body_argument_names(), "&group"])
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "&state"])
+        one_by_one = self.first_failure_loop(skip_writes=False)
         return f"""\
+#if defined(__OPTIMIZE__)
     for (int32_t x0 = start; x0 < end; x0 += {width}) {{
         lnb_thread group = {{.cancel = cancel}};
         {self.entry_name}_lanes({lanes});
@@ -409,4 +417,7 @@ class LaneEmission:
         }}
         lnb_report(launch, &group, x0, y, z);
         return;
-    }}"""
+    }}
+#else
+{one_by_one}
+#endif"""

@@ -283,6 +283,7 @@ static inline void lnb_control_flow_thread(lnb_int3 dispatch_id, lnb_int3 dispat
     lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 68, 0, lnb_state);
 }
 
+#if defined(__OPTIMIZE__)
 /* Whether any of a group's lanes is set in `mask`. */
 static inline int32_t lnb_any_lane(const int32_t *mask, int32_t lanes) {
     int32_t any = 0;
@@ -531,6 +532,7 @@ static inline void lnb_control_flow_lanes(int32_t lnb_x0, int32_t lnb_end, int32
         lnb_write_int32_int32(b_out, n_out, v_i[lnb_l], ((v_total[lnb_l] * 100) + v_count[lnb_l]), 68, 0, lnb_state);
     }
 }
+#endif
 
 static __attribute__((noinline)) void lnb_control_flow_block(const void *arguments, lnb_launch *launch,
         lnb_int3 size, lnb_int3 block) {
@@ -543,6 +545,7 @@ static __attribute__((noinline)) void lnb_control_flow_block(const void *argumen
     const uint64_t n_out = (uint64_t)a->n_out;
     const int32_t v_n = a->s_n;
     const int32_t *const cancel = launch->cancel;
+#if defined(__OPTIMIZE__)
     for (int32_t x0 = start; x0 < end; x0 += 32) {
         lnb_thread group = {.cancel = cancel};
         lnb_control_flow_lanes(x0, end, y, z, size, b_out, n_out, v_n, &group);
@@ -559,6 +562,17 @@ static __attribute__((noinline)) void lnb_control_flow_block(const void *argumen
         lnb_report(launch, &group, x0, y, z);
         return;
     }
+#else
+    for (int32_t x = start; x < end; ++x) {
+        lnb_thread state = {.details = 1, .cancel = cancel};
+        const lnb_int3 id = {x, y, z};
+        lnb_control_flow_thread(id, size, b_out, n_out, v_n, &state);
+        if (state.failed != LNB_OK) {
+            lnb_report(launch, &state, x, y, z);
+            return;
+        }
+    }
+#endif
 }
 
 /* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's

@@ -231,6 +231,7 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
     b_image[((v_py * v_width) + v_px)] = v_iteration;
 }
 
+#if defined(__OPTIMIZE__)
 /* Whether any of a group's lanes is set in `mask`. */
 static inline int32_t lnb_any_lane(const int32_t *mask, int32_t lanes) {
     int32_t any = 0;
@@ -300,6 +301,7 @@ static inline void lnb_mandelbrot_lanes(int32_t lnb_x0, int32_t lnb_end, int32_t
         b_image[((v_py[lnb_l] * v_width) + v_px[lnb_l])] = v_iteration[lnb_l];
     }
 }
+#endif
 
 static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments, lnb_launch *launch,
         lnb_int3 size, lnb_int3 block) {
@@ -313,6 +315,7 @@ static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments
     const int32_t v_height = a->s_height;
     const int32_t v_max_iterations = a->s_max_iterations;
     const int32_t *const cancel = launch->cancel;
+#if defined(__OPTIMIZE__)
     for (int32_t x0 = start; x0 < end; x0 += 32) {
         lnb_thread group = {.cancel = cancel};
         lnb_mandelbrot_lanes(x0, end, y, z, size, b_image, v_width, v_height, v_max_iterations, &group);
@@ -329,6 +332,17 @@ static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments
         lnb_report(launch, &group, x0, y, z);
         return;
     }
+#else
+    for (int32_t x = start; x < end; ++x) {
+        lnb_thread state = {.details = 1, .cancel = cancel};
+        const lnb_int3 id = {x, y, z};
+        lnb_mandelbrot_thread(id, size, b_image, v_width, v_height, v_max_iterations, &state);
+        if (state.failed != LNB_OK) {
+            lnb_report(launch, &state, x, y, z);
+            return;
+        }
+    }
+#endif
 }
 
 /* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's
