@@ -13,9 +13,9 @@ spent before it returned beyond what a later call spends (both compile on the ca
 thread): typing, code generation and the compiler, without the first run's own costs
 (page faults, starting threads); "first - best" all that the first call and its
 synchronize cost beyond a later one; "cpu" the least processor time (all threads) of
-one repeat, which a busy machine inflates far less than the wall time. luisa_nb runs twice: with its tiered compile (the
-first call waits for an -O0 build; see luisa_nb/kernels/c/tiers.py) and with one
-optimised build (LUISA_NB_TIERED_COMPILE=0).
+one repeat, which a busy machine inflates far less than the wall time. luisa_nb runs
+twice: with its tiered compile (the first call waits for an -O0 build; see
+luisa_nb/kernels/c/tiers.py) and with one optimised build (LUISA_NB_TIERED_COMPILE=0).
 Real luisa-python needs Debian's clang and libvulkan1; its row says why when it cannot
 run.
 """

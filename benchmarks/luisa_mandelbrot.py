@@ -44,4 +44,7 @@ for _ in range(repeats):
     cpu_times.append(time.process_time() - cpu_start)
 compile_time = first_call - min(calls)
 checksum = escape.numpy().sum()
-print(f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} cpu {min(cpu_times):.6f} checksum {checksum:.3f}")
+print(
+    f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} "
+    f"cpu {min(cpu_times):.6f} checksum {checksum:.3f}"
+)

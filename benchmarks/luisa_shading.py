@@ -126,4 +126,7 @@ compile_time = first_call - min(calls)
 pixels = np.empty(width * height * 4, np.float32)
 image.copy_to(pixels)
 checksum = pixels.sum()
-print(f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} cpu {min(cpu_times):.6f} checksum {checksum:.3f}")
+print(
+    f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} "
+    f"cpu {min(cpu_times):.6f} checksum {checksum:.3f}"
+)
