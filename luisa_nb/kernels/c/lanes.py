@@ -269,14 +269,14 @@ class LaneEmission:
         condition: ir.Expression | str,
         targets: tuple[str, str],
         depth: int,
-        negated: str | None = None,
+        otherwise: bool = False,
     ) -> list[str]:
         """``targets[0]`` := the lanes of ``mask`` for which ``condition`` holds;
-        ``targets[1]``: the same, or with ``negated`` set, ``mask`` without them."""
+        ``targets[1]`` := the same, or with ``otherwise``, the other lanes of ``mask``."""
         pure = isinstance(condition, str) or speculable(condition)
         text = condition if isinstance(condition, str) else self.expression(condition)
         test = f"(({text}) != 0)"
-        second = "lnb_on & !lnb_taken" if negated else "lnb_taken"
+        second = "lnb_on & !lnb_taken" if otherwise else "lnb_taken"
         if pure:
             decide = [f"const int32_t lnb_taken = lnb_on & {test};"]
         else:
@@ -298,7 +298,7 @@ class LaneEmission:
         taken, other, declaration = self.new_masks(depth)
         lines = [
             declaration,
-            *self.lane_test(parent, statement.condition, (taken, other), depth, negated="yes"),
+            *self.lane_test(parent, statement.condition, (taken, other), depth, otherwise=True),
         ]
         for mask, body in ((taken, statement.body), (other, statement.orelse)):
             if not body:
