@@ -120,3 +120,13 @@ def test_which_kernels_run_as_lanes() -> None:
     assert not emitter_of("vecadd", (float_buffer,)).in_lanes  # no loops: a simd loop
     shared = emitter_of("shared_shift", (float_buffer, float_buffer))
     assert not shared.in_lanes and not runs_in_lanes(shared.kernel)  # blocks
+
+
+def test_locals_too_large_for_the_stack_run_one_thread_at_a_time(monkeypatch) -> None:
+    arguments = (argument_type(FakeBuffer(np.zeros(1, np.int32))), *[argument_type(1)] * 3)
+    # mandelbrot's 8 four-byte locals take 8 * 4 * 32 = 1024 bytes for a group
+    monkeypatch.setattr(CEmitter, "lane_stack_bytes", 1024)
+    assert emitter_of("mandelbrot", arguments).in_lanes
+    monkeypatch.setattr(CEmitter, "lane_stack_bytes", 1023)
+    emitter = emitter_of("mandelbrot", arguments)
+    assert not emitter.in_lanes and "_lanes(" not in emitter.emit()

@@ -110,11 +110,16 @@ class LaneEmission:
     runs a block's threads through it."""
 
     lane_width = 32  # threads a group, as in a GPU's warp
+    lane_stack_bytes = 256 << 10  # at most this much stack for a group's locals
 
     @cached_property
     def in_lanes(self: CEmitter) -> bool:
-        """Whether this kernel's threads run as lanes (see :func:`runs_in_lanes`)."""
-        return self.lane_width > 0 and runs_in_lanes(self.kernel)
+        """Whether this kernel's threads run as lanes (see :func:`runs_in_lanes`), with
+        locals that fit ``lane_stack_bytes`` (an OpenMP thread's stack may be 2 MiB)."""
+        if self.lane_width <= 0 or not runs_in_lanes(self.kernel):
+            return False
+        per_lane = sum(kind.dtype.itemsize for kind in self.kernel.locals.values())
+        return per_lane * self.lane_width <= self.lane_stack_bytes
 
     def lane_variable(self: CEmitter, name: str) -> str | None:
         """A kernel local while ``<entry>_lanes`` is emitted: the current lane's element;
