@@ -12,9 +12,10 @@ is the fastest of the repeats of dispatch + synchronize; "compile" what the firs
 spent before it returned beyond what a later call spends (both compile on the calling
 thread): typing, code generation and the compiler, without the first run's own costs
 (page faults, starting threads); "first - best" all that the first call and its
-synchronize cost beyond a later one. luisa_nb runs twice: with its tiered compile (the
-first call waits for an -O0 build; see luisa_nb/kernels/c/tiers.py) and with one
-optimised build (LUISA_NB_TIERED_COMPILE=0).
+synchronize cost beyond a later one; "cpu" the least processor time (all threads) of
+one repeat, which a busy machine inflates far less than the wall time. luisa_nb runs
+twice: with its tiered compile (the first call waits for an -O0 build; see
+luisa_nb/kernels/c/tiers.py) and with one optimised build (LUISA_NB_TIERED_COMPILE=0).
 Real luisa-python needs Debian's clang and libvulkan1; its row says why when it cannot
 run.
 """
@@ -86,16 +87,17 @@ def compare(title: str, program: Path, arguments: list[str]) -> None:
     rows = []
     for name, result in runs.items():
         if isinstance(result, str):
-            rows.append([name, "", "", "", "", "", "", "", f"did not run: {result}"])
+            rows.append([name, "", "", "", "", "", "", "", "", "", f"did not run: {result}"])
             continue
         first, best = float(result["first"]), float(result["best"])
         compile_time = float(result["compile"])
-        ratios = ["", "", ""]
+        ratios = ["", "", "", ""]
         if isinstance(reference, dict):
             ratios = [
                 compile_time / float(reference["compile"]),
                 (first - best) / (float(reference["first"]) - float(reference["best"])),
                 best / float(reference["best"]),
+                float(result["cpu"]) / float(reference["cpu"]),
             ]
         rows.append(
             [
@@ -107,6 +109,8 @@ def compare(title: str, program: Path, arguments: list[str]) -> None:
                 ratios[1],
                 best * 1e3,
                 ratios[2],
+                float(result["cpu"]) * 1e3,
+                ratios[3],
                 result["checksum"],
             ]
         )
@@ -121,6 +125,8 @@ def compare(title: str, program: Path, arguments: list[str]) -> None:
             "vs real",
             "best ms",
             "time vs real luisa",
+            "cpu ms",
+            "cpu vs real",
             "checksum",
         ],
         rows,

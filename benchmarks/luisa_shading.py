@@ -114,15 +114,19 @@ shade(0.5, dispatch_size=(width, height))
 first_call = time.perf_counter() - start
 luisa.synchronize()
 first = time.perf_counter() - start
-times, calls = [], []
+times, calls, cpu_times = [], [], []
 for _ in range(repeats):
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     shade(0.5, dispatch_size=(width, height))
     calls.append(time.perf_counter() - start)
     luisa.synchronize()
     times.append(time.perf_counter() - start)
+    cpu_times.append(time.process_time() - cpu_start)
 compile_time = first_call - min(calls)
 pixels = np.empty(width * height * 4, np.float32)
 image.copy_to(pixels)
 checksum = pixels.sum()
-print(f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} checksum {checksum:.3f}")
+print(
+    f"first {first:.6f} compile {compile_time:.6f} best {min(times):.6f} "
+    f"cpu {min(cpu_times):.6f} checksum {checksum:.3f}"
+)

@@ -62,9 +62,10 @@ def emitted_c(name: str, argument_types: tuple, checks: bool | str = True) -> st
     return emitter_of(name, argument_types, checks).emit()
 
 
-def test_simd_loops_build_at_o3_and_thread_by_thread_loops_at_o2() -> None:
+def test_simd_loops_and_lanes_build_at_o3_and_thread_by_thread_loops_at_o2() -> None:
     assert emitter_of("vecadd", VECADD).optimization == ("-O3",)
-    assert emitter_of("mandelbrot", MANDELBROT).optimization == (
+    assert emitter_of("mandelbrot", MANDELBROT).optimization == ("-O3",)  # lanes
+    assert emitter_of("shared_shift", (F32, F32)).optimization == (
         "-O2",
         "-fno-schedule-insns2",
         "-fno-expensive-optimizations",
@@ -78,10 +79,11 @@ def test_generated_c_golden(golden: str) -> None:
     check_golden(f"{golden}.c", emitted_c(*GOLDEN_KERNELS[golden]))
 
 
-def test_simd_only_without_loops_or_returns() -> None:
-    assert "#pragma omp simd" in emitted_c("vecadd", VECADD)
+def test_simd_thread_loops_only_without_loops_or_returns() -> None:
+    simd_thread_loop = re.compile(r"#pragma omp simd[^\n]*\n\s*for \(int32_t x = ")
+    assert simd_thread_loop.search(emitted_c("vecadd", VECADD))
     looping = emitted_c("mandelbrot", MANDELBROT)
-    assert "#pragma omp simd" not in looping
+    assert not simd_thread_loop.search(looping)
     assert "(lnb_int3){64, 1, 1}, 1);" in looping  # 64-thread blocks, claimed one at a time
 
 

@@ -27,7 +27,7 @@ BENCHMARKS = {  # vectors and structs; their argument lists make them small
     "luisa_shading.py": ["32", "16", "1"],
 }
 REPORT = re.compile(r"^\S+\.py: (\d+) commands traced on ")
-TIMINGS = re.compile(r"^first \S+ compile \S+ best \S+ ")
+TIMINGS = re.compile(r"^first \S+ compile \S+ best \S+ cpu \S+ ")
 HAZARD = re.compile(r"^  ([A-Z_]+): ")
 
 

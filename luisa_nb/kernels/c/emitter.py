@@ -25,6 +25,7 @@ from luisa_nb.kernels.c.checks import (
 from luisa_nb.kernels.c.device_print import PrintEmission
 from luisa_nb.kernels.c.helpers import helper_template, needs_math
 from luisa_nb.kernels.c.images import STORAGE_TYPES, ImageEmission
+from luisa_nb.kernels.c.lanes import LaneEmission
 from luisa_nb.kernels.c.launch import LaunchEmission
 from luisa_nb.kernels.c.matrices import MatrixEmission
 from luisa_nb.kernels.c.prelude import c_prelude
@@ -99,6 +100,7 @@ class CEmitter(
     ImageEmission,
     BindlessEmission,
     BlockEmission,
+    LaneEmission,
     LaunchEmission,
     PrintEmission,
     RayEmission,
@@ -164,6 +166,7 @@ class CEmitter(
         self.bindless_sites: list[ir.BindlessCall] = []  # see c.bindless
         self.notes_checks = False  # a check outside the access helpers notes failures
         self.in_kernel_body = False  # emitting the body of a kernel whose threads run as blocks
+        self.emitting_lanes = False  # emitting <entry>_lanes (see c.lanes)
         self.uses_math = False
         self.loop_counter = 0
         self.barrier_lines = [0]  # the source line of each barrier, by number (see c.blocks)
@@ -176,11 +179,14 @@ class CEmitter(
     @property
     def optimization(self) -> tuple[str, ...]:
         """The compiler's optimization flags: ``SIMD_LOOPS`` where a block's threads run as
-        a simd loop, ``THREAD_BY_THREAD`` where they run one by one, ``TRACING_RAYS``
-        where they trace rays."""
+        a simd loop (threads with control flow too, where they run as lanes),
+        ``THREAD_BY_THREAD`` where they run one by one, ``TRACING_RAYS`` where they trace
+        rays."""
         if any(self.is_traversal(function) for function in self.kernel.functions):
             return TRACING_RAYS
-        return THREAD_BY_THREAD if self.kernel.has_control_flow else SIMD_LOOPS
+        if self.kernel.has_control_flow and not self.in_lanes:
+            return THREAD_BY_THREAD
+        return SIMD_LOOPS
 
     @property
     def launch_name(self) -> str:
@@ -240,6 +246,8 @@ class CEmitter(
         """What runs the threads: the one-thread runner of simd loops, and the entries."""
         if self.kernel.uses_blocks:
             return [self.block_entry()]
+        if self.in_lanes:
+            return [self.lanes_definitions(), self.entry()]
         if self.kernel.has_control_flow:
             return [self.entry()]
         return [*self.streaming_functions(), self.run_function(), self.entry()]
@@ -289,7 +297,7 @@ class CEmitter(
         and array parameters are pointers: the name dereferences them)."""
         if name in self.references:
             return f"(*v_{c_identifier(name)})"
-        return self.block_variable(name) or f"v_{c_identifier(name)}"
+        return self.lane_variable(name) or self.block_variable(name) or f"v_{c_identifier(name)}"
 
     def scalar_field_name(self, name: str) -> str:
         """A scalar parameter, as a field of the argument struct."""

@@ -236,6 +236,8 @@ class LaunchEmission:
         loops record where a check failed as they run, and stop at the first failing thread.
         """
         arguments = ", ".join(["id", "size", *self.body_argument_names(), "cancel"])
+        if self.in_lanes:
+            return self.lane_group_loop()
         if self.kernel.has_control_flow:
             return self.first_failure_loop(skip_writes=False)
         if not self.checks.bounds:

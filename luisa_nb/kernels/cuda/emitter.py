@@ -175,6 +175,7 @@ class CudaEmitter(CudaPrintEmission, CEmitter):
     walk; ``entry_name`` is the ``__global__`` function's name."""
 
     type_names = {**CEmitter.type_names, ScalarType.BOOL: "bool"}
+    lane_width = 0  # a GPU runs threads side by side itself (see c.lanes)
     function_prefix = FUNCTION_PREFIX
     launch_prelude = LAUNCH_PRELUDE
     note_function = NOTE_FUNCTION.replace("static inline", FUNCTION_PREFIX)

@@ -283,6 +283,257 @@ static inline void lnb_control_flow_thread(lnb_int3 dispatch_id, lnb_int3 dispat
     lnb_write_int32_int32(b_out, n_out, v_i, ((v_total * 100) + v_count), 68, 0, lnb_state);
 }
 
+#if defined(__OPTIMIZE__)
+/* Whether any of a group's lanes is set in `mask`. */
+static inline int32_t lnb_any_lane(const int32_t *mask, int32_t lanes) {
+    int32_t any = 0;
+    for (int32_t lane = 0; lane < lanes; ++lane) any |= mask[lane];
+    return any;
+}
+
+static inline void lnb_control_flow_lanes(int32_t lnb_x0, int32_t lnb_end, int32_t y, int32_t z, lnb_int3 dispatch_size, int32_t *b_out, uint64_t n_out, int32_t v_n, lnb_thread *lnb_state) {
+    int32_t v_i[32] = {0};
+    int32_t v_total[32] = {0};
+    int32_t v_j[32] = {0};
+    int32_t v_k[32] = {0};
+    int32_t v_count[32] = {0};
+    int32_t lnb_m0[32];
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        lnb_m0[lnb_l] = lnb_x0 + lnb_l < lnb_end;
+    }
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        const int32_t lnb_on = lnb_m0[lnb_l];
+        { const int32_t lnb_value = dispatch_id.x; v_i[lnb_l] = lnb_on ? lnb_value : v_i[lnb_l]; }
+        { const int32_t lnb_value = 0; v_total[lnb_l] = lnb_on ? lnb_value : v_total[lnb_l]; }
+    }
+    {
+        int32_t lnb_m1[32], lnb_m2[32];
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            lnb_m1[lnb_l] = lnb_m0[lnb_l];
+        }
+        int32_t lnb_i2[32] = {0}, lnb_stop2[32] = {0};
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            const int32_t lnb_on = lnb_m0[lnb_l];
+            { const int32_t lnb_value = v_n; lnb_stop2[lnb_l] = lnb_on ? lnb_value : lnb_stop2[lnb_l]; }
+            { const int32_t lnb_value = 0; lnb_i2[lnb_l] = lnb_on ? lnb_value : lnb_i2[lnb_l]; }
+        }
+        for (;;) {
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m1[lnb_l];
+                const int32_t lnb_taken = lnb_on & ((lnb_i2[lnb_l] < lnb_stop2[lnb_l]) != 0);
+                lnb_m1[lnb_l] = lnb_taken;
+                lnb_m2[lnb_l] = lnb_taken;
+            }
+            if (!lnb_any_lane(lnb_m1, 32)) break;
+            if (lnb_thread_stopped(lnb_state)) return;
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m2[lnb_l];
+                { const int32_t lnb_value = lnb_i2[lnb_l]; v_j[lnb_l] = lnb_on ? lnb_value : v_j[lnb_l]; }
+            }
+            int32_t lnb_m3[32], lnb_m4[32];
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m2[lnb_l];
+                int32_t lnb_taken = 0;
+                if (lnb_on) lnb_taken = (((lnb_mod_int32(v_j[lnb_l], 3) == 0)) != 0);
+                lnb_m3[lnb_l] = lnb_taken;
+                lnb_m4[lnb_l] = lnb_on & !lnb_taken;
+            }
+            if (lnb_any_lane(lnb_m3, 32)) {
+#pragma omp simd
+                for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                    const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                    const int32_t lnb_leaving = lnb_m3[lnb_l];
+                    lnb_m2[lnb_l] &= !lnb_leaving;
+                    lnb_m3[lnb_l] &= !lnb_leaving;
+                }
+            }
+            int32_t lnb_m5[32], lnb_m6[32];
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m2[lnb_l];
+                const int32_t lnb_taken = lnb_on & (((v_j[lnb_l] > ((2 * v_i[lnb_l]) + 5))) != 0);
+                lnb_m5[lnb_l] = lnb_taken;
+                lnb_m6[lnb_l] = lnb_on & !lnb_taken;
+            }
+            if (lnb_any_lane(lnb_m5, 32)) {
+#pragma omp simd
+                for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                    const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                    const int32_t lnb_leaving = lnb_m5[lnb_l];
+                    lnb_m1[lnb_l] &= !lnb_leaving;
+                    lnb_m2[lnb_l] &= !lnb_leaving;
+                    lnb_m5[lnb_l] &= !lnb_leaving;
+                }
+            }
+            {
+                int32_t lnb_m7[32], lnb_m8[32];
+#pragma omp simd
+                for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                    const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                    lnb_m7[lnb_l] = lnb_m2[lnb_l];
+                }
+                int32_t lnb_i3[32] = {0}, lnb_stop3[32] = {0};
+#pragma omp simd
+                for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                    const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                    const int32_t lnb_on = lnb_m2[lnb_l];
+                    { const int32_t lnb_value = 0; lnb_stop3[lnb_l] = lnb_on ? lnb_value : lnb_stop3[lnb_l]; }
+                    { const int32_t lnb_value = v_j[lnb_l]; lnb_i3[lnb_l] = lnb_on ? lnb_value : lnb_i3[lnb_l]; }
+                }
+                for (;;) {
+#pragma omp simd
+                    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                        const int32_t lnb_on = lnb_m7[lnb_l];
+                        const int32_t lnb_taken = lnb_on & ((lnb_i3[lnb_l] > lnb_stop3[lnb_l]) != 0);
+                        lnb_m7[lnb_l] = lnb_taken;
+                        lnb_m8[lnb_l] = lnb_taken;
+                    }
+                    if (!lnb_any_lane(lnb_m7, 32)) break;
+                    if (lnb_thread_stopped(lnb_state)) return;
+#pragma omp simd
+                    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                        const int32_t lnb_on = lnb_m8[lnb_l];
+                        { const int32_t lnb_value = lnb_i3[lnb_l]; v_k[lnb_l] = lnb_on ? lnb_value : v_k[lnb_l]; }
+                    }
+#pragma omp simd
+                    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                        const int32_t lnb_on = lnb_m8[lnb_l];
+                        { const int32_t lnb_value = (v_total[lnb_l] + v_k[lnb_l]); v_total[lnb_l] = lnb_on ? lnb_value : v_total[lnb_l]; }
+                    }
+#pragma omp simd
+                    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                        const int32_t lnb_on = lnb_m7[lnb_l];
+                        { const int32_t lnb_value = lnb_i3[lnb_l] + (-2); lnb_i3[lnb_l] = lnb_on ? lnb_value : lnb_i3[lnb_l]; }
+                    }
+                }
+            }
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m1[lnb_l];
+                { const int32_t lnb_value = lnb_i2[lnb_l] + 1; lnb_i2[lnb_l] = lnb_on ? lnb_value : lnb_i2[lnb_l]; }
+            }
+        }
+    }
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        const int32_t lnb_on = lnb_m0[lnb_l];
+        { const int32_t lnb_value = 0; v_count[lnb_l] = lnb_on ? lnb_value : v_count[lnb_l]; }
+    }
+    {
+        int32_t lnb_m9[32], lnb_m10[32];
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            lnb_m9[lnb_l] = lnb_m0[lnb_l];
+        }
+        for (;;) {
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m9[lnb_l];
+                const int32_t lnb_taken = lnb_on & ((1) != 0);
+                lnb_m9[lnb_l] = lnb_taken;
+                lnb_m10[lnb_l] = lnb_taken;
+            }
+            if (!lnb_any_lane(lnb_m9, 32)) break;
+            if (lnb_thread_stopped(lnb_state)) return;
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m10[lnb_l];
+                { const int32_t lnb_value = (v_count[lnb_l] + 1); v_count[lnb_l] = lnb_on ? lnb_value : v_count[lnb_l]; }
+            }
+            int32_t lnb_m11[32], lnb_m12[32];
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m10[lnb_l];
+                const int32_t lnb_taken = lnb_on & (((v_count[lnb_l] >= v_i[lnb_l])) != 0);
+                lnb_m11[lnb_l] = lnb_taken;
+                lnb_m12[lnb_l] = lnb_on & !lnb_taken;
+            }
+            if (lnb_any_lane(lnb_m11, 32)) {
+#pragma omp simd
+                for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                    const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                    const int32_t lnb_leaving = lnb_m11[lnb_l];
+                    lnb_m9[lnb_l] &= !lnb_leaving;
+                    lnb_m10[lnb_l] &= !lnb_leaving;
+                    lnb_m11[lnb_l] &= !lnb_leaving;
+                }
+            }
+        }
+    }
+    int32_t lnb_m13[32], lnb_m14[32];
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        const int32_t lnb_on = lnb_m0[lnb_l];
+        const int32_t lnb_taken = lnb_on & (((v_i[lnb_l] == 7)) != 0);
+        lnb_m13[lnb_l] = lnb_taken;
+        lnb_m14[lnb_l] = lnb_on & !lnb_taken;
+    }
+    if (lnb_any_lane(lnb_m13, 32)) {
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            if (!lnb_m13[lnb_l]) continue;
+            lnb_write_int32_int32(b_out, n_out, v_i[lnb_l], (-1), 62, 0, lnb_state);
+        }
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            const int32_t lnb_leaving = lnb_m13[lnb_l];
+            lnb_m0[lnb_l] &= !lnb_leaving;
+            lnb_m13[lnb_l] &= !lnb_leaving;
+        }
+    }
+    if (lnb_any_lane(lnb_m14, 32)) {
+        int32_t lnb_m15[32], lnb_m16[32];
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            const int32_t lnb_on = lnb_m14[lnb_l];
+            const int32_t lnb_taken = lnb_on & (((v_i[lnb_l] == 8)) != 0);
+            lnb_m15[lnb_l] = lnb_taken;
+            lnb_m16[lnb_l] = lnb_on & !lnb_taken;
+        }
+        if (lnb_any_lane(lnb_m16, 32)) {
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m16[lnb_l];
+                { const int32_t lnb_value = (v_total[lnb_l] + 1); v_total[lnb_l] = lnb_on ? lnb_value : v_total[lnb_l]; }
+            }
+        }
+    }
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        if (!lnb_m0[lnb_l]) continue;
+        lnb_write_int32_int32(b_out, n_out, v_i[lnb_l], ((v_total[lnb_l] * 100) + v_count[lnb_l]), 68, 0, lnb_state);
+    }
+}
+#endif
+
 static __attribute__((noinline)) void lnb_control_flow_block(const void *arguments, lnb_launch *launch,
         lnb_int3 size, lnb_int3 block) {
     if (lnb_launch_stopped(launch)) return;
@@ -294,6 +545,24 @@ static __attribute__((noinline)) void lnb_control_flow_block(const void *argumen
     const uint64_t n_out = (uint64_t)a->n_out;
     const int32_t v_n = a->s_n;
     const int32_t *const cancel = launch->cancel;
+#if defined(__OPTIMIZE__)
+    for (int32_t x0 = start; x0 < end; x0 += 32) {
+        lnb_thread group = {.cancel = cancel};
+        lnb_control_flow_lanes(x0, end, y, z, size, b_out, n_out, v_n, &group);
+        if (group.failed == LNB_OK) continue;
+        for (int32_t x = x0; x < end && x < x0 + 32; ++x) {
+            lnb_thread state = {.details = 1, .skip_writes = 1, .cancel = cancel};
+            const lnb_int3 id = {x, y, z};
+            lnb_control_flow_thread(id, size, b_out, n_out, v_n, &state);
+            if (state.failed != LNB_OK) {
+                lnb_report(launch, &state, x, y, z);
+                return;
+            }
+        }
+        lnb_report(launch, &group, x0, y, z);
+        return;
+    }
+#else
     for (int32_t x = start; x < end; ++x) {
         lnb_thread state = {.details = 1, .cancel = cancel};
         const lnb_int3 id = {x, y, z};
@@ -303,6 +572,7 @@ static __attribute__((noinline)) void lnb_control_flow_block(const void *argumen
             return;
         }
     }
+#endif
 }
 
 /* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's

@@ -258,6 +258,78 @@ static inline void lnb_mandelbrot_thread(lnb_int3 dispatch_id, lnb_int3 dispatch
     lnb_write_int32_int32(b_image, n_image, ((v_py * v_width) + v_px), v_iteration, 43, 0, lnb_state);
 }
 
+#if defined(__OPTIMIZE__)
+/* Whether any of a group's lanes is set in `mask`. */
+static inline int32_t lnb_any_lane(const int32_t *mask, int32_t lanes) {
+    int32_t any = 0;
+    for (int32_t lane = 0; lane < lanes; ++lane) any |= mask[lane];
+    return any;
+}
+
+static inline void lnb_mandelbrot_lanes(int32_t lnb_x0, int32_t lnb_end, int32_t y, int32_t z, lnb_int3 dispatch_size, int32_t *b_image, uint64_t n_image, int32_t v_width, int32_t v_height, int32_t v_max_iterations, lnb_thread *lnb_state) {
+    int32_t v_px[32] = {0};
+    int32_t v_py[32] = {0};
+    float v_cx[32] = {0};
+    float v_cy[32] = {0};
+    float v_zx[32] = {0};
+    float v_zy[32] = {0};
+    int32_t v_iteration[32] = {0};
+    float v_t[32] = {0};
+    int32_t lnb_m0[32];
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        lnb_m0[lnb_l] = lnb_x0 + lnb_l < lnb_end;
+    }
+#pragma omp simd
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        const int32_t lnb_on = lnb_m0[lnb_l];
+        { const int32_t lnb_value = dispatch_id.x; v_px[lnb_l] = lnb_on ? lnb_value : v_px[lnb_l]; }
+        { const int32_t lnb_value = dispatch_id.y; v_py[lnb_l] = lnb_on ? lnb_value : v_py[lnb_l]; }
+        { const float lnb_value = (((((float)v_px[lnb_l]) / ((float)v_width)) * 3.0f) - 2.0f); v_cx[lnb_l] = lnb_on ? lnb_value : v_cx[lnb_l]; }
+        { const float lnb_value = (((((float)v_py[lnb_l]) / ((float)v_height)) * 2.0f) - 1.0f); v_cy[lnb_l] = lnb_on ? lnb_value : v_cy[lnb_l]; }
+        { const float lnb_value = 0.0f; v_zx[lnb_l] = lnb_on ? lnb_value : v_zx[lnb_l]; }
+        { const float lnb_value = 0.0f; v_zy[lnb_l] = lnb_on ? lnb_value : v_zy[lnb_l]; }
+        { const int32_t lnb_value = 0; v_iteration[lnb_l] = lnb_on ? lnb_value : v_iteration[lnb_l]; }
+    }
+    {
+        int32_t lnb_m1[32], lnb_m2[32];
+#pragma omp simd
+        for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+            const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+            lnb_m1[lnb_l] = lnb_m0[lnb_l];
+        }
+        for (;;) {
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m1[lnb_l];
+                const int32_t lnb_taken = lnb_on & ((((v_iteration[lnb_l] < v_max_iterations) && (((v_zx[lnb_l] * v_zx[lnb_l]) + (v_zy[lnb_l] * v_zy[lnb_l])) <= 4.0f))) != 0);
+                lnb_m1[lnb_l] = lnb_taken;
+                lnb_m2[lnb_l] = lnb_taken;
+            }
+            if (!lnb_any_lane(lnb_m1, 32)) break;
+            if (lnb_thread_stopped(lnb_state)) return;
+#pragma omp simd
+            for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+                const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+                const int32_t lnb_on = lnb_m2[lnb_l];
+                { const float lnb_value = (((v_zx[lnb_l] * v_zx[lnb_l]) - (v_zy[lnb_l] * v_zy[lnb_l])) + v_cx[lnb_l]); v_t[lnb_l] = lnb_on ? lnb_value : v_t[lnb_l]; }
+                { const float lnb_value = (((2.0f * v_zx[lnb_l]) * v_zy[lnb_l]) + v_cy[lnb_l]); v_zy[lnb_l] = lnb_on ? lnb_value : v_zy[lnb_l]; }
+                { const float lnb_value = v_t[lnb_l]; v_zx[lnb_l] = lnb_on ? lnb_value : v_zx[lnb_l]; }
+                { const int32_t lnb_value = (v_iteration[lnb_l] + 1); v_iteration[lnb_l] = lnb_on ? lnb_value : v_iteration[lnb_l]; }
+            }
+        }
+    }
+    for (int32_t lnb_l = 0; lnb_l < 32; ++lnb_l) {
+        const lnb_int3 dispatch_id = {lnb_x0 + lnb_l, y, z};
+        if (!lnb_m0[lnb_l]) continue;
+        lnb_write_int32_int32(b_image, n_image, ((v_py[lnb_l] * v_width) + v_px[lnb_l]), v_iteration[lnb_l], 43, 0, lnb_state);
+    }
+}
+#endif
+
 static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments, lnb_launch *launch,
         lnb_int3 size, lnb_int3 block) {
     if (lnb_launch_stopped(launch)) return;
@@ -271,6 +343,24 @@ static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments
     const int32_t v_height = a->s_height;
     const int32_t v_max_iterations = a->s_max_iterations;
     const int32_t *const cancel = launch->cancel;
+#if defined(__OPTIMIZE__)
+    for (int32_t x0 = start; x0 < end; x0 += 32) {
+        lnb_thread group = {.cancel = cancel};
+        lnb_mandelbrot_lanes(x0, end, y, z, size, b_image, n_image, v_width, v_height, v_max_iterations, &group);
+        if (group.failed == LNB_OK) continue;
+        for (int32_t x = x0; x < end && x < x0 + 32; ++x) {
+            lnb_thread state = {.details = 1, .skip_writes = 1, .cancel = cancel};
+            const lnb_int3 id = {x, y, z};
+            lnb_mandelbrot_thread(id, size, b_image, n_image, v_width, v_height, v_max_iterations, &state);
+            if (state.failed != LNB_OK) {
+                lnb_report(launch, &state, x, y, z);
+                return;
+            }
+        }
+        lnb_report(launch, &group, x0, y, z);
+        return;
+    }
+#else
     for (int32_t x = start; x < end; ++x) {
         lnb_thread state = {.details = 1, .cancel = cancel};
         const lnb_int3 id = {x, y, z};
@@ -280,6 +370,7 @@ static __attribute__((noinline)) void lnb_mandelbrot_block(const void *arguments
             return;
         }
     }
+#endif
 }
 
 /* A tiered compile (luisa_nb.kernels.c.tiers) hands a fast build the optimised build's
