@@ -1018,6 +1018,32 @@ static PyObject *given_name_of(PyObject *array)
     return PyUnicode_Check(name) && PyUnicode_GET_LENGTH(name) ? name : NULL;
 }
 
+/* The (code, line) site `frame` (running `code`) is at, a new reference. The line is
+ * worked out from the code's location table, which costs a scan of it: the site of the last
+ * (code, instruction offset) seen is kept, since a loop makes its arrays on the same line.
+ * The kept tuple holds the code object, so its address names no other code. */
+static PyObject *last_site;
+static int last_site_offset = -1;
+
+static PyObject *frame_site(PyFrameObject *frame, PyCodeObject *code)
+{
+    int offset = PyFrame_GetLasti(frame);
+    if (last_site != NULL && offset >= 0 && offset == last_site_offset &&
+        PyTuple_GET_ITEM(last_site, 0) == (PyObject *)code) {
+        Py_INCREF(last_site);
+        return last_site;
+    }
+    PyObject *line = PyLong_FromLong(PyFrame_GetLineNumber(frame));
+    PyObject *site = line == NULL ? NULL : PyTuple_Pack(2, (PyObject *)code, line);
+    Py_XDECREF(line);
+    if (site != NULL && offset >= 0) {
+        Py_INCREF(site);
+        Py_XSETREF(last_site, site);
+        last_site_offset = offset;
+    }
+    return site;
+}
+
 /* The recorder's `_note_array(host)` for an array not named yet, in C: the name the
  * variables of the user's frame give it, found as naming.array_name finds it. 1: done
  * (noted, or not looked at); 0: Python must do it (a view no variable holds, which is
@@ -1062,7 +1088,7 @@ static int note_array_here(AppenderObject *appender, PyObject *host)
     if (frame == NULL) /* no user code: nothing to name it after */
         goto done;
     status = -1;
-    if ((site = Py_BuildValue("(Oi)", (PyObject *)code, PyFrame_GetLineNumber(frame))) == NULL)
+    if ((site = frame_site(frame, code)) == NULL)
         goto done;
     PyObject *count = PyDict_GetItemWithError(appender->unnamed_sites, site); /* borrowed */
     long unnamed = 0;

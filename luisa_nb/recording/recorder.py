@@ -381,17 +381,6 @@ class TraceRecorderBase(Recorder):
         made_at = None if watch[2] is None else code_line(*watch[2])
         self.releases.append(ReleaseRecord(seq, time, watch[1], site, made_at))
 
-    def _name_host(self, host: HostRange, array: np.ndarray) -> None:
-        """Give ``host`` the name its array had when the command was made, and remember
-        the array and those it views (weakly) for :meth:`name_from`."""
-        known = self._array_names.get(id(array))
-        if host.name is None and known is not None and known[0]() is array:
-            host.name = known[1]
-        if array.base is None:  # owners(array) is [array]: the common case, without a call
-            self._hosts[id(host)] = (host, [weakref.ref(array)])
-        else:
-            self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
-
     def name_from(self, namespace: Mapping[str, object], *, replace: bool = False) -> None:
         """Name host ranges after the variables of ``namespace`` that hold their arrays, or
         arrays those view, while they are alive: the unnamed ones, or all with
@@ -425,7 +414,16 @@ class TraceRecorderBase(Recorder):
             self._note_launch(fields, command)
         host = fields[HOST_FIELD]
         if host is not None and id(host) not in self._hosts:
-            self._name_host(host, command.host)
+            # give the range the name its array had when the command was made, and keep
+            # the array and those it views (weakly) for name_from()
+            array = command.host
+            known = self._array_names.get(id(array))
+            if host.name is None and known is not None and known[0]() is array:
+                host.name = known[1]
+            if array.base is None:  # owners(array) is [array]: the common case, without a call
+                self._hosts[id(host)] = (host, [weakref.ref(array)])
+            else:
+                self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
         lock, described = self._lock, self.described
         lock.acquire()  # not `with`: two bound methods fewer
         try:

@@ -4,11 +4,12 @@
  * `submitted` hook. This is runtime code: it reads the runtime's commands by their slot
  * layout, and does the memo checks of the fast paths of UploadCommand, DownloadCommand
  * and DispatchCommand.trace_fields() (a Python call each cost as much as the rest of a
- * traced command). Where a memo does not hold a command's fields, and for every other
- * command, its trace_fields() works them out; a command of the type named with
- * use_fields_slot_type() keeps its fields in its slot `fields`, which is read instead
- * (real luisa-python's commands). start_run() gathers the ids of a run for
- * the recorder's `run_timer` and calls it. The two paths are tested against each other.
+ * traced command). Where a transfer's memo was made for another array (a loop uploading
+ * a new array each step), its fields are made here from the memo's and the new array's
+ * host range. Otherwise, and for every other command, its trace_fields() works them out;
+ * a command of the type named with use_fields_slot_type() keeps its fields in its slot
+ * `fields`, which is read instead (real luisa-python's commands). start_run() gathers
+ * the ids of a run for the recorder's `run_timer` and calls it. The two paths are tested against each other.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +27,7 @@ static PyTypeObject *upload_type, *download_type, *dispatch_type;
 /* A command type that keeps its trace fields in a slot `fields` (use_fields_slot_type). */
 static PyTypeObject *fields_slot_type;
 static Py_ssize_t capture_field; /* the index of the enqueue capture in trace fields */
+static PyObject *host_range_function; /* runtime.host.host_range, a strong reference */
 
 /* An attribute read where it is a slot (commands, views, dispatch arguments and their
  * memo have __slots__) at the slot's offset: looking its name up costs about as much as
@@ -115,30 +117,78 @@ static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attr
     return value;
 }
 
+/* The trace fields of a transfer of `host` (an array) with enqueue capture `capture`, made
+ * from `known`, those of the view's previous transfer (another array): the same kind, label
+ * and device ranges (the view's own, made once per access), this array's host range and
+ * this capture, as trace_fields() makes them. The view's memo (`memo_name`) of `view_object`
+ * is set to them, as array_memo() makes it. NULL without an error where `known` is not
+ * such fields (trace_fields() then works them out); a new reference. */
+static PyObject *new_transfer_fields(PyObject *view_object, Attribute *memo_name, PyObject *known,
+                                     PyObject *host, PyObject *capture)
+{
+    if (host_range_function == NULL || !PyTuple_CheckExact(known) ||
+        PyTuple_GET_SIZE(known) != capture_field + 1 || capture_field != 4 || !PyArray_Check(host))
+        return NULL;
+    PyArrayObject *array = (PyArrayObject *)host;
+    PyObject *range = PyObject_CallOneArg(host_range_function, host);
+    if (range == NULL)
+        return NULL;
+    PyObject *fields = PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), PyTuple_GET_ITEM(known, 1),
+                                    PyTuple_GET_ITEM(known, 2), range, capture);
+    Py_DECREF(range);
+    PyObject *reference = fields == NULL ? NULL : PyWeakref_NewRef(host, NULL);
+    PyObject *shape = reference == NULL ? NULL : PyTuple_New(PyArray_NDIM(array));
+    PyObject *memo = NULL;
+    int failed = shape == NULL;
+    for (int i = 0; !failed && i < PyArray_NDIM(array); i++) {
+        PyObject *extent = PyLong_FromSsize_t(PyArray_DIMS(array)[i]);
+        if (extent == NULL)
+            failed = 1;
+        else
+            PyTuple_SET_ITEM(shape, i, extent);
+    }
+    if (!failed)
+        memo = PyTuple_Pack(4, reference, shape, (PyObject *)PyArray_DESCR(array), fields);
+    if (memo == NULL || PyObject_SetAttr(view_object, memo_name->name, memo) < 0)
+        Py_CLEAR(fields);
+    Py_XDECREF(memo);
+    Py_XDECREF(shape);
+    Py_XDECREF(reference);
+    return fields;
+}
+
 /* The trace fields of a transfer (`command`) whose view (its attribute `view`) keeps its
- * latest transfer's in `memo_name`, if that memo holds (an upload's: with the same capture);
- * NULL without an error where it does not. */
+ * latest transfer's in `memo_name`: that memo's if it holds (an upload's: with the same
+ * capture), else made from it for a new array (new_transfer_fields); NULL without an
+ * error where neither is so. */
 static PyObject *transfer_fields(PyObject *command, Attribute *view, Attribute *memo_name,
                                  int upload)
 {
-    PyObject *memo = attribute_of_attribute(command, view, memo_name);
-    if (memo == NULL)
+    PyObject *view_object = read_attribute(view, command);
+    if (view_object == NULL)
         return NULL;
-    PyObject *host = read_attribute(&attribute_host, command), *fields = NULL, *capture = NULL;
-    int holds = host == NULL ? -1 : memo_made_for(memo, 4, host);
-    if (holds == 1) {
-        fields = PyTuple_GET_ITEM(memo, 3);
-        if (upload && (capture = read_attribute(&attribute_enqueue_capture, command)) == NULL)
-            fields = NULL;
-        else if (upload && (!PyTuple_CheckExact(fields) ||
-                            PyTuple_GET_SIZE(fields) <= capture_field ||
-                            PyTuple_GET_ITEM(fields, capture_field) != capture))
-            fields = NULL;
-        Py_XINCREF(fields);
+    PyObject *memo = read_attribute(memo_name, view_object), *fields = NULL;
+    PyObject *host = memo == NULL ? NULL : read_attribute(&attribute_host, command);
+    PyObject *capture = Py_None;
+    Py_INCREF(capture);
+    if (upload && host != NULL)
+        Py_SETREF(capture, read_attribute(&attribute_enqueue_capture, command));
+    int holds = host == NULL || capture == NULL ? -1 : memo_made_for(memo, 4, host);
+    if (holds >= 0) {
+        PyObject *known = PyTuple_CheckExact(memo) && PyTuple_GET_SIZE(memo) == 4
+                              ? PyTuple_GET_ITEM(memo, 3) : NULL;
+        if (holds == 1 && PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) > capture_field &&
+            (!upload || PyTuple_GET_ITEM(known, capture_field) == capture)) {
+            fields = known;
+            Py_INCREF(fields);
+        } else if (holds == 0 && known != NULL) {
+            fields = new_transfer_fields(view_object, memo_name, known, host, capture);
+        }
     }
     Py_XDECREF(capture);
     Py_XDECREF(host);
-    Py_DECREF(memo);
+    Py_XDECREF(memo);
+    Py_DECREF(view_object);
     return fields;
 }
 
@@ -327,15 +377,20 @@ static PyObject *start_run(PyObject *module, PyObject *const *args, Py_ssize_t n
 }
 
 PyDoc_STRVAR(use_command_types_doc,
-             "use_command_types(upload, download, dispatch, capture_field)\n--\n\n"
-             "The command types whose memos report_submitted reads, and the index of the "
-             "enqueue capture in trace fields.");
+             "use_command_types(upload, download, dispatch, capture_field, host_range)\n--\n\n"
+             "The command types whose memos report_submitted reads, the index of the "
+             "enqueue capture in trace fields, and the function giving a host array's range.");
 
 static PyObject *use_command_types(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
+    if (nargs != 5) {
         PyErr_Format(PyExc_TypeError, "use_command_types(upload, download, dispatch, "
-                                      "capture_field) takes 4 arguments, not %zd", nargs);
+                                      "capture_field, host_range) takes 5 arguments, not %zd",
+                     nargs);
+        return NULL;
+    }
+    if (!PyCallable_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "use_command_types(): host_range is not callable");
         return NULL;
     }
     for (int i = 0; i < 3; i++)
@@ -347,6 +402,8 @@ static PyObject *use_command_types(PyObject *module, PyObject *const *args, Py_s
     if (index == -1 && PyErr_Occurred())
         return NULL;
     capture_field = index;
+    Py_INCREF(args[4]);
+    Py_XSETREF(host_range_function, args[4]);
     PyTypeObject **types[3] = {&upload_type, &download_type, &dispatch_type};
     for (int i = 0; i < 3; i++) {
         Py_INCREF(args[i]);

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -29,7 +30,7 @@ from luisa_nb.recording.recorder import (
 from luisa_nb.recording.records import Access, Capture, CommandKind, DeviceRange, HostRange
 from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 from luisa_nb.runtime.device_prints import printing_dispatch
-from luisa_nb.runtime.host import array_memo, host_range
+from luisa_nb.runtime.host import host_range
 
 if TYPE_CHECKING:
     from luisa_nb.backends.base import Backend
@@ -151,7 +152,7 @@ class UploadCommand(Command):
         ):
             return memo[3]
         fields = (_UPLOAD, "", target.device_ranges(_WRITE), host_range(host), capture)
-        target.upload_fields = array_memo(host, fields)
+        target.upload_fields = (weakref.ref(host), host.shape, host.dtype, fields)  # array_memo()
         return fields
 
     def describe(self) -> str:
@@ -194,7 +195,7 @@ class DownloadCommand(Command):
         ):
             return memo[3]
         fields = (_DOWNLOAD, "", source.device_ranges(_READ), host_range(host), None)
-        source.download_fields = array_memo(host, fields)
+        source.download_fields = (weakref.ref(host), host.shape, host.dtype, fields)  # array_memo()
         return fields
 
     def describe(self) -> str:
@@ -439,7 +440,9 @@ if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
     except ImportError:  # not built (no C compiler or Python headers at install)
         pass
     else:
-        use_command_types(UploadCommand, DownloadCommand, DispatchCommand, CAPTURE_FIELD)
+        use_command_types(
+            UploadCommand, DownloadCommand, DispatchCommand, CAPTURE_FIELD, host_range
+        )
 
 NATIVE = report_submitted is not python_report_submitted
 """Whether submissions are reported in C."""

@@ -123,10 +123,19 @@ def recalled(memo: ArrayMemo | None, array: np.ndarray) -> Any:
 
 
 _host_ranges: dict[int, ArrayMemo] = {}
+_sweep_at = 64
+"""The size of :data:`_host_ranges` at which :func:`host_range` next drops the memos of
+freed arrays. A weak reference with a callback per array would drop each as it goes,
+at the cost of a Python call per array freed: a notebook loop frees one per step."""
 
 
-def _forget(key: int) -> None:
-    _host_ranges.pop(key, None)
+def _drop_freed_host_ranges() -> None:
+    """Drop the memos of freed arrays, and sweep again when the live ones have doubled."""
+    global _sweep_at
+    for key, memo in list(_host_ranges.items()):
+        if memo[0]() is None and _host_ranges.get(key) is memo:
+            del _host_ranges[key]
+    _sweep_at = max(64, 2 * len(_host_ranges))
 
 
 def host_range(array: np.ndarray) -> HostRange:
@@ -142,6 +151,7 @@ def host_range(array: np.ndarray) -> HostRange:
         known = HostRange(data_address(array), array.nbytes, dtype.str, shape)
     else:
         known = HostRange(data_address(array), array.nbytes, *value_layout(dtype, shape))
-    reference = weakref.ref(array, lambda _, key=key: _forget(key))
-    _host_ranges[key] = (reference, shape, dtype, known)  # array_memo(), written out
+    if len(_host_ranges) >= _sweep_at:
+        _drop_freed_host_ranges()
+    _host_ranges[key] = (weakref.ref(array), shape, dtype, known)  # array_memo(), written out
     return known
