@@ -21,6 +21,9 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
 #include <numpy/arrayobject.h>
@@ -43,6 +46,31 @@
 #define UNNAMED_LIMIT 8 /* unnamed arrays one line of user code may make before it is not looked at */
 
 static PyObject *digest_function; /* xxhash.xxh3_128_digest */
+
+/* XXH3_128bits of the library inside the xxhash module, where that module's shared object
+ * exports it (find_direct_hash), else NULL. The digest of bytes up to DIRECT_HASH_BYTES is
+ * worked out by it here, without a Python call (which cost as much as the hashing of a 4 KiB
+ * upload): the same bytes as digest_function's, which the module checks before using it.
+ * Longer inputs go through digest_function, which lets other threads run while it hashes. */
+typedef struct {
+    uint64_t low64, high64;
+} Hash128;
+typedef Hash128 (*Hash128Function)(const void *, size_t);
+static Hash128Function direct_hash;
+#define DIRECT_HASH_BYTES (64 * 1024)
+
+/* The binary digest of `length` bytes at `start` (a new bytes object), as digest_function
+ * gives it: the 128-bit hash, high half first, each half big-endian. */
+static PyObject *direct_digest(const void *start, size_t length)
+{
+    Hash128 hash = direct_hash(start, length);
+    unsigned char out[DIGEST_BYTES];
+    for (int i = 0; i < 8; i++) {
+        out[i] = (unsigned char)(hash.high64 >> (56 - 8 * i));
+        out[8 + i] = (unsigned char)(hash.low64 >> (56 - 8 * i));
+    }
+    return PyBytes_FromStringAndSize((const char *)out, DIGEST_BYTES);
+}
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
     *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
 static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
@@ -475,6 +503,58 @@ static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     return (PyObject *)appender;
 }
 
+/* Set direct_hash where the shared object of xxhash's extension module exports
+ * XXH3_128bits and it digests a few inputs of several lengths as digest_function does;
+ * -1 on a Python error (a failed look-up is no error: digests then take the Python call). */
+static int find_direct_hash(void)
+{
+#if defined(__unix__) || defined(__APPLE__)
+    PyObject *extension = PyImport_ImportModule("xxhash._xxhash");
+    if (extension == NULL) {
+        PyErr_Clear(); /* another layout of the package: no direct hash */
+        return 0;
+    }
+    PyObject *path = PyObject_GetAttrString(extension, "__file__");
+    Py_DECREF(extension);
+    if (path == NULL || !PyUnicode_Check(path)) {
+        Py_XDECREF(path);
+        PyErr_Clear();
+        return 0;
+    }
+    const char *text = PyUnicode_AsUTF8(path);
+    void *library = text == NULL ? NULL : dlopen(text, RTLD_LAZY | RTLD_NOLOAD);
+    Py_DECREF(path);
+    if (text == NULL)
+        return -1;
+    if (library == NULL)
+        return 0;
+    Hash128Function found = (Hash128Function)dlsym(library, "XXH3_128bits");
+    if (found == NULL) {
+        dlclose(library);
+        return 0;
+    }
+    direct_hash = found; /* the library stays open: its module is loaded for good */
+    unsigned char sample[4096];
+    for (size_t i = 0; i < sizeof sample; i++)
+        sample[i] = (unsigned char)(i * 131u + 7u);
+    static const size_t lengths[] = {0, 1, 3, 8, 16, 17, 128, 129, 240, 241, 1000, 4096};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        PyObject *input = PyBytes_FromStringAndSize((const char *)sample, (Py_ssize_t)lengths[i]);
+        PyObject *expected = input == NULL ? NULL : PyObject_CallOneArg(digest_function, input);
+        PyObject *got = expected == NULL ? NULL : direct_digest(sample, lengths[i]);
+        int same = got == NULL ? -1 : PyObject_RichCompareBool(expected, got, Py_EQ);
+        Py_XDECREF(input);
+        Py_XDECREF(expected);
+        Py_XDECREF(got);
+        if (same != 1) {
+            direct_hash = NULL;
+            return same < 0 ? -1 : 0;
+        }
+    }
+#endif
+    return 0;
+}
+
 static int appender_traverse(AppenderObject *appender, visitproc visit, void *arg)
 {
     Py_VISIT(appender->described_at);
@@ -828,7 +908,11 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
         PyArray_CLEARFLAGS((PyArrayObject *)copy, NPY_ARRAY_WRITEABLE);
     }
     PyObject *hashed_bytes = copy != NULL ? copy : data;
-    if ((hashed = PyObject_CallOneArg(digest_function, hashed_bytes)) == NULL)
+    if (direct_hash != NULL && bytes.len <= DIRECT_HASH_BYTES)
+        hashed = direct_digest(bytes.start, (size_t)bytes.len);
+    else
+        hashed = PyObject_CallOneArg(digest_function, hashed_bytes);
+    if (hashed == NULL)
         goto done;
     if (!PyBytes_Check(hashed) || PyBytes_GET_SIZE(hashed) != DIGEST_BYTES) {
         PyErr_SetString(PyExc_TypeError, "the digest function gave no 16-byte digest");
@@ -1677,6 +1761,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         return NULL;
     digest_function = PyObject_GetAttrString(xxhash, "xxh3_128_digest");
     Py_DECREF(xxhash);
+    if (digest_function != NULL && find_direct_hash() < 0)
+        return NULL;
     PyObject *records = PyImport_ImportModule("luisa_nb.recording.records");
     if (records == NULL)
         return NULL;
@@ -1701,7 +1787,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         PyModule_AddIntConstant(m, "ACCESS_WIDTH", ACCESS_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "RUN_WIDTH", RUN_WIDTH) < 0 ||
         PyModule_AddIntConstant(m, "TICK_WIDTH", TICK_WIDTH) < 0 ||
-        PyModule_AddIntConstant(m, "UNNAMED_LIMIT", UNNAMED_LIMIT) < 0) {
+        PyModule_AddIntConstant(m, "UNNAMED_LIMIT", UNNAMED_LIMIT) < 0 ||
+        PyModule_AddObjectRef(m, "DIRECT_HASH", direct_hash != NULL ? Py_True : Py_False) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -470,6 +470,37 @@ def test_each_access_keeps_the_digest_of_its_bytes(recorder_class, nbytes):
     assert len(set(seen)) == (1 if nbytes == 0 else 2 if nbytes == 1 else 3)
 
 
+def xxhash_exports_its_hash() -> bool:
+    """Whether the shared object of xxhash's extension module exports XXH3_128bits."""
+    try:
+        import ctypes
+
+        import xxhash._xxhash as extension
+
+        return hasattr(ctypes.CDLL(extension.__file__), "XXH3_128bits")
+    except (ImportError, OSError):
+        return False
+
+
+@needs_native
+def test_the_c_appender_digests_every_length_as_xxhash_does():
+    """Inputs up to 64 KiB are hashed by the C function inside xxhash's module, without a
+    Python call, where the module exports it: every length up to 300 bytes and some longer
+    ones (either side of 64 KiB, taken by the Python call) get xxh3_128_digest's digest."""
+    from luisa_nb.recording import _row_appender
+
+    if xxhash_exports_its_hash():
+        assert _row_appender.DIRECT_HASH
+    generator = np.random.default_rng(29)
+    lengths = [*range(301), 1023, 1024, 4095, 4097, 65535, 65536, 65537, 200_000]
+    arrays = [generator.integers(0, 256, length, dtype=np.uint8) for length in lengths]
+    with lnb.trace() as trace:
+        recorder = trace.recorder
+        for command_id, data in enumerate(arrays, 1):
+            recorder.host_read(command_id, 0, data)
+    assert digests_of(rows_of(recorder.accesses)) == [xxh3_128_digest(data) for data in arrays]
+
+
 def test_rows_are_in_seq_order_with_times_from_the_trace_clock(recorder_class):
     """Two threads submit to their own streams at once: rows, seqs and submission times
     are in one order, and a submission's time lies between the clock readings around
