@@ -195,3 +195,27 @@ def test_luisa_programs_get_the_finding_too():
     assert hazard.kind is HazardKind.HOST_USE_AFTER_FREE
     assert "result[0:256]" in hazard.message
     assert "luisa_nb kept the array alive" in hazard.message
+
+
+def test_host_range_memos_of_freed_arrays_are_dropped_and_live_ones_kept():
+    """``host_range`` keeps one memo per array without a callback per array: the memos of
+    freed arrays go when the table has doubled, a live array keeps its range (the same
+    object) through every sweep, and an array at a freed one's address gets its own."""
+    from luisa_nb.runtime import host
+
+    kept = np.zeros(16, np.float32)
+    kept_range = host.host_range(kept)
+    held, fillers = [], []
+    for size in range(1, 2_000):
+        array = np.zeros(size, np.uint8)
+        assert host.host_range(array).nbytes == size
+        if size % 500 == 0:
+            held.append((array, host.host_range(array)))
+        del array
+        fillers.append(kept.view())  # takes the freed array's place: the next has a new id
+    assert len(host._host_ranges) < 200
+    assert host.host_range(kept) is kept_range
+    for array, known in held:
+        assert host.host_range(array) is known
+    replaced = np.zeros(16, np.float64)
+    assert host.host_range(replaced).nbytes == 128 and host.host_range(replaced).dtype == "<f8"
