@@ -1126,8 +1126,8 @@ static PyObject *frame_site(PyFrameObject *frame, PyCodeObject *code)
     Py_XDECREF(line);
     if (site != NULL && offset >= 0) {
         Py_INCREF(site);
+        last_site_offset = offset; /* first: dropping the old site may run Python code */
         Py_XSETREF(last_site, site);
-        last_site_offset = offset;
     }
     return site;
 }
