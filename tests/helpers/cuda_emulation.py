@@ -321,7 +321,7 @@ class EmulatedCudaExecutable(CExecutable):
             self.parameters += count_parameters(kernel)
         self.cuda_source = cuda_source
         self.source = unit
-        self._function = load_launch_function(library, entry)
+        self.launch_entry = load_launch_function(library, entry)
         self._failed = emulation_failure_function(library)
         self._pack = argument_struct(kernel, checks).pack
         self._composites = {

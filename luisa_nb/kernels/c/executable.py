@@ -19,7 +19,7 @@ from luisa_nb.kernels import ir
 from luisa_nb.kernels.c.device_print import PRINT_TARGET, PrintLog
 from luisa_nb.kernels.c.emitter import CEmitter, argument_struct
 from luisa_nb.kernels.c.fault_guard import guard_address
-from luisa_nb.kernels.c.launch_runs import RUNNER_SOURCE, PreparedLaunch, runner_of
+from luisa_nb.kernels.c.launch_runs import PreparedLaunch
 from luisa_nb.kernels.c.tiers import hand_over, start_tiers
 from luisa_nb.kernels.c.toolchain import (
     BackgroundBuild,
@@ -90,7 +90,7 @@ class CExecutable(Executable):
         self._heap_names = [name for name, _ in kernel.heaps]
         self._bindless_sites = emitter.bindless_sites
         self._entry_name, self._launch_name = emitter.entry_name, emitter.launch_name
-        library_source = f"{self.source}\n{RUNNER_SOURCE}"
+        library_source = self.source
         optimization = emitter.optimization
         self.tier = "optimised"
         """"fast" while launches run from a tiered compile's fast build, then "optimised"
@@ -123,9 +123,8 @@ class CExecutable(Executable):
         }
 
     def _use(self, library: ctypes.CDLL) -> None:
-        self._function = launch_function(library, self._launch_name)
-        self.entry_address: int = ctypes.cast(self._function, ctypes.c_void_p).value
-        self.runner = runner_of(library)
+        self.launch_entry = launch_function(library, self._launch_name)
+        self.entry_address: int = ctypes.cast(self.launch_entry, ctypes.c_void_p).value
 
     def _switch_to_optimised(self, build: BackgroundBuild) -> None:
         """Launch from the optimised build from now on (called when it has ended)."""
@@ -162,7 +161,7 @@ class CExecutable(Executable):
         if self.prints:
             stopped = self._printing_launch(packed, cancel)
         else:
-            stopped = run_launch(self._function, packed, cancel)
+            stopped = run_launch(self.launch_entry, packed, cancel)
         if stopped is not None:
             raise self.failure(stopped, dims, scalars)
 
@@ -174,7 +173,7 @@ class CExecutable(Executable):
         with self._print_lock:
             self._print_target.value = log.address
             try:
-                return run_launch(self._function, packed, cancel)
+                return run_launch(self.launch_entry, packed, cancel)
             finally:
                 self._print_target.value = None
                 log.collect(collector)
