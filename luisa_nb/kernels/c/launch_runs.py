@@ -5,7 +5,8 @@ several times that. So a launch is prepared once (:class:`PreparedLaunch`: the e
 address and the packed argument struct, kept while the same arguments are dispatched
 again) and a run of prepared launches goes to C as one array of (entry, arguments)
 address pairs. The loop (``fault_guard.RUNNER_SOURCE``) is in the fault guard's library,
-built once, not in each kernel's build (at ``-O0`` it was ~8 ms of each); where that
+built once, not in each kernel's build (it cost each ``-O0`` build ~3 ms, each ``-O2``
+one 5-14 ms); where that
 library could not be built, a loop in Python calls the entries one by one. It stops at
 the first launch that fails (a fault included, see :mod:`~luisa_nb.kernels.c.fault_guard`)
 or is cancelled and says which one it was; with a ``times`` array it also gives the time
