@@ -23,6 +23,7 @@
 #include <string.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
+#include <sys/mman.h>
 #endif
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define NPY_TARGET_VERSION NPY_1_24_API_VERSION /* runs with numpy 1.24 on, as luisa_nb does */
@@ -76,7 +77,7 @@ static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_c
 static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
 static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
 static PyObject *sync_kinds, *host_wait_kinds, *statuses; /* tuples of enum members (use_sync_kinds) */
-static PyObject *str_id;
+static PyObject *str_id, *str_name;
 
 /* Whether a call got other than `expected` arguments (then a TypeError names `signature`). */
 static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *signature)
@@ -457,6 +458,8 @@ typedef struct {
     PyObject *last_capture;   /* their capture; NULL with `last_kept` */
     PyObject *last_named;     /* the (weakref, name) entry of the last array found named */
     PyObject *last_fields;    /* the trace fields last logged, at `last_position` */
+    PyObject *described_ranges; /* dict: id(device ranges) -> those ranges, of transfers described */
+    PyObject *recorder_state; /* (described, _hosts, _host_owners, _lock) of the recorder, or NULL */
     LogObject *syncs;         /* a row per sync point issued (recorder.SYNC_COLUMNS) */
     LogObject *sync_completions; /* a row per sync point completed (recorder.COMPLETION_COLUMNS) */
     PyObject *sync_errors;    /* list: the errors the completions name */
@@ -465,6 +468,10 @@ typedef struct {
     PyObject *last_placed;    /* dict: stream id -> seq of its last sync point placed */
     PyObject *blobs;          /* the trace's blobs (dict: digest -> bytes), or NULL */
     PyObject *capture_head;   /* the bytes of a transfer the trace keeps (None: every byte) */
+    PyObject *block;          /* the capsule of the block new captured bytes go into, or NULL */
+    char *block_next;         /* its first free byte */
+    Py_ssize_t block_left;    /* its free bytes */
+    Py_ssize_t block_bytes;   /* the size of the next block */
     int64_t last_position;
     int64_t last_stream;      /* the id of the stream last submitted to */
     int64_t submission_count;
@@ -492,11 +499,12 @@ static PyObject *appender_new(PyTypeObject *type, PyObject *args, PyObject *kwds
     appender->looked_at = PyDict_New();
     appender->last_placed = PyDict_New();
     appender->captured = PyDict_New();
+    appender->described_ranges = PyDict_New();
     appender->last_stream = INT64_MIN;
     if (!appender->submissions || !appender->accesses || !appender->steps || !appender->runs || !appender->ticks ||
         !appender->described_at || !appender->policies || !appender->array_names || !appender->unnamed_sites || !appender->captured ||
         !appender->syncs || !appender->sync_completions || !appender->sync_errors || !appender->host_waits ||
-        !appender->looked_at || !appender->last_placed) {
+        !appender->looked_at || !appender->last_placed || !appender->described_ranges) {
         Py_DECREF(appender);
         return NULL;
     }
@@ -574,6 +582,8 @@ static int appender_traverse(AppenderObject *appender, visitproc visit, void *ar
     Py_VISIT(appender->last_capture);
     Py_VISIT(appender->last_kept);
     Py_VISIT(appender->last_fields);
+    Py_VISIT(appender->described_ranges);
+    Py_VISIT(appender->recorder_state);
     Py_VISIT(appender->blobs);
     Py_VISIT(appender->capture_head);
     return 0;
@@ -594,8 +604,11 @@ static int appender_clear(AppenderObject *appender)
     Py_CLEAR(appender->last_capture);
     Py_CLEAR(appender->last_kept);
     Py_CLEAR(appender->last_fields);
+    Py_CLEAR(appender->described_ranges);
+    Py_CLEAR(appender->recorder_state);
     Py_CLEAR(appender->blobs);
     Py_CLEAR(appender->capture_head);
+    Py_CLEAR(appender->block);
     return 0;
 }
 
@@ -613,10 +626,154 @@ static void appender_dealloc(AppenderObject *appender)
     Py_TYPE(appender)->tp_free((PyObject *)appender);
 }
 
+#define TRANSFER_FIELDS 5 /* kind, label, device ranges, host range, enqueue capture */
+#define RANGES_FIELD 2
+#define HOST_FIELD 3
+
+/* The recorder's (described, _hosts, _host_owners, _lock), borrowed, looked up once; NULL
+ * without an error where it has not all of them (a recorder that describes in Python). */
+static PyObject *recorder_state(AppenderObject *appender)
+{
+    if (appender->recorder_state == NULL) {
+        static const char *names[4] = {"described", "_hosts", "_host_owners", "_lock"};
+        PyObject *state = PyTuple_New(4);
+        for (int i = 0; state != NULL && i < 4; i++) {
+            PyObject *value = PyObject_GetAttrString((PyObject *)appender, names[i]);
+            if (value == NULL) {
+                Py_CLEAR(state);
+                if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                    return NULL;
+                PyErr_Clear();
+                state = Py_NewRef(Py_None);
+                break;
+            }
+            PyTuple_SET_ITEM(state, i, value);
+        }
+        if (state == NULL)
+            return NULL;
+        if (state != Py_None && (!PyList_CheckExact(PyTuple_GET_ITEM(state, 0)) ||
+                                 !PyDict_CheckExact(PyTuple_GET_ITEM(state, 1)) ||
+                                 !PyDict_CheckExact(PyTuple_GET_ITEM(state, 2))))
+            Py_SETREF(state, Py_NewRef(Py_None));
+        appender->recorder_state = state;
+    }
+    return appender->recorder_state == Py_None ? NULL : appender->recorder_state;
+}
+
+/* The recorder's _describe(fields, command, stream), in C, for the transfer of a host array
+ * into or out of a view whose transfers were described before (a loop uploading a new
+ * array each step): its buffers are noted already and it runs no kernel, so what is left
+ * is the host range (named after the array's name where it was made, kept with a weak
+ * reference to the array) and the fields' position. 1: done, `*out` set; 0: _describe must
+ * do it; -1: an error. The position is taken and the fields appended with no Python code in
+ * between, while no thread is inside _describe's own taking of one (its lock is free). */
+static int describe_transfer(AppenderObject *appender, PyObject *fields, PyObject *command, int64_t *out)
+{
+    if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != TRANSFER_FIELDS ||
+        PyTuple_GET_ITEM(fields, HOST_FIELD) == Py_None)
+        return 0;
+    PyObject *ranges = PyTuple_GET_ITEM(fields, RANGES_FIELD), *host = PyTuple_GET_ITEM(fields, HOST_FIELD);
+    PyObject *ranges_key = PyLong_FromVoidPtr(ranges);
+    if (ranges_key == NULL)
+        return -1;
+    PyObject *known_ranges = PyDict_GetItemWithError(appender->described_ranges, ranges_key);
+    Py_DECREF(ranges_key);
+    if (known_ranges != ranges)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *state = recorder_state(appender);
+    if (state == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *described = PyTuple_GET_ITEM(state, 0), *hosts = PyTuple_GET_ITEM(state, 1);
+    PyObject *host_owners = PyTuple_GET_ITEM(state, 2), *lock = PyTuple_GET_ITEM(state, 3);
+    PyObject *host_key = PyLong_FromVoidPtr(host), *array = NULL, *reference = NULL;
+    int status = -1;
+    if (host_key == NULL)
+        return -1;
+    int noted = PyDict_Contains(hosts, host_key);
+    if (noted < 0)
+        goto done;
+    if (!noted) {
+        status = 0;
+        array = PyObject_GetAttrString(command, "host");
+        if (array == NULL) {
+            PyErr_Clear();
+            goto done;
+        }
+        if (!PyArray_Check(array) || PyArray_BASE((PyArrayObject *)array) != NULL)
+            goto done; /* a view: _describe keeps the arrays it views too */
+        status = -1;
+        PyObject *name = PyObject_GetAttr(host, str_name);
+        if (name == NULL)
+            goto done;
+        int unnamed = name == Py_None;
+        Py_DECREF(name);
+        PyObject *array_key = PyLong_FromVoidPtr(array);
+        if (array_key == NULL)
+            goto done;
+        PyObject *entry = PyDict_GetItemWithError(appender->array_names, array_key); /* borrowed */
+        Py_DECREF(array_key);
+        if (entry == NULL && PyErr_Occurred())
+            goto done;
+        if (unnamed && entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2) {
+            Py_INCREF(entry);
+            int named = refers_to(PyTuple_GET_ITEM(entry, 0), array);
+            if (named == 1 && PyObject_SetAttr(host, str_name, PyTuple_GET_ITEM(entry, 1)) < 0)
+                named = -1;
+            Py_DECREF(entry);
+            if (named < 0)
+                goto done;
+        }
+        if ((reference = untracked_reference(array)) == NULL || PyDict_SetItem(hosts, host_key, host) < 0 ||
+            PyDict_SetItem(host_owners, host_key, reference) < 0)
+            goto done;
+    }
+    status = 0;
+    PyObject *locked = PyObject_CallMethod(lock, "locked", NULL);
+    if (locked == NULL) {
+        status = -1;
+        goto done;
+    }
+    int busy = PyObject_IsTrue(locked);
+    Py_DECREF(locked);
+    if (busy != 0) {
+        status = busy < 0 ? -1 : 0;
+        goto done;
+    }
+    /* no Python code from here to the end */
+    status = -1;
+    Py_ssize_t position = PyList_GET_SIZE(described);
+    PyObject *fields_key = PyLong_FromVoidPtr(fields), *position_object = PyLong_FromSsize_t(position);
+    if (fields_key != NULL && position_object != NULL && PyList_Append(described, fields) == 0 &&
+        PyDict_SetItem(appender->described_at, fields_key, position_object) == 0) {
+        *out = position;
+        status = 1;
+    }
+    Py_XDECREF(fields_key);
+    Py_XDECREF(position_object);
+done:
+    Py_XDECREF(reference);
+    Py_XDECREF(array);
+    Py_DECREF(host_key);
+    return status;
+}
+
+/* Remember the device ranges of transfer fields `fields` that _describe described: the
+ * next transfers into or out of that view take describe_transfer. */
+static int note_described_ranges(AppenderObject *appender, PyObject *fields)
+{
+    if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != TRANSFER_FIELDS ||
+        PyTuple_GET_ITEM(fields, HOST_FIELD) == Py_None)
+        return 0;
+    PyObject *ranges = PyTuple_GET_ITEM(fields, RANGES_FIELD), *key = PyLong_FromVoidPtr(ranges);
+    int status = key == NULL ? -1 : PyDict_SetItem(appender->described_ranges, key, ranges);
+    Py_XDECREF(key);
+    return status;
+}
+
 /* The position of `fields` (a command's trace fields) in the recorder's `described`
- * list, from `described_at` or, for fields not seen before, from `_describe`, which gets
- * the command and its stream as the runtime handed them: `commands[index]`, or with
- * `index` -1 `commands` itself (one command). */
+ * list, from `described_at` or, for fields not seen before, from describe_transfer or else
+ * `_describe`, which gets the command and its stream as the runtime handed them:
+ * `commands[index]`, or with `index` -1 `commands` itself (one command). */
 static int fields_position(AppenderObject *appender, PyObject *fields, PyObject *commands,
                            Py_ssize_t index, PyObject *stream, int64_t *out)
 {
@@ -632,6 +789,11 @@ static int fields_position(AppenderObject *appender, PyObject *fields, PyObject 
     PyObject *command = index < 0 ? Py_NewRef(commands) : PySequence_GetItem(commands, index);
     if (command == NULL)
         return -1;
+    int described = describe_transfer(appender, fields, command, out);
+    if (described != 0) {
+        Py_DECREF(command);
+        return described < 0 ? -1 : 0;
+    }
     position = PyObject_CallMethodObjArgs((PyObject *)appender, str_describe, fields, command,
                                           stream, NULL);
     Py_DECREF(command);
@@ -639,7 +801,7 @@ static int fields_position(AppenderObject *appender, PyObject *fields, PyObject 
         return -1;
     int result = as_int64(position, out);
     Py_DECREF(position);
-    return result;
+    return result < 0 ? -1 : note_described_ranges(appender, fields);
 }
 
 /* The position of `described`, the trace fields of command `index` of `commands` (see
@@ -818,8 +980,135 @@ static void release_bytes(Bytes *bytes)
         PyBuffer_Release(&bytes->view);
 }
 
+/* -- captured bytes ------------------------------------------------------------------ */
+
+#define FIRST_BLOCK_BYTES (64 * 1024)
+#define LAST_BLOCK_BYTES (4 * 1024 * 1024)
+#define BLOCK_NAME "luisa_nb.recording.capture_block"
+
+/* Blocks of captures no trace holds any more, by size (FIRST_BLOCK_BYTES << class), for
+ * the next trace's captures, up to SPARE_BLOCK_BYTES in all: a program that traces a loop
+ * again and drops the last trace reuses its pages, as the allocator reuses freed memory,
+ * instead of making new ones. The GIL guards them. */
+#define BLOCK_CLASSES 7 /* 64 KiB to 4 MiB */
+#define SPARE_BLOCK_BYTES (64 * 1024 * 1024)
+#define SPARES_PER_CLASS 16
+static void *spare_blocks[BLOCK_CLASSES][SPARES_PER_CLASS];
+static int spare_counts[BLOCK_CLASSES];
+static size_t spare_bytes;
+
+static int block_class(size_t size)
+{
+    for (int i = 0; i < BLOCK_CLASSES; i++)
+        if ((size_t)FIRST_BLOCK_BYTES << i == size)
+            return i;
+    return -1;
+}
+
+/* The tracemalloc domain of the blocks traces hold: tracemalloc counts them, as it counts
+ * numpy's arrays. */
+#define BLOCK_DOMAIN 0x6c6e62 /* "lnb" */
+
+static void free_block(PyObject *capsule)
+{
+    void *memory = PyCapsule_GetPointer(capsule, BLOCK_NAME);
+    size_t size = (size_t)(uintptr_t)PyCapsule_GetContext(capsule);
+    PyTraceMalloc_Untrack(BLOCK_DOMAIN, (uintptr_t)memory);
+    int size_class = block_class(size);
+    if (size_class >= 0 && spare_counts[size_class] < SPARES_PER_CLASS &&
+        spare_bytes + size <= SPARE_BLOCK_BYTES) {
+        spare_blocks[size_class][spare_counts[size_class]++] = memory;
+        spare_bytes += size;
+        return;
+    }
+    munmap(memory, size);
+}
+
+/* `size` bytes of memory for captured bytes, or NULL: a spare block, or else a new one with
+ * its pages made now in one call (where the system can). On a virtual machine a fault per
+ * 4 KiB page costs more than copying the page, and that adds up, as a trace keeps each
+ * new capture. (Huge pages asked for with MADV_HUGEPAGE cost less per page on average,
+ * but a fault that had to compact memory first stalled a copy of 4 KiB for 37 µs.) */
+static void *map_block(size_t size)
+{
+    int size_class = block_class(size);
+    if (size_class >= 0 && spare_counts[size_class] > 0) {
+        spare_bytes -= size;
+        return spare_blocks[size_class][--spare_counts[size_class]];
+    }
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_POPULATE
+    flags |= MAP_POPULATE;
+#endif
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+    return memory == MAP_FAILED ? NULL : memory;
+}
+
+/* map_block(size), counted by tracemalloc while a trace holds it. */
+static void *take_block(size_t size)
+{
+    void *memory = map_block(size);
+    if (memory != NULL)
+        PyTraceMalloc_Track(BLOCK_DOMAIN, (uintptr_t)memory, size);
+    return memory;
+}
+
+/* A new read-only uint8 array holding a copy of the `length` bytes at `start`, in the
+ * appender's current block of captured bytes (a new one where it has no room): captures
+ * follow one another in blocks of 64 KiB, doubling up to 4 MiB, each block freed with
+ * the last array in it. A trace keeps every new capture: an array allocated per capture,
+ * on pages new to the process, was a fifth of the cost of tracing a notebook loop. */
+static PyObject *captured_copy(AppenderObject *appender, const char *start, Py_ssize_t length)
+{
+    npy_intp extent = length;
+    if (length == 0) {
+        PyObject *empty = PyArray_SimpleNew(1, &extent, NPY_UINT8);
+        if (empty != NULL)
+            PyArray_CLEARFLAGS((PyArrayObject *)empty, NPY_ARRAY_WRITEABLE);
+        return empty;
+    }
+    Py_ssize_t needed = (length + 63) & ~(Py_ssize_t)63; /* the next starts on a cache line */
+    if (needed > appender->block_left) {
+        Py_ssize_t size = appender->block_bytes ? appender->block_bytes : FIRST_BLOCK_BYTES;
+        while (size < needed)
+            size *= 2;
+        void *memory = take_block((size_t)size);
+        if (memory == NULL)
+            return PyErr_NoMemory();
+        PyObject *block = PyCapsule_New(memory, BLOCK_NAME, NULL);
+        if (block == NULL || PyCapsule_SetContext(block, (void *)(uintptr_t)size) < 0 ||
+            PyCapsule_SetDestructor(block, free_block) < 0) {
+            Py_XDECREF(block);
+            PyTraceMalloc_Untrack(BLOCK_DOMAIN, (uintptr_t)memory);
+            munmap(memory, (size_t)size);
+            return NULL;
+        }
+        Py_XSETREF(appender->block, block);
+        appender->block_next = memory;
+        appender->block_left = size;
+        appender->block_bytes = size < LAST_BLOCK_BYTES ? 2 * size : size;
+    }
+    char *at = appender->block_next;
+    appender->block_next += needed;
+    appender->block_left -= needed;
+    PyObject *block = Py_NewRef(appender->block);
+    PyObject *copy = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_UINT8), 1, &extent,
+                                          NULL, at, 0 /* read-only */, NULL);
+    if (copy == NULL) {
+        Py_DECREF(block);
+        return NULL;
+    }
+    if (PyArray_SetBaseObject((PyArrayObject *)copy, block) < 0) { /* it took the reference */
+        Py_DECREF(copy);
+        return NULL;
+    }
+    memcpy(at, start, (size_t)length);
+    return copy;
+}
+
 /* A new Capture(nbytes, blob, digest), made as the frozen dataclass's own __init__ makes
- * it (its slots set past its __setattr__), without running Python code. */
+ * it (its slots set past its __setattr__), without running Python code, and not tracked by
+ * the garbage collector (see untracked_reference). */
 static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest)
 {
     PyObject *capture = capture_type->tp_alloc(capture_type, 0), *size = PyLong_FromSsize_t(nbytes);
@@ -827,6 +1116,8 @@ static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest
         PyObject_GenericSetAttr(capture, str_blob, blob) < 0 ||
         PyObject_GenericSetAttr(capture, str_digest, digest) < 0)
         Py_CLEAR(capture);
+    else
+        PyObject_GC_UnTrack(capture); /* it holds an int and strings: no cycle runs through it */
     Py_XDECREF(size);
     return capture;
 }
@@ -902,15 +1193,9 @@ static PyObject *capture_of(AppenderObject *appender, PyObject *data, char *dige
         capture = appender->last_capture;
         goto done;
     }
-    if (bytes.len <= REMEMBERED_BYTES) {
-        npy_intp length = bytes.len;
-        if ((copy = PyArray_SimpleNew(1, &length, NPY_UINT8)) == NULL)
-            goto done;
-        if (length)
-            memcpy(PyArray_BYTES((PyArrayObject *)copy), bytes.start, (size_t)length);
-        /* read-only: the trace may keep it as a blob, which its readers get as it is */
-        PyArray_CLEARFLAGS((PyArrayObject *)copy, NPY_ARRAY_WRITEABLE);
-    }
+    /* read-only: the trace may keep it as a blob, which its readers get as it is */
+    if (bytes.len <= REMEMBERED_BYTES && (copy = captured_copy(appender, bytes.start, bytes.len)) == NULL)
+        goto done;
     PyObject *hashed_bytes = copy != NULL ? copy : data;
     if (direct_hash != NULL && bytes.len <= DIRECT_HASH_BYTES)
         hashed = direct_digest(bytes.start, (size_t)bytes.len);
@@ -1212,9 +1497,9 @@ static int note_array_here(AppenderObject *appender, PyObject *host)
         if (failed)
             goto done;
     }
-    PyObject *reference = PyWeakref_NewRef(host, NULL), *key = PyLong_FromVoidPtr(host);
+    PyObject *reference = untracked_reference(host), *key = PyLong_FromVoidPtr(host);
     if (reference != NULL && key != NULL &&
-        (entry = PyTuple_Pack(2, reference, name == NULL ? Py_None : name)) != NULL &&
+        (entry = untracked(PyTuple_Pack(2, reference, name == NULL ? Py_None : name))) != NULL &&
         PyDict_SetItem(appender->array_names, key, entry) == 0)
         status = 1;
     Py_XDECREF(reference);
@@ -1757,7 +2042,8 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
         intern(&str_run_spans, "_run_spans") < 0 || intern(&str_nbytes, "nbytes") < 0 ||
-        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || intern(&str_id, "id") < 0 || clock_init() < 0)
+        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || intern(&str_id, "id") < 0 ||
+        intern(&str_name, "name") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");

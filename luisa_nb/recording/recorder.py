@@ -304,7 +304,12 @@ class TraceRecorderBase(Recorder):
         program made the first download into it."""
         self._open_ranges = threading.local()
         self._lock = threading.Lock()
-        self._hosts: dict[int, tuple[HostRange, list[weakref.ref]]] = {}
+        self._hosts: dict[int, HostRange] = {}
+        """By id: each host range described."""
+        self._host_owners: dict[int, weakref.ref | tuple[weakref.ref, ...]] = {}
+        """By id of a host range in :attr:`_hosts`: a weak reference to its array, or to it and
+        each array it views. Two dicts, not one of pairs: a pair holding a weak reference
+        is an object the garbage collector looks at on every pass, one per new array."""
         self._last_download: Callable[[], np.ndarray | None] = _nothing
         """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
@@ -385,8 +390,11 @@ class TraceRecorderBase(Recorder):
         """Name host ranges after the variables of ``namespace`` that hold their arrays, or
         arrays those view, while they are alive: the unnamed ones, or all with
         ``replace``."""
-        for host, references in self._hosts.values():
+        for key, host in self._hosts.items():
             if host.name is None or replace:
+                references = self._host_owners[key]
+                if type(references) is not tuple:
+                    references = (references,)
                 alive = [owner for owner in (ref() for ref in references) if owner is not None]
                 host.name = owner_name(alive, host.address, host.nbytes, (namespace,)) or host.name
 
@@ -394,7 +402,7 @@ class TraceRecorderBase(Recorder):
         """Name each host range nothing named after the memory it lies in (``host#2``,
         ``host#2[0:512]``: :func:`~.synthetic_addresses.cluster_names`), so that no view
         or message of a stopped trace shows an address of the process."""
-        hosts = [host for host, _ in self._hosts.values()]
+        hosts = list(self._hosts.values())
         for host, name in zip(hosts, cluster_names(hosts), strict=True):
             if host.name is None:
                 host.name = name
@@ -420,10 +428,11 @@ class TraceRecorderBase(Recorder):
             known = self._array_names.get(id(array))
             if host.name is None and known is not None and known[0]() is array:
                 host.name = known[1]
+            self._hosts[id(host)] = host
             if array.base is None:  # owners(array) is [array]: the common case, without a call
-                self._hosts[id(host)] = (host, [weakref.ref(array)])
+                self._host_owners[id(host)] = weakref.ref(array)
             else:
-                self._hosts[id(host)] = (host, [weakref.ref(owner) for owner in owners(array)])
+                self._host_owners[id(host)] = tuple(weakref.ref(owner) for owner in owners(array))
         lock, described = self._lock, self.described
         lock.acquire()  # not `with`: two bound methods fewer
         try:

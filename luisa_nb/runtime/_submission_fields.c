@@ -136,7 +136,7 @@ static PyObject *new_transfer_fields(PyObject *view_object, Attribute *memo_name
     PyObject *fields = PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), PyTuple_GET_ITEM(known, 1),
                                     PyTuple_GET_ITEM(known, 2), range, capture);
     Py_DECREF(range);
-    PyObject *reference = fields == NULL ? NULL : PyWeakref_NewRef(host, NULL);
+    PyObject *reference = fields == NULL ? NULL : untracked_reference(host);
     PyObject *shape = reference == NULL ? NULL : PyTuple_New(PyArray_NDIM(array));
     PyObject *memo = NULL;
     int failed = shape == NULL;
@@ -149,6 +149,10 @@ static PyObject *new_transfer_fields(PyObject *view_object, Attribute *memo_name
     }
     if (!failed)
         memo = PyTuple_Pack(4, reference, shape, (PyObject *)PyArray_DESCR(array), fields);
+    if (memo != NULL) { /* no cycle runs through either (see untracked_reference) */
+        PyObject_GC_UnTrack(fields);
+        PyObject_GC_UnTrack(memo);
+    }
     if (memo == NULL || PyObject_SetAttr(view_object, memo_name->name, memo) < 0)
         Py_CLEAR(fields);
     Py_XDECREF(memo);
@@ -376,6 +380,187 @@ static PyObject *start_run(PyObject *module, PyObject *const *args, Py_ssize_t n
     return timer;
 }
 
+/* -- host ranges -------------------------------------------------------------------------- */
+
+/* What host_range() of runtime/host.py keeps (use_host_ranges): its memo table (id(array) ->
+ * (weakref, shape, dtype, HostRange)), the HostRange type and records.value_layout. */
+static PyObject *host_ranges, *host_range_type, *value_layout;
+static PyObject *str_address, *str_nbytes, *str_dtype, *str_shape, *str_name;
+static Py_ssize_t sweep_at = 64; /* the table's size at which freed arrays' memos are dropped */
+
+/* The dtype string of the last dtype seen (`dtype.str` makes a new string each time, a
+ * third of the cost of a range): a loop's new arrays mostly share one dtype. */
+static PyObject *last_descr, *last_descr_text;
+
+static PyObject *dtype_text(PyArray_Descr *descr)
+{
+    if ((PyObject *)descr != last_descr) {
+        PyObject *text = PyObject_GetAttrString((PyObject *)descr, "str");
+        if (text == NULL)
+            return NULL;
+        Py_INCREF(descr);
+        Py_XSETREF(last_descr, (PyObject *)descr);
+        Py_XSETREF(last_descr_text, text);
+    }
+    Py_INCREF(last_descr_text);
+    return last_descr_text;
+}
+
+/* Drop the memos of freed arrays, and sweep again when the live ones have doubled. */
+static int drop_freed_host_ranges(void)
+{
+    PyObject *items = PyDict_Items(host_ranges);
+    if (items == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *key = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 0);
+        PyObject *memo = PyTuple_GET_ITEM(PyList_GET_ITEM(items, i), 1);
+        if (!PyTuple_CheckExact(memo) || PyTuple_GET_SIZE(memo) != 4 ||
+            !PyWeakref_Check(PyTuple_GET_ITEM(memo, 0)))
+            continue;
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject *referent;
+        if (PyWeakref_GetRef(PyTuple_GET_ITEM(memo, 0), &referent) < 0) {
+            Py_DECREF(items);
+            return -1;
+        }
+        Py_XDECREF(referent);
+        if (referent != NULL)
+            continue;
+#else
+        if (PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(memo, 0)) != Py_None)
+            continue;
+#endif
+        if (PyDict_GetItemWithError(host_ranges, key) == memo && PyDict_DelItem(host_ranges, key) < 0) {
+            Py_DECREF(items);
+            return -1;
+        }
+    }
+    Py_DECREF(items);
+    Py_ssize_t live = PyDict_GET_SIZE(host_ranges);
+    sweep_at = 2 * live > 64 ? 2 * live : 64;
+    return 0;
+}
+
+/* A new HostRange(address, nbytes, dtype, shape), its slots set as its __init__ sets them,
+ * and not tracked by the garbage collector: it holds ints, strings and a tuple of ints. */
+static PyObject *new_host_range(PyArrayObject *array, PyObject *dtype, PyObject *shape)
+{
+    PyTypeObject *type = (PyTypeObject *)host_range_type;
+    PyObject *range = type->tp_alloc(type, 0);
+    PyObject *address = PyLong_FromVoidPtr(PyArray_DATA(array));
+    PyObject *nbytes = PyLong_FromSsize_t(PyArray_NBYTES(array));
+    if (range == NULL || address == NULL || nbytes == NULL ||
+        PyObject_GenericSetAttr(range, str_address, address) < 0 ||
+        PyObject_GenericSetAttr(range, str_nbytes, nbytes) < 0 ||
+        PyObject_GenericSetAttr(range, str_dtype, dtype) < 0 ||
+        PyObject_GenericSetAttr(range, str_shape, shape) < 0 ||
+        PyObject_GenericSetAttr(range, str_name, Py_None) < 0)
+        Py_CLEAR(range);
+    else
+        PyObject_GC_UnTrack(range);
+    Py_XDECREF(address);
+    Py_XDECREF(nbytes);
+    return range;
+}
+
+/* The shape of `array`, a new tuple. */
+static PyObject *shape_of(PyArrayObject *array)
+{
+    PyObject *shape = PyTuple_New(PyArray_NDIM(array));
+    for (int i = 0; shape != NULL && i < PyArray_NDIM(array); i++) {
+        PyObject *extent = PyLong_FromSsize_t(PyArray_DIMS(array)[i]);
+        if (extent == NULL)
+            Py_CLEAR(shape);
+        else
+            PyTuple_SET_ITEM(shape, i, extent);
+    }
+    return shape;
+}
+
+/* The HostRange of a new array: a plain dtype as it is, others as value_layout() gives
+ * them. */
+static PyObject *made_host_range(PyArrayObject *array, PyObject *shape)
+{
+    PyArray_Descr *descr = PyArray_DESCR(array);
+    if (!PyDataType_HASFIELDS(descr) && !PyDataType_HASSUBARRAY(descr)) {
+        PyObject *text = dtype_text(descr);
+        PyObject *range = text == NULL ? NULL : new_host_range(array, text, shape);
+        Py_XDECREF(text);
+        return range;
+    }
+    PyObject *layout = PyObject_CallFunctionObjArgs(value_layout, (PyObject *)descr, shape, NULL);
+    PyObject *range = NULL;
+    if (layout != NULL && PyTuple_CheckExact(layout) && PyTuple_GET_SIZE(layout) == 2)
+        range = new_host_range(array, PyTuple_GET_ITEM(layout, 0), PyTuple_GET_ITEM(layout, 1));
+    else if (layout != NULL)
+        PyErr_SetString(PyExc_TypeError, "value_layout() gave no (dtype, shape) pair");
+    Py_XDECREF(layout);
+    return range;
+}
+
+PyDoc_STRVAR(host_range_doc,
+             "host_range(array)\n--\n\n"
+             "The address range `array` occupies, as a trace record field: "
+             "runtime.host.python_host_range in C, with the same memo table.");
+
+static PyObject *host_range(PyObject *module, PyObject *host)
+{
+    if (host_ranges == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "host_range(): use_host_ranges() was not called");
+        return NULL;
+    }
+    if (!PyArray_Check(host)) {
+        PyErr_Format(PyExc_TypeError, "host_range() takes a numpy array, not %.100s",
+                     Py_TYPE(host)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *array = (PyArrayObject *)host;
+    PyObject *key = PyLong_FromVoidPtr(host);
+    if (key == NULL)
+        return NULL;
+    PyObject *memo = PyDict_GetItemWithError(host_ranges, key), *range = NULL;
+    int made = memo == NULL ? (PyErr_Occurred() ? -1 : 0) : memo_made_for(memo, 4, host);
+    if (made == 1) {
+        range = Py_NewRef(PyTuple_GET_ITEM(memo, 3));
+        goto done;
+    }
+    if (made < 0)
+        goto done;
+    PyObject *shape = shape_of(array), *reference = NULL, *made_memo = NULL;
+    range = shape == NULL ? NULL : made_host_range(array, shape);
+    if (range != NULL && PyDict_GET_SIZE(host_ranges) >= sweep_at && drop_freed_host_ranges() < 0)
+        Py_CLEAR(range);
+    if (range != NULL && ((reference = untracked_reference(host)) == NULL ||
+                          (made_memo = untracked(PyTuple_Pack(4, reference, shape, (PyObject *)PyArray_DESCR(array), range))) == NULL ||
+                          PyDict_SetItem(host_ranges, key, made_memo) < 0))
+        Py_CLEAR(range);
+    Py_XDECREF(made_memo);
+    Py_XDECREF(reference);
+    Py_XDECREF(shape);
+done:
+    Py_DECREF(key);
+    return range;
+}
+
+PyDoc_STRVAR(use_host_ranges_doc,
+             "use_host_ranges(table, host_range_type, value_layout)\n--\n\n"
+             "The memo table host_range() keeps ranges in, the HostRange type it makes and "
+             "the function giving a record dtype's layout.");
+
+static PyObject *use_host_ranges(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyDict_CheckExact(args[0]) || !PyType_Check(args[1]) || !PyCallable_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "use_host_ranges(table, host_range_type, value_layout) "
+                                         "takes a dict, a type and a function");
+        return NULL;
+    }
+    Py_XSETREF(host_ranges, Py_NewRef(args[0]));
+    Py_XSETREF(host_range_type, Py_NewRef(args[1]));
+    Py_XSETREF(value_layout, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(use_command_types_doc,
              "use_command_types(upload, download, dispatch, capture_field, host_range)\n--\n\n"
              "The command types whose memos report_submitted reads, the index of the "
@@ -435,6 +620,9 @@ static PyMethodDef methods[] = {
     {"use_command_types", (PyCFunction)(void (*)(void))use_command_types, METH_FASTCALL,
      use_command_types_doc},
     {"use_fields_slot_type", use_fields_slot_type, METH_O, use_fields_slot_type_doc},
+    {"host_range", host_range, METH_O, host_range_doc},
+    {"use_host_ranges", (PyCFunction)(void (*)(void))use_host_ranges, METH_FASTCALL,
+     use_host_ranges_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -452,7 +640,12 @@ PyMODINIT_FUNC PyInit__submission_fields(void)
     if ((str_submitted = PyUnicode_InternFromString("submitted")) == NULL ||
         (str_submitted_one = PyUnicode_InternFromString("submitted_one")) == NULL ||
         (str_trace_fields = PyUnicode_InternFromString("trace_fields")) == NULL ||
-        (str_run_timer = PyUnicode_InternFromString("run_timer")) == NULL)
+        (str_run_timer = PyUnicode_InternFromString("run_timer")) == NULL ||
+        (str_address = PyUnicode_InternFromString("address")) == NULL ||
+        (str_nbytes = PyUnicode_InternFromString("nbytes")) == NULL ||
+        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL ||
+        (str_shape = PyUnicode_InternFromString("shape")) == NULL ||
+        (str_name = PyUnicode_InternFromString("name")) == NULL)
         return NULL;
     for (size_t i = 0; i < sizeof(attributes) / sizeof(attributes[0]); i++)
         if ((attributes[i]->name = PyUnicode_InternFromString(attributes[i]->text)) == NULL)

@@ -3,6 +3,7 @@ and write of the runtime holds, and the address ranges a trace records."""
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from luisa_nb.errors import (
 )
 from luisa_nb.recording.naming import data_address
 from luisa_nb.recording.records import HostRange, value_layout
+from luisa_nb.recording.row_appender import PYTHON_HOOKS_VARIABLE
 
 HOST_MEMORY = threading.Lock()
 """Held across every read and write of host memory by the runtime (and the recorder's
@@ -138,7 +140,7 @@ def _drop_freed_host_ranges() -> None:
     _sweep_at = max(64, 2 * len(_host_ranges))
 
 
-def host_range(array: np.ndarray) -> HostRange:
+def python_host_range(array: np.ndarray) -> HostRange:
     """The address range ``array`` occupies, as a trace record field. Working it out costs
     ~1 µs, so ranges are remembered per live array (a program uploads the
     same arrays over and over); records of one array share its range and its name."""
@@ -155,3 +157,21 @@ def host_range(array: np.ndarray) -> HostRange:
         _drop_freed_host_ranges()
     _host_ranges[key] = (weakref.ref(array), shape, dtype, known)  # array_memo(), written out
     return known
+
+
+host_range = python_host_range
+"""The address range of a host array (:func:`python_host_range`): in C, with the same memo
+table, where the extension ``_submission_fields`` was built and the recorder's Python hooks
+are not asked for (``LUISA_NB_PYTHON_RECORDER``). Its ranges and memo references are left
+out of the garbage collector's passes: a loop that uploads a new array each step keeps one
+of each per step."""
+if os.environ.get(PYTHON_HOOKS_VARIABLE, "") in ("", "0"):
+    try:
+        from luisa_nb.runtime._submission_fields import (  # noqa: F401 (what the runtime imports from here)
+            host_range,
+            use_host_ranges,
+        )
+    except ImportError:  # not built (no C compiler or Python headers at install)
+        pass
+    else:
+        use_host_ranges(_host_ranges, HostRange, value_layout)
