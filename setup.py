@@ -20,14 +20,22 @@ else:
             "luisa_nb.recording._row_appender",
             ["luisa_nb/recording/_row_appender.c"],
             include_dirs=[numpy.get_include()],
-            depends=["luisa_nb/recording/weak_references.h", "luisa_nb/recording/trace_clock.h"],
+            depends=[
+                "luisa_nb/recording/slot_objects.h",
+                "luisa_nb/recording/trace_clock.h",
+                "luisa_nb/recording/weak_references.h",
+            ],
             optional=True,
         ),
         Extension(
             "luisa_nb.runtime._submission_fields",
             ["luisa_nb/runtime/_submission_fields.c"],
             include_dirs=[numpy.get_include()],
-            depends=["luisa_nb/recording/weak_references.h", "luisa_nb/runtime/array_memos.h"],
+            depends=[
+                "luisa_nb/recording/slot_objects.h",
+                "luisa_nb/recording/weak_references.h",
+                "luisa_nb/runtime/array_memos.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -30,6 +30,7 @@
 #include <numpy/arrayobject.h>
 
 #include "trace_clock.h"
+#include "slot_objects.h"
 #include "weak_references.h"
 
 #define SUBMISSION_WIDTH 7 /* submission, stream, submitted, seq, id, enqueued, described */
@@ -73,11 +74,10 @@ static PyObject *direct_digest(const void *start, size_t length)
     return PyBytes_FromStringAndSize((const char *)out, DIGEST_BYTES);
 }
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
-    *str_run_failed, *str_run_ended, *str_run_spans, *str_nbytes, *str_blob, *str_digest;
-static PyTypeObject *capture_type; /* luisa_nb.recording.records.Capture */
+    *str_run_failed, *str_run_ended, *str_run_spans;
 static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
 static PyObject *sync_kinds, *host_wait_kinds, *statuses; /* tuples of enum members (use_sync_kinds) */
-static PyObject *str_id, *str_name;
+static PyObject *str_id, *str_name, *str_host, *str_locked;
 
 /* Whether a call got other than `expected` arguments (then a TypeError names `signature`). */
 static int wrong_arguments(Py_ssize_t nargs, Py_ssize_t expected, const char *signature)
@@ -694,7 +694,7 @@ static int describe_transfer(AppenderObject *appender, PyObject *fields, PyObjec
         goto done;
     if (!noted) {
         status = 0;
-        array = PyObject_GetAttrString(command, "host");
+        array = PyObject_GetAttr(command, str_host);
         if (array == NULL) {
             PyErr_Clear();
             goto done;
@@ -728,7 +728,7 @@ static int describe_transfer(AppenderObject *appender, PyObject *fields, PyObjec
             goto done;
     }
     status = 0;
-    PyObject *locked = PyObject_CallMethod(lock, "locked", NULL);
+    PyObject *locked = PyObject_CallMethodNoArgs(lock, str_locked);
     if (locked == NULL) {
         status = -1;
         goto done;
@@ -1106,19 +1106,17 @@ static PyObject *captured_copy(AppenderObject *appender, const char *start, Py_s
     return copy;
 }
 
-/* A new Capture(nbytes, blob, digest), made as the frozen dataclass's own __init__ makes
- * it (its slots set past its __setattr__), without running Python code, and not tracked by
- * the garbage collector (see untracked_reference). */
+static SlotLayout capture_layout; /* luisa_nb.recording.records.Capture */
+
+/* A new Capture(nbytes, blob, digest), not tracked by the garbage collector (see
+ * new_slot_object). */
 static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest)
 {
-    PyObject *capture = capture_type->tp_alloc(capture_type, 0), *size = PyLong_FromSsize_t(nbytes);
-    if (capture == NULL || size == NULL || PyObject_GenericSetAttr(capture, str_nbytes, size) < 0 ||
-        PyObject_GenericSetAttr(capture, str_blob, blob) < 0 ||
-        PyObject_GenericSetAttr(capture, str_digest, digest) < 0)
-        Py_CLEAR(capture);
-    else
-        PyObject_GC_UnTrack(capture); /* it holds an int and strings: no cycle runs through it */
-    Py_XDECREF(size);
+    PyObject *size = PyLong_FromSsize_t(nbytes);
+    if (size == NULL)
+        return NULL;
+    PyObject *values[3] = {size, blob, digest}, *capture = new_slot_object(&capture_layout, values);
+    Py_DECREF(size);
     return capture;
 }
 
@@ -2041,9 +2039,9 @@ PyMODINIT_FUNC PyInit__row_appender(void)
         intern(&str_describe, "_describe") < 0 || intern(&str_note_array, "_note_array") < 0 ||
         intern(&str_capture_method, "_capture") < 0 ||
         intern(&str_run_failed, "_run_failed") < 0 || intern(&str_run_ended, "_run_ended") < 0 ||
-        intern(&str_run_spans, "_run_spans") < 0 || intern(&str_nbytes, "nbytes") < 0 ||
-        intern(&str_blob, "blob") < 0 || intern(&str_digest, "digest") < 0 || intern(&str_id, "id") < 0 ||
-        intern(&str_name, "name") < 0 || clock_init() < 0)
+        intern(&str_run_spans, "_run_spans") < 0 || intern(&str_id, "id") < 0 ||
+        intern(&str_name, "name") < 0 || intern(&str_host, "host") < 0 ||
+        intern(&str_locked, "locked") < 0 || clock_init() < 0)
         return NULL;
     import_array1(NULL);
     PyObject *xxhash = PyImport_ImportModule("xxhash");
@@ -2056,14 +2054,13 @@ PyMODINIT_FUNC PyInit__row_appender(void)
     PyObject *records = PyImport_ImportModule("luisa_nb.recording.records");
     if (records == NULL)
         return NULL;
-    capture_type = (PyTypeObject *)PyObject_GetAttrString(records, "Capture");
+    PyObject *capture_type = PyObject_GetAttrString(records, "Capture");
     Py_DECREF(records);
-    if (capture_type == NULL)
+    static const char *const capture_slots[3] = {"nbytes", "blob", "digest"};
+    int laid_out = capture_type == NULL ? -1 : slot_layout(&capture_layout, capture_type, capture_slots, 3);
+    Py_XDECREF(capture_type);
+    if (laid_out < 0)
         return NULL;
-    if (!PyType_Check(capture_type)) {
-        PyErr_SetString(PyExc_TypeError, "luisa_nb.recording.records.Capture is not a class");
-        return NULL;
-    }
     if (digest_function == NULL || PyType_Ready(&LogType) < 0 || PyType_Ready(&AppenderType) < 0 ||
         PyType_Ready(&RunLogType) < 0)
         return NULL;

@@ -19,6 +19,7 @@
 #include <numpy/arrayobject.h>
 
 #include "array_memos.h"
+#include "../recording/slot_objects.h"
 
 static PyObject *str_submitted, *str_submitted_one, *str_trace_fields, *str_run_timer;
 
@@ -384,8 +385,8 @@ static PyObject *start_run(PyObject *module, PyObject *const *args, Py_ssize_t n
 
 /* What host_range() of runtime/host.py keeps (use_host_ranges): its memo table (id(array) ->
  * (weakref, shape, dtype, HostRange)), the HostRange type and records.value_layout. */
-static PyObject *host_ranges, *host_range_type, *value_layout;
-static PyObject *str_address, *str_nbytes, *str_dtype, *str_shape, *str_name;
+static PyObject *host_ranges, *value_layout;
+static SlotLayout host_range_layout;
 static Py_ssize_t sweep_at = 64; /* the table's size at which freed arrays' memos are dropped */
 
 /* The dtype string of the last dtype seen (`dtype.str` makes a new string each time, a
@@ -442,23 +443,17 @@ static int drop_freed_host_ranges(void)
     return 0;
 }
 
-/* A new HostRange(address, nbytes, dtype, shape), its slots set as its __init__ sets them,
- * and not tracked by the garbage collector: it holds ints, strings and a tuple of ints. */
+/* A new HostRange(address, nbytes, dtype, shape), not tracked by the garbage collector
+ * (see new_slot_object). */
 static PyObject *new_host_range(PyArrayObject *array, PyObject *dtype, PyObject *shape)
 {
-    PyTypeObject *type = (PyTypeObject *)host_range_type;
-    PyObject *range = type->tp_alloc(type, 0);
     PyObject *address = PyLong_FromVoidPtr(PyArray_DATA(array));
-    PyObject *nbytes = PyLong_FromSsize_t(PyArray_NBYTES(array));
-    if (range == NULL || address == NULL || nbytes == NULL ||
-        PyObject_GenericSetAttr(range, str_address, address) < 0 ||
-        PyObject_GenericSetAttr(range, str_nbytes, nbytes) < 0 ||
-        PyObject_GenericSetAttr(range, str_dtype, dtype) < 0 ||
-        PyObject_GenericSetAttr(range, str_shape, shape) < 0 ||
-        PyObject_GenericSetAttr(range, str_name, Py_None) < 0)
-        Py_CLEAR(range);
-    else
-        PyObject_GC_UnTrack(range);
+    PyObject *nbytes = address == NULL ? NULL : PyLong_FromSsize_t(PyArray_NBYTES(array));
+    PyObject *range = NULL;
+    if (nbytes != NULL) {
+        PyObject *values[5] = {address, nbytes, dtype, shape, Py_None};
+        range = new_slot_object(&host_range_layout, values);
+    }
     Py_XDECREF(address);
     Py_XDECREF(nbytes);
     return range;
@@ -555,8 +550,10 @@ static PyObject *use_host_ranges(PyObject *module, PyObject *const *args, Py_ssi
                                          "takes a dict, a type and a function");
         return NULL;
     }
+    static const char *const slots[5] = {"address", "nbytes", "dtype", "shape", "name"};
+    if (slot_layout(&host_range_layout, args[1], slots, 5) < 0)
+        return NULL;
     Py_XSETREF(host_ranges, Py_NewRef(args[0]));
-    Py_XSETREF(host_range_type, Py_NewRef(args[1]));
     Py_XSETREF(value_layout, Py_NewRef(args[2]));
     Py_RETURN_NONE;
 }
@@ -640,12 +637,7 @@ PyMODINIT_FUNC PyInit__submission_fields(void)
     if ((str_submitted = PyUnicode_InternFromString("submitted")) == NULL ||
         (str_submitted_one = PyUnicode_InternFromString("submitted_one")) == NULL ||
         (str_trace_fields = PyUnicode_InternFromString("trace_fields")) == NULL ||
-        (str_run_timer = PyUnicode_InternFromString("run_timer")) == NULL ||
-        (str_address = PyUnicode_InternFromString("address")) == NULL ||
-        (str_nbytes = PyUnicode_InternFromString("nbytes")) == NULL ||
-        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL ||
-        (str_shape = PyUnicode_InternFromString("shape")) == NULL ||
-        (str_name = PyUnicode_InternFromString("name")) == NULL)
+        (str_run_timer = PyUnicode_InternFromString("run_timer")) == NULL)
         return NULL;
     for (size_t i = 0; i < sizeof(attributes) / sizeof(attributes[0]); i++)
         if ((attributes[i]->name = PyUnicode_InternFromString(attributes[i]->text)) == NULL)
