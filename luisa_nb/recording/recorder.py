@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from types import CodeType, MappingProxyType
+from types import CodeType, FrameType, MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -286,7 +286,7 @@ class TraceRecorderBase(Recorder):
     ticks: Any
 
     def __init__(self, trace: Trace) -> None:
-        self.trace = trace
+        self._trace = weakref.ref(trace)
         self.described: list[TraceFields] = []
         """The distinct trace fields of the commands logged (see :meth:`_describe`)."""
         self.run_failures: dict[int, tuple[int, Status, str, int]] = {}
@@ -313,13 +313,25 @@ class TraceRecorderBase(Recorder):
         self._last_download: Callable[[], np.ndarray | None] = _nothing
         """A weak reference to the host array of the latest download (named and watched)."""
         self._captured = trace.captures
-        self._capture = trace.capture
         self._blobs = trace.blobs  # the C hooks capture new bytes into these themselves
         self._capture_head = trace.capture_head  # where the policy keeps all bytes or none
         self.initial_pending: dict[int, Any] = {}
         self.excluded: frozenset[int] = frozenset()
         """Ids of the commands that waited in command lists when the trace started: made
         before it, they are not its commands even if they run while it records."""
+
+    @property
+    def trace(self) -> Trace:
+        """The trace this records into, held weakly: a trace holds its recorder, and with no
+        cycle between them a trace the program lets go of is freed at once, with the memory
+        of its captured bytes (which the next trace then reuses)."""
+        return self._trace()
+
+    def _capture(
+        self, data: np.ndarray, binary: bytes | None = None, owned: bool = False
+    ) -> Capture:
+        """Capture ``data`` into the trace (:meth:`Trace.capture`)."""
+        return self.trace.capture(data, binary, owned)
 
     def _note_array(self, array: np.ndarray) -> None:
         """Remember the name ``array`` has where the user's code made the command.
@@ -358,7 +370,7 @@ class TraceRecorderBase(Recorder):
         watch = self._watches.get(key)
         if watch is not None and watch[0]() is owner:
             return
-        reference = weakref.ref(owner, functools.partial(self._released, key))
+        reference = weakref.ref(owner, functools.partial(_released, weakref.ref(self), key))
         dtype, shape = value_layout(owner.dtype, owner.shape)
         known = self._array_names.get(key)
         name = known[1] if known is not None and known[0]() is owner else None
@@ -367,19 +379,20 @@ class TraceRecorderBase(Recorder):
         made_at = None if frame is None else (frame.f_code, frame.f_lineno)
         self._watches[key] = (reference, memory, made_at)
 
-    def _released(self, key: int, reference: weakref.ref) -> None:
-        """A watched array was freed. Called by whatever dropped the last reference: the
-        program's code (its frame names the site), or the runtime when a finished command
-        held it. It runs wherever that happened, so it takes no lock but the seq's, which
-        is never held while an array is dropped."""
+    def _released(self, key: int, reference: weakref.ref, frame: FrameType) -> None:
+        """A watched array was freed, in ``frame``: the frame of whatever dropped the last
+        reference, the program's code (which names the site) or the runtime when a finished
+        command held it. It runs wherever that happened, so it takes no lock but the seq's,
+        which is never held while an array is dropped."""
         watch = self._watches.get(key)
         if watch is None or watch[0] is not reference:
             return
         del self._watches[key]
-        if self.trace.metadata.stopped is not None:
+        trace = self.trace
+        if trace is None or trace.metadata.stopped is not None:
             return
         time = now()
-        site = code_site(sys._getframe(1))
+        site = code_site(frame)
         seq = min(self._host_waits.values(), default=None)
         if seq is None:
             seq = self.stamp_sync(None, 0)[0]
@@ -637,6 +650,14 @@ class TraceRecorderBase(Recorder):
         for record in self.ranges:
             if record.end is None:
                 record.end = time
+
+
+def _released(recorder: weakref.ref, key: int, reference: weakref.ref) -> None:
+    """The callback of a watched array's weak reference: tells the recorder, if it is still
+    alive (the callback holds it weakly, so that a dropped trace is freed at once)."""
+    alive = recorder()
+    if alive is not None:
+        alive._released(key, reference, sys._getframe(1))
 
 
 def _same_launch(first: KernelLaunch, second: KernelLaunch) -> bool:

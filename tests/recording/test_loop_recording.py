@@ -7,6 +7,7 @@ to look at on every pass. The C and Python recorders must keep the same records.
 from __future__ import annotations
 
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -158,3 +159,22 @@ def test_the_c_host_range_is_the_python_one(make):
     assert not gc.is_tracked(c_range)
     reshaped = array.reshape(-1)[:, None]
     assert host_module.host_range(reshaped).shape[:2] == (array.size, 1)
+
+
+def _dropped_trace() -> tuple[weakref.ref, weakref.ref]:
+    with lnb.trace() as trace:
+        _fresh_array_loop(20)
+    return weakref.ref(trace), weakref.ref(trace.recorder)
+
+
+def test_a_trace_the_program_lets_go_of_is_freed_at_once():
+    """Trace and recorder hold no cycle (the recorder holds its trace, and the callbacks of
+    watched arrays hold the recorder, weakly): the last reference dropped frees them without
+    waiting for the garbage collector, and with them the memory of their captured bytes."""
+    gc.collect()
+    gc.disable()
+    try:
+        trace, recorder = _dropped_trace()
+        assert trace() is None and recorder() is None
+    finally:
+        gc.enable()
