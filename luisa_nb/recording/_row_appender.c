@@ -1009,6 +1009,39 @@ static int block_class(size_t size)
  * numpy's arrays. */
 #define BLOCK_DOMAIN 0x6c6e62 /* "lnb" */
 
+/* `size` bytes of new memory, its pages made now in one call where the system can: on a
+ * virtual machine a fault per 4 KiB page costs more than copying the page, and that adds
+ * up, as a trace keeps each new capture. (Huge pages asked for with MADV_HUGEPAGE cost
+ * less per page on average, but a fault that had to compact memory first stalled a copy
+ * of 4 KiB for 37 µs.) */
+#if defined(__unix__) || defined(__APPLE__)
+static void *new_block(size_t size)
+{
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_POPULATE
+    flags |= MAP_POPULATE;
+#endif
+    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+    return memory == MAP_FAILED ? NULL : memory;
+}
+
+static void unmap_block(void *memory, size_t size)
+{
+    munmap(memory, size);
+}
+#else
+static void *new_block(size_t size)
+{
+    return PyMem_RawMalloc(size);
+}
+
+static void unmap_block(void *memory, size_t size)
+{
+    PyMem_RawFree(memory);
+}
+#endif
+
+/* The destructor of a block's capsule: the block becomes a spare, or goes. */
 static void free_block(PyObject *capsule)
 {
     void *memory = PyCapsule_GetPointer(capsule, BLOCK_NAME);
@@ -1021,35 +1054,22 @@ static void free_block(PyObject *capsule)
         spare_bytes += size;
         return;
     }
-    munmap(memory, size);
+    unmap_block(memory, size);
 }
 
-/* `size` bytes of memory for captured bytes, or NULL: a spare block, or else a new one with
- * its pages made now in one call (where the system can). On a virtual machine a fault per
- * 4 KiB page costs more than copying the page, and that adds up, as a trace keeps each
- * new capture. (Huge pages asked for with MADV_HUGEPAGE cost less per page on average,
- * but a fault that had to compact memory first stalled a copy of 4 KiB for 37 µs.) */
-static void *map_block(size_t size)
-{
-    int size_class = block_class(size);
-    if (size_class >= 0 && spare_counts[size_class] > 0) {
-        spare_bytes -= size;
-        return spare_blocks[size_class][--spare_counts[size_class]];
-    }
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-#ifdef MAP_POPULATE
-    flags |= MAP_POPULATE;
-#endif
-    void *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
-    return memory == MAP_FAILED ? NULL : memory;
-}
-
-/* map_block(size), counted by tracemalloc while a trace holds it. */
+/* `size` bytes for captured bytes, a spare block or else a new one, counted by tracemalloc
+ * while a trace holds them; NULL where there is no memory. */
 static void *take_block(size_t size)
 {
-    void *memory = map_block(size);
-    if (memory != NULL)
-        PyTraceMalloc_Track(BLOCK_DOMAIN, (uintptr_t)memory, size);
+    int size_class = block_class(size);
+    void *memory;
+    if (size_class >= 0 && spare_counts[size_class] > 0) {
+        spare_bytes -= size;
+        memory = spare_blocks[size_class][--spare_counts[size_class]];
+    } else if ((memory = new_block(size)) == NULL) {
+        return NULL;
+    }
+    PyTraceMalloc_Track(BLOCK_DOMAIN, (uintptr_t)memory, size);
     return memory;
 }
 
@@ -1057,7 +1077,7 @@ static void *take_block(size_t size)
  * appender's current block of captured bytes (a new one where it has no room): captures
  * follow one another in blocks of 64 KiB, doubling up to 4 MiB, each block freed with
  * the last array in it. A trace keeps every new capture: an array allocated per capture,
- * on pages new to the process, was a fifth of the cost of tracing a notebook loop. */
+ * on pages new to the process, costs a fifth of tracing a notebook loop. */
 static PyObject *captured_copy(AppenderObject *appender, const char *start, Py_ssize_t length)
 {
     npy_intp extent = length;
@@ -1080,7 +1100,7 @@ static PyObject *captured_copy(AppenderObject *appender, const char *start, Py_s
             PyCapsule_SetDestructor(block, free_block) < 0) {
             Py_XDECREF(block);
             PyTraceMalloc_Untrack(BLOCK_DOMAIN, (uintptr_t)memory);
-            munmap(memory, (size_t)size);
+            unmap_block(memory, (size_t)size);
             return NULL;
         }
         Py_XSETREF(appender->block, block);

@@ -23,7 +23,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from types import CodeType, FrameType, MappingProxyType
+from types import CodeType, MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -379,11 +379,12 @@ class TraceRecorderBase(Recorder):
         made_at = None if frame is None else (frame.f_code, frame.f_lineno)
         self._watches[key] = (reference, memory, made_at)
 
-    def _released(self, key: int, reference: weakref.ref, frame: FrameType) -> None:
-        """A watched array was freed, in ``frame``: the frame of whatever dropped the last
-        reference, the program's code (which names the site) or the runtime when a finished
-        command held it. It runs wherever that happened, so it takes no lock but the seq's,
-        which is never held while an array is dropped."""
+    def _released(self, key: int, reference: weakref.ref) -> None:
+        """A watched array was freed (called by the weak reference's callback, the module's
+        :func:`_released`). Whatever dropped the last reference is two frames up: the
+        program's code (which names the site) or the runtime when a finished command held
+        it. It runs wherever that happened, so it takes no lock but the seq's, which is
+        never held while an array is dropped."""
         watch = self._watches.get(key)
         if watch is None or watch[0] is not reference:
             return
@@ -392,7 +393,7 @@ class TraceRecorderBase(Recorder):
         if trace is None or trace.metadata.stopped is not None:
             return
         time = now()
-        site = code_site(frame)
+        site = code_site(sys._getframe(2))
         seq = min(self._host_waits.values(), default=None)
         if seq is None:
             seq = self.stamp_sync(None, 0)[0]
@@ -657,7 +658,7 @@ def _released(recorder: weakref.ref, key: int, reference: weakref.ref) -> None:
     alive (the callback holds it weakly, so that a dropped trace is freed at once)."""
     alive = recorder()
     if alive is not None:
-        alive._released(key, reference, sys._getframe(1))
+        alive._released(key, reference)
 
 
 def _same_launch(first: KernelLaunch, second: KernelLaunch) -> bool:

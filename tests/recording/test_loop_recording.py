@@ -111,10 +111,11 @@ def test_a_traced_loop_leaves_nothing_per_step_for_the_garbage_collector():
 @needs_native
 def test_captured_bytes_are_read_only_copies_that_outlive_their_trace():
     """Captures are copies, read-only, that keep their bytes while the host array changes,
-    and after the trace that made them is dropped and another reuses its memory."""
+    and after the trace that made them is dropped and the next reuses the blocks no blob
+    kept alive."""
     with lnb.trace() as first:
         _fresh_array_loop(300)
-    kept = {key: blob for key, blob in first.blobs.items()}
+    kept = {key: blob for place, (key, blob) in enumerate(first.blobs.items()) if place % 50 == 0}
     expected = {key: blob.copy() for key, blob in kept.items()}
     assert all(not blob.flags.writeable for blob in kept.values())
     del first
