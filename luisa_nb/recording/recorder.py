@@ -417,6 +417,8 @@ class TraceRecorderBase(Recorder):
         ``host#2[0:512]``: :func:`~.synthetic_addresses.cluster_names`), so that no view
         or message of a stopped trace shows an address of the process."""
         hosts = list(self._hosts.values())
+        if all(host.name is not None for host in hosts):
+            return  # a loop's arrays, all named where they were made: nothing to cluster
         for host, name in zip(hosts, cluster_names(hosts), strict=True):
             if host.name is None:
                 host.name = name
