@@ -118,6 +118,33 @@ static PyObject *attribute_of_attribute(PyObject *object, Attribute *first, Attr
     return value;
 }
 
+/* The shape of `array`, a new tuple. */
+static PyObject *shape_of(PyArrayObject *array)
+{
+    PyObject *shape = PyTuple_New(PyArray_NDIM(array));
+    for (int i = 0; shape != NULL && i < PyArray_NDIM(array); i++) {
+        PyObject *extent = PyLong_FromSsize_t(PyArray_DIMS(array)[i]);
+        if (extent == NULL)
+            Py_CLEAR(shape);
+        else
+            PyTuple_SET_ITEM(shape, i, extent);
+    }
+    return shape;
+}
+
+/* array_memo() of runtime/host.py in C: (a weak reference to `host`, its shape `shape`,
+ * its dtype object, `value`), a new tuple that the garbage collector does not track (no
+ * cycle runs through it, see untracked_reference). */
+static PyObject *new_array_memo(PyObject *host, PyObject *shape, PyObject *value)
+{
+    PyObject *reference = untracked_reference(host);
+    PyObject *memo = reference == NULL ? NULL
+                                       : PyTuple_Pack(4, reference, shape,
+                                                      (PyObject *)PyArray_DESCR((PyArrayObject *)host), value);
+    Py_XDECREF(reference);
+    return untracked(memo);
+}
+
 /* The trace fields of a transfer of `host` (an array) with enqueue capture `capture`, made
  * from `known`, those of the view's previous transfer (another array): the same kind, label
  * and device ranges (the view's own, made once per access), this array's host range and
@@ -130,35 +157,18 @@ static PyObject *new_transfer_fields(PyObject *view_object, Attribute *memo_name
     if (host_range_function == NULL || !PyTuple_CheckExact(known) ||
         PyTuple_GET_SIZE(known) != capture_field + 1 || capture_field != 4 || !PyArray_Check(host))
         return NULL;
-    PyArrayObject *array = (PyArrayObject *)host;
     PyObject *range = PyObject_CallOneArg(host_range_function, host);
     if (range == NULL)
         return NULL;
-    PyObject *fields = PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), PyTuple_GET_ITEM(known, 1),
-                                    PyTuple_GET_ITEM(known, 2), range, capture);
+    PyObject *fields = untracked(PyTuple_Pack(5, PyTuple_GET_ITEM(known, 0), PyTuple_GET_ITEM(known, 1),
+                                              PyTuple_GET_ITEM(known, 2), range, capture));
     Py_DECREF(range);
-    PyObject *reference = fields == NULL ? NULL : untracked_reference(host);
-    PyObject *shape = reference == NULL ? NULL : PyTuple_New(PyArray_NDIM(array));
-    PyObject *memo = NULL;
-    int failed = shape == NULL;
-    for (int i = 0; !failed && i < PyArray_NDIM(array); i++) {
-        PyObject *extent = PyLong_FromSsize_t(PyArray_DIMS(array)[i]);
-        if (extent == NULL)
-            failed = 1;
-        else
-            PyTuple_SET_ITEM(shape, i, extent);
-    }
-    if (!failed)
-        memo = PyTuple_Pack(4, reference, shape, (PyObject *)PyArray_DESCR(array), fields);
-    if (memo != NULL) { /* no cycle runs through either (see untracked_reference) */
-        PyObject_GC_UnTrack(fields);
-        PyObject_GC_UnTrack(memo);
-    }
+    PyObject *shape = fields == NULL ? NULL : shape_of((PyArrayObject *)host);
+    PyObject *memo = shape == NULL ? NULL : new_array_memo(host, shape, fields);
     if (memo == NULL || PyObject_SetAttr(view_object, memo_name->name, memo) < 0)
         Py_CLEAR(fields);
     Py_XDECREF(memo);
     Py_XDECREF(shape);
-    Py_XDECREF(reference);
     return fields;
 }
 
@@ -459,20 +469,6 @@ static PyObject *new_host_range(PyArrayObject *array, PyObject *dtype, PyObject 
     return range;
 }
 
-/* The shape of `array`, a new tuple. */
-static PyObject *shape_of(PyArrayObject *array)
-{
-    PyObject *shape = PyTuple_New(PyArray_NDIM(array));
-    for (int i = 0; shape != NULL && i < PyArray_NDIM(array); i++) {
-        PyObject *extent = PyLong_FromSsize_t(PyArray_DIMS(array)[i]);
-        if (extent == NULL)
-            Py_CLEAR(shape);
-        else
-            PyTuple_SET_ITEM(shape, i, extent);
-    }
-    return shape;
-}
-
 /* The HostRange of a new array: a plain dtype as it is, others as value_layout() gives
  * them. */
 static PyObject *made_host_range(PyArrayObject *array, PyObject *shape)
@@ -522,16 +518,14 @@ static PyObject *host_range(PyObject *module, PyObject *host)
     }
     if (made < 0)
         goto done;
-    PyObject *shape = shape_of(array), *reference = NULL, *made_memo = NULL;
+    PyObject *shape = shape_of(array), *made_memo = NULL;
     range = shape == NULL ? NULL : made_host_range(array, shape);
     if (range != NULL && PyDict_GET_SIZE(host_ranges) >= sweep_at && drop_freed_host_ranges() < 0)
         Py_CLEAR(range);
-    if (range != NULL && ((reference = untracked_reference(host)) == NULL ||
-                          (made_memo = untracked(PyTuple_Pack(4, reference, shape, (PyObject *)PyArray_DESCR(array), range))) == NULL ||
+    if (range != NULL && ((made_memo = new_array_memo(host, shape, range)) == NULL ||
                           PyDict_SetItem(host_ranges, key, made_memo) < 0))
         Py_CLEAR(range);
     Py_XDECREF(made_memo);
-    Py_XDECREF(reference);
     Py_XDECREF(shape);
 done:
     Py_DECREF(key);
