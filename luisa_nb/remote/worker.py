@@ -220,10 +220,10 @@ class SessionWorker:
             arguments = decode(data[0], "arguments")
             if header["op"] == "share":
                 return self._share(request_id, arguments, descriptors or [])
+            if header["op"] == "allocate":
+                return self._allocate(request_id, arguments, descriptors or [])
             if descriptors:
                 raise ProtocolError(f"{header['op']} carries no file descriptor; share does")
-            if header["op"] == "allocate":
-                return self._allocate(request_id, arguments)
             if header["op"] == "batch":
                 return self._batch(peer, request_id, arguments, data[1:])
             raise ProtocolError(f"op {header['op']!r} is not one a session worker runs")
@@ -246,16 +246,46 @@ class SessionWorker:
             )
         return allocation
 
-    def _allocate(self, request_id: int, arguments: dict[str, Any]) -> list[Any]:
+    def _allocate(
+        self, request_id: int, arguments: dict[str, Any], descriptors: list[int]
+    ) -> list[Any]:
+        """A new buffer: of the backend's memory, or (``"shared": true``) of the memory
+        whose descriptor came with the request, on a backend whose device memory is host
+        memory (see :mod:`~luisa_nb.remote.regions`)."""
         nbytes = check_integer(arguments.get("nbytes"), "allocate nbytes")
-        try:
-            allocation = self.backend.allocate(max(nbytes, 1))
-        except (MemoryError, ValueError) as error:
-            return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
+        shared = arguments.get("shared", False)
+        if type(shared) is not bool:
+            raise ProtocolError(f"allocate shared must be true or false, not {shared!r}")
+        if shared:
+            allocation = self._allocate_shared(nbytes, descriptors)
+        elif descriptors:
+            raise ProtocolError("allocate carries no file descriptor unless it is shared")
+        else:
+            try:
+                allocation = self.backend.allocate(max(nbytes, 1))
+            except (MemoryError, ValueError) as error:
+                return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
         handle = self.next_handle
         self.next_handle += 1
         self.allocations[handle] = allocation
         return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
+
+    def _allocate_shared(self, nbytes: int, descriptors: list[int]) -> Allocation:
+        if len(descriptors) != 1:
+            raise ProtocolError(
+                f"a shared allocate carries one file descriptor, not {len(descriptors)}"
+            )
+        backend = self.backend
+        if not backend.device_memory_is_host:
+            raise ProtocolError(
+                f"backend {backend.name!r} keeps buffers in device memory, not in shared "
+                f"memory: allocate without shared"
+            )
+        if nbytes > backend.max_allocation_bytes:
+            raise ProtocolError(
+                f"a buffer holds at most {backend.max_allocation_bytes} bytes, not {nbytes}"
+            )
+        return backend.allocate_in(WorkerRegion(descriptors.pop(), nbytes).array)
 
     def _share(
         self, request_id: int, arguments: dict[str, Any], descriptors: list[int]

@@ -30,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.backends.base import copy_bytes
+from luisa_nb.backends.base import DeviceSpan, copy_bytes
 from luisa_nb.errors import ConfigurationError
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_RECORDER
 from luisa_nb.runtime.callbacks import in_callback
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
 
 if TYPE_CHECKING:
-    from luisa_nb.backends.base import Backend, DeviceSpan
+    from luisa_nb.backends.base import Backend
     from luisa_nb.recording.recorder import Recorder
     from luisa_nb.runtime.commands import Command, DownloadCommand
 
@@ -339,12 +340,31 @@ class Transfers:
     def download(self, download: DownloadCommand) -> DeviceSpan | None:
         memory = download.memory
         if self.fence:
-            download.readback = self._readback_memory(download.target.nbytes)
+            nbytes = download.target.nbytes
+            mapped = self.backend.mapped_bytes(memory.allocation, memory.offset, nbytes)
+            if mapped is not None:
+                return self._download_mapped(download, mapped)
+            download.readback = self._readback_memory(nbytes)
             self.pending.append(download)
             return self.backend.download(memory.allocation, memory.offset, download.readback)
         with HOST_MEMORY:
             span = self.backend.download(memory.allocation, memory.offset, download.target)
             self.recorder.host_write(download.id, download.target)
+        return span
+
+    def _download_mapped(self, download: DownloadCommand, mapped: np.ndarray) -> DeviceSpan:
+        """A download from device memory this process maps: finish the work before it,
+        write the readbacks still pending (host writes keep stream order), then copy the
+        device bytes into the host array now, one copy, timed as the download's span."""
+        self.backend.flush()
+        if self.pending:
+            self._write_readbacks()
+        target = download.target
+        with HOST_MEMORY:
+            started = now()
+            copy_bytes(target, mapped)
+            span = DeviceSpan(started, now())
+            self.recorder.host_write(download.id, target)
         return span
 
     def land(self) -> None:
