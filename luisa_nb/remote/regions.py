@@ -93,7 +93,8 @@ class Mapping:
             "typestr": "|u1",
             "version": 3,
         }
-        weakref.finalize(self, _LIBC.munmap, address, nbytes)
+        unmap = weakref.finalize(self, _LIBC.munmap, address, nbytes)
+        unmap.atexit = False  # the process's end unmaps it; a thread may still copy then
 
 
 def map_memory(descriptor: int, nbytes: int, writable: bool = True) -> np.ndarray:
