@@ -194,9 +194,12 @@ class Connection:
         """A buffer of ``nbytes`` whose device memory is shared with the session's
         worker: its handle, and its bytes mapped read-only here. ``None`` where this
         connection does not share buffers, for one under
-        :data:`~luisa_nb.remote.regions.SHARED_BUFFER_BYTES`, or when no memory could be
-        made here or the worker refused it (the caller then allocates as before)."""
+        :data:`~luisa_nb.remote.regions.SHARED_BUFFER_BYTES` or over this host's memory,
+        or when no memory could be made here or the worker refused it (the caller then
+        allocates as before)."""
         if not self.shares_buffers or nbytes < regions.SHARED_BUFFER_BYTES or self.broken:
+            return None
+        if not regions.fits_in_memory(nbytes):
             return None
         try:
             descriptor, memory = regions.sealed_memory("luisa_nb-buffer", nbytes, writable=False)

@@ -63,6 +63,14 @@ if AVAILABLE:  # mmap and munmap themselves: see map_memory
     MAP_FAILED = ctypes.c_void_p(-1).value
 
 
+def fits_in_memory(nbytes: int) -> bool:
+    """Whether ``nbytes`` are at most this host's memory. Memory files are sized without
+    the check the OS makes of an allocation (a plain one larger than memory fails at
+    once), so larger buffers are not placed in shared memory: their allocation fails, or
+    not, as it would without it."""
+    return nbytes <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
 def sealed_memory(name: str, nbytes: int, writable: bool = True) -> tuple[int, np.ndarray]:
     """A new memfd of ``nbytes`` zero bytes sealed against shrinking and growing, and its
     bytes mapped here (read-only unless ``writable``): ``(descriptor, uint8 array)``. The

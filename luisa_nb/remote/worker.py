@@ -62,7 +62,7 @@ from luisa_nb.remote.protocol import (
     encode,
     kernel_key,
 )
-from luisa_nb.remote.regions import MAX_REGIONS, WorkerRegion, close_all
+from luisa_nb.remote.regions import MAX_REGIONS, WorkerRegion, close_all, fits_in_memory
 from luisa_nb.remote.stream import receive_frames, send_frames
 from luisa_nb.remote.window import Window
 
@@ -256,15 +256,15 @@ class SessionWorker:
         shared = arguments.get("shared", False)
         if type(shared) is not bool:
             raise ProtocolError(f"allocate shared must be true or false, not {shared!r}")
-        if shared:
-            allocation = self._allocate_shared(nbytes, descriptors)
-        elif descriptors:
+        if not shared and descriptors:
             raise ProtocolError("allocate carries no file descriptor unless it is shared")
-        else:
-            try:
+        try:
+            if shared:
+                allocation = self._allocate_shared(nbytes, descriptors)
+            else:
                 allocation = self.backend.allocate(max(nbytes, 1))
-            except (MemoryError, ValueError) as error:
-                return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
+        except (MemoryError, ValueError) as error:
+            return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
         handle = self.next_handle
         self.next_handle += 1
         self.allocations[handle] = allocation
@@ -281,10 +281,8 @@ class SessionWorker:
                 f"backend {backend.name!r} keeps buffers in device memory, not in shared "
                 f"memory: allocate without shared"
             )
-        if nbytes > backend.max_allocation_bytes:
-            raise ProtocolError(
-                f"a buffer holds at most {backend.max_allocation_bytes} bytes, not {nbytes}"
-            )
+        if nbytes > backend.max_allocation_bytes or not fits_in_memory(nbytes):
+            raise MemoryError("more than this host's memory, or than a buffer holds")
         return backend.allocate_in(WorkerRegion(descriptors.pop(), nbytes).array)
 
     def _share(

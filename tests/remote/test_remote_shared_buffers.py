@@ -217,6 +217,17 @@ def test_memory_the_worker_refuses_leaves_a_buffer_of_its_own(thread_server, mon
     device.backend.close()
 
 
+def test_a_buffer_over_the_hosts_memory_fails_as_without_shared_memory(thread_server):
+    """A memory file is sized without the check the OS makes of an allocation, so such a
+    buffer is not placed in one: it fails (here) as a plain allocation does."""
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    with pytest.raises(lnb.LuisaNbError, match="cannot allocate"):
+        device.create_buffer(2 * memory // 4, np.float32)
+    assert np.all(device.create_buffer(FLOATS, np.float32).numpy() == 0.0)
+    device.backend.close()
+
+
 # -- a hostile client on the worker's socket ---------------------------------------------
 
 
@@ -245,6 +256,19 @@ def test_a_shared_allocation_is_device_memory_the_client_sees(worker_link):
     assert buffer_mappings(worker) == mappings + 1
     request(raw, session, "batch", group=2, ops=[], frees=[handle])
     assert buffer_mappings(worker) == mappings
+
+
+def test_a_shared_allocate_over_the_hosts_memory_is_refused(worker_link):
+    device, raw = worker_link
+    session = device.backend._connection.session
+    nbytes = os.sysconf("SC_PAGE_SIZE") * (os.sysconf("SC_PHYS_PAGES") + 1)
+    descriptor, _ = regions.sealed_memory("test-huge", nbytes)  # no page is touched
+    try:
+        reply = request(raw, session, "allocate", [descriptor], nbytes=nbytes, shared=True)
+    finally:
+        os.close(descriptor)
+    assert reply["ok"] is False and f"cannot allocate {nbytes} bytes" in reply["error"]
+    assert "more than this host's memory" in reply["error"]
 
 
 def two_sealed():
