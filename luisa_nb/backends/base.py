@@ -193,9 +193,10 @@ class Backend(ABC):
 
     def mapped_bytes(self, allocation: Allocation, offset: int, nbytes: int) -> np.ndarray | None:
         """Device bytes ``[offset, offset + nbytes)`` as memory this process maps, which a
-        fence backend lets the runtime read itself once ``flush()`` has returned (one copy
-        into the host array, no readback memory); ``None`` (the default) where it has no
-        such mapping or a download that small costs less as a readback."""
+        fence backend lets the runtime read or write itself once ``flush()`` has returned
+        (a download or upload of one copy, with no readback memory and no operation);
+        ``None`` (the default) where it has no such mapping or a transfer that small
+        costs less as an operation."""
         return None
 
     @abstractmethod

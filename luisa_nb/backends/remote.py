@@ -51,7 +51,7 @@ DEFAULT_TIMEOUT = 60.0
 
 class RemoteAllocation(Allocation):
     """A buffer on the server, by handle; freed with the next batch once collected.
-    ``mapped``: its device memory, read-only, where it is shared with the worker."""
+    ``mapped``: its device memory, where it is shared with the worker."""
 
     __slots__ = ("handle", "mapped", "nbytes", "released")
 
@@ -192,8 +192,8 @@ class RemoteBackend(Backend):
     def mapped_bytes(
         self, allocation: RemoteAllocation, offset: int, nbytes: int
     ) -> np.ndarray | None:
-        """A large download of a buffer shared with the worker is read from this
-        process's mapping of it (see ``docs/remote.md``)."""
+        """A large download or upload of a buffer shared with the worker is a copy from
+        or into this process's mapping of it (see ``docs/remote.md``)."""
         mapped = allocation.mapped
         if mapped is None or nbytes < SHARED_BUFFER_BYTES:
             return None

@@ -192,7 +192,7 @@ class Connection:
 
     def allocate_shared(self, nbytes: int) -> tuple[int, np.ndarray] | None:
         """A buffer of ``nbytes`` whose device memory is shared with the session's
-        worker: its handle, and its bytes mapped read-only here. ``None`` where this
+        worker: its handle, and its bytes mapped here. ``None`` where this
         connection does not share buffers, for one under
         :data:`~luisa_nb.remote.regions.SHARED_BUFFER_BYTES` or over this host's memory,
         or when no memory could be made here or the worker refused it (the caller then
@@ -202,7 +202,7 @@ class Connection:
         if not regions.fits_in_memory(nbytes):
             return None
         try:
-            descriptor, memory = regions.sealed_memory("luisa_nb-buffer", nbytes, writable=False)
+            descriptor, memory = regions.sealed_memory("luisa_nb-buffer", nbytes)
         except OSError:  # out of memory or descriptors
             return None
         try:

@@ -16,8 +16,8 @@ client's region is collected, its next batch tells the worker to unmap it (``uns
 A direct client also places its large buffers in such memory when the server's device
 memory is host memory: it sends the descriptor with ``allocate`` (``"shared": true``),
 the worker checks and maps it as a region and makes the buffer's device memory of it,
-and the client keeps a read-only mapping, from which a download, once the batches
-before it have finished, is one copy into the user's array (:func:`sealed_memory`).
+and the client keeps its mapping: a large download or upload, once the batches before
+it have finished, is one copy between it and the user's bytes (:func:`sealed_memory`).
 """
 
 from __future__ import annotations
@@ -71,9 +71,9 @@ def fits_in_memory(nbytes: int) -> bool:
     return nbytes <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def sealed_memory(name: str, nbytes: int, writable: bool = True) -> tuple[int, np.ndarray]:
+def sealed_memory(name: str, nbytes: int) -> tuple[int, np.ndarray]:
     """A new memfd of ``nbytes`` zero bytes sealed against shrinking and growing, and its
-    bytes mapped here (read-only unless ``writable``): ``(descriptor, uint8 array)``. The
+    bytes mapped here: ``(descriptor, uint8 array)``. The
     caller closes the descriptor (the mapping keeps the memory); ``OSError`` when the
     system cannot make one."""
     descriptor = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
@@ -81,7 +81,7 @@ def sealed_memory(name: str, nbytes: int, writable: bool = True) -> tuple[int, n
         os.ftruncate(descriptor, nbytes)
         seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
         fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, seals)
-        memory = map_memory(descriptor, nbytes, writable)
+        memory = map_memory(descriptor, nbytes)
     except BaseException:
         os.close(descriptor)
         raise
@@ -94,9 +94,9 @@ class Mapping:
 
     __slots__ = ("__array_interface__", "__weakref__")
 
-    def __init__(self, address: int, nbytes: int, writable: bool) -> None:
+    def __init__(self, address: int, nbytes: int) -> None:
         self.__array_interface__ = {
-            "data": (address, not writable),
+            "data": (address, False),
             "shape": (nbytes,),
             "typestr": "|u1",
             "version": 3,
@@ -105,17 +105,17 @@ class Mapping:
         unmap.atexit = False  # the process's end unmaps it; a thread may still copy then
 
 
-def map_memory(descriptor: int, nbytes: int, writable: bool = True) -> np.ndarray:
+def map_memory(descriptor: int, nbytes: int) -> np.ndarray:
     """The first ``nbytes`` of the file ``descriptor`` opens, mapped shared, as a uint8
-    array (read-only unless ``writable``); ``OSError`` when they cannot be mapped. The
+    array; ``OSError`` when they cannot be mapped. The
     mapping keeps no descriptor: Python's ``mmap`` keeps a duplicate of each, and a
     descriptor per buffer in both processes would run out of them."""
-    access = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+    access = mmap.PROT_READ | mmap.PROT_WRITE
     address = _LIBC.mmap(None, nbytes, access, mmap.MAP_SHARED, descriptor, 0)
     if address is None or address == MAP_FAILED:
         code = ctypes.get_errno()
         raise OSError(code, f"cannot map {nbytes} bytes: {os.strerror(code)}")
-    return np.asarray(Mapping(address, nbytes, writable))
+    return np.asarray(Mapping(address, nbytes))
 
 
 class ClientRegion:

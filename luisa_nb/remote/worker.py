@@ -215,6 +215,8 @@ class SessionWorker:
             request_id = header.get("id") if type(header.get("id")) is int else None
             if check is not None:
                 check(header, data)
+                if self.window is not None:
+                    self.window.unlink()  # a direct client maps it before it connects
             if not data:
                 raise ProtocolError(f"{header['op']} needs an arguments frame")
             arguments = decode(data[0], "arguments")
@@ -367,7 +369,6 @@ class SessionWorker:
             raise ProtocolError("a batch's bytes are in the window or in a frame, not both")
         if type(window) is not list or len(window) != 2:
             raise ProtocolError("window must be [start, payload bytes]")
-        self.window.unlink()  # the client mapped it
         size = self.window.nbytes
         start = check_integer(window[0], "window start", size)
         end = start + check_integer(window[1], "window payload bytes", size - start)

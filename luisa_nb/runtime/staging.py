@@ -166,7 +166,7 @@ class UploadChunk:
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
         memory = self.upload.memory
-        return transfers.backend.upload(memory.allocation, memory.offset + self.offset, self.staged)
+        return transfers.to_device(memory.allocation, memory.offset + self.offset, self.staged)
 
 
 Step = Any  # a Command or an UploadChunk: something with id, describe() and run()
@@ -264,7 +264,7 @@ class SubmitStaging(Staging):
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         staged, upload.staged = upload.staged, None
         memory = upload.memory
-        return transfers.backend.upload(memory.allocation, memory.offset, staged)
+        return transfers.to_device(memory.allocation, memory.offset, staged)
 
 
 class ExecuteStaging(Staging):
@@ -278,7 +278,7 @@ class ExecuteStaging(Staging):
             transfers.land()
         memory = upload.memory
         with HOST_MEMORY:
-            span = transfers.backend.upload(memory.allocation, memory.offset, upload.source)
+            span = transfers.to_device(memory.allocation, memory.offset, upload.source)
             transfers.recorder.host_read(upload.id, 0, upload.source)
         return span
 
@@ -336,6 +336,19 @@ class Transfers:
 
     def upload(self, upload: UploadCommand) -> DeviceSpan | None:
         return self.staging.upload(self, upload)
+
+    def to_device(self, allocation: Any, offset: int, data: np.ndarray) -> DeviceSpan | None:
+        """Copy ``data`` (the upload's staged or host bytes) into device memory at
+        ``offset``: through the backend, or, into device memory this process maps,
+        itself once the work before it has finished (one copy, timed as its span)."""
+        if self.fence:
+            mapped = self.backend.mapped_bytes(allocation, offset, data.nbytes)
+            if mapped is not None:
+                self.backend.flush()
+                started = now()
+                copy_bytes(mapped, data.reshape(-1).view(np.uint8))
+                return DeviceSpan(started, now())
+        return self.backend.upload(allocation, offset, data)
 
     def download(self, download: DownloadCommand) -> DeviceSpan | None:
         memory = download.memory

@@ -115,3 +115,12 @@ def sent_operations(monkeypatch):
 
     monkeypatch.setattr(Channel, "add", recording)
     return names
+
+
+@pytest.fixture
+def buffers_in_device_memory(monkeypatch):
+    """Every buffer as on a server whose device memory is not host memory (a direct
+    client shares those of a cpu server: tests/remote/test_remote_shared_buffers.py)."""
+    from luisa_nb.remote.client import Connection
+
+    monkeypatch.setattr(Connection, "allocate_shared", lambda connection, nbytes: None)

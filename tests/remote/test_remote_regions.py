@@ -15,7 +15,6 @@ zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.remote import regions  # noqa: E402
-from luisa_nb.remote.client import Connection  # noqa: E402
 from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.stream import descriptor_message, message_pieces  # noqa: E402
 
@@ -27,15 +26,11 @@ from .helpers import (  # noqa: E402
     unsealed_memfd,
 )
 
-pytestmark = pytest.mark.skipif(not regions.AVAILABLE, reason="needs memfd_create (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not regions.AVAILABLE, reason="needs memfd_create (Linux)"),
+    pytest.mark.usefixtures("buffers_in_device_memory"),
+]
 LARGE = regions.SHARED_READBACK_BYTES  # bytes: a readback this large is shared
-
-
-@pytest.fixture(autouse=True)
-def buffers_in_device_memory(monkeypatch):
-    """Every buffer as on a server whose device memory is not host memory (those of a
-    cpu server are shared with the client: tests/remote/test_remote_shared_buffers.py)."""
-    monkeypatch.setattr(Connection, "allocate_shared", lambda connection, nbytes: None)
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "relayed"])

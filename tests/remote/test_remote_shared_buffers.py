@@ -74,6 +74,90 @@ def test_downloaded_bytes_are_the_devices(
     device.backend.close()
 
 
+@pytest.mark.parametrize(
+    ("elements", "start", "stop"),
+    [
+        (FLOATS - 1, 0, FLOATS - 1),  # a buffer just too small to share
+        (FLOATS + 1, 2, FLOATS + 1),  # a shared buffer, one element short of a mapped upload
+        (FLOATS + 7, 3, FLOATS + 3),  # the smallest mapped upload, at an offset
+        (((9 << 20) + 12) // 4, 5, ((9 << 20) + 12) // 4 - 2),  # chunks, window, offsets
+    ],
+)
+def test_uploaded_bytes_reach_the_worker(
+    thread_server, staging, direct, sent_operations, elements, start, stop
+):
+    """The worker sees them: it copies both ends into a buffer too small to share, which
+    travels back as an operation."""
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging, direct=direct)
+    data = np.random.default_rng(elements).random(stop - start, dtype=np.float32)
+    buffer = device.create_buffer(elements, np.float32)
+    buffer.fill(7.0)
+    ends = device.create_buffer(4 * 16, np.float32)
+    sent_operations.clear()
+    stream = device.default_stream
+    stream.submit(
+        [
+            buffer.view(start, stop).copy_from_async(data),
+            buffer.view(start, start + 16).copy_to_buffer_async(ends.view(0, 16)),
+            buffer.view(stop - 16, stop).copy_to_buffer_async(ends.view(16, 32)),
+        ]
+    )
+    stream.synchronize()
+    mapped = buffer.allocation.mapped is not None and data.nbytes >= SHARED
+    assert ("upload" not in sent_operations) is mapped
+    seen = ends.numpy()
+    assert np.array_equal(seen[:16], data[:16]) and np.array_equal(seen[16:32], data[-16:])
+    assert not seen[32:].any()
+    whole = buffer.numpy()
+    assert np.all(whole[:start] == 7.0) and np.all(whole[stop:] == 7.0)
+    assert np.array_equal(whole[start:stop], data)
+    device.backend.close()
+
+
+def test_an_upload_waits_for_the_commands_before_it(thread_server, staging, direct):
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging, direct=direct)
+    source, target = (device.create_buffer(2 * FLOATS, np.float32) for _ in range(2))
+    source.fill(1.0)
+    before, after = np.zeros(2 * FLOATS, np.float32), np.zeros(2 * FLOATS, np.float32)
+    stream = device.default_stream
+    stream.submit(
+        [
+            source.copy_to_buffer_async(target),  # queued: runs before the upload
+            source.copy_from_async(np.full(2 * FLOATS, 2.0, np.float32)),
+            target.copy_to_async(before),
+            source.copy_to_async(after),
+        ]
+    )
+    stream.synchronize()
+    assert np.all(before == 1.0) and np.all(after == 2.0)
+    device.backend.close()
+
+
+def test_a_failure_before_a_mapped_upload_leaves_the_buffer_as_it_was(thread_server, staging):
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging)
+    buffer = device.create_buffer(2 * FLOATS, np.float32)
+    buffer.fill(4.0)
+    bad = buffer.fill_async(5.0)
+    bad.memory = bad.memory._replace(offset=1 << 30)  # outside the buffer on the server
+    stream = device.default_stream
+    with lnb.trace() as trace:
+        stream.submit([bad, buffer.copy_from_async(np.ones(2 * FLOATS, np.float32))])
+        with pytest.raises(CommandFailedError):
+            stream.synchronize()
+    assert [record.status for record in trace.commands] == [Status.FAILED, Status.SKIPPED]
+    assert np.all(buffer.numpy() == 4.0)
+    device.backend.close()
+
+
+def test_a_device_of_shared_buffers_only_leaves_no_window_file(thread_server):
+    device = lnb.create_device(thread_server.address, token=TOKEN)
+    buffer = device.create_buffer(FLOATS, np.float32)
+    buffer.copy_from(np.ones(FLOATS, np.float32))
+    assert np.all(buffer.numpy() == 1.0)
+    assert not os.path.exists(device.backend._connection.hello["local"]["window"])
+    device.backend.close()
+
+
 def test_several_downloads_in_one_submission_keep_stream_order(thread_server, staging, direct):
     device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging, direct=direct)
     large = device.create_buffer(3 * FLOATS, np.float32)
