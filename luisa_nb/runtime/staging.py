@@ -165,8 +165,9 @@ class UploadChunk:
         return f"{self.upload.describe()} bytes {self.offset}+{self.staged.nbytes}"
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
-        memory = self.upload.memory
-        return transfers.to_device(memory.allocation, memory.offset + self.offset, self.staged)
+        allocation, offset = self.upload.memory.allocation, self.upload.memory.offset + self.offset
+        mapped = transfers.mapped(allocation, offset, self.staged.nbytes)
+        return transfers.to_device(allocation, offset, self.staged, mapped)
 
 
 Step = Any  # a Command or an UploadChunk: something with id, describe() and run()
@@ -264,7 +265,8 @@ class SubmitStaging(Staging):
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         staged, upload.staged = upload.staged, None
         memory = upload.memory
-        return transfers.to_device(memory.allocation, memory.offset, staged)
+        mapped = transfers.mapped(memory.allocation, memory.offset, staged.nbytes)
+        return transfers.to_device(memory.allocation, memory.offset, staged, mapped)
 
 
 class ExecuteStaging(Staging):
@@ -276,10 +278,11 @@ class ExecuteStaging(Staging):
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         if transfers.pending:
             transfers.land()
-        memory = upload.memory
+        memory, source = upload.memory, upload.source
+        mapped = transfers.mapped(memory.allocation, memory.offset, source.nbytes)
         with HOST_MEMORY:
-            span = transfers.to_device(memory.allocation, memory.offset, upload.source)
-            transfers.recorder.host_read(upload.id, 0, upload.source)
+            span = transfers.to_device(memory.allocation, memory.offset, source, mapped)
+            transfers.recorder.host_read(upload.id, 0, source)
         return span
 
 
@@ -337,24 +340,34 @@ class Transfers:
     def upload(self, upload: UploadCommand) -> DeviceSpan | None:
         return self.staging.upload(self, upload)
 
-    def to_device(self, allocation: Any, offset: int, data: np.ndarray) -> DeviceSpan | None:
-        """Copy ``data`` (the upload's staged or host bytes) into device memory at
-        ``offset``: through the backend, or, into device memory this process maps,
-        itself once the work before it has finished (one copy, timed as its span)."""
-        if self.fence:
-            mapped = self.backend.mapped_bytes(allocation, offset, data.nbytes)
-            if mapped is not None:
-                self.backend.flush()
-                started = now()
-                copy_bytes(mapped, data.reshape(-1).view(np.uint8))
-                return DeviceSpan(started, now())
-        return self.backend.upload(allocation, offset, data)
+    def mapped(self, allocation: Any, offset: int, nbytes: int) -> np.ndarray | None:
+        """Device bytes ``[offset, offset + nbytes)`` as memory this process maps, once
+        the work before them has finished (a flush); ``None`` where the backend maps none
+        (see ``Backend.mapped_bytes``). Called outside the host lock: a flush waits."""
+        if not self.fence:
+            return None
+        mapped = self.backend.mapped_bytes(allocation, offset, nbytes)
+        if mapped is not None:
+            self.backend.flush()
+        return mapped
+
+    def to_device(
+        self, allocation: Any, offset: int, data: np.ndarray, mapped: np.ndarray | None
+    ) -> DeviceSpan | None:
+        """Copy ``data`` (an upload's staged or host bytes) into device memory at
+        ``offset``: through the backend, or into ``mapped`` (from :meth:`mapped`) here,
+        one copy timed as the upload's span."""
+        if mapped is None:
+            return self.backend.upload(allocation, offset, data)
+        started = now()
+        copy_bytes(mapped, data.reshape(-1).view(np.uint8))
+        return DeviceSpan(started, now())
 
     def download(self, download: DownloadCommand) -> DeviceSpan | None:
         memory = download.memory
         if self.fence:
             nbytes = download.target.nbytes
-            mapped = self.backend.mapped_bytes(memory.allocation, memory.offset, nbytes)
+            mapped = self.mapped(memory.allocation, memory.offset, nbytes)
             if mapped is not None:
                 return self._download_mapped(download, mapped)
             download.readback = self._readback_memory(nbytes)
@@ -366,10 +379,9 @@ class Transfers:
         return span
 
     def _download_mapped(self, download: DownloadCommand, mapped: np.ndarray) -> DeviceSpan:
-        """A download from device memory this process maps: finish the work before it,
+        """A download from device memory this process maps, the work before it finished:
         write the readbacks still pending (host writes keep stream order), then copy the
         device bytes into the host array now, one copy, timed as the download's span."""
-        self.backend.flush()
         if self.pending:
             self._write_readbacks()
         target = download.target

@@ -17,11 +17,13 @@ zmq = pytest.importorskip("zmq")
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.analysis import HazardKind  # noqa: E402
 from luisa_nb.backends.cpu import CpuBackend  # noqa: E402
+from luisa_nb.backends.remote import RemoteBackend  # noqa: E402
 from luisa_nb.errors import CommandFailedError  # noqa: E402
 from luisa_nb.recording.records import Status  # noqa: E402
 from luisa_nb.remote import regions  # noqa: E402
 from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.worker import SessionWorker  # noqa: E402
+from luisa_nb.runtime.host import HOST_MEMORY  # noqa: E402
 from luisa_nb.seed import expected_rows, run_seed  # noqa: E402
 
 from .helpers import (  # noqa: E402
@@ -130,6 +132,33 @@ def test_an_upload_waits_for_the_commands_before_it(thread_server, staging, dire
     )
     stream.synchronize()
     assert np.all(before == 1.0) and np.all(after == 2.0)
+    device.backend.close()
+
+
+def test_no_flush_before_a_mapped_transfer_holds_the_host_lock(thread_server, staging, monkeypatch):
+    """A flush waits for the worker; the lock every host read and write takes is free
+    meanwhile."""
+    held = []
+    flush = RemoteBackend.flush
+
+    def noting(backend):
+        held.append(HOST_MEMORY.locked())
+        return flush(backend)
+
+    monkeypatch.setattr(RemoteBackend, "flush", noting)
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging)
+    buffer = device.create_buffer(FLOATS, np.float32)
+    back = np.zeros(FLOATS, np.float32)
+    stream = device.default_stream
+    stream.submit(
+        [
+            buffer.fill_async(1.0),
+            buffer.copy_from_async(np.full(FLOATS, 2.0, np.float32)),
+            buffer.copy_to_async(back),
+        ]
+    )
+    stream.synchronize()
+    assert np.all(back == 2.0) and len(held) >= 2 and not any(held)
     device.backend.close()
 
 
