@@ -62,7 +62,13 @@ from luisa_nb.remote.protocol import (
     encode,
     kernel_key,
 )
-from luisa_nb.remote.regions import MAX_REGIONS, WorkerRegion, close_all, fits_in_memory
+from luisa_nb.remote.regions import (
+    AVAILABLE,
+    MAX_REGIONS,
+    WorkerRegion,
+    close_all,
+    fits_in_memory,
+)
 from luisa_nb.remote.stream import receive_frames, send_frames
 from luisa_nb.remote.window import Window
 
@@ -278,6 +284,8 @@ class SessionWorker:
                 f"a shared allocate carries one file descriptor, not {len(descriptors)}"
             )
         backend = self.backend
+        if not AVAILABLE:
+            raise ProtocolError("this server's system has no sealed memory files (memfd)")
         if not backend.device_memory_is_host:
             raise ProtocolError(
                 f"backend {backend.name!r} keeps buffers in device memory, not in shared "

@@ -5,6 +5,7 @@ one copy, straight into the user's array. The bytes, their order among the other
 writes and the hazards a trace finds are those of the cpu backend; the worker maps only
 memory that passes its checks and closes every descriptor it does not keep."""
 
+import fcntl
 import gc
 import json
 import os
@@ -384,6 +385,14 @@ def test_a_shared_allocate_over_the_hosts_memory_is_refused(worker_link):
     assert "more than this host's memory" in reply["error"]
 
 
+def write_sealed(nbytes=4096):
+    """A memfd sealed against shrinking and against writes: the worker cannot write it."""
+    descriptor = os.memfd_create("write-sealed", os.MFD_ALLOW_SEALING)
+    os.ftruncate(descriptor, nbytes)
+    fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_WRITE)
+    return descriptor
+
+
 def two_sealed():
     return [sealed()[0], sealed()[0]]
 
@@ -398,6 +407,7 @@ def two_sealed():
         (unsealed_memfd, {"nbytes": 4096, "shared": True}, "sealed against shrinking"),
         (sealed, {"nbytes": 8192, "shared": True}, "holds 4096 bytes, the request says 8192"),
         (sealed, {"nbytes": 0, "shared": True}, "the request says 0"),
+        (write_sealed, {"nbytes": 4096, "shared": True}, "cannot map the shared region"),
         (sealed, {"nbytes": 4096, "shared": 1}, "allocate shared must be true or false"),
         (sealed, {"nbytes": "4096", "shared": True}, "allocate nbytes must be an integer"),
         (sealed, {"nbytes": 4096}, "allocate carries no file descriptor unless it is shared"),
@@ -410,6 +420,7 @@ def two_sealed():
         "unsealed",
         "wrong size",
         "empty",
+        "sealed against writes",
         "shared not a bool",
         "bad size",
         "not shared",
