@@ -212,6 +212,25 @@ def test_several_downloads_in_one_submission_keep_stream_order(thread_server, st
     device.backend.close()
 
 
+def test_more_shared_buffers_than_readback_regions_in_one_submission(
+    thread_server, staging, sent_operations
+):
+    """Buffers in shared memory are not readback regions: no limit of those applies."""
+    device = lnb.create_device(thread_server.address, token=TOKEN, staging=staging)
+    count = regions.MAX_REGIONS + 2
+    buffers = [device.create_buffer(FLOATS, np.float32) for _ in range(count)]
+    data = [np.full(FLOATS, index, np.float32) for index in range(count)]
+    back = [np.zeros(FLOATS, np.float32) for _ in range(count)]
+    stream = device.default_stream
+    stream.submit([b.copy_from_async(d) for b, d in zip(buffers, data, strict=True)])
+    stream.submit([b.copy_to_async(h) for b, h in zip(buffers, back, strict=True)])
+    stream.synchronize()
+    assert all(np.array_equal(h, d) for h, d in zip(back, data, strict=True))
+    assert all(b.allocation.mapped is not None for b in buffers)
+    assert not any(name in (*TRANSFERS, "upload") for name in sent_operations)
+    device.backend.close()
+
+
 def test_a_download_then_an_upload_of_one_array_finds_the_hazards_of_cpu(
     thread_server, staging, direct, sent_operations
 ):
