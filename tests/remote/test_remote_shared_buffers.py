@@ -1,9 +1,9 @@
 """A direct client places its large buffers in memory shared with its session's worker
 (a sealed memfd sent with ``allocate``) when the server's device memory is host memory,
-and reads a large download from its own mapping once the work before it has finished:
-one copy, straight into the user's array. The bytes, their order among the other host
-writes and the hazards a trace finds are those of the cpu backend; the worker maps only
-memory that passes its checks and closes every descriptor it does not keep."""
+and copies a large download or upload between its own mapping and the user's bytes once
+the work before it has finished: one copy. The bytes, their order among the other host
+reads and writes and the hazards a trace finds are those of the cpu backend; the worker
+maps only memory that passes its checks and closes every descriptor it does not keep."""
 
 import fcntl
 import gc
@@ -329,7 +329,7 @@ def test_a_freed_buffer_leaves_no_mapping_in_either_process(thread_server):
 
 
 def test_without_memory_to_share_a_buffer_is_allocated_as_before(thread_server, monkeypatch):
-    monkeypatch.setattr(regions.os, "memfd_create", pipe_failure)
+    monkeypatch.setattr(regions.os, "memfd_create", no_descriptors_left)
     device = lnb.create_device(thread_server.address, token=TOKEN)
     buffer = device.create_buffer(FLOATS, np.float32)
     buffer.fill(3.0)
@@ -337,7 +337,7 @@ def test_without_memory_to_share_a_buffer_is_allocated_as_before(thread_server, 
     device.backend.close()
 
 
-def pipe_failure(*arguments):
+def no_descriptors_left(*arguments):
     raise OSError(24, "Too many open files")
 
 
