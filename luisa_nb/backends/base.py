@@ -163,11 +163,19 @@ class Backend(ABC):
     max_allocation_bytes: ClassVar[int] = 1 << 48
     """The most bytes one allocation may have (what 48-bit addresses reach; the remote
     protocol's limit too). The runtime refuses a larger buffer before ``allocate``."""
+    device_memory_is_host: ClassVar[bool] = False
+    """Whether device memory is host memory, so that :meth:`allocate_in` can place a
+    buffer in memory the caller gives (memory shared with another process)."""
 
     @abstractmethod
     def allocate(self, nbytes: int) -> Allocation:
         """``nbytes`` (at most :attr:`max_allocation_bytes`) of device memory; raises
         ``MemoryError`` when the device has not that much."""
+
+    def allocate_in(self, memory: np.ndarray) -> Allocation:
+        """A buffer whose device memory is ``memory`` (1-D uint8, zeroed, page-aligned),
+        on a backend whose :attr:`device_memory_is_host`."""
+        raise NotImplementedError(f"{self.name} cannot place a buffer in host memory")
 
     @abstractmethod
     def upload(self, allocation: Allocation, offset: int, data: np.ndarray) -> DeviceSpan | None:
@@ -182,6 +190,14 @@ class Backend(ABC):
     @abstractmethod
     def download(self, allocation: Allocation, offset: int, out: np.ndarray) -> DeviceSpan | None:
         """Copy ``out.nbytes`` device bytes at ``offset`` into the uint8 array ``out``."""
+
+    def mapped_bytes(self, allocation: Allocation, offset: int, nbytes: int) -> np.ndarray | None:
+        """Device bytes ``[offset, offset + nbytes)`` as memory this process maps, which a
+        fence backend lets the runtime read or write itself once ``flush()`` has returned
+        (a download or upload of one copy, with no readback memory and no operation);
+        ``None`` (the default) where it has no such mapping or a transfer that small
+        costs less as an operation."""
+        return None
 
     @abstractmethod
     def copy(

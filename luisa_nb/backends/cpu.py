@@ -27,8 +27,9 @@ class CpuAllocation(Allocation):
 
     __slots__ = ("address", "bytes", "data", "nbytes")
 
-    def __init__(self, nbytes: int) -> None:
-        self.data = aligned_zeros(nbytes)
+    def __init__(self, nbytes: int, memory: np.ndarray | None = None) -> None:
+        """``nbytes`` new zero bytes, or ``memory`` (zeroed, of ``nbytes``) if given."""
+        self.data = aligned_zeros(nbytes) if memory is None else memory
         self.bytes = memoryview(self.data)
         self.address = self.data.ctypes.data
         self.nbytes = nbytes
@@ -38,6 +39,7 @@ class CpuBackend(Backend):
     name = "cpu"
     default_staging = "execute"
     description = "host memory as device memory; kernels compiled to C with OpenMP"
+    device_memory_is_host = True
 
     def __init__(self) -> None:
         self._cancel = CancelFlag()
@@ -50,6 +52,9 @@ class CpuBackend(Backend):
 
     def allocate(self, nbytes: int) -> CpuAllocation:
         return CpuAllocation(nbytes)
+
+    def allocate_in(self, memory: np.ndarray) -> CpuAllocation:
+        return CpuAllocation(memory.nbytes, memory)
 
     def upload(self, allocation: CpuAllocation, offset: int, data: np.ndarray) -> None:
         copy_bytes(allocation.bytes[offset : offset + data.nbytes], data)

@@ -44,19 +44,28 @@ from luisa_nb.remote.client import Connection
 from luisa_nb.remote.launcher import LocalServer
 from luisa_nb.remote.layouts import describe_dtype, describe_scalar
 from luisa_nb.remote.protocol import MAX_PRINT_BYTES, kernel_key
+from luisa_nb.remote.regions import SHARED_BUFFER_BYTES
 
 DEFAULT_TIMEOUT = 60.0
 
 
 class RemoteAllocation(Allocation):
-    """A buffer on the server, by handle; freed with the next batch once collected."""
+    """A buffer on the server, by handle; freed with the next batch once collected.
+    ``mapped``: its device memory, where it is shared with the worker."""
 
-    __slots__ = ("handle", "nbytes", "released")
+    __slots__ = ("handle", "mapped", "nbytes", "released")
 
-    def __init__(self, handle: int, nbytes: int, released: deque[int]) -> None:
+    def __init__(
+        self,
+        handle: int,
+        nbytes: int,
+        released: deque[int],
+        mapped: np.ndarray | None = None,
+    ) -> None:
         self.handle = handle
         self.nbytes = nbytes
         self.released = released
+        self.mapped = mapped
 
     def __del__(self) -> None:
         self.released.append(self.handle)
@@ -140,6 +149,10 @@ class RemoteBackend(Backend):
 
     def allocate(self, nbytes: int) -> RemoteAllocation:
         connection = self._connection
+        shared = connection.allocate_shared(nbytes)
+        if shared is not None:
+            handle, mapped = shared
+            return RemoteAllocation(handle, nbytes, connection.released, mapped)
         reply = connection.channel().call("allocate", nbytes=nbytes)
         return RemoteAllocation(
             connection.expect(reply, "handle", int), nbytes, connection.released
@@ -175,6 +188,16 @@ class RemoteBackend(Backend):
             operation = ["download", allocation.handle, offset + start, stop - start]
             channel.add(operation, span, out[start:stop], weight=stop - start)
         return span
+
+    def mapped_bytes(
+        self, allocation: RemoteAllocation, offset: int, nbytes: int
+    ) -> np.ndarray | None:
+        """A large download or upload of a buffer shared with the worker is a copy from
+        or into this process's mapping of it (see ``docs/remote.md``)."""
+        mapped = allocation.mapped
+        if mapped is None or nbytes < SHARED_BUFFER_BYTES:
+            return None
+        return mapped[offset : offset + nbytes]
 
     def copy(
         self,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import secrets
 import subprocess
 import threading
@@ -98,6 +99,9 @@ class Connection:
         """The worker's Unix stream socket, on a direct connection."""
         self.regions: regions.ClientRegions | None = None
         """The readback regions shared with the worker, on a direct connection."""
+        self.shares_buffers = False
+        """Whether large buffers live in memory shared with the worker (a direct
+        connection, on Linux, to a server whose device memory is host memory)."""
         try:
             channel = self.channel()
             self.hello = channel.call("hello")
@@ -150,6 +154,7 @@ class Connection:
         channel.go_direct(path)
         if regions.AVAILABLE:
             self.regions = regions.ClientRegions()
+            self.shares_buffers = self.hello.get("shared_buffers") is True
 
     def shared_readback(self, nbytes: int) -> np.ndarray | None:
         """``nbytes`` of memory shared with the session's worker, which a ``readback``
@@ -184,6 +189,32 @@ class Connection:
         finally:
             region.shared()
         return shared.add(region)
+
+    def allocate_shared(self, nbytes: int) -> tuple[int, np.ndarray] | None:
+        """A buffer of ``nbytes`` whose device memory is shared with the session's
+        worker: its handle, and its bytes mapped here. ``None`` where this
+        connection does not share buffers, for one under
+        :data:`~luisa_nb.remote.regions.SHARED_BUFFER_BYTES` or over this host's memory,
+        or when no memory could be made here or the worker refused it (the caller then
+        allocates as before)."""
+        if not self.shares_buffers or nbytes < regions.SHARED_BUFFER_BYTES or self.broken:
+            return None
+        if not regions.fits_in_memory(nbytes):
+            return None
+        try:
+            descriptor, memory = regions.sealed_memory("luisa_nb-buffer", nbytes)
+        except OSError:  # out of memory or descriptors
+            return None
+        try:
+            reply = self.channel().call(
+                "allocate", descriptors=(descriptor,), nbytes=nbytes, shared=True
+            )
+        except RemoteError:  # refused (the worker says why in its log), or broken
+            self.check()
+            return None
+        finally:
+            os.close(descriptor)
+        return self.expect(reply, "handle", int), memory
 
     def envelope(self, op: str) -> tuple[int, bytes]:
         """A fresh request id, and the envelope of a request ``op`` with it: protocol

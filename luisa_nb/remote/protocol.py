@@ -8,7 +8,8 @@ A request is a ZeroMQ multipart message of up to three frames:
        {"v": 5, "id": <int>, "session": <hex str>, "op": <str>}
 
 2. for ``allocate`` and ``batch``, the arguments, a JSON object read by the session's
-   worker (``{"nbytes"}``; ``{"group", "ops", "frees"}``, ``ops`` a list of lists, see
+   worker (``{"nbytes"}``, and ``"shared": true`` for a buffer in memory a direct
+   client sends; ``{"group", "ops", "frees"}``, ``ops`` a list of lists, see
    :data:`OPERATIONS`);
 3. for a batch with uploads, their bytes, one after the other (the *payload*).
 
@@ -65,7 +66,8 @@ MAX_VALUE_HEX = 2 << 20
 REQUESTS = ("hello", "clock", "allocate", "batch", "close", "cancel", "resume")
 DIRECT_REQUESTS = (*REQUESTS, "share")
 """What a client on the server's host may send its session's worker: ``share`` carries a
-file descriptor, which only the worker's Unix socket can pass."""
+file descriptor, as does a shared ``allocate``, which only the worker's Unix socket can
+pass."""
 CANCEL_REQUESTS = ("cancel", "resume")
 OPERATIONS = {
     # name: the fields after the name, checked by check_operation

@@ -12,11 +12,18 @@ shrinking (so no write of the worker's can fault past its end), and it holds at 
 :data:`MAX_REGIONS` of a session's regions; it closes every descriptor it does not keep,
 on every path. A ``readback`` operation names a region and a range inside it. When the
 client's region is collected, its next batch tells the worker to unmap it (``unshare``).
+
+A direct client also places its large buffers in such memory when the server's device
+memory is host memory: it sends the descriptor with ``allocate`` (``"shared": true``),
+the worker checks and maps it as a region and makes the buffer's device memory of it,
+and the client keeps its mapping: a large download or upload, once the batches before
+it have finished, is one copy between it and the user's bytes (:func:`sealed_memory`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import mmap
 import os
@@ -34,9 +41,81 @@ MAX_REGIONS = 8
 SHARED_READBACK_BYTES = 1 << 20
 """The smallest readback memory a direct client shares: smaller downloads cost less through
 the window than a ``share`` round trip."""
+SHARED_BUFFER_BYTES = 1 << 20
+"""The smallest buffer a direct client places in memory shared with the worker (when the
+server's device memory is host memory), and the smallest download it reads from there
+itself: a smaller one costs less as a readback in the batch than as a flush of its own."""
 AVAILABLE = hasattr(os, "memfd_create") and hasattr(fcntl, "F_GET_SEALS")
 """Whether this system has sealed anonymous memory (Linux)."""
 REQUIRED_SEALS = getattr(fcntl, "F_SEAL_SHRINK", 0)
+if AVAILABLE:  # mmap and munmap themselves: see map_memory
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+    _LIBC.mmap.restype = ctypes.c_void_p
+    _LIBC.mmap.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    )
+    _LIBC.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    MAP_FAILED = ctypes.c_void_p(-1).value
+
+
+def fits_in_memory(nbytes: int) -> bool:
+    """Whether ``nbytes`` are at most this host's memory. Memory files are sized without
+    the check the OS makes of an allocation (a plain one larger than memory fails at
+    once), so larger buffers are not placed in shared memory: their allocation fails, or
+    not, as it would without it."""
+    return nbytes <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def sealed_memory(name: str, nbytes: int) -> tuple[int, np.ndarray]:
+    """A new memfd of ``nbytes`` zero bytes sealed against shrinking and growing, and its
+    bytes mapped here: ``(descriptor, uint8 array)``. The
+    caller closes the descriptor (the mapping keeps the memory); ``OSError`` when the
+    system cannot make one."""
+    descriptor = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(descriptor, nbytes)
+        seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+        fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, seals)
+        memory = map_memory(descriptor, nbytes)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, memory
+
+
+class Mapping:
+    """Bytes ``[address, address + nbytes)`` mapped by :func:`map_memory`, unmapped when
+    the last array of them is collected (arrays of them have it as their ``base``)."""
+
+    __slots__ = ("__array_interface__", "__weakref__")
+
+    def __init__(self, address: int, nbytes: int) -> None:
+        self.__array_interface__ = {
+            "data": (address, False),
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "version": 3,
+        }
+        unmap = weakref.finalize(self, _LIBC.munmap, address, nbytes)
+        unmap.atexit = False  # the process's end unmaps it; a thread may still copy then
+
+
+def map_memory(descriptor: int, nbytes: int) -> np.ndarray:
+    """The first ``nbytes`` of the file ``descriptor`` opens, mapped shared, as a uint8
+    array; ``OSError`` when they cannot be mapped. The
+    mapping keeps no descriptor: Python's ``mmap`` keeps a duplicate of each, and a
+    descriptor per buffer in both processes would run out of them."""
+    access = mmap.PROT_READ | mmap.PROT_WRITE
+    address = _LIBC.mmap(None, nbytes, access, mmap.MAP_SHARED, descriptor, 0)
+    if address is None or address == MAP_FAILED:
+        code = ctypes.get_errno()
+        raise OSError(code, f"cannot map {nbytes} bytes: {os.strerror(code)}")
+    return np.asarray(Mapping(address, nbytes))
 
 
 class ClientRegion:
@@ -47,20 +126,9 @@ class ClientRegion:
     def __init__(self, identifier: int, nbytes: int) -> None:
         self.identifier = identifier
         self.nbytes = nbytes
-        descriptor = os.memfd_create(
-            f"luisa_nb-readback-{identifier}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING
-        )
-        try:
-            os.ftruncate(descriptor, nbytes)
-            seals = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-            fcntl.fcntl(descriptor, fcntl.F_ADD_SEALS, seals)
-            memory = mmap.mmap(descriptor, nbytes)
-        except BaseException:
-            os.close(descriptor)
-            raise
+        descriptor, self.array = sealed_memory(f"luisa_nb-readback-{identifier}", nbytes)
         self.descriptor: int | None = descriptor
         """Open until the worker has it (:meth:`shared`)."""
-        self.array = np.frombuffer(memory, np.uint8)
         self.address = self.array.ctypes.data
 
     def shared(self) -> None:
@@ -145,12 +213,11 @@ class WorkerRegion:
             if seals & REQUIRED_SEALS != REQUIRED_SEALS:
                 raise ProtocolError("a shared region must be a memfd sealed against shrinking")
             try:
-                memory = mmap.mmap(descriptor, nbytes)
+                self.array = map_memory(descriptor, nbytes)
             except (OSError, ValueError, OverflowError) as error:
                 raise ProtocolError(f"cannot map the shared region: {error}") from None
         finally:
             os.close(descriptor)
-        self.array = np.frombuffer(memory, np.uint8)
         self.nbytes = nbytes
 
     def part(self, offset: int, nbytes: int) -> np.ndarray:

@@ -44,6 +44,7 @@ import zmq
 
 from luisa_nb.backends import load_backend
 from luisa_nb.errors import ConfigurationError, RemoteError
+from luisa_nb.remote import regions
 from luisa_nb.remote.authentication import TokenAuthenticator
 from luisa_nb.remote.options import (
     DEFAULT_MAX_SESSIONS,
@@ -126,7 +127,9 @@ class Server:
                 "the remote server needs ZeroMQ's ipc:// transport to reach its worker "
                 "processes, and this libzmq has none; serve from Linux or macOS"
             )
-        self.backend_info = load_backend(backend)().info()
+        backend_class = load_backend(backend)
+        self.backend_info = backend_class().info()
+        self.shared_buffers = backend_class.device_memory_is_host and regions.AVAILABLE
         self.backend_name = backend
         self.max_message_bytes = max_message_bytes
         self.max_sessions = max_sessions
@@ -404,6 +407,7 @@ class Server:
             "pid": os.getpid(),
             "worker_pid": worker.pid,
             "local": worker.local,
+            "shared_buffers": self.shared_buffers,
             "time": time.perf_counter_ns(),
         }
 

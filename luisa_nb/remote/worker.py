@@ -62,7 +62,13 @@ from luisa_nb.remote.protocol import (
     encode,
     kernel_key,
 )
-from luisa_nb.remote.regions import MAX_REGIONS, WorkerRegion, close_all
+from luisa_nb.remote.regions import (
+    AVAILABLE,
+    MAX_REGIONS,
+    WorkerRegion,
+    close_all,
+    fits_in_memory,
+)
 from luisa_nb.remote.stream import receive_frames, send_frames
 from luisa_nb.remote.window import Window
 
@@ -215,15 +221,17 @@ class SessionWorker:
             request_id = header.get("id") if type(header.get("id")) is int else None
             if check is not None:
                 check(header, data)
+                if self.window is not None:
+                    self.window.unlink()  # a direct client maps it before it connects
             if not data:
                 raise ProtocolError(f"{header['op']} needs an arguments frame")
             arguments = decode(data[0], "arguments")
             if header["op"] == "share":
                 return self._share(request_id, arguments, descriptors or [])
+            if header["op"] == "allocate":
+                return self._allocate(request_id, arguments, descriptors or [])
             if descriptors:
                 raise ProtocolError(f"{header['op']} carries no file descriptor; share does")
-            if header["op"] == "allocate":
-                return self._allocate(request_id, arguments)
             if header["op"] == "batch":
                 return self._batch(peer, request_id, arguments, data[1:])
             raise ProtocolError(f"op {header['op']!r} is not one a session worker runs")
@@ -246,16 +254,46 @@ class SessionWorker:
             )
         return allocation
 
-    def _allocate(self, request_id: int, arguments: dict[str, Any]) -> list[Any]:
+    def _allocate(
+        self, request_id: int, arguments: dict[str, Any], descriptors: list[int]
+    ) -> list[Any]:
+        """A new buffer: of the backend's memory, or (``"shared": true``) of the memory
+        whose descriptor came with the request, on a backend whose device memory is host
+        memory (see :mod:`~luisa_nb.remote.regions`)."""
         nbytes = check_integer(arguments.get("nbytes"), "allocate nbytes")
+        shared = arguments.get("shared", False)
+        if type(shared) is not bool:
+            raise ProtocolError(f"allocate shared must be true or false, not {shared!r}")
+        if not shared and descriptors:
+            raise ProtocolError("allocate carries no file descriptor unless it is shared")
         try:
-            allocation = self.backend.allocate(max(nbytes, 1))
+            if shared:
+                allocation = self._allocate_shared(nbytes, descriptors)
+            else:
+                allocation = self.backend.allocate(max(nbytes, 1))
         except (MemoryError, ValueError) as error:
             return error_reply(request_id, f"cannot allocate {nbytes} bytes: {error!r}")
         handle = self.next_handle
         self.next_handle += 1
         self.allocations[handle] = allocation
         return [encode({"v": PROTOCOL_VERSION, "id": request_id, "ok": True, "handle": handle})]
+
+    def _allocate_shared(self, nbytes: int, descriptors: list[int]) -> Allocation:
+        if len(descriptors) != 1:
+            raise ProtocolError(
+                f"a shared allocate carries one file descriptor, not {len(descriptors)}"
+            )
+        backend = self.backend
+        if not AVAILABLE:
+            raise ProtocolError("this server's system has no sealed memory files (memfd)")
+        if not backend.device_memory_is_host:
+            raise ProtocolError(
+                f"backend {backend.name!r} keeps buffers in device memory, not in shared "
+                f"memory: allocate without shared"
+            )
+        if nbytes > backend.max_allocation_bytes or not fits_in_memory(nbytes):
+            raise MemoryError("more than this host's memory, or than a buffer holds")
+        return backend.allocate_in(WorkerRegion(descriptors.pop(), nbytes).array)
 
     def _share(
         self, request_id: int, arguments: dict[str, Any], descriptors: list[int]
@@ -339,7 +377,6 @@ class SessionWorker:
             raise ProtocolError("a batch's bytes are in the window or in a frame, not both")
         if type(window) is not list or len(window) != 2:
             raise ProtocolError("window must be [start, payload bytes]")
-        self.window.unlink()  # the client mapped it
         size = self.window.nbytes
         start = check_integer(window[0], "window start", size)
         end = start + check_integer(window[1], "window payload bytes", size - start)

@@ -30,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from luisa_nb.backends.base import copy_bytes
+from luisa_nb.backends.base import DeviceSpan, copy_bytes
 from luisa_nb.errors import ConfigurationError
+from luisa_nb.recording.clock import now
 from luisa_nb.recording.recorder import NULL_RECORDER
 from luisa_nb.runtime.callbacks import in_callback
 from luisa_nb.runtime.commands import UploadCommand
 from luisa_nb.runtime.host import HOST_MEMORY
 
 if TYPE_CHECKING:
-    from luisa_nb.backends.base import Backend, DeviceSpan
+    from luisa_nb.backends.base import Backend
     from luisa_nb.recording.recorder import Recorder
     from luisa_nb.runtime.commands import Command, DownloadCommand
 
@@ -164,8 +165,9 @@ class UploadChunk:
         return f"{self.upload.describe()} bytes {self.offset}+{self.staged.nbytes}"
 
     def run(self, transfers: Transfers) -> DeviceSpan | None:
-        memory = self.upload.memory
-        return transfers.backend.upload(memory.allocation, memory.offset + self.offset, self.staged)
+        allocation, offset = self.upload.memory.allocation, self.upload.memory.offset + self.offset
+        mapped = transfers.mapped(allocation, offset, self.staged.nbytes)
+        return transfers.to_device(allocation, offset, self.staged, mapped)
 
 
 Step = Any  # a Command or an UploadChunk: something with id, describe() and run()
@@ -263,7 +265,8 @@ class SubmitStaging(Staging):
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         staged, upload.staged = upload.staged, None
         memory = upload.memory
-        return transfers.backend.upload(memory.allocation, memory.offset, staged)
+        mapped = transfers.mapped(memory.allocation, memory.offset, staged.nbytes)
+        return transfers.to_device(memory.allocation, memory.offset, staged, mapped)
 
 
 class ExecuteStaging(Staging):
@@ -275,10 +278,11 @@ class ExecuteStaging(Staging):
     def upload(self, transfers: Transfers, upload: UploadCommand) -> DeviceSpan | None:
         if transfers.pending:
             transfers.land()
-        memory = upload.memory
+        memory, source = upload.memory, upload.source
+        mapped = transfers.mapped(memory.allocation, memory.offset, source.nbytes)
         with HOST_MEMORY:
-            span = transfers.backend.upload(memory.allocation, memory.offset, upload.source)
-            transfers.recorder.host_read(upload.id, 0, upload.source)
+            span = transfers.to_device(memory.allocation, memory.offset, source, mapped)
+            transfers.recorder.host_read(upload.id, 0, source)
         return span
 
 
@@ -336,15 +340,56 @@ class Transfers:
     def upload(self, upload: UploadCommand) -> DeviceSpan | None:
         return self.staging.upload(self, upload)
 
+    def mapped(self, allocation: Any, offset: int, nbytes: int) -> np.ndarray | None:
+        """Device bytes ``[offset, offset + nbytes)`` as memory this process maps, once
+        the work before them has finished (a flush); ``None`` where the backend maps none
+        (see ``Backend.mapped_bytes``). Called outside the host lock: a flush waits."""
+        if not self.fence:
+            return None
+        mapped = self.backend.mapped_bytes(allocation, offset, nbytes)
+        if mapped is not None:
+            self.backend.flush()
+        return mapped
+
+    def to_device(
+        self, allocation: Any, offset: int, data: np.ndarray, mapped: np.ndarray | None
+    ) -> DeviceSpan | None:
+        """Copy ``data`` (an upload's staged or host bytes) into device memory at
+        ``offset``: through the backend, or into ``mapped`` (from :meth:`mapped`) here,
+        one copy timed as the upload's span."""
+        if mapped is None:
+            return self.backend.upload(allocation, offset, data)
+        started = now()
+        copy_bytes(mapped, data.reshape(-1).view(np.uint8))
+        return DeviceSpan(started, now())
+
     def download(self, download: DownloadCommand) -> DeviceSpan | None:
         memory = download.memory
         if self.fence:
-            download.readback = self._readback_memory(download.target.nbytes)
+            nbytes = download.target.nbytes
+            mapped = self.mapped(memory.allocation, memory.offset, nbytes)
+            if mapped is not None:
+                return self._download_mapped(download, mapped)
+            download.readback = self._readback_memory(nbytes)
             self.pending.append(download)
             return self.backend.download(memory.allocation, memory.offset, download.readback)
         with HOST_MEMORY:
             span = self.backend.download(memory.allocation, memory.offset, download.target)
             self.recorder.host_write(download.id, download.target)
+        return span
+
+    def _download_mapped(self, download: DownloadCommand, mapped: np.ndarray) -> DeviceSpan:
+        """A download from device memory this process maps, the work before it finished:
+        write the readbacks still pending (host writes keep stream order), then copy the
+        device bytes into the host array now, one copy, timed as the download's span."""
+        if self.pending:
+            self._write_readbacks()
+        target = download.target
+        with HOST_MEMORY:
+            started = now()
+            copy_bytes(target, mapped)
+            span = DeviceSpan(started, now())
+            self.recorder.host_write(download.id, target)
         return span
 
     def land(self) -> None:

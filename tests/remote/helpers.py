@@ -1,8 +1,10 @@
 """What the remote tests share: process checks and a client that speaks the protocol."""
 
+import contextlib
 import json
 import os
 import secrets
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -192,3 +194,60 @@ class ThreadServer:
         self._stop.set()
         self._thread.join()
         self.server.close()
+
+
+# -- a hostile client on a worker's socket ------------------------------------------------
+
+
+def open_descriptors(pid: int) -> list[str]:
+    """What the worker's descriptors open, but sockets and event descriptors (ZeroMQ
+    opens and closes its own as the supervisor's connection needs)."""
+    targets = []
+    for name in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):
+            targets.append(os.readlink(f"/proc/{pid}/fd/{name}"))
+    return sorted(t for t in targets if not t.startswith(("socket:", "anon_inode:")))
+
+
+def request(raw, session, op, descriptors=(), **arguments):
+    """The reply header to ``op`` with ``arguments`` and ``descriptors`` (``SCM_RIGHTS``)
+    sent over ``raw`` (a :class:`StreamSocket` to the worker)."""
+    from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode
+    from luisa_nb.remote.stream import descriptor_message, message_pieces
+
+    envelope = encode({"v": PROTOCOL_VERSION, "id": 3, "session": session, "op": op})
+    raw.connection.sendmsg(
+        message_pieces([envelope, encode(arguments)]), descriptor_message(descriptors)
+    )
+    return json.loads(raw.recv_multipart()[0])
+
+
+def serves(device) -> bool:
+    """Whether the device still reads back a large buffer correctly."""
+    import numpy as np
+
+    from luisa_nb.remote.regions import SHARED_READBACK_BYTES
+
+    data = np.arange(SHARED_READBACK_BYTES // 2, dtype=np.float32)
+    buffer = device.create_buffer(data.size, np.float32)
+    buffer.copy_from(data)
+    return bool(np.array_equal(buffer.numpy(), data))
+
+
+def unsealed_memfd(nbytes=4096):
+    descriptor = os.memfd_create("unsealed")
+    os.ftruncate(descriptor, nbytes)
+    return descriptor
+
+
+def disk_file(nbytes=4096):
+    descriptor, path = tempfile.mkstemp()
+    os.unlink(path)
+    os.ftruncate(descriptor, nbytes)
+    return descriptor
+
+
+def pipe_end(nbytes=4096):
+    reading, writing = os.pipe()
+    os.close(writing)
+    return reading

@@ -35,7 +35,7 @@ def supervised_ops(thread_server, monkeypatch):
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "relayed"])
 def test_batches_go_to_the_worker_and_bytes_through_the_window(
-    thread_server, supervised_ops, direct
+    thread_server, supervised_ops, direct, buffers_in_device_memory
 ):
     device = lnb.create_device(thread_server.address, token=TOKEN, direct=direct)
     connection = device.backend._connection

@@ -1,4 +1,5 @@
-"""A direct client's large downloads land in memory it shares with its session's worker
+"""A direct client's large downloads of buffers not in shared memory (a server whose
+device memory is not host memory) land in memory it shares with its session's worker
 (a sealed memfd passed over the worker's Unix socket): the worker writes there, the
 client copies once into the user's array. The worker maps only what passes its checks,
 closes every descriptor it does not keep, and serves on after a bad one."""
@@ -6,8 +7,6 @@ closes every descriptor it does not keep, and serves on after a bad one."""
 import contextlib
 import json
 import os
-import tempfile
-import time
 
 import numpy as np
 import pytest
@@ -16,28 +15,22 @@ zmq = pytest.importorskip("zmq")
 
 import luisa_nb as lnb  # noqa: E402
 from luisa_nb.remote import regions  # noqa: E402
-from luisa_nb.remote.channel import Channel  # noqa: E402
 from luisa_nb.remote.protocol import PROTOCOL_VERSION, encode  # noqa: E402
 from luisa_nb.remote.stream import descriptor_message, message_pieces  # noqa: E402
 
-from .helpers import TOKEN, StreamSocket  # noqa: E402
+from .helpers import (  # noqa: E402
+    TOKEN,
+    disk_file,
+    pipe_end,
+    request,
+    unsealed_memfd,
+)
 
-pytestmark = pytest.mark.skipif(not regions.AVAILABLE, reason="needs memfd_create (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not regions.AVAILABLE, reason="needs memfd_create (Linux)"),
+    pytest.mark.usefixtures("buffers_in_device_memory"),
+]
 LARGE = regions.SHARED_READBACK_BYTES  # bytes: a readback this large is shared
-
-
-@pytest.fixture
-def sent_operations(monkeypatch):
-    """The names of the operations every channel queues, in order."""
-    names = []
-    add = Channel.add
-
-    def recording(self, operation, *arguments, **options):
-        names.append(operation[0])
-        return add(self, operation, *arguments, **options)
-
-    monkeypatch.setattr(Channel, "add", recording)
-    return names
 
 
 @pytest.mark.parametrize("direct", [True, False], ids=["direct", "relayed"])
@@ -121,51 +114,6 @@ def test_a_region_the_worker_refuses_leaves_plain_readback_memory(thread_server,
 # -- a hostile client on the worker's socket ---------------------------------------------
 
 
-@pytest.fixture
-def worker_link(thread_server):
-    """A device of the thread server and a raw connection to its worker's socket; the
-    worker's open files (memory, pipes, files) are the same after the test: none leaked."""
-    device = lnb.create_device(thread_server.address, token=TOKEN)
-    assert serves(device)  # every thread of the device has its connection to the worker
-    worker = device.info["server_worker_pid"]
-    before = open_descriptors(worker)
-    raw = StreamSocket(device.backend._connection.worker_path)
-    yield device, raw
-    raw.close()
-    assert serves(device)
-    deadline = time.monotonic() + 5
-    while open_descriptors(worker) != before and time.monotonic() < deadline:
-        time.sleep(0.01)  # the worker closes the raw connection when it sees it closed
-    assert open_descriptors(worker) == before
-    device.backend.close()
-
-
-def open_descriptors(pid: int) -> list[str]:
-    """What the worker's descriptors open, but sockets and event descriptors (ZeroMQ
-    opens and closes its own as the supervisor's connection needs)."""
-    targets = []
-    for name in os.listdir(f"/proc/{pid}/fd"):
-        with contextlib.suppress(FileNotFoundError):
-            targets.append(os.readlink(f"/proc/{pid}/fd/{name}"))
-    return sorted(t for t in targets if not t.startswith(("socket:", "anon_inode:")))
-
-
-def request(raw, session, op, descriptors=(), **arguments):
-    envelope = encode({"v": PROTOCOL_VERSION, "id": 3, "session": session, "op": op})
-    raw.connection.sendmsg(
-        message_pieces([envelope, encode(arguments)]), descriptor_message(descriptors)
-    )
-    return json.loads(raw.recv_multipart()[0])
-
-
-def serves(device) -> bool:
-    """Whether the device still reads back a large buffer correctly."""
-    data = np.arange(LARGE // 2, dtype=np.float32)
-    buffer = device.create_buffer(data.size, np.float32)
-    buffer.copy_from(data)
-    return bool(np.array_equal(buffer.numpy(), data))
-
-
 def sealed_region(identifier=1, nbytes=4096):
     return regions.ClientRegion(identifier, nbytes)
 
@@ -198,25 +146,6 @@ def test_a_shared_region_is_written_by_a_readback_and_forgotten_on_unshare(worke
     request(raw, session, "batch", group=4, ops=[], frees=[], unshare=[41])
     reply = request(raw, session, "batch", group=5, ops=[readback], frees=[])
     assert "region 41 is not shared" in reply["error"]
-
-
-def unsealed_memfd(nbytes=4096):
-    descriptor = os.memfd_create("unsealed")
-    os.ftruncate(descriptor, nbytes)
-    return descriptor
-
-
-def disk_file(nbytes=4096):
-    descriptor, path = tempfile.mkstemp()
-    os.unlink(path)
-    os.ftruncate(descriptor, nbytes)
-    return descriptor
-
-
-def pipe_end(nbytes=4096):
-    reading, writing = os.pipe()
-    os.close(writing)
-    return reading
 
 
 @pytest.mark.parametrize(
