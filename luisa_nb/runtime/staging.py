@@ -279,9 +279,18 @@ class ExecuteStaging(Staging):
         if transfers.pending:
             transfers.land()
         memory, source = upload.memory, upload.source
-        mapped = transfers.mapped(memory.allocation, memory.offset, source.nbytes)
+        # only a fence backend may map device memory: a local upload, the hot path, calls
+        # the backend at once
+        mapped = (
+            transfers.mapped(memory.allocation, memory.offset, source.nbytes)
+            if transfers.fence
+            else None
+        )
         with HOST_MEMORY:
-            span = transfers.to_device(memory.allocation, memory.offset, source, mapped)
+            if mapped is None:
+                span = transfers.backend.upload(memory.allocation, memory.offset, source)
+            else:
+                span = transfers.to_device(memory.allocation, memory.offset, source, mapped)
             transfers.recorder.host_read(upload.id, 0, source)
         return span
 
