@@ -619,11 +619,10 @@ def _traced_program() -> tuple[weakref.ref, weakref.ref, lnb.Device]:
 
 
 def test_a_stopped_trace_is_freed(recorder_class):
-    """Once the user lets go of a stopped trace, the garbage collector frees it and its
-    recorder (which hold each other), while the device and its stream live on: the C appender
-    says what it holds, and a stream's worker keeps no recorder between runs. (Made in a
-    function: a frame whose ``f_locals`` the trace read keeps its variables until it
-    returns.)"""
+    """Once the user lets go of a stopped trace, it and its recorder are freed, while the
+    device and its stream live on: the C appender says what it holds, and a stream's worker
+    keeps no recorder between runs. (Made in a function: a frame whose ``f_locals`` the
+    trace read keeps its variables until it returns.)"""
     trace, recorder, device = _traced_program()
     gc.collect()
     assert trace() is None and recorder() is None
