@@ -6,6 +6,7 @@ seqs and times."""
 from __future__ import annotations
 
 import gc
+import importlib.util
 import os
 import pickle
 import subprocess
@@ -640,7 +641,8 @@ def test_the_python_hooks_can_be_chosen_where_the_c_appender_was_built():
     default = subprocess.run(
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, check=True
     )
-    assert default.stdout.split()[0] == str(row_appender.NATIVE)
+    built = importlib.util.find_spec("luisa_nb.recording._row_appender") is not None
+    assert default.stdout.split()[0] == str(built)  # as built, whatever this process chose
 
 
 def test_a_digest_names_the_bytes_it_was_taken_of_while_another_thread_writes(recorder_class):
