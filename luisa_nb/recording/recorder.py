@@ -321,10 +321,11 @@ class TraceRecorderBase(Recorder):
         before it, they are not its commands even if they run while it records."""
 
     @property
-    def trace(self) -> Trace:
-        """The trace this records into, held weakly: a trace holds its recorder, and with no
-        cycle between them a trace the program lets go of is freed at once, with the memory
-        of its captured bytes (which the next trace then reuses)."""
+    def trace(self) -> Trace | None:
+        """The trace this records into (``None`` once it is freed), held weakly: a trace
+        holds its recorder, and with no cycle between them a trace the program lets go of
+        is freed at once, with the memory of its captured bytes (which the next trace then
+        reuses)."""
         return self._trace()
 
     def _capture(
