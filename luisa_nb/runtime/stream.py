@@ -72,8 +72,18 @@ queued for a caller that waits for it to run itself (:meth:`Stream.synchronize`)
 
 LINGERING_DELAYS = 16
 """For how many quick-run delays after the last quick run was queued the worker keeps
-looking at the queue once per delay, rather than waiting for a wake: a loop of small steps
-queues the next one long before that."""
+looking at the queue, rather than waiting for a wake: a loop of small steps queues the
+next one long before that."""
+
+
+LONGEST_LOOK_NANOSECONDS = 64_000_000
+"""The longest the worker waits between looks at its queue while callers keep running the
+quick runs themselves: each look that finds nothing to run doubles the wait, from
+:data:`QUICK_RUN_DELAY_NANOSECONDS`. A look needs the GIL, which the user's thread holds
+through a loop; waiting for it, the worker was woken for nothing at each of that thread's
+brief releases (a kernel's launch), about once per step of a notebook loop, at a cost to
+that thread of a futex call each time (docs/backends.md: a traced step of the notebook
+loop took 33.7-34.2 µs that way, 23.8-24.0 µs with these waits)."""
 
 
 class WorkQueue:
@@ -90,7 +100,7 @@ class WorkQueue:
     staging memory, a sync point, a callback) wakes the worker at once, and it then runs
     everything queued before it too."""
 
-    __slots__ = ("asleep", "due", "items", "running", "urgent", "wakes")
+    __slots__ = ("asleep", "due", "items", "look", "running", "urgent", "wakes")
 
     def __init__(self) -> None:
         self.items: deque = deque()
@@ -103,6 +113,9 @@ class WorkQueue:
         the queue."""
         self.due = 0
         """When the oldest queued quick run is due to be run by the worker (host clock)."""
+        self.look = QUICK_RUN_DELAY_NANOSECONDS
+        """How long the worker waits before its next look at an empty queue while quick
+        runs are still being queued (see :data:`LONGEST_LOOK_NANOSECONDS`)."""
 
     def push(self, item: object) -> None:
         """Queue ``item``; wake the worker if ``item`` should run at once or the worker
@@ -127,9 +140,11 @@ class WorkQueue:
                 return
             left = self.due - now()
         elif now() < self.due + QUICK_RUN_DELAY_NANOSECONDS * LINGERING_DELAYS:
-            left = QUICK_RUN_DELAY_NANOSECONDS  # a loop may be pushing quick runs: poll
+            left = self.look  # a loop may be pushing quick runs, and running them itself
+            self.look = min(2 * left, LONGEST_LOOK_NANOSECONDS)
         else:
             self.asleep = True
+            self.look = QUICK_RUN_DELAY_NANOSECONDS
             if not self.items:
                 self.wakes.get()
             self.asleep = False
@@ -154,6 +169,8 @@ def _work(work: WorkQueue, failures: list[Failure], executor: Executor) -> None:
             continue
         with running:
             work.urgent = False
+            if items:  # work nobody else ran: look often again
+                work.look = QUICK_RUN_DELAY_NANOSECONDS
             while items:
                 item = items.popleft()
                 if item is _STOP:

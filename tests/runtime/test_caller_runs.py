@@ -116,6 +116,53 @@ def test_quick_work_nobody_waits_for_still_runs(device):
         np.testing.assert_array_equal(out, 4.0)
 
 
+class TimedLooks:
+    """The waits of a stream's worker between looks at its queue (its timed ``get``s of
+    the wake queue), in seconds."""
+
+    def __init__(self, work: stream_module.WorkQueue) -> None:
+        self.wakes, self.waits = work.wakes, []
+        work.wakes = self
+
+    def put(self, item: object) -> None:
+        self.wakes.put(item)
+
+    def qsize(self) -> int:
+        return self.wakes.qsize()
+
+    def get(self, block: bool = True, timeout: float | None = None) -> object:
+        if timeout is not None:
+            self.waits.append(timeout)
+        return self.wakes.get(block, timeout)
+
+
+def test_the_worker_looks_less_often_while_callers_run_the_work(device, patient):
+    """While a loop of synchronous steps runs its quick work itself, each look of the
+    worker at its empty queue doubles the wait to the next, up to 64 ms; a quick run left
+    to it brings the wait back to 1 ms. (A look needs the GIL, which the loop holds.)"""
+    buffer, out = timed_buffer(device)
+    work = device.default_stream._work_queue
+    looks = TimedLooks(work)
+    longest = stream_module.LONGEST_LOOK_NANOSECONDS / 1e9
+    deadline = time.monotonic() + 30  # a guard against a hang, not a measure
+    while longest not in looks.waits and time.monotonic() < deadline:
+        step(buffer, np.ones(SIZE, np.float32), out)
+    first = stream_module.QUICK_RUN_DELAY_NANOSECONDS
+    lingering = [wait for wait in looks.waits if wait >= first / 1e9]
+    resets = [place for place, wait in enumerate(lingering) if wait == first / 1e9]
+    since_reset = lingering[resets[-1] :] if resets else lingering  # it may have begun before
+    doubling = [(first << k) / 1e9 for k in range(7)]  # 1, 2, 4 ... 64 ms
+    assert since_reset == doubling[-len(since_reset) :]
+    seen = len(looks.waits)
+    buffer.copy_to(out, sync=False)  # nobody waits for it: the worker runs it
+    while work.items and time.monotonic() < deadline:
+        time.sleep(0.001)
+    while len(looks.waits) <= seen + 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert not work.items
+    assert first / 1e9 in looks.waits[seen:]
+
+
 def test_work_behind_a_callback_is_left_to_the_worker(monkeypatch, device, patient):
     buffer, out = timed_buffer(device)
     stream = device.default_stream
