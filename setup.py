@@ -43,6 +43,7 @@ else:
             ["luisa_nb/runtime/_luisa_uploads.c"],
             include_dirs=[numpy.get_include()],
             depends=[
+                "luisa_nb/recording/slot_objects.h",
                 "luisa_nb/recording/trace_clock.h",
                 "luisa_nb/recording/weak_references.h",
                 "luisa_nb/runtime/array_memos.h",

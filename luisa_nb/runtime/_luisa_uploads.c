@@ -21,6 +21,7 @@
 #include <numpy/arrayobject.h>
 
 #include "../recording/trace_clock.h"
+#include "../recording/slot_objects.h"
 #include "array_memos.h"
 
 static PyObject *str_recording, *str_vars, *str_stream, *str_stream_of, *str_upload_memo,
@@ -393,22 +394,6 @@ done:
     return result;
 }
 
-/* The offset of the slot `name` of `type` (a T_OBJECT_EX member); -1 with an error. */
-static Py_ssize_t slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descriptor = PyObject_GetAttrString((PyObject *)type, name);
-    if (descriptor == NULL)
-        return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descriptor, &PyMemberDescr_Type) &&
-        ((PyMemberDescrObject *)descriptor)->d_member->type == T_OBJECT_EX)
-        offset = ((PyMemberDescrObject *)descriptor)->d_member->offset;
-    else
-        PyErr_Format(PyExc_TypeError, "TracedUpload(): %s.%s is not a slot", type->tp_name, name);
-    Py_DECREF(descriptor);
-    return offset;
-}
-
 static PyObject *traced_upload_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"state",       "fallback",     "original",   "active_recorder",
@@ -431,12 +416,12 @@ static PyObject *traced_upload_new(PyTypeObject *type, PyObject *args, PyObject 
     if (self == NULL)
         return NULL;
     for (int slot = 0; slot < COMMAND_SLOTS; slot++)
-        if ((self->slots[slot] = slot_offset(command_type, command_slot_names[slot])) < 0) {
+        if ((self->slots[slot] = required_slot_offset(command_type, command_slot_names[slot])) < 0) {
             Py_DECREF(self);
             return NULL;
         }
     for (int slot = 0; slot < STREAM_SLOTS; slot++)
-        if ((self->stream_slots[slot] = slot_offset(stream_type, stream_slot_names[slot])) < 0) {
+        if ((self->stream_slots[slot] = required_slot_offset(stream_type, stream_slot_names[slot])) < 0) {
             Py_DECREF(self);
             return NULL;
         }
@@ -577,7 +562,7 @@ static PyObject *record_host_accesses(PyObject *module, PyObject *const *args, P
     Py_ssize_t offsets[3];
     const char *names[3] = {"id", "fields", "sent"};
     for (int i = 0; i < 3; i++)
-        if ((offsets[i] = slot_offset(command_type, names[i])) < 0)
+        if ((offsets[i] = required_slot_offset(command_type, names[i])) < 0)
             return NULL;
     /* a copy: host_reads may run Python code (a capture), which may change the list */
     PyObject *commands = PyList_GetSlice(args[1], 0, PyList_GET_SIZE(args[1]));

@@ -60,26 +60,6 @@ static Attribute *attributes[] = {
     &attribute_name,      &attribute_fields,
 };
 
-/* The offset of `type`'s slot named `name`, or 0 where the name is not a slot of it. */
-static int slot_offset(PyTypeObject *type, PyObject *name, Py_ssize_t *offset)
-{
-    *offset = 0;
-    PyObject *descriptor = PyObject_GetAttr((PyObject *)type, name);
-    if (descriptor == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-            return -1;
-        PyErr_Clear(); /* an instance's own attribute, or none */
-        return 0;
-    }
-    if (Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if (member->type == T_OBJECT_EX)
-            *offset = member->offset;
-    }
-    Py_DECREF(descriptor);
-    return 0;
-}
-
 /* getattr(object, attribute's name), a new reference */
 static PyObject *read_attribute(Attribute *attribute, PyObject *object)
 {
