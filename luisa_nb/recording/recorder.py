@@ -27,6 +27,7 @@ from types import CodeType, MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
+from xxhash import xxh3_128_digest
 
 from luisa_nb.errors import TraceError
 from luisa_nb.recording.clock import now
@@ -286,7 +287,7 @@ class TraceRecorderBase(Recorder):
     ticks: Any
 
     def __init__(self, trace: Trace) -> None:
-        self._trace = weakref.ref(trace)
+        self._trace = weakref.ref(trace, functools.partial(_trace_freed, weakref.ref(self)))
         self.described: list[TraceFields] = []
         """The distinct trace fields of the commands logged (see :meth:`_describe`)."""
         self.run_failures: dict[int, tuple[int, Status, str, int]] = {}
@@ -331,8 +332,13 @@ class TraceRecorderBase(Recorder):
     def _capture(
         self, data: np.ndarray, binary: bytes | None = None, owned: bool = False
     ) -> Capture:
-        """Capture ``data`` into the trace (:meth:`Trace.capture`)."""
-        return self.trace.capture(data, binary, owned)
+        """Capture ``data`` into the trace (:meth:`Trace.capture`). A run of a trace
+        freed while it ran keeps no bytes: its captures only name their digests."""
+        trace = self.trace
+        if trace is not None:
+            return trace.capture(data, binary, owned)
+        binary = xxh3_128_digest(data) if binary is None else binary
+        return self._captured.setdefault(binary, Capture(data.nbytes, None, binary.hex()))
 
     def _note_array(self, array: np.ndarray) -> None:
         """Remember the name ``array`` has where the user's code made the command.
@@ -521,6 +527,10 @@ class TraceRecorderBase(Recorder):
         buffers pays for the first few only."""
         pending = self.initial_pending
         looked_at = None
+        trace = self.trace
+        if trace is None:
+            pending.clear()
+            return
         for step in steps:
             if not pending:
                 return
@@ -534,7 +544,7 @@ class TraceRecorderBase(Recorder):
                     continue
                 allocation = getattr(buffer, "_allocation", None)
                 data = getattr(allocation, "data", None)
-                info = self.trace.buffers.get(buffer.id)
+                info = trace.buffers.get(buffer.id)
                 if isinstance(data, np.ndarray) and info is not None:
                     info.initial = self._capture(data[: info.nbytes])
 
@@ -654,6 +664,15 @@ class TraceRecorderBase(Recorder):
         for record in self.ranges:
             if record.end is None:
                 record.end = time
+
+
+def _trace_freed(recorder: weakref.ref, trace: weakref.ref) -> None:
+    """The callback of a recorder's weak reference to its trace: the trace was freed (its
+    ``with`` block left, and nothing holds it), so the runs of its commands that are still
+    queued run unrecorded (:attr:`Recorder.recording`)."""
+    alive = recorder()
+    if alive is not None:
+        alive.recording = False
 
 
 def _released(recorder: weakref.ref, key: int, reference: weakref.ref) -> None:

@@ -150,7 +150,10 @@ class Executor:
         returns how many of those runs are finished. A failure ends the run it is in (its
         later steps are skipped) and this call: the runs after it are still to run."""
         backend, transfers = self.backend, self.transfers
-        timer = start_run(recorder, order) if recorder.recording else NULL_TIMER
+        if recorder.recording:
+            timer = start_run(recorder, order)
+        else:  # also the recorder of a trace freed before its commands ran: nothing to record
+            timer, recorder = NULL_TIMER, NULL_RECORDER
         if recorder.initial_pending:  # buffers made before the trace, first touched now
             recorder.capture_initial(order)
         times = timer.times

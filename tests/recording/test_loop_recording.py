@@ -7,10 +7,12 @@ to look at on every pass. The C and Python recorders must keep the same records.
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import numpy as np
 import pytest
+from xxhash import xxh3_128_hexdigest
 
 import luisa_nb as lnb
 from luisa_nb.recording import row_appender
@@ -179,3 +181,61 @@ def test_a_trace_the_program_lets_go_of_is_freed_at_once():
         assert trace() is None and recorder() is None
     finally:
         gc.enable()
+
+
+def _trace_left_queued(buffer: lnb.Buffer, capture: str) -> weakref.ref:
+    """Trace commands that stay queued (their stream waits), and let go of the trace."""
+    with lnb.trace(capture=capture) as trace:
+        for _ in range(3):
+            double(buffer, dispatch_size=SIZE)
+        buffer.copy_from(np.full(SIZE, 5.0, np.float32))
+        double(buffer, dispatch_size=SIZE)
+    assert trace.counts[0] == 5 and len(trace.metadata.pending) == 0
+    return weakref.ref(trace)
+
+
+@pytest.mark.parametrize("hooks", ["c", "python"])
+@pytest.mark.parametrize("capture", ["head", "full"])
+def test_commands_still_queued_when_their_trace_is_freed_run_unrecorded(
+    monkeypatch, hooks, capture
+):
+    """Commands submitted in a trace that are still queued when the program lets go of
+    the trace run all the same, recording nothing: before, the first of them failed on the
+    freed trace (a buffer made before it has its bytes captured when first touched)."""
+    if hooks == "python":
+        monkeypatch.setattr(trace_module, "TraceRecorder", PythonTraceRecorder)
+    device = lnb.create_device("cpu")
+    buffer = device.create_buffer(SIZE, np.float32)
+    buffer.copy_from(np.ones(SIZE, np.float32))
+    release, event = threading.Event(), device.create_event()
+    gate = device.create_stream()
+    gate.add_callback(release.wait)
+    gate.signal(event)
+    device.default_stream.wait(event)  # what follows runs only once `release` is set
+    freed = _trace_left_queued(buffer, capture)
+    gc.collect()
+    assert freed() is None
+    release.set()
+    out = np.empty(SIZE, np.float32)
+    buffer.copy_to(out)  # raised CommandFailedError: the first queued run had failed
+    np.testing.assert_array_equal(out, np.full(SIZE, 10.0, np.float32))
+
+
+def test_a_run_whose_trace_is_freed_while_it_runs_keeps_no_bytes():
+    """A worker's run may outlive its trace by a step: its captures still name digests."""
+    recorder = _dropped_trace_recorder()
+    assert not recorder.recording
+    data = np.arange(64, dtype=np.uint8)
+    capture = recorder._capture(data)
+    assert capture.blob is None and capture.nbytes == 64
+    assert capture.digest == xxh3_128_hexdigest(data)
+    assert recorder._capture(data) is capture
+    recorder.capture_initial([])
+
+
+def _dropped_trace_recorder() -> TraceRecorder:
+    with lnb.trace() as trace:
+        _fresh_array_loop(2)
+    recorder = trace.recorder
+    del trace
+    return recorder
