@@ -1,7 +1,7 @@
 """The loop a notebook user writes, a fresh host array each step, untraced and traced.
 
     LUISA_CLANG_PATH=/usr/bin/clang++ python benchmarks/bench_notebook_loop.py \
-        [--steps 2000] [--repeats 7]
+        [--steps 2000] [--repeats 7] [--sizes]
 
 Each step makes a new host array, uploads it, runs a kernel on the buffer and downloads
 the result, synchronously::
@@ -12,7 +12,8 @@ the result, synchronously::
 
 on four runtimes:
 
-- luisa_nb untraced, and traced (``lnb.trace()``, the default capture);
+- luisa_nb untraced, and traced (``lnb.trace()``, the default capture, and
+  ``capture="none"``, which keeps digests and no bytes);
 - ``luisa_nb.luisa`` (luisa-python's API on luisa_nb), traced: its commands gather in one
   implicit list, submitted by the synchronous ``copy_to``;
 - real luisa-python 0.3.7 on its CPU backend, where it loads (it needs
@@ -24,6 +25,11 @@ of that round's ratio; the table gives the median µs per step and the fastest b
 and the load average. The CPU columns give the process's CPU time per step (every thread:
 luisa_nb's workers, real luisa-python's native ones) and its ratios: on a machine other
 processes keep busy, waiting for a core counts in the wall time but not in the CPU time.
+
+``--sizes`` adds a table of luisa_nb's loop on 4 KiB, 64 KiB and 1 MiB arrays (fewer
+steps for larger ones, the same bytes moved), untraced and traced: a trace hashes every
+byte moved and copies up to the capture head (64 KiB) of each new array, so its share grows
+with the array.
 """
 
 from __future__ import annotations
@@ -42,37 +48,39 @@ from timing import load_average, print_table
 import luisa_nb as lnb
 
 SIZE = 1024
+SIZES = (SIZE, 16 * SIZE, 256 * SIZE)
+"""Array lengths (float32) of ``--sizes``: 4 KiB, 64 KiB (the default capture head) and 1 MiB."""
 
 
-def fresh_array_loop(buffer: Any, scale: Any, steps: int) -> Callable[[], None]:
-    """The loop, on ``buffer`` (of ``SIZE`` float32) and the kernel ``scale``, which doubles
+def fresh_array_loop(buffer: Any, scale: Any, steps: int, size: int = SIZE) -> Callable[[], None]:
+    """The loop, on ``buffer`` (of ``size`` float32) and the kernel ``scale``, which doubles
     it: the same lines in luisa_nb's API and luisa-python's."""
-    out = np.empty(SIZE, np.float32)
+    out = np.empty(size, np.float32)
 
     def run() -> None:
         for i in range(steps):
-            host = np.full(SIZE, float(i), np.float32)
+            host = np.full(size, float(i), np.float32)
             buffer.copy_from(host)
-            scale(buffer, dispatch_size=SIZE)
+            scale(buffer, dispatch_size=size)
             buffer.copy_to(out)
         assert out[0] == 2.0 * (steps - 1)
 
     return run
 
 
-def luisa_nb_loop(steps: int) -> Callable[[], None]:
+def luisa_nb_loop(steps: int, size: int = SIZE) -> Callable[[], None]:
     @lnb.kernel
     def scale(values):
         index = lnb.dispatch_id().x
         values.write(index, values.read(index) * 2.0)
 
-    buffer = lnb.create_device("cpu").create_buffer(SIZE, np.float32)
-    return fresh_array_loop(buffer, scale, steps)
+    buffer = lnb.create_device("cpu").create_buffer(size, np.float32)
+    return fresh_array_loop(buffer, scale, steps, size)
 
 
-def traced(function: Callable[[], None]) -> Callable[[], None]:
+def traced(function: Callable[[], None], capture: str = "head") -> Callable[[], None]:
     def run() -> None:
-        with lnb.trace():
+        with lnb.trace(capture=capture):
             function()
 
     return run
@@ -117,17 +125,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--sizes", action="store_true", help="also the loop on larger arrays, luisa_nb only"
+    )
     arguments = parser.parse_args()
     steps, repeats = arguments.steps, arguments.repeats
     real, why_not = real_luisa_loop(steps)
     untraced = luisa_nb_loop(steps)
-    names = ["luisa_nb untraced", "luisa_nb traced", "luisa_nb.luisa traced"]
-    forms = [untraced, traced(untraced), traced(luisa_nb_luisa_loop(steps))]
+    names = [
+        "luisa_nb untraced",
+        "luisa_nb traced",
+        "luisa_nb traced, capture='none'",
+        "luisa_nb.luisa traced",
+    ]
+    forms = [untraced, traced(untraced), traced(untraced, "none")]
+    forms.append(traced(luisa_nb_luisa_loop(steps)))
     if real is not None:
         names.append("real luisa-python 0.3.7 (untraced)")
         forms.append(real)
     seconds, cpu_seconds, _ = interleaved(forms, repeats)
-    real_index = 3 if real is not None else None
+    real_index = len(names) - 1 if real is not None else None
     rows = []
     for index, name in enumerate(names):
         row = [name]
@@ -149,7 +166,34 @@ def main() -> int:
     )  # fmt: skip
     if real is None:
         print(f"real luisa-python left out: {why_not}")
+    if arguments.sizes:
+        print_sizes(steps, repeats)
     return 0
+
+
+def print_sizes(steps: int, repeats: int) -> None:
+    """The loop on arrays of 4 KiB to 1 MiB, untraced and traced, the same bytes in all."""
+    rows = []
+    for size in SIZES:
+        sized_steps = max(100, steps * SIZE // size)
+        untraced = luisa_nb_loop(sized_steps, size)
+        seconds, _, _ = interleaved([untraced, traced(untraced), traced(untraced, "none")], repeats)
+        rows.append(
+            [
+                f"{size * 4 // 1024} KiB",
+                sized_steps,
+                statistics.median(seconds[0]) / sized_steps * 1e6,
+                statistics.median(seconds[1]) / sized_steps * 1e6,
+                median_ratio(seconds[1], seconds[0]),
+                median_ratio(seconds[2], seconds[0]),
+            ]
+        )
+    print_table(
+        f"the same loop on larger arrays, luisa_nb, median of {repeats} ({load_average()})",
+        ["array", "steps", "untraced µs", "traced µs", "traced / untraced",
+         "capture='none' / untraced"],
+        rows,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
