@@ -134,7 +134,10 @@ def run_program(arguments: argparse.Namespace) -> int:
             recorder.stop(trace, main_module.__dict__)
             sys.argv, sys.path[:], sys.modules["__main__"] = saved
             session.forced_device = None
-    print(f"\n{program.name}: {len(trace.commands)} commands traced on {arguments.device}")
+    traced = f"{len(trace.commands)} commands traced on {arguments.device}"
+    if status:
+        traced += f" before it exited with status {status}"
+    print(f"\n{program.name}: {traced}")
     _print_hazards(trace)
     _save(trace, arguments)
     return status

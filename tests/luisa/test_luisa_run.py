@@ -50,6 +50,9 @@ def test_a_failing_program_keeps_its_trace(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "RuntimeError: late failure" in captured.err
     assert "STALE_UPLOAD" in captured.out and trace_path.is_file()
+    assert "fails.py: 7 commands traced on cpu:submit before it exited with status 1" in (
+        captured.out
+    )
 
 
 def test_a_failed_command_shows_the_programs_lines_not_luisa_nbs(tmp_path, capsys):
