@@ -6,11 +6,17 @@ import os
 import struct
 import tracemalloc
 import zipfile
+import zlib
 
 import pytest
 
 from luisa_nb.errors import TraceError, TraceFormatError
-from luisa_nb.recording.archive import ArchiveLimits, open_archive, write_archive
+from luisa_nb.recording.archive import (
+    COMPRESS_LEVEL,
+    ArchiveLimits,
+    open_archive,
+    write_archive,
+)
 
 MIB = 1 << 20
 
@@ -168,6 +174,25 @@ def test_write_archive_stores_constant_data_it_cannot_deflate_within_the_budget(
     small = write_archive(tmp_path / "small.zip", lambda: iter(entries[1:]), limits)
     with zipfile.ZipFile(small) as archive:
         assert archive.getinfo("text").compress_type == zipfile.ZIP_DEFLATED
+
+
+def test_write_archive_deflates_at_its_level_and_stores_what_barely_deflates(tmp_path):
+    """Entries are deflated at COMPRESS_LEVEL (ZipFile.open ignores the archive's level for
+    a ZipInfo: they were deflated at zlib's default 6); a large entry whose start barely
+    deflates (random bytes, as captured floats nearly are) is stored, in chunks as given."""
+    text = os.urandom(4 * MIB).hex().encode()
+    noise = [os.urandom(MIB // 2) for _ in range(6)]
+    entries = [("text", text), ("noise", noise), ("small noise", os.urandom(1000))]
+    path = write_archive(tmp_path / "mixed.zip", lambda: iter(entries))
+    with zipfile.ZipFile(path) as archive:
+        infos = {info.filename: info for info in archive.infolist()}
+    deflater = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+    assert infos["text"].compress_size == len(deflater.compress(text) + deflater.flush())
+    assert infos["noise"].compress_type == zipfile.ZIP_STORED
+    assert infos["small noise"].compress_type == zipfile.ZIP_DEFLATED
+    with open_archive(path) as archive:
+        assert archive.read("noise") == b"".join(noise)
+        assert archive.read("text") == text
 
 
 def test_write_archive_refuses_what_no_reader_would_open(tmp_path):
