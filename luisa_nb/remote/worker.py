@@ -80,6 +80,9 @@ STREAM_SECONDS = 5.0
 for that client to take a reply, before it drops the connection."""
 MAX_DIRECT_CONNECTIONS = 256
 """Direct connections a worker serves at once (one per client thread); more are closed."""
+LINGER_NANOSECONDS = 200_000
+"""How long the worker keeps looking for the next request before it sleeps, while requests
+come this soon after the replies before them (:class:`Waiting`)."""
 
 Operation = Callable[[list[Any], memoryview, "Readbacks"], None]
 
@@ -594,6 +597,37 @@ class DirectClients:
             connection.close()
 
 
+class Waiting:
+    """How the worker waits for its next request. A client in a loop of synchronous round
+    trips sends the next request some 50 µs after it got a reply; a worker asleep by then
+    must be woken, which costs the client's send the wake-up of another vCPU and the
+    worker the time to be scheduled (on this 2-vCPU VM a round trip went from about 150 µs
+    to 95 µs when the worker did not sleep). So while requests come within
+    :data:`LINGER_NANOSECONDS` of the reply before them, the worker polls without
+    sleeping for up to that long before it sleeps; once a request comes later, it sleeps
+    at once again. A burst's end costs one such look, and an idle worker none."""
+
+    def __init__(
+        self, poller: select.poll, clock: Callable[[], int] = time.perf_counter_ns
+    ) -> None:
+        self.poller = poller
+        self.clock = clock
+        self.lingers = False
+
+    def next_events(self) -> list[tuple[int, int]]:
+        """The events of the next descriptors ready (``poll()``'s list)."""
+        poll, clock = self.poller.poll, self.clock
+        start = clock()
+        if self.lingers:
+            until = start + LINGER_NANOSECONDS
+            while clock() < until:
+                if events := poll(0):
+                    return events
+        events = poll()
+        self.lingers = clock() - start < LINGER_NANOSECONDS
+        return events
+
+
 def serve_session(
     places: WorkerPlaces,
     session: str,
@@ -634,10 +668,11 @@ def serve_session(
     poller = select.poll()
     for descriptor in (relay, listener):
         poller.register(descriptor, select.POLLIN)
+    waiting = Waiting(poller)
     try:
         _relay(relayed, worker, supervisor)  # what came before the descriptor was read
         while True:
-            for ready, _ in poller.poll():
+            for ready, _ in waiting.next_events():
                 if ready == relay:
                     _relay(relayed, worker, supervisor)
                 elif ready == listener:
