@@ -73,6 +73,18 @@ static PyObject *direct_digest(const void *start, size_t length)
     }
     return PyBytes_FromStringAndSize((const char *)out, DIGEST_BYTES);
 }
+/* The value `dict` holds under the key id(`object`), borrowed: NULL with an error set, or
+ * without one where there is none. */
+static PyObject *by_identity(PyObject *dict, PyObject *object)
+{
+    PyObject *key = PyLong_FromVoidPtr(object);
+    if (key == NULL)
+        return NULL;
+    PyObject *value = PyDict_GetItemWithError(dict, key);
+    Py_DECREF(key);
+    return value;
+}
+
 static PyObject *str_first_submission_of, *str_describe, *str_note_array, *str_capture_method,
     *str_run_failed, *str_run_ended, *str_run_spans;
 static PyObject *library_folders, *given_names; /* naming._LIBRARY_FOLDERS, naming._given_names */
@@ -673,11 +685,7 @@ static int describe_transfer(AppenderObject *appender, PyObject *fields, PyObjec
         PyTuple_GET_ITEM(fields, HOST_FIELD) == Py_None)
         return 0;
     PyObject *ranges = PyTuple_GET_ITEM(fields, RANGES_FIELD), *host = PyTuple_GET_ITEM(fields, HOST_FIELD);
-    PyObject *ranges_key = PyLong_FromVoidPtr(ranges);
-    if (ranges_key == NULL)
-        return -1;
-    PyObject *known_ranges = PyDict_GetItemWithError(appender->described_ranges, ranges_key);
-    Py_DECREF(ranges_key);
+    PyObject *known_ranges = by_identity(appender->described_ranges, ranges);
     if (known_ranges != ranges)
         return PyErr_Occurred() ? -1 : 0;
     PyObject *state = recorder_state(appender);
@@ -707,11 +715,7 @@ static int describe_transfer(AppenderObject *appender, PyObject *fields, PyObjec
             goto done;
         int unnamed = name == Py_None;
         Py_DECREF(name);
-        PyObject *array_key = PyLong_FromVoidPtr(array);
-        if (array_key == NULL)
-            goto done;
-        PyObject *entry = PyDict_GetItemWithError(appender->array_names, array_key); /* borrowed */
-        Py_DECREF(array_key);
+        PyObject *entry = by_identity(appender->array_names, array);
         if (entry == NULL && PyErr_Occurred())
             goto done;
         if (unnamed && entry != NULL && PyTuple_CheckExact(entry) && PyTuple_GET_SIZE(entry) == 2) {
@@ -777,11 +781,7 @@ static int note_described_ranges(AppenderObject *appender, PyObject *fields)
 static int fields_position(AppenderObject *appender, PyObject *fields, PyObject *commands,
                            Py_ssize_t index, PyObject *stream, int64_t *out)
 {
-    PyObject *key = PyLong_FromVoidPtr(fields);
-    if (key == NULL)
-        return -1;
-    PyObject *position = PyDict_GetItemWithError(appender->described_at, key);
-    Py_DECREF(key);
+    PyObject *position = by_identity(appender->described_at, fields);
     if (position != NULL)
         return as_int64(position, out);
     if (PyErr_Occurred())
@@ -1397,11 +1397,7 @@ static int variable_in(PyObject *namespace, PyObject *value, PyObject **name)
 /* The given name of `array` (naming.given_name), borrowed, or NULL (none, or an error). */
 static PyObject *given_name_of(PyObject *array)
 {
-    PyObject *key = PyLong_FromVoidPtr(array);
-    if (key == NULL)
-        return NULL;
-    PyObject *given = PyDict_GetItemWithError(given_names, key);
-    Py_DECREF(key);
+    PyObject *given = by_identity(given_names, array);
     if (given == NULL || !PyTuple_Check(given) || PyTuple_GET_SIZE(given) != 2 ||
         refers_to(PyTuple_GET_ITEM(given, 0), array) != 1)
         return NULL;
@@ -1547,11 +1543,7 @@ static PyObject *appender_upload_enqueued(AppenderObject *appender, PyObject *co
     PyObject *host = args[0], *data = args[1];
     int named = names_array(appender->last_named, host); /* a loop uploads one array again */
     if (named == 0) {
-        PyObject *key = PyLong_FromVoidPtr(host);
-        if (key == NULL)
-            return NULL;
-        PyObject *known = PyDict_GetItemWithError(appender->array_names, key); /* borrowed */
-        Py_DECREF(key);
+        PyObject *known = by_identity(appender->array_names, host);
         if (known == NULL && PyErr_Occurred())
             return NULL;
         if ((named = names_array(known, host)) == 1) {
