@@ -5,7 +5,11 @@
 - vecadd over 2^28 float32 (reads 2 GiB, writes 1 GiB) against a device-to-device copy
   of the same 3 GiB of traffic (1.5 GiB copied), as GB/s and their ratio;
 - per-command cost of tiny dispatches and of 4 KiB uploads under both staging policies
-  (one submission of COUNT commands, then synchronize), beside the ``cpu`` backend;
+  (one submission of COUNT commands, then synchronize), and of tiny dispatches one
+  submission each (``tiny(buf, dispatch_size=1)`` COUNT times), beside the ``cpu`` backend;
+- the seed of LuisaCompute #143 under both staging policies: how many elements of its
+  result are stale, and the hazard the trace names (stale under ``submit``, correct with
+  a latent hazard under ``execute``);
 - 64 MiB uploads under both staging policies (under ``submit`` read into pinned memory
   at ``submit()``, under ``execute`` copied through the pinned arena when they run);
 - tracing overhead: the tiny dispatches traced against untraced;
@@ -20,7 +24,7 @@ exits (non-zero on any error). ``--smoke`` runs every measurement once at small 
 which a CPU stand-in for CuPy runs in seconds (the tests do): it checks the script end to
 end, and its numbers mean nothing. Without CuPy or a GPU the benchmark says why and
 exits 2: nothing was measured. It exits 1 when the GPU's results differ from the ``cpu``
-backend's.
+backend's, or the seed's are not what its staging policy gives.
 """
 
 from __future__ import annotations
@@ -28,14 +32,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from timing import best_of, load_average, print_table
 
 import luisa_nb as lnb
+from luisa_nb.analysis import HazardKind
 from luisa_nb.errors import BackendUnavailableError
 from luisa_nb.recording.trace import Trace
+from luisa_nb.seed import expected_rows, run_seed
 
 UPLOAD_BYTES = 4096
 REDUCTION_BLOCK = 256
@@ -156,7 +163,16 @@ def bandwidth(device: lnb.Device, sizes: Sizes) -> list[list[object]]:
     ]  # fmt: skip
 
 
-def per_command(name: str, staging: str | None, count: int, sizes: Sizes) -> tuple[float, float]:
+@dataclass(frozen=True)
+class PerCommand:
+    """Microseconds per command of one submission of many, and of one submission each."""
+
+    dispatch: float
+    upload: float
+    dispatch_each: float
+
+
+def per_command(name: str, staging: str | None, count: int, sizes: Sizes) -> PerCommand:
     """Microseconds per tiny dispatch and per 4 KiB upload on backend ``name``."""
     device = lnb.create_device(name, staging=staging)
     try:
@@ -172,10 +188,42 @@ def per_command(name: str, staging: str | None, count: int, sizes: Sizes) -> tup
             stream.submit([small.copy_from_async(host) for _ in range(count)])
             stream.synchronize()
 
-        repeats = sizes.repeats
-        return best_of(dispatches, repeats) / count * 1e6, best_of(uploads, repeats) / count * 1e6
+        def dispatches_each() -> None:
+            for _ in range(count):
+                tiny(small, dispatch_size=1)
+            stream.synchronize()
+
+        def microseconds(function: Callable[[], None]) -> float:
+            return best_of(function, sizes.repeats) / count * 1e6
+
+        return PerCommand(microseconds(dispatches), microseconds(uploads),
+                          microseconds(dispatches_each))  # fmt: skip
     finally:
         device.close()
+
+
+def seed_rows() -> tuple[list[list[object]], list[str]]:
+    """The seed of #143 on ``cuda`` under each staging policy, as table rows, and what
+    differs from what that policy must give (nothing, when all is well)."""
+    expected = expected_rows()
+    must_give = {"submit": (expected.size, HazardKind.STALE_UPLOAD),
+                 "execute": (0, HazardKind.LATENT_STALE_UPLOAD)}  # fmt: skip
+    rows, wrong = [], []
+    for staging, (must_be_stale, must_name) in must_give.items():
+        device = lnb.create_device("cuda", staging=staging)
+        try:
+            run = run_seed(device)
+        finally:
+            device.close()
+        stale = int(np.count_nonzero(run.x != expected))
+        hazards = [hazard.kind for hazard in run.trace.hazards]
+        rows.append([f"seed #143 ({staging}): stale elements of x", f"of {expected.size}",
+                     stale, "hazard named", ", ".join(kind.name for kind in hazards),
+                     ""])  # fmt: skip
+        if (stale, hazards) != (must_be_stale, [must_name]):
+            wrong.append(f"under {staging!r} {stale} stale and hazards {hazards}, "
+                         f"not {must_be_stale} and [{must_name}]")  # fmt: skip
+    return rows, wrong
 
 
 def large_uploads(staging: str, sizes: Sizes) -> float:
@@ -321,13 +369,16 @@ def main(argv: list[str] | None = None) -> int:
     if options.tests:
         rows.append(["GPU tests", "", options.tests, "", "", ""])
     rows += bandwidth(device, sizes)
-    cpu_dispatch, cpu_upload = per_command("cpu", None, count, sizes)
+    cpu = per_command("cpu", None, count, sizes)
     for staging in ("execute", "submit"):
-        dispatch, upload = per_command("cuda", staging, count, sizes)
-        rows.append([f"tiny dispatch ({staging})", "us/command", dispatch, "cpu backend",
-                     cpu_dispatch, dispatch / cpu_dispatch])  # fmt: skip
-        rows.append([f"4 KiB upload ({staging})", "us/command", upload, "cpu backend",
-                     cpu_upload, upload / cpu_upload])  # fmt: skip
+        cuda = per_command("cuda", staging, count, sizes)
+        rows.append([f"tiny dispatch ({staging})", "us/command", cuda.dispatch, "cpu backend",
+                     cpu.dispatch, cuda.dispatch / cpu.dispatch])  # fmt: skip
+        rows.append([f"tiny dispatch, one submission each ({staging})", "us/command",
+                     cuda.dispatch_each, "cpu backend", cpu.dispatch_each,
+                     cuda.dispatch_each / cpu.dispatch_each])  # fmt: skip
+        rows.append([f"4 KiB upload ({staging})", "us/command", cuda.upload, "cpu backend",
+                     cpu.upload, cuda.upload / cpu.upload])  # fmt: skip
     pinned = {staging: large_uploads(staging, sizes) for staging in ("submit", "execute")}
     large = byte_size(sizes.large_upload_bytes)
     rows.append([f"{large} upload (submit: pinned at submit)", "GB/s", pinned["submit"],
@@ -348,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     reduction = power_of_two(sizes.reduction_elements)
     rows.append([f"block reduction {reduction} ({sums_same})", "ms", gpu_reduction * 1e3,
                  "cpu backend", cpu_reduction * 1e3, gpu_reduction / cpu_reduction])  # fmt: skip
+    seed, seed_wrong = seed_rows()
+    rows += seed
     title = (
         f"{'smoke run, numbers mean nothing: ' if options.smoke else ''}"
         f"cuda backend on {info['gpu']} (compute capability {info['compute_capability']}, "
@@ -358,8 +411,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows)  # fmt: skip
     if "DIFFERENT" in (same, sums_same):
         print("bench_cuda: the GPU's results differ from the cpu backend's", file=sys.stderr)
-        return 1
-    return 0
+    for wrong in seed_wrong:
+        print(f"bench_cuda: the seed on the GPU: {wrong}", file=sys.stderr)
+    return 1 if "DIFFERENT" in (same, sums_same) or seed_wrong else 0
 
 
 if __name__ == "__main__":

@@ -135,10 +135,10 @@ def test_cuda_device_names_parse_with_an_index_and_a_policy():
     assert DeviceConfig._from_text("cuda").label == "cuda"
 
 
-def test_cuda_benchmark_scripts_parse_and_fail_loudly():
+def test_cuda_benchmark_scripts_parse_and_fail_loudly(tmp_path):
     """The GPU check's scripts, as far as a machine without a GPU can run them: the shell
-    script parses, the benchmark's --check emits its kernels, and without a GPU both say
-    that nothing was checked and exit 2 (not 0)."""
+    scripts parse, the benchmark's --check emits its kernels, and without a GPU all three
+    say that nothing was checked and exit 2 (not 0), the session writing no results."""
     root = Path(__file__).resolve().parents[2]
     environment = {**os.environ, "PYTHONPATH": str(root)}
 
@@ -148,6 +148,9 @@ def test_cuda_benchmark_scripts_parse_and_fail_loudly():
         )
 
     assert run("bash", "-n", "benchmarks/gpu_check.sh").returncode == 0
+    assert run("bash", "-n", "benchmarks/gpu_session.sh").returncode == 0
+    usage = run("bash", "benchmarks/gpu_session.sh", "run")
+    assert usage.returncode == 2 and "usage: benchmarks/gpu_session.sh" in usage.stderr
     check = run(sys.executable, "benchmarks/bench_cuda.py", "--check")
     assert check.returncode == 0, check.stderr
     assert "4 kernels emitted as CUDA source" in check.stdout
@@ -160,6 +163,11 @@ def test_cuda_benchmark_scripts_parse_and_fail_loudly():
     script = run("bash", "benchmarks/gpu_check.sh")
     assert script.returncode == 2, script.stdout + script.stderr
     assert "no GPU here, nothing was checked" in script.stderr
+    results = tmp_path / "results"
+    session = run("bash", "benchmarks/gpu_session.sh", "run", str(results))
+    assert session.returncode == 2, session.stdout + session.stderr
+    assert "gpu_session: no GPU here, nothing was checked" in session.stderr
+    assert not results.exists()
 
 
 # --- a CPU stand-in for CuPy ----------------------------------------------------------
@@ -500,10 +508,16 @@ def test_the_gpu_benchmark_runs_end_to_end_on_the_stand_in(stand_in, monkeypatch
     table = capsys.readouterr().out
     assert "smoke run, numbers mean nothing: cuda backend on CPU stand-in" in table
     for row in ("GPU tests", "vecadd 2^12 float32", "tiny dispatch (execute)",
+                "tiny dispatch, one submission each (submit)",
                 "4 KiB upload (submit)", "64 KiB upload (submit: pinned at submit)",
                 "tiny dispatch traced", "mandelbrot 64^2 (identical)",
                 "block reduction 2^12 (identical)"):  # fmt: skip
         assert row in table
+    seed = [line.split() for line in table.splitlines() if line.lstrip().startswith("seed #143")]
+    assert [(words[2], words[-4], words[-1]) for words in seed] == [
+        ("(submit):", "1024", "STALE_UPLOAD"),
+        ("(execute):", "0", "LATENT_STALE_UPLOAD"),
+    ]
 
 
 LUISA_PROGRAMS = Path(__file__).resolve().parents[1] / "luisa" / "programs"
