@@ -63,11 +63,10 @@ json_values = st.recursive(
 
 
 LOAD_ONE = """
-import json, sys, time
+import json, sys
 import luisa_nb as lnb
 from luisa_nb.errors import TraceFormatError
 
-started = time.perf_counter()
 try:
     lnb.load_trace(sys.argv[1])
     outcome = "loaded"
@@ -75,7 +74,7 @@ except TraceFormatError as error:
     outcome = str(error)
 except Exception as error:
     outcome = f"{type(error).__name__} (not a TraceFormatError): {error}"
-print(json.dumps([outcome, time.perf_counter() - started]))
+print(json.dumps(outcome))
 """
 
 
@@ -437,7 +436,8 @@ def _device(name: str):
 )
 def test_special_files_are_refused_at_once(tmp_path, make, kind):
     """In a subprocess, so that a load blocked in a read fails the test by its timeout
-    instead of hanging the run."""
+    instead of hanging the run. "At once" is the message: only the check of the file's
+    kind, before any read, names it (a time bound would fail on a busy machine)."""
     path = make(tmp_path)
     try:
         done = subprocess.run(
@@ -449,8 +449,8 @@ def test_special_files_are_refused_at_once(tmp_path, make, kind):
         )
     except subprocess.TimeoutExpired:
         pytest.fail(f"loading {path} hung")
-    outcome, seconds = json.loads(done.stdout)
-    assert kind in outcome and seconds < 1.0, (outcome, seconds)
+    outcome = json.loads(done.stdout)
+    assert kind in outcome, outcome
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no SIGALRM to interrupt a hang")
