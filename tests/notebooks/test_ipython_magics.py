@@ -104,6 +104,8 @@ def test_ipython_bad_arguments_are_one_line_usage_errors(ipython, line, message)
 def test_ipython_a_user_exception_looks_normal_and_the_trace_closes(ipython):
     shown = ipython.run(
         "%%luisa_trace --backend cpu\n"
+        "import numpy as np\n"
+        "import luisa_nb as lnb\n"
         "buffer = lnb.default_device().create_buffer(4, np.float32, name='buffer')\n"
         "buffer.fill(1.0)\n"
         "raise ValueError('boom from the cell')"
@@ -127,6 +129,7 @@ def test_ipython_a_failed_command_shows_the_users_lines_and_the_command(ipython)
     shown = ipython.run(
         "%%luisa_trace --backend cpu\n"
         "import numpy as np\n"
+        "import luisa_nb as lnb\n"
         "from luisa_nb.kernels import dispatch_id\n"
         "@lnb.kernel\n"
         "def overrun(a):\n"
@@ -195,6 +198,8 @@ def test_ipython_device_magic_sets_the_default_device(ipython):
 def test_ipython_compare_stops_at_a_run_that_raises_with_the_cells_error(ipython):
     shown = ipython.run(
         "%%luisa_compare cpu:execute cpu:submit\n"
+        "import numpy as np\n"
+        "import luisa_nb as lnb\n"
         "buffer = lnb.default_device().create_buffer(4, np.float32, name='buffer')\n"
         "buffer.fill(1.0)\n"
         "raise KeyError('boom under compare')"
