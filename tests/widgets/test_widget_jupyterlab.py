@@ -60,6 +60,10 @@ def test_trace_viewer_in_jupyterlab(lab, seed, tmp_path):
         rows = page.locator(".lnb-diff tbody tr")
         assert rows.nth(0).locator("td").all_inner_texts()[1:3] == ["0.0", "123.0"]
         assert rows.nth(1).locator("td").all_inner_texts()[1:3] == ["1001.0", "123.0"]
+        page.wait_for_function(  # the table hears of the selection after the diff view
+            "() => document.querySelectorAll('.lnb-table-row.lnb-selected').length >= 2",
+            timeout=30_000,
+        )
         selected = page.locator(".lnb-table-row.lnb-selected").evaluate_all(
             "rows => rows.map(r => Number(r.dataset.id))"
         )
