@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from luisa_nb.analysis import HazardKind
+from luisa_nb.analysis import AnalyzedTrace, HazardKind
 from luisa_nb.errors import ConfigurationError, LuisaNbError, RemoteError, user_traceback
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_LIMIT, capture_limit
 from luisa_nb.remote.options import add_serve_options
 from luisa_nb.runtime import DeviceConfig, StagingPolicy
 from luisa_nb.seed import expected_rows, run_seed
@@ -71,7 +72,7 @@ def _print_hazards(trace) -> None:
     for group in findings:
         print(f"  {group}")
         if group.kind is HazardKind.STALE_UPLOAD:
-            _print_difference(trace.upload(group.first.command_ids[-1]))
+            _print_difference(trace, trace.upload(group.first.command_ids[-1]))
 
 
 def _save(trace, arguments: argparse.Namespace) -> None:
@@ -88,7 +89,6 @@ def run_program(arguments: argparse.Namespace) -> int:
     ``luisa:BACKEND``), under a trace that names buffers and arrays after the program's
     variables. Its exit status is this command's; a program that raises prints its
     traceback, and the hazards found so far are printed either way."""
-    from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.luisa import session
     from luisa_nb.luisa.alias import as_luisa
     from luisa_nb.recording import recorder
@@ -115,7 +115,7 @@ def run_program(arguments: argparse.Namespace) -> int:
     real = real_luisa_backend(arguments.device)
     if real is None:
         session.forced_device = DeviceConfig.parse(arguments.device, **options)
-    trace = AnalyzedTrace(capture=arguments.capture)
+    trace = AnalyzedTrace(capture=arguments.capture, capture_limit=arguments.capture_limit)
     recorder.start(trace)
     status = 0
     try:
@@ -153,9 +153,9 @@ def demo_config(arguments: argparse.Namespace) -> DeviceConfig:
     return config
 
 
-def _print_difference(check) -> None:
+def _print_difference(trace: AnalyzedTrace, check) -> None:
     if check.expected is None or check.staged is None:
-        print("    (bytes were not captured; trace with capture='head' or 'full' to see them)")
+        print(f"    (bytes were not captured: {trace.uncaptured_reason()})")
         return
     indices = check.differing_indices
     print(
@@ -195,7 +195,6 @@ def report(arguments: argparse.Namespace) -> int:
     """Every way the trace or the page can fail is a TraceError (a malformed trace a
     TraceFormatError, a path that cannot be read or written a TraceFileError), which
     :func:`main` prints as one error line."""
-    from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.report import write_report
 
     trace = AnalyzedTrace.load(arguments.trace)
@@ -208,7 +207,6 @@ def repro(arguments: argparse.Namespace) -> int:
     """Write finding ``--finding``'s reproducer to ``-o`` (else print it); with
     ``--confirm``, run it on real luisa-python and say what the real runtime did: status 1
     when it showed no bug or the fix did not pass."""
-    from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.analysis.outcomes import finding_outcome
     from luisa_nb.analysis.reproducer import choose_finding
     from luisa_nb.testing.reproducers import confirm, reproducer
@@ -239,7 +237,6 @@ def repro(arguments: argparse.Namespace) -> int:
 def replay(arguments: argparse.Namespace) -> int:
     """Write each buffer the replay knows; name each one it does not, with why. Exits 1 when
     some buffer could not be written."""
-    from luisa_nb.analysis import AnalyzedTrace
     from luisa_nb.errors import ReplayDataMissingError
 
     trace = AnalyzedTrace.load(arguments.trace)
@@ -362,6 +359,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="head",
         choices=["none", "head", "full"],
         help="how many bytes of each transfer the trace keeps (default: head)",
+    )
+    run_parser.add_argument(
+        "--capture-limit",
+        type=capture_limit,
+        default=DEFAULT_CAPTURE_LIMIT,
+        metavar="BYTES",
+        help="the captured bytes the trace keeps in all, e.g. 4GiB, or none for no limit; "
+        "past it, digests only (default: 1GiB)",
     )
     _add_output_options(run_parser)
     run_parser.set_defaults(run=run_program)

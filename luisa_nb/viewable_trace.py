@@ -12,7 +12,7 @@ from typing import Any
 
 from luisa_nb.analysis import AnalyzedTrace, Hazard
 from luisa_nb.analysis.reproducer_text import Reproducer
-from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES, DEFAULT_CAPTURE_LIMIT
 
 
 class ViewableTrace(AnalyzedTrace):
@@ -40,11 +40,16 @@ class ViewableTrace(AnalyzedTrace):
         return reproducer(self, finding, api)
 
 
-def trace(capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> ViewableTrace:
+def trace(
+    capture: str = "head",
+    capture_bytes: int = DEFAULT_CAPTURE_BYTES,
+    capture_limit: int | None = DEFAULT_CAPTURE_LIMIT,
+) -> ViewableTrace:
     """A trace to use as ``with lnb.trace() as t:``; every command submitted and every sync
     point inside the block is recorded. ``capture``: ``"none"``, ``"head"`` (the first
-    ``capture_bytes`` of each transfer) or ``"full"``."""
-    return ViewableTrace(capture=capture, capture_bytes=capture_bytes)
+    ``capture_bytes`` of each transfer) or ``"full"``; the captured bytes stop at
+    ``capture_limit`` in all (1 GiB; ``None``: no limit), digests go on."""
+    return ViewableTrace(capture=capture, capture_bytes=capture_bytes, capture_limit=capture_limit)
 
 
 def load_trace(path: str | Path) -> ViewableTrace:

@@ -20,7 +20,7 @@ from luisa_nb.analysis.vocabulary import Vocabulary, pending_note, vocabulary_of
 from luisa_nb.errors import PendingCommandsWarning, RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
-from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES
+from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES, DEFAULT_CAPTURE_LIMIT
 
 if TYPE_CHECKING:
     import pandas
@@ -53,8 +53,13 @@ class AnalyzedTrace(Trace):
     Results are cached and recomputed when records were added or the trace stopped since.
     """
 
-    def __init__(self, capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> None:
-        super().__init__(capture, capture_bytes)
+    def __init__(
+        self,
+        capture: str = "head",
+        capture_bytes: int = DEFAULT_CAPTURE_BYTES,
+        capture_limit: int | None = DEFAULT_CAPTURE_LIMIT,
+    ) -> None:
+        super().__init__(capture, capture_bytes, capture_limit)
         self._results: dict[str, tuple[tuple[tuple[int, int], int | None], Any]] = {}
 
     @property

@@ -182,8 +182,8 @@ def _stale_upload_html(trace: AnalyzedTrace, group: FindingGroup) -> str:
         return ""
     if check.staged is None or check.expected is None:
         return (
-            f"<p>upload #{check.command_id}: the bytes were not captured; trace with "
-            "<code>--capture head</code> or <code>full</code> to see them.</p>"
+            f"<p>upload #{check.command_id}: the bytes were not captured: "
+            f"{escape(trace.uncaptured_reason())}.</p>"
         )
     indices = check.differing_indices
     first = [int(index) for index in indices[:DIFF_ROWS]]

@@ -35,7 +35,7 @@ from luisa_nb.errors import LuisaNbError
 from luisa_nb.ipython.display import HazardTable, show_comparison, show_trace
 from luisa_nb.ipython.state import STATE, ExtensionState, InstalledHooks, last_trace
 from luisa_nb.recording import Trace, recorder
-from luisa_nb.recording.trace import CAPTURE_POLICIES
+from luisa_nb.recording.trace import CAPTURE_POLICIES, DEFAULT_CAPTURE_LIMIT, capture_limit
 from luisa_nb.runtime import Device, DeviceConfig, StagingPolicy, default_device
 from luisa_nb.runtime import set_default_device as _set_default_device
 from luisa_nb.runtime.real_luisa import instrumented, real_luisa_backend, start_real_luisa
@@ -79,6 +79,14 @@ class LuisaMagics(Magics):
         help="host bytes kept in the trace: none (digests only), head (the first 64 KiB of "
         "each transfer) or full; default: head",
     )
+    @argument(
+        "--capture-limit",
+        type=capture_limit,
+        default=DEFAULT_CAPTURE_LIMIT,
+        metavar="BYTES",
+        help="the captured bytes kept in all, e.g. 4GiB, or none for no limit; past it, "
+        "digests only; default: 1GiB",
+    )
     @argument("--save", metavar="PATH", help="save the trace to PATH (lnb.load_trace opens it)")
     @line_cell_magic
     def luisa_trace(self, line: str, cell: str | None = None) -> None:
@@ -101,7 +109,7 @@ class LuisaMagics(Magics):
             None if real else self._device(arguments.backend, arguments.staging, arguments.token)
         )
         _check_no_trace_recording()
-        trace = AnalyzedTrace(capture=arguments.capture)
+        trace = AnalyzedTrace(capture=arguments.capture, capture_limit=arguments.capture_limit)
         if real is not None:
             with traced(trace, self.shell.user_ns), _real_luisa_errors(), instrumented(real):
                 _run_cell(self.shell, cell)

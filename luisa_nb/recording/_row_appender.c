@@ -480,6 +480,7 @@ typedef struct {
     PyObject *last_placed;    /* dict: stream id -> seq of its last sync point placed */
     PyObject *blobs;          /* the trace's blobs (dict: digest -> bytes), or NULL */
     PyObject *capture_head;   /* the bytes of a transfer the trace keeps (None: every byte) */
+    Py_ssize_t capture_left;  /* the bytes the trace may still keep (its capture limit) */
     PyObject *block;          /* the capsule of the block new captured bytes go into, or NULL */
     char *block_next;         /* its first free byte */
     Py_ssize_t block_left;    /* its free bytes */
@@ -1143,8 +1144,9 @@ static PyObject *new_capture(Py_ssize_t nbytes, PyObject *blob, PyObject *digest
 /* Capture `copy` (this call's own read-only copy of new bytes, whose binary digest is
  * `hashed`) as Trace.capture(copy, hashed, owned=True) does, into the trace's captures and
  * blobs, where the trace's policy keeps all of the bytes or none: 1 when it was captured,
- * 0 when Trace.capture must do it (a head of part of the bytes, or no blobs given), -1 on
- * an error. The blobs need no lock: a dict's setdefault and copy run whole under the GIL. */
+ * 0 when Trace.capture must do it (a head of part of the bytes, bytes the capture limit
+ * has no room for, or no blobs given), -1 on an error. The blobs need no lock: a dict's
+ * setdefault and copy run whole under the GIL, and so does the count of bytes left. */
 static int capture_here(AppenderObject *appender, PyObject *copy, PyObject *hashed)
 {
     PyObject *head_object = appender->capture_head, *blobs = appender->blobs;
@@ -1159,7 +1161,7 @@ static int capture_here(AppenderObject *appender, PyObject *copy, PyObject *hash
             return -1;
         head = limit < nbytes ? limit : nbytes;
     }
-    if (head != 0 && head != nbytes)
+    if (head != 0 && (head != nbytes || nbytes > appender->capture_left))
         return 0;
     static const char hex_digits[] = "0123456789abcdef";
     PyObject *digest = PyUnicode_New(2 * DIGEST_BYTES, 127);
@@ -1174,8 +1176,13 @@ static int capture_here(AppenderObject *appender, PyObject *copy, PyObject *hash
     PyObject *capture = NULL;
     if (head == 0)
         capture = new_capture(nbytes, Py_None, digest);
-    else if (PyDict_SetDefault(blobs, digest, copy) != NULL) /* borrowed; bytes kept before stay */
-        capture = new_capture(nbytes, digest, digest);
+    else {
+        PyObject *kept = PyDict_SetDefault(blobs, digest, copy); /* borrowed; bytes kept before stay */
+        if (kept == copy)
+            appender->capture_left -= nbytes;
+        if (kept != NULL)
+            capture = new_capture(nbytes, digest, digest);
+    }
     int status = capture == NULL || PyDict_SetItem(appender->captured, hashed, capture) < 0 ? -1 : 1;
     Py_XDECREF(capture);
     Py_DECREF(digest);
@@ -1948,6 +1955,9 @@ static PyMemberDef appender_members[] = {
      "them or none (else, and while None, Trace.capture does)"},
     {"_capture_head", T_OBJECT, offsetof(AppenderObject, capture_head), 0,
      "how many bytes of a transfer the trace keeps (None: every byte)"},
+    {"_capture_left", T_PYSSIZET, offsetof(AppenderObject, capture_left), 0,
+     "how many more bytes the trace may keep under its capture limit (Trace.capture takes "
+     "the captures that would pass it)"},
     {NULL}};
 
 static PyObject *appender_get_captured(AppenderObject *appender, void *closure)

@@ -316,6 +316,8 @@ class TraceRecorderBase(Recorder):
         self._captured = trace.captures
         self._blobs = trace.blobs  # the C hooks capture new bytes into these themselves
         self._capture_head = trace.capture_head  # where the policy keeps all bytes or none
+        limit = trace.metadata.capture_limit
+        self._capture_left = sys.maxsize if limit is None else min(limit, sys.maxsize)
         self.initial_pending: dict[int, Any] = {}
         self.excluded: frozenset[int] = frozenset()
         """Ids of the commands that waited in command lists when the trace started: made

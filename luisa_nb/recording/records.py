@@ -365,10 +365,14 @@ frontend (``import luisa_nb.luisa as luisa``), or real luisa-python instrumented
 @dataclass(slots=True)
 class TraceMetadata:
     """``api`` is the API the commands came through (one of :data:`API_NAMES`), so that
-    hints name calls that exist in it; ``pending`` the commands that never ran."""
+    hints name calls that exist in it; ``pending`` the commands that never ran;
+    ``capture_limited`` when the captured bytes reached ``capture_limit`` (host clock),
+    after which the trace kept digests only."""
 
     capture: str = "head"
     capture_bytes: int = 65536
+    capture_limit: int | None = None
+    capture_limited: int | None = None
     started: int = 0
     stopped: int | None = None
     devices: list[dict[str, Any]] = field(default_factory=list)

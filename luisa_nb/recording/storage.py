@@ -212,7 +212,11 @@ def _new_trace(document: dict[str, Any], where: str, cls: type[TraceType]) -> Tr
         check_json(device, dict[str, _DeviceValue], where=where, path=device_path)
         check_json(device.get("name", ""), str, where=where, path=f"{device_path}.name")
     try:
-        trace = cls(capture=metadata.capture, capture_bytes=metadata.capture_bytes)
+        trace = cls(
+            capture=metadata.capture,
+            capture_bytes=metadata.capture_bytes,
+            capture_limit=metadata.capture_limit,
+        )
     except ConfigurationError as error:
         raise TraceFormatError(f"{where}: metadata: {error_summary(error)}; {DAMAGED}") from None
     trace.metadata = metadata

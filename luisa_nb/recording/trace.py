@@ -40,10 +40,37 @@ if TYPE_CHECKING:
     import pandas
     import pyarrow
 
-__all__ = ["CAPTURE_POLICIES", "DEFAULT_CAPTURE_BYTES", "Trace", "digest_bytes", "now"]
+__all__ = [
+    "CAPTURE_POLICIES",
+    "DEFAULT_CAPTURE_BYTES",
+    "DEFAULT_CAPTURE_LIMIT",
+    "Trace",
+    "capture_limit",
+    "digest_bytes",
+    "now",
+]
 
 CAPTURE_POLICIES = ("none", "head", "full")
 DEFAULT_CAPTURE_BYTES = 64 * 1024
+DEFAULT_CAPTURE_LIMIT = 1 << 30
+"""The captured bytes a trace keeps at most, by default: a long loop of new arrays keeps
+digests only once its captures reach 1 GiB, rather than filling the machine's memory."""
+
+
+_LIMIT_UNITS = {"": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def capture_limit(text: str) -> int | None:
+    """A capture limit as a command line gives it: ``none``, or bytes with an optional
+    binary unit (``512MiB``, ``2GiB``); raises ValueError for anything else."""
+    word = text.strip().lower()
+    if word == "none":
+        return None
+    digits = word.rstrip("kmgtib")
+    unit = _LIMIT_UNITS.get(word[len(digits) :].strip())
+    if unit is None or not digits.strip().isdigit():
+        raise ValueError(f"{text!r} is not a number of bytes (e.g. 512MiB) or 'none'")
+    return int(digits) * unit
 
 
 def digest_bytes(data: np.ndarray) -> str:
@@ -57,21 +84,35 @@ class Trace:
 
     ``capture`` says which host bytes are copied into the trace: ``"none"`` (digests
     only), ``"head"`` (the first ``capture_bytes`` of each transfer) or ``"full"``.
-    Captured bytes are stored once per digest in :attr:`blobs`.
+    Captured bytes are stored once per digest in :attr:`blobs`, ``capture_limit`` bytes
+    at most (``None``: no limit); once they reach it, the trace keeps digests only, and
+    ``metadata.capture_limited`` says when that began. Findings need digests only; what
+    was not captured has no diff to show.
 
     While recording, the trace's :attr:`recorder` appends to its logs; reading the trace
     (:attr:`table`, :attr:`records`, ...) takes a consistent snapshot of them, so a trace
     can be read or saved while commands are still running.
     """
 
-    def __init__(self, capture: str = "head", capture_bytes: int = DEFAULT_CAPTURE_BYTES) -> None:
+    def __init__(
+        self,
+        capture: str = "head",
+        capture_bytes: int = DEFAULT_CAPTURE_BYTES,
+        capture_limit: int | None = DEFAULT_CAPTURE_LIMIT,
+    ) -> None:
         if capture not in CAPTURE_POLICIES:
             raise ConfigurationError(
                 f"capture={capture!r} is not a capture policy; use one of {CAPTURE_POLICIES}"
             )
         if type(capture_bytes) is not int or capture_bytes < 0:
             raise ConfigurationError(f"capture_bytes={capture_bytes!r} must be an int >= 0")
-        self.metadata = TraceMetadata(capture=capture, capture_bytes=capture_bytes)
+        if capture_limit is not None and (type(capture_limit) is not int or capture_limit < 0):
+            raise ConfigurationError(
+                f"capture_limit={capture_limit!r} must be an int >= 0, or None for no limit"
+            )
+        self.metadata = TraceMetadata(
+            capture=capture, capture_bytes=capture_bytes, capture_limit=capture_limit
+        )
         self.buffers: dict[int, BufferInfo] = {}
         self.streams: dict[int, StreamInfo] = {}
         self.blobs: dict[str, np.ndarray] = {}
@@ -130,6 +171,10 @@ class Trace:
             key = digest if head == nbytes else digest_bytes(kept)
             with self._capture_lock:
                 if key not in self.blobs:
+                    recorder = self.recorder
+                    if head > recorder._capture_left:
+                        return self._capture_digest_only(binary, nbytes, digest)
+                    recorder._capture_left -= head
                     if not (owned and head == nbytes):
                         kept = kept.copy()
                         kept.flags.writeable = False  # readers get the blob itself
@@ -137,6 +182,31 @@ class Trace:
             captured = Capture(nbytes, key, digest)
         self.captures[binary] = captured
         return captured
+
+    def _capture_digest_only(self, binary: bytes, nbytes: int, digest: str) -> Capture:
+        """The capture of new bytes the capture limit has no room for; from now on the
+        trace (and the recorder's C hooks) keeps digests only. Called holding the
+        capture lock."""
+        if self.metadata.capture_limited is None:
+            self.metadata.capture_limited = now()
+            self._head = self.recorder._capture_head = 0
+        captured = self.captures[binary] = Capture(nbytes, None, digest)
+        return captured
+
+    def uncaptured_reason(self) -> str:
+        """Why a transfer of this trace has no captured bytes to show, and what to do."""
+        limit = self.metadata.capture_limit
+        if self.metadata.capture_limited is not None and limit is not None:
+            return (
+                f"the trace's captured bytes had reached capture_limit={limit} bytes, after "
+                "which it kept digests only; trace with a larger capture_limit, or "
+                "capture_limit=None, to see them"
+            )
+        return (
+            f"the trace kept no bytes of it (capture={self.metadata.capture!r}, "
+            f"capture_bytes={self.metadata.capture_bytes}); trace with capture='head' or "
+            "'full' to see them"
+        )
 
     def blob_snapshot(self) -> dict[str, np.ndarray]:
         """The blobs captured so far (a copy of the dict; the arrays are never changed)."""

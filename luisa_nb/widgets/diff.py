@@ -198,11 +198,7 @@ class StagingInspector(ArrayDiffWidget):
             self.trace, check, command, self.page_size, early=command_id in self.analysis.stale
         )
         title = f"{describe(self.trace, command)}: staged bytes against stream order"
-        reason = (
-            f"the trace holds no bytes of #{command_id} (capture="
-            f"{self.trace.metadata.capture!r}); trace with capture='head' or 'full' to see "
-            "them"
-        )
+        reason = f"no bytes of #{command_id}: {self.trace.uncaptured_reason()}"
         self._show(comparison, title, reason if comparison is None else "")
 
     @property
