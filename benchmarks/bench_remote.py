@@ -8,7 +8,9 @@ Each table runs the same loops on ``create_device("remote")`` (a server on loopb
 connection direct: its worker socket and shared window), on a remote device relayed by
 its supervisor (``direct=False``, as from another host), and on the local ``cpu``
 backend, under one staging policy: the per-command cost of synchronous round trips
-(submit one tiny dispatch, synchronize), commands per second in one submission (COUNT
+(submit one tiny dispatch, synchronize), a step of the notebook loop of
+``bench_notebook_loop.py`` (a fresh 4 KiB array uploaded, a kernel, a synchronous
+download; ROUND_TRIPS / 4 steps), commands per second in one submission (COUNT
 tiny dispatches; COUNT 4 KiB uploads), and one large upload (``copy_from``, then
 synchronize) and download (``copy_to(sync=True)``) of BULK_MIB, each also as a share of
 a numpy copy of the same bytes timed just before it (the load of a shared machine
@@ -33,6 +35,7 @@ from collections.abc import Callable
 
 import numpy as np
 from bench_luisa_programs import MANDELBROT, ON_LUISA_NB, SHADING, run
+from bench_notebook_loop import fresh_array_loop
 from timing import best_of, load_average, print_table
 
 import luisa_nb as lnb
@@ -53,6 +56,12 @@ PROGRAMS = {  # program: its arguments after the backend name
 @lnb.kernel(mode="c")
 def tiny(target):
     target.write(lnb.dispatch_id().x, 1.0)
+
+
+@lnb.kernel(mode="c")
+def scale(values):
+    index = lnb.dispatch_id().x
+    values.write(index, values.read(index) * 2.0)
 
 
 ECHO_SERVER = """
@@ -127,9 +136,11 @@ def measure(device: lnb.Device, count: int, round_trips: int, bulk: np.ndarray) 
     def download_bulk():
         large.copy_to(back, sync=True)
 
+    steps = max(round_trips // 4, 1)
     seconds = {
         "numpy copy": best_of(lambda: np.copyto(back, bulk), 3),
         "round trip": best_of(round_trip, 3) / round_trips,
+        "notebook step": best_of(fresh_array_loop(buffer, scale, steps), 3) / steps,
         "dispatches": best_of(dispatch_batched, 3),
         "uploads": best_of(upload_batched, 3),
         "bulk upload": best_of(upload_bulk, 3),
@@ -149,6 +160,7 @@ def compare_devices(staging: str, count: int, round_trips: int, bulk_mib: int) -
     gigabytes = bulk.nbytes / 1e9
     rows = [
         ["round trip (us/command)", *(r["round trip"] * 1e6 for r in results.values())],
+        ["notebook loop (us/step)", *(r["notebook step"] * 1e6 for r in results.values())],
         [
             f"{count} tiny dispatches (commands/s)",
             *(count / r["dispatches"] for r in results.values()),

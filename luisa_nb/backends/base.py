@@ -155,6 +155,10 @@ class Backend(ABC):
     ``"fence"`` (once its submission has finished, like a readback after a fence)."""
     staging_capacity: int | None = None
     """Bytes of upload staging memory; ``None`` means unbounded."""
+    stops_flush_at_failure: ClassVar[bool] = False
+    """Whether an operation that fails stops every operation called after it until the
+    next ``flush()``, so that none of them runs (``remote``). Then the runs queued behind
+    one another may share a flush: those behind a failed run have not run, and run again."""
     runs_elsewhere: ClassVar[bool] = False
     """Whether operations run in another process, the calling thread only sending them
     and waiting for the replies (``remote``). A thread waiting for a stream may then run

@@ -75,6 +75,7 @@ class RemoteBackend(Backend):
     name = "remote"
     default_staging = "submit"
     readback = "fence"
+    stops_flush_at_failure = True  # the worker skips the rest of a flush's batches
     runs_elsewhere = True
     description = "a device served by another process over ZeroMQ; bytes travel with commands"
 

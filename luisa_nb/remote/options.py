@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -55,12 +56,21 @@ def stop_on_terminate() -> threading.Event:
     stops the workers and removes the server's files. Returns an event that SIGTERM
     sets: pass it to ``Server.serve(stop=...)``, because the handler's
     ``KeyboardInterrupt`` is lost when the signal lands while Python runs a weakref
-    callback or a ``__del__``."""
+    callback or a ``__del__``. Python reports such a lost exception on stderr, which a
+    client shares with the server it started; once SIGTERM came, those reports of a
+    ``KeyboardInterrupt`` are dropped, since the event does the stopping."""
     requested = threading.Event()
 
     def interrupt(number: int, frame: Any) -> None:
         requested.set()
         raise KeyboardInterrupt
 
+    report = sys.unraisablehook
+
+    def lost(unraisable: Any) -> None:
+        if not (requested.is_set() and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            report(unraisable)
+
+    sys.unraisablehook = lost
     signal.signal(signal.SIGTERM, interrupt)
     return requested

@@ -121,19 +121,24 @@ class Executor:
                 self.staging.release(blocks)
 
     def execute_runs(self, runs: Sequence[Run]) -> None:
-        """Run ``runs`` (queued one after another) in order. Where the backend neither
-        reorders nor defers work, consecutive runs of one recorder that hold no staging
-        blocks run as one: one timer, and their prepared dispatches in one backend call;
-        a failure still skips only the rest of its own run."""
+        """Run ``runs`` (queued one after another) in order. Where the backend does not
+        reorder work, consecutive runs of one recorder that hold no staging blocks run as
+        one: one timer, their prepared dispatches in one backend call, and one flush
+        where the backend defers work and a failure stops what follows it in a flush
+        (``stops_flush_at_failure``); a failure still skips only the rest of its own run,
+        and the runs after it run again. So that running again records nothing twice, a
+        run with uploads (which read host memory as they are issued) joins no run before it."""
         position, count = 0, len(runs)
-        joins = not (self.schedules or self.flushes)
+        joins = not self.schedules and (not self.flushes or self.backend.stops_flush_at_failure)
         while position < count:
             first, end = runs[position], position + 1
             _, blocks, recorder = first
             if joins and not blocks:
                 while end < count:
-                    _, later_blocks, later_recorder = runs[end]
+                    later_steps, later_blocks, later_recorder = runs[end]
                     if later_recorder is not recorder or later_blocks:
+                        break
+                    if self.flushes and any(type(s) is UploadCommand for s in later_steps):
                         break
                     end += 1
             if end - position == 1:
@@ -197,6 +202,8 @@ class Executor:
                 backend.flush()  # finish the deferred operations issued before the failure
             transfers.land_before(order, position)
         transfers.recorder = NULL_RECORDER  # a stopped trace is not kept alive by a stream
+        if finished < len(ends):  # the later runs' steps were issued, and run again later
+            spans = [(position, span) for position, span in spans if position < ends[finished - 1]]
         if spans:
             timer.spans(spans)
         return finished
