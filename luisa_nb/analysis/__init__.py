@@ -5,6 +5,7 @@ never the runtime."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import warnings
@@ -20,7 +21,6 @@ from luisa_nb.analysis.vocabulary import Vocabulary, pending_note, vocabulary_of
 from luisa_nb.errors import PendingCommandsWarning, RecordNotFoundError
 from luisa_nb.recording import Trace
 from luisa_nb.recording.naming import describe
-from luisa_nb.recording.trace import DEFAULT_CAPTURE_BYTES, DEFAULT_CAPTURE_LIMIT
 
 if TYPE_CHECKING:
     import pandas
@@ -53,14 +53,10 @@ class AnalyzedTrace(Trace):
     Results are cached and recomputed when records were added or the trace stopped since.
     """
 
-    def __init__(
-        self,
-        capture: str = "head",
-        capture_bytes: int = DEFAULT_CAPTURE_BYTES,
-        capture_limit: int | None = DEFAULT_CAPTURE_LIMIT,
-    ) -> None:
-        super().__init__(capture, capture_bytes, capture_limit)
-        self._results: dict[str, tuple[tuple[tuple[int, int], int | None], Any]] = {}
+    @functools.cached_property
+    def _results(self) -> dict[str, tuple[tuple[tuple[int, int], int | None], Any]]:
+        """Each analysis computed, by name, with the state of the trace it saw."""
+        return {}
 
     @property
     def hazards(self) -> list[Hazard]:

@@ -113,7 +113,7 @@ def test_a_limit_past_what_memory_can_hold_is_no_limit(recorder_class):
 
 @pytest.mark.parametrize("limit", [-1, 1.5, "1GiB", True])
 def test_a_bad_limit_is_refused(limit):
-    with pytest.raises(ConfigurationError, match="capture_limit=.* must be an int >= 0"):
+    with pytest.raises(ConfigurationError, match=r"capture_limit=.* must be an int >= 0"):
         lnb.trace(capture_limit=limit)
 
 
