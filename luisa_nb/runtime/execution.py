@@ -203,7 +203,7 @@ class Executor:
             transfers.land_before(order, position)
         transfers.recorder = NULL_RECORDER  # a stopped trace is not kept alive by a stream
         if finished < len(ends):  # the later runs' steps were issued, and run again later
-            spans = [(position, span) for position, span in spans if position < ends[finished - 1]]
+            spans = [(at, span) for at, span in spans if at < ends[finished - 1]]
         if spans:
             timer.spans(spans)
         return finished
