@@ -64,7 +64,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ -d .whl ]; then
     python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
         --target "$scratch/site" .whl/*.whl || exit 1
-    export PYTHONPATH="$PYTHONPATH:$scratch/site"  # the image's own packages come first
+    export PYTHONPATH="$PYTHONPATH:$scratch/site"  # before the image's site-packages
 fi
 if ! reason=$(python -c 'import cupy; assert cupy.cuda.runtime.getDeviceCount(), "CuPy finds no GPU"' 2>&1); then
     echo "gpu_session: no GPU here, nothing was checked: $(echo "$reason" | tail -n 1)" >&2
